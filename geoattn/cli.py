@@ -1,0 +1,115 @@
+"""The ``geoattn`` command.
+
+``geoattn prove [ID ...]``
+    check claims (all by default), show progress, print a summary table;
+    ``--json PATH`` writes the ledger. Exit status: 0 when every verdict was
+    reached and equals the recorded expectation, 1 on a mismatch or an error,
+    2 on bad usage (an unknown id lists the known ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="geoattn", description="Structure-preserving attention, machine-checked.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    prove = sub.add_parser("prove", help="check the claims of the ledger and print their verdicts")
+    prove.add_argument("ids", nargs="*", metavar="ID", help="claim ids (default: all)")
+    prove.add_argument("--family", help="only the claims of this family")
+    prove.add_argument("--json", metavar="PATH", help="write the ledger as JSON to PATH")
+    prove.add_argument("--seed", type=int, default=0, help="random seed for points and counterexamples (default 0)")
+    prove.add_argument(
+        "--depth", type=int, default=1, help="raise explicit sizes and point counts (default 1: the quick run)"
+    )
+    prove.add_argument("--list", action="store_true", help="list the claim ids and exit")
+    prove.add_argument("--verbose", "-v", action="store_true", help="print every derivation")
+    prove.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    return parser
+
+
+def _progress(stream, quiet: bool):
+    def report(i, n, claim, verdict):
+        if quiet:
+            return
+        if verdict is None:
+            stream.write(f"[{i + 1:>{len(str(n))}}/{n}] {claim.id} ... ")
+            stream.flush()
+        else:
+            flag = "" if verdict.level is claim.expected else f"  (expected {claim.expected.value})"
+            stream.write(f"{verdict.level.value} ({verdict.seconds:.2f} s){flag}\n")
+            stream.flush()
+
+    return report
+
+
+def _prove(args) -> int:
+    from .symbolic import UnknownClaimError, all_claims, families, get_claim, run
+    from .symbolic.report import dump, format_derivation, format_table
+
+    if args.depth < 1:
+        print(f"geoattn prove: Expected --depth >= 1. Got {args.depth}.", file=sys.stderr)
+        return 2
+    if args.family is not None and args.family not in families():
+        print(f"geoattn prove: Expected --family in {families()}. Got {args.family!r}.", file=sys.stderr)
+        return 2
+    try:
+        claims = [get_claim(i) for i in args.ids] if args.ids else all_claims(args.family)
+    except UnknownClaimError as exc:
+        print(f"geoattn prove: unknown claim id {exc.claim_id!r}. Known ids:", file=sys.stderr)
+        for known in exc.known:
+            print(f"  {known}", file=sys.stderr)
+        return 2
+    if args.ids and args.family:
+        claims = [c for c in claims if c.family == args.family]
+    if args.list:
+        for c in claims:
+            print(f"{c.id:48s} {c.family:18s} {c.title}")
+        return 0
+    start = time.perf_counter()
+    verdicts = run(claims, seed=args.seed, depth=args.depth, progress=_progress(sys.stderr, args.quiet))
+    total = time.perf_counter() - start
+    if args.verbose:
+        for c, v in zip(claims, verdicts):
+            print(format_derivation(c, v))
+            print()
+    print(format_table(claims, verdicts))
+    mismatches = [(c, v) for c, v in zip(claims, verdicts) if v.level is not c.expected]
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v.level.value] = counts.get(v.level.value, 0) + 1
+    summary = ", ".join(f"{k} {counts[k]}" for k in ("proved", "checked", "certified", "refuted", "error") if k in counts)
+    print(f"\n{len(claims)} claims in {total:.1f} s: {summary}")
+    if args.json:
+        dump(claims, verdicts, args.json, seed=args.seed, depth=args.depth, seconds=total)
+        print(f"ledger written to {args.json}")
+    if mismatches:
+        print(f"{len(mismatches)} verdict(s) differ from the recorded expectation:", file=sys.stderr)
+        for c, v in mismatches:
+            detail = f": {v.error.splitlines()[0]}" if v.error else ""
+            print(f"  {c.id}: expected {c.expected.value}, got {v.level.value}{detail}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help
+        return int(exc.code or 0)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    if args.command == "prove":
+        return _prove(args)
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""Claims, the ledger that holds them, and the runner that computes verdicts."""
+
+from __future__ import annotations
+
+import time
+import traceback
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .evidence import Evidence, Level, Verdict
+
+__all__ = [
+    "Claim",
+    "CheckContext",
+    "UnknownClaimError",
+    "register",
+    "get_claim",
+    "all_claims",
+    "families",
+    "check",
+    "run",
+]
+
+
+@dataclass
+class CheckContext:
+    """What a checker may vary: the random seed and how deep to go.
+
+    ``depth`` 1 is the default budget (the whole ledger in well under a
+    minute); larger values raise the explicit sizes and the number of points.
+    """
+
+    seed: int = 0
+    depth: int = 1
+    claim_id: str = ""
+
+    def seed_for(self, tag: str = "") -> int:
+        """A seed derived from the run seed, the claim id and ``tag``."""
+        return (self.seed * 1_000_003 + zlib.crc32(f"{self.claim_id}/{tag}".encode())) % (2**32)
+
+    def bound(self, base: int) -> int:
+        """A size bound that grows with ``depth``."""
+        return base + self.depth - 1
+
+
+@dataclass
+class Claim:
+    """A mathematical claim with a checker that computes its verdict.
+
+    Parameters
+    ----------
+    id:
+        stable identifier, e.g. ``"cayley.orthogonal"``.
+    title:
+        a few words for tables.
+    statement:
+        the claim as the source states it, in plain text.
+    latex:
+        the same statement in LaTeX.
+    source:
+        seed file and section, or ``"corrected form of <id>"``.
+    family:
+        the proof script it belongs to (``cayley``, ``vectorisation``, ...).
+    expected:
+        the verdict recorded as a regression guard. The verdict itself is
+        always computed by ``checker``; a mismatch makes ``geoattn prove``
+        fail.
+    checker:
+        ``checker(ctx) -> list[Evidence]``.
+    corrects:
+        for a corrected claim, the id of the refuted claim it replaces.
+    """
+
+    id: str
+    title: str
+    statement: str
+    latex: str
+    source: str
+    family: str
+    expected: Level
+    checker: Callable[[CheckContext], list[Evidence]] = field(repr=False)
+    corrects: str | None = None
+    notes: str = ""
+
+    def check(self, seed: int = 0, depth: int = 1) -> Verdict:
+        return check(self, CheckContext(seed=seed, depth=depth))
+
+
+class UnknownClaimError(KeyError):
+    """An id that is not in the ledger."""
+
+    def __init__(self, claim_id: str, known: Iterable[str]):
+        self.claim_id = claim_id
+        self.known = sorted(known)
+        super().__init__(claim_id)
+
+    def __str__(self) -> str:
+        return f"Expected one of the known claim ids ({', '.join(self.known)}). Got {self.claim_id!r}."
+
+
+_REGISTRY: dict[str, Claim] = {}
+_FAMILY_ORDER = [
+    "cayley",
+    "vectorisation",
+    "volume_preserving",
+    "exponential",
+    "linear_symplectic",
+    "multihead",
+]
+
+
+def register(claim: Claim) -> Claim:
+    """Add ``claim`` to the ledger (ids are unique)."""
+    if claim.id in _REGISTRY and _REGISTRY[claim.id] is not claim:
+        raise ValueError(f"Expected a new claim id. Got duplicate {claim.id!r}.")
+    if claim.family not in _FAMILY_ORDER:
+        raise ValueError(f"Expected family in {_FAMILY_ORDER}. Got {claim.family!r}.")
+    _REGISTRY[claim.id] = claim
+    return claim
+
+
+def _load() -> None:
+    from . import claims  # noqa: F401  (registers every family)
+
+
+def get_claim(claim_id: str) -> Claim:
+    _load()
+    try:
+        return _REGISTRY[claim_id]
+    except KeyError:
+        raise UnknownClaimError(claim_id, _REGISTRY) from None
+
+
+def all_claims(family: str | None = None) -> list[Claim]:
+    """Every registered claim, grouped by family in ledger order."""
+    _load()
+    out = sorted(_REGISTRY.values(), key=lambda c: _FAMILY_ORDER.index(c.family))
+    if family is not None:
+        if family not in _FAMILY_ORDER:
+            raise ValueError(f"Expected family in {_FAMILY_ORDER}. Got {family!r}.")
+        out = [c for c in out if c.family == family]
+    return out
+
+
+def families() -> list[str]:
+    return list(_FAMILY_ORDER)
+
+
+def check(claim: Claim, ctx: CheckContext | None = None) -> Verdict:
+    """Run ``claim``'s checker and turn its evidence into a :class:`Verdict`."""
+    ctx = CheckContext() if ctx is None else ctx
+    ctx = CheckContext(seed=ctx.seed, depth=ctx.depth, claim_id=claim.id)
+    start = time.perf_counter()
+    try:
+        evidence = claim.checker(ctx)
+    except Exception as exc:  # a crashing checker is a verdict of its own
+        tb = traceback.format_exc(limit=4)
+        return Verdict(claim.id, Level.ERROR, [], time.perf_counter() - start, error=f"{exc!r}\n{tb}")
+    verdict = Verdict.from_evidence(claim.id, evidence, time.perf_counter() - start)
+    if any(e.level is Level.ERROR for e in evidence) and verdict.level is not Level.REFUTED:
+        errs = "; ".join(e.detail for e in evidence if e.level is Level.ERROR)
+        verdict = Verdict(claim.id, Level.ERROR, evidence, verdict.seconds, error=errs)
+    return verdict
+
+
+def run(
+    claims: Iterable[Claim],
+    *,
+    seed: int = 0,
+    depth: int = 1,
+    progress: Callable[[int, int, Claim, Verdict | None], None] | None = None,
+) -> list[Verdict]:
+    """Check each claim in turn; ``progress(i, n, claim, verdict)`` is called
+    before (``verdict=None``) and after each claim."""
+    claims = list(claims)
+    out = []
+    for i, claim in enumerate(claims):
+        if progress is not None:
+            progress(i, len(claims), claim, None)
+        verdict = check(claim, CheckContext(seed=seed, depth=depth))
+        out.append(verdict)
+        if progress is not None:
+            progress(i, len(claims), claim, verdict)
+    return out

@@ -1,0 +1,424 @@
+"""The Cayley transform (seed 000, section "The Cayley Transform").
+
+.. math:: \\mathrm{Cayley}(A) = (I - A)(I + A)^{-1}
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.matrices.expressions import Determinant, Identity, Inverse, MatrixSymbol, Transpose
+
+from .. import algebra as alg
+from ..claim import Claim, register
+from ..evidence import Derivation, Evidence, Level, Step
+from ..strategies import MatrixIdentity, exact_evidence
+from ._common import det_rules, n, same, sizes, standard
+
+SRC = "000_a6b1d30a66a64c9f.txt"
+
+A = MatrixSymbol("A", n, n)
+I = Identity(n)
+CAY = (I - A) * Inverse(I + A)
+
+
+# ---------------------------------------------------------------------------
+# cayley.well_defined
+# ---------------------------------------------------------------------------
+
+
+def _well_defined_derivation() -> Derivation:
+    x = MatrixSymbol("x", n, 1)
+    q = x.T * A * x
+    return Derivation(
+        assumptions=[r"A^T = -A \in \mathbb{R}^{n\times n}", r"x \in \mathbb{R}^{n},\ (I + A)x = 0"],
+        steps=[
+            Step(q, q.T, "a 1x1 matrix equals its transpose", lambda: q.shape == (1, 1)),
+            Step(q.T, -q, "transpose reverses products; A^T = -A", lambda: same(q.T.subs(A.T, -A), -q)),
+            Step(q, sp.ZeroMatrix(1, 1), "q = -q", lambda: same(q + q.T.subs(A.T, -A), sp.ZeroMatrix(1, 1))),
+            Step(
+                x.T * (I + A) * x,
+                x.T * x + q,
+                "distribute",
+                lambda: same((x.T * (I + A) * x).expand(), x.T * x + q),
+            ),
+            Step(x.T * x, sp.ZeroMatrix(1, 1), "(I + A)x = 0 and x^T A x = 0"),
+            Step(x, sp.ZeroMatrix(n, 1), r"x^T x = \sum_i x_i^2 = 0 forces x = 0 for real x"),
+        ],
+        conclusion=r"\ker(I + A) = \{0\}, so I + A is invertible for every real skew-symmetric A",
+    )
+
+
+def _sum_of_squares(size: dict) -> sp.Expr:
+    """``det(I + A) - 1 - sum_S Pf(A_S)^2`` over nonempty even principal subsets."""
+    k = size["n"]
+    a = alg.skew("a", k)
+    total = sp.Integer(1)
+    for subset in alg.principal_even_subsets(k):
+        if subset:
+            total += alg.pfaffian(a.extract(list(subset), list(subset))) ** 2
+    return sp.expand((sp.eye(k) + a).det(method="berkowitz") - total)
+
+
+def _check_well_defined(ctx) -> list[Evidence]:
+    ev = standard(ctx, prove=_well_defined_derivation)
+    # independent exact evidence: det(I + A) is 1 plus a sum of squares
+    bound = ctx.bound(5)
+    ident = MatrixIdentity(
+        "det(I + A) - 1 - sum_S Pf(A_S)^2",
+        variables=lambda s: {},
+        residual=lambda s: _sum_of_squares(s),
+    )
+    ev.append(
+        exact_evidence(
+            ident,
+            [{"n": k} for k in range(1, bound + 1)],
+            method="sum-of-squares certificate det(I + A) = 1 + sum over even principal subsets S of Pf(A_S)^2",
+            seed=ctx.seed_for("sos"),
+        )
+    )
+    return ev
+
+
+register(
+    Claim(
+        id="cayley.well_defined",
+        title="I + A invertible for skew A",
+        statement="I + A is invertible for every real skew-symmetric A, so Cayley(A) is defined.",
+        latex=r"A^T = -A \in \mathbb{R}^{n\times n} \implies \det(\mathbb{I} + A) \neq 0",
+        source=f"{SRC} (implicit in 'The Cayley Transform')",
+        family="cayley",
+        expected=Level.PROVED,
+        checker=_check_well_defined,
+    )
+)
+
+
+# ---------------------------------------------------------------------------
+# cayley.orthogonal
+# ---------------------------------------------------------------------------
+
+
+def _orthogonal_derivation(eps: int | None = -1, matrix: str = "skew") -> Derivation:
+    ct = Inverse(I + A.T) * (I - A.T)
+    ct_skew = Inverse(I - A) * (I + A)
+    prod = ct_skew * CAY
+    steps = [
+        Step(Transpose(CAY), ct, "(XY)^T = Y^T X^T, (X^{-1})^T = (X^T)^{-1}", lambda: same(CAY.T, ct)),
+    ]
+    if eps == -1:
+        steps += [
+            Step(ct, ct_skew, "A^T = -A", lambda: same(ct.subs(A.T, -A), ct_skew)),
+            Step(CAY.T * CAY, prod, "substitute", lambda: same((CAY.T * CAY).subs(A.T, -A), prod)),
+        ]
+        final = prod
+    else:
+        final = CAY.T * CAY
+    steps.append(
+        Step(
+            final,
+            I,
+            "functional calculus: all factors are rational functions of A and commute",
+            lambda: alg.equal_in_algebra(final, I, A, eps),
+        )
+    )
+    return Derivation(
+        assumptions=[f"A is {matrix}", r"I \pm A invertible (cayley.well_defined)"],
+        steps=steps,
+        conclusion=r"\mathrm{Cayley}(A)^T\mathrm{Cayley}(A) = \mathbb{I}",
+    )
+
+
+def orthogonality_identity(structure: str = "skew") -> MatrixIdentity:
+    """``Cayley(A)^T Cayley(A) - I`` for ``A`` skew, symmetric or general."""
+    make = {"skew": alg.skew, "symmetric": alg.symmetric, "general": lambda nm, k: alg.general(nm, k, k)}[structure]
+
+    def residual(size, A):
+        c = alg.cayley(A)
+        return (c.T * c - sp.eye(size["n"])).applyfunc(sp.cancel)
+
+    return MatrixIdentity(
+        "Cayley(A)^T Cayley(A) - I",
+        variables=lambda s: {"A": make("a", s["n"])},
+        residual=residual,
+        valid=lambda s, A: (sp.eye(s["n"]) + A).det() != 0 and (sp.eye(s["n"]) - A).det() != 0,
+    )
+
+
+def make_cayley_orthogonal(structure: str = "skew", claim_id: str = "cayley.orthogonal") -> Claim:
+    """The orthogonality claim for ``A`` of the given ``structure``.
+
+    ``structure="skew"`` is the seed's claim; ``"general"`` and ``"symmetric"``
+    are false variants used as negative controls.
+    """
+    eps = {"skew": -1, "symmetric": 1, "general": None}[structure]
+
+    def checker(ctx):
+        return standard(
+            ctx,
+            ident=orthogonality_identity(structure),
+            random_sizes=sizes(n=range(2, ctx.bound(4) + 1)),
+            prove=lambda: _orthogonal_derivation(eps, structure),
+            exact_sizes=sizes(n=range(1, ctx.bound(3) + 1)),
+        )
+
+    return Claim(
+        id=claim_id,
+        title="Cayley of skew is orthogonal" if structure == "skew" else f"Cayley of {structure} A is orthogonal",
+        statement=f"Cayley(A) = (I - A)(I + A)^-1 is orthogonal for {structure} A.",
+        latex=r"A^T = -A \implies \mathrm{Cayley}(A)^T\mathrm{Cayley}(A) = \mathbb{I}"
+        if structure == "skew"
+        else rf"A\ \text{{{structure}}} \implies \mathrm{{Cayley}}(A)^T\mathrm{{Cayley}}(A) = \mathbb{{I}}",
+        source=f"{SRC}, 'The Cayley Transform'",
+        family="cayley",
+        expected=Level.PROVED if structure == "skew" else Level.REFUTED,
+        checker=checker,
+    )
+
+
+register(make_cayley_orthogonal("skew"))
+
+
+# ---------------------------------------------------------------------------
+# cayley.det_one
+# ---------------------------------------------------------------------------
+
+
+def _det_one_derivation() -> Derivation:
+    dplus = Determinant(I + A)
+    dminus = Determinant(I - A)
+    return Derivation(
+        assumptions=[r"A^T = -A", r"I + A invertible (cayley.well_defined)"],
+        steps=[
+            Step((I + A).T, I - A, "A^T = -A", lambda: same((I + A).T.subs(A.T, -A), I - A)),
+            Step(
+                dminus,
+                dplus,
+                r"\det X^T = \det X applied to X = I + A",
+                lambda: det_rules(Determinant(Transpose(I + A))) == dplus
+                and same(Transpose(I + A).doit().subs(A.T, -A), I - A),
+            ),
+            Step(
+                Determinant(CAY),
+                dminus / dplus,
+                r"\det(XY) = \det X \det Y, \det X^{-1} = 1/\det X",
+                lambda: same(det_rules(sp.det(CAY)), dminus / dplus),
+            ),
+            Step(dminus / dplus, 1, "previous step", lambda: (dminus / dplus).subs(dminus, dplus) == 1),
+        ],
+        conclusion=r"\det\mathrm{Cayley}(A) = 1",
+    )
+
+
+def _det_identity() -> MatrixIdentity:
+    return MatrixIdentity(
+        "det Cayley(A) - 1",
+        variables=lambda s: {"A": alg.skew("a", s["n"])},
+        residual=lambda s, A: sp.cancel(alg.cayley(A).det() - 1),
+    )
+
+
+register(
+    Claim(
+        id="cayley.det_one",
+        title="det Cayley(A) = 1",
+        statement="det Cayley(A) = 1 for skew-symmetric A (Cayley maps into SO(N)).",
+        latex=r"A^T = -A \implies \det\mathrm{Cayley}(A) = 1",
+        source=f"{SRC}, 'The Cayley Transform', footnote 4",
+        family="cayley",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_det_identity(),
+            random_sizes=sizes(n=range(2, ctx.bound(5) + 1)),
+            prove=_det_one_derivation,
+            exact_sizes=sizes(n=range(1, 4)),
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------
+# orthogonal.det_one (seed remark) and its corrected form
+# ---------------------------------------------------------------------------
+
+
+def _orthogonal_family(size: dict, S: sp.Matrix) -> sp.Matrix:
+    """A rational orthogonal matrix: Cayley(S) times a reflection if asked.
+
+    ``Cayley(S) * diag(+-1, 1, ..., 1)`` covers both components of O(n).
+    """
+    k = size["n"]
+    reflect = sp.diag(*([-1 if size["reflect"] else 1] + [1] * (k - 1)))
+    q = alg.cayley(S) * reflect
+    assert alg.is_zero(q.T * q - sp.eye(k)), "hypothesis Q^T Q = I must hold"
+    return q
+
+
+def det_implication_identity(target: str) -> MatrixIdentity:
+    """``det Q - 1`` (``target="one"``) or ``det(Q)^2 - 1`` (``"pm_one"``) over orthogonal Q."""
+
+    def residual(size, S):
+        q = _orthogonal_family(size, S)
+        dq = q.det()
+        return sp.cancel(dq - 1) if target == "one" else sp.cancel(dq**2 - 1)
+
+    return MatrixIdentity(
+        "det(Q) - 1" if target == "one" else "det(Q)^2 - 1",
+        variables=lambda s: {"S": alg.skew("s", s["n"])},
+        residual=residual,
+    )
+
+
+register(
+    Claim(
+        id="orthogonal.det_one",
+        title="orthogonal implies det 1",
+        statement="sigma(C)^T sigma(C) = I, which further implies det(sigma(C)) = 1.",
+        latex=r"\sigma(C)^T\sigma(C) = \mathbb{I} \implies \det\sigma(C) = 1",
+        source=f"{SRC}, 'Volume-Preserving Attention', remark",
+        family="cayley",
+        expected=Level.REFUTED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=det_implication_identity("one"),
+            random_sizes=sizes(n=range(2, ctx.bound(3) + 1), reflect=[0, 1]),
+        ),
+        notes="Orthogonality gives det = +-1 only; det = 1 needs sigma to be Cayley or exp (cayley.det_one).",
+    )
+)
+
+
+def _det_pm_one_derivation() -> Derivation:
+    Q = MatrixSymbol("Q", n, n)
+    dq = sp.Symbol(r"\det Q")
+    return Derivation(
+        assumptions=[r"Q^T Q = \mathbb{I}"],
+        steps=[
+            Step(
+                Determinant(Q.T * Q),
+                Determinant(Q) ** 2,
+                r"\det(XY) = \det X\det Y, \det X^T = \det X",
+                lambda: same(det_rules(sp.det(Q.T * Q)), Determinant(Q) ** 2),
+            ),
+            Step(Determinant(Q) ** 2, 1, r"Q^T Q = \mathbb{I}, \det\mathbb{I} = 1"),
+            Step(
+                dq,
+                r"\pm 1",
+                "roots of x^2 - 1",
+                lambda: sorted(sp.solve(dq**2 - 1, dq)) == [-1, 1],
+                relation="=>",
+            ),
+        ],
+        conclusion=r"\det Q \in \{-1, 1\}",
+    )
+
+
+register(
+    Claim(
+        id="orthogonal.det_pm_one",
+        title="orthogonal implies det +-1",
+        statement="Q^T Q = I implies det Q = +1 or -1; det Q = 1 holds for Q = Cayley(A) (cayley.det_one).",
+        latex=r"Q^TQ = \mathbb{I} \implies \det Q \in \{-1, 1\}",
+        source="corrected form of orthogonal.det_one",
+        family="cayley",
+        expected=Level.PROVED,
+        corrects="orthogonal.det_one",
+        checker=lambda ctx: standard(
+            ctx,
+            ident=det_implication_identity("pm_one"),
+            random_sizes=sizes(n=range(1, ctx.bound(3) + 1), reflect=[0, 1]),
+            prove=_det_pm_one_derivation,
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------
+# the seed's argument for orthogonality: a curve of skew matrices through I
+# ---------------------------------------------------------------------------
+
+
+def _curve_start_identity() -> MatrixIdentity:
+    return MatrixIdentity(
+        "A(0) + A(0)^T with A(0) = I",
+        variables=lambda s: {},
+        residual=lambda s: sp.eye(s["n"]) + sp.eye(s["n"]).T,
+    )
+
+
+register(
+    Claim(
+        id="cayley.seed_curve_start",
+        title="seed's curve of skew matrices starts at I",
+        statement="Consider eps -> A(eps) in S_skew with A(0) = I and A'(0) = B.",
+        latex=r"\varepsilon\mapsto A(\varepsilon)\in\mathcal{S}_\mathrm{skew},\ A(0) = \mathbb{I}",
+        source=f"{SRC}, 'The Cayley Transform'",
+        family="cayley",
+        expected=Level.REFUTED,
+        checker=lambda ctx: standard(ctx, ident=_curve_start_identity(), random_sizes=[{"n": 1}, {"n": 2}], points=1),
+        notes="The identity is not skew-symmetric; the argument must start the curve at A(0) = 0.",
+    )
+)
+
+
+def _first_variation_derivation() -> Derivation:
+    B = MatrixSymbol("B", n, n)
+    e = sp.Symbol("varepsilon")
+    b = sp.Dummy("b")
+    cay_eb = (I - e * B) * Inverse(I + e * B)
+    image = alg.scalar_image(cay_eb, B, b, -1)
+    deriv_image = sp.diff(image, e).subs(e, 0)
+    dcay = -2 * B
+    return Derivation(
+        assumptions=[r"B^T = -B", r"A(\varepsilon) = \varepsilon B"],
+        steps=[
+            Step(
+                r"\frac{d}{d\varepsilon}\Big|_0 \mathrm{Cayley}(\varepsilon B)",
+                dcay,
+                "functional calculus: d/de (1 - e b)/(1 + e b) at 0 is -2b",
+                lambda: sp.simplify(deriv_image + 2 * b) == 0,
+            ),
+            Step(
+                r"\frac{d}{d\varepsilon}\Big|_0 \mathrm{Cayley}^T\mathrm{Cayley}",
+                dcay.T + dcay,
+                "product rule at Cayley(0) = I",
+            ),
+            Step(dcay.T + dcay, sp.ZeroMatrix(n, n), "B^T = -B", lambda: same((dcay.T + dcay).subs(B.T, -B), sp.ZeroMatrix(n, n))),
+        ],
+        conclusion=r"\frac{d}{d\varepsilon}\big|_0\mathrm{Cayley}(\varepsilon B) = -2B "
+        r"\text{ and the first variation of } \mathrm{Cayley}^T\mathrm{Cayley} \text{ vanishes}",
+    )
+
+
+def _first_variation_identity() -> MatrixIdentity:
+    def residual(size, B):
+        e = sp.Dummy("e")
+        c = alg.cayley(e * B)
+        return c.applyfunc(lambda x: sp.diff(x, e).subs(e, 0)) + 2 * B
+
+    return MatrixIdentity(
+        "d/de Cayley(eB)|_0 + 2B",
+        variables=lambda s: {"B": alg.skew("b", s["n"])},
+        residual=residual,
+    )
+
+
+register(
+    Claim(
+        id="cayley.first_variation",
+        title="first variation of Cayley at 0",
+        statement="For a curve of skew matrices with A(0) = 0, A'(0) = B: d/de Cayley(A(e)) at 0 is -2B, "
+        "and the first variation of Cayley^T Cayley vanishes.",
+        latex=r"\frac{d}{d\varepsilon}\Big|_{0}\mathrm{Cayley}(\varepsilon B) = -2B",
+        source="corrected form of cayley.seed_curve_start",
+        family="cayley",
+        expected=Level.PROVED,
+        corrects="cayley.seed_curve_start",
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_first_variation_identity(),
+            random_sizes=sizes(n=range(2, 4)),
+            prove=_first_variation_derivation,
+        ),
+    )
+)

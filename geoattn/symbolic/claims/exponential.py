@@ -1,0 +1,344 @@
+"""The orthonormal activation of seed 003.
+
+.. math:: \\sigma(A) = \\exp(\\mathtt{upper\\_triangular\\_asymmetrize}(A)),
+   \\qquad Z \\mapsto Z\\,\\sigma((P^QZ)^T(P^KZ)).
+
+Note [exact points for exp]
+---------------------------
+``exp`` of a nonzero rational matrix is transcendental, so exact
+counterexamples for the layer map are taken at rational points where the
+upper triangle of ``(P^Q Z)^T(P^K Z)`` vanishes (``T = 2``: one linear
+equation, solved for one entry of ``Z``). There ``exp`` is ``I`` and its
+derivative is the identity, so the Jacobian is exact and rational.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.matrices.expressions import Determinant, Identity, MatrixSymbol, Trace
+
+from .. import algebra as alg
+from ..claim import Claim, register
+from ..evidence import Derivation, Level, Step
+from ..strategies import MatrixIdentity
+from ._common import T, n, same, sizes, standard
+from .vectorisation import _lift_symplectic_derivation
+
+SRC = "003_cbccd72b407c9f4d.txt"
+
+S = MatrixSymbol("S", T, T)
+
+
+# ---------------------------------------------------------------------------
+# exp.uta_skew, exp.orthogonal, exp.det_one
+# ---------------------------------------------------------------------------
+
+
+def _uta_derivation() -> Derivation:
+    a = sp.Function("a")
+    i, j = sp.symbols("i j", integer=True)
+    p = sp.Symbol("p", integer=True, positive=True)
+
+    def uta(r, c):
+        return sp.Piecewise((a(r, c), r < c), (-a(c, r), r > c), (0, True))
+
+    cases = {"i < j": {j: i + p}, "i > j": {i: j + p}, "i = j": {i: j}}
+    return Derivation(
+        assumptions=[r"A = (a_{ij})\in\mathbb{R}^{T\times T}"],
+        steps=[
+            Step(
+                r"[\mathrm{uta}(A)]_{ij} + [\mathrm{uta}(A)]_{ji}",
+                0,
+                f"case {case}",
+                lambda c=case: sp.simplify((uta(i, j) + uta(j, i)).subs(cases[c])) == 0,
+            )
+            for case in cases
+        ],
+        conclusion=r"\mathtt{upper\_triangular\_asymmetrize}(A)^T = -\mathtt{upper\_triangular\_asymmetrize}(A)",
+    )
+
+
+def _uta_identity() -> MatrixIdentity:
+    def residual(size, A):
+        u = alg.upper_triangular_asymmetrize(A)
+        return u + u.T
+
+    return MatrixIdentity(
+        "uta(A) + uta(A)^T",
+        variables=lambda s: {"A": alg.general("a", s["T"], s["T"])},
+        residual=residual,
+    )
+
+
+register(
+    Claim(
+        id="exp.uta_skew",
+        title="upper_triangular_asymmetrize is skew",
+        statement="upper_triangular_asymmetrize(A) (a_ij above, -a_ji below, 0 on the diagonal) is skew-symmetric.",
+        latex=r"\mathtt{upper\_triangular\_asymmetrize}(A)^T = -\mathtt{upper\_triangular\_asymmetrize}(A)",
+        source=f"{SRC}, definition of upper_triangular_asymmetrize",
+        family="exponential",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_uta_identity(),
+            random_sizes=sizes(T=[2, 3, 4]),
+            prove=_uta_derivation,
+            exact_sizes=sizes(T=range(1, ctx.bound(5) + 1)),
+            always_exact=True,
+        ),
+    )
+)
+
+
+def _exp_orthogonal_derivation() -> Derivation:
+    E = alg.MatExp(S)
+    return Derivation(
+        assumptions=[r"S = \mathtt{upper\_triangular\_asymmetrize}(A),\ S^T = -S \text{ (exp.uta\_skew)}"],
+        steps=[
+            Step(E.T, alg.MatExp(S.T), r"\exp(X)^T = \exp(X^T) (power series)", lambda: E.T == alg.MatExp(S.T)),
+            Step(alg.MatExp(S.T), alg.MatExp(-S), "S^T = -S", lambda: alg.MatExp(S.T).subs(S.T, -S) == alg.MatExp(-S)),
+            Step(
+                alg.MatExp(-S) * E,
+                Identity(T),
+                "functional calculus: exp(-s) exp(s) = 1 (S and -S commute)",
+                lambda: alg.equal_in_algebra(E.T * E, Identity(T), S, -1),
+            ),
+        ],
+        conclusion=r"\exp(S)^T\exp(S) = \mathbb{I}",
+    )
+
+
+def _exp_orthogonal_identity() -> MatrixIdentity:
+    def residual(size, A):
+        e = alg.exp_skew(alg.upper_triangular_asymmetrize(A))
+        return (e.T * e - sp.eye(size["T"])).applyfunc(sp.simplify)
+
+    return MatrixIdentity(
+        "exp(uta(A))^T exp(uta(A)) - I",
+        variables=lambda s: {"A": alg.general("a", s["T"], s["T"])},
+        residual=residual,
+    )
+
+
+register(
+    Claim(
+        id="exp.orthogonal",
+        title="exp(uta(A)) is orthogonal",
+        statement="exp(upper_triangular_asymmetrize(A)) is orthogonal (orthonormal).",
+        latex=r"\sigma(A) = \exp(\mathtt{upper\_triangular\_asymmetrize}(A)) \implies \sigma(A)^T\sigma(A) = \mathbb{I}",
+        source=f"{SRC}, 'the matrix Lambda(Z) is orthonormal'",
+        family="exponential",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_exp_orthogonal_identity(),
+            random_sizes=[{"T": 2}],
+            points=2,
+            prove=_exp_orthogonal_derivation,
+        ),
+    )
+)
+
+
+def _exp_det_derivation() -> Derivation:
+    tr = Trace(S)
+    return Derivation(
+        assumptions=[r"S^T = -S \text{ (exp.uta\_skew)}"],
+        steps=[
+            Step(Determinant(alg.MatExp(S)), sp.exp(tr), r"\det\exp(S) = e^{\mathrm{tr}\,S} (Jacobi's formula)"),
+            Step(tr, Trace(S.T), r"\mathrm{tr}\,X = \mathrm{tr}\,X^T", lambda: Trace(S.T).doit() == tr),
+            Step(Trace(S.T), -tr, "S^T = -S", lambda: same(Trace(S.T).subs(S.T, -S).doit(), -tr)),
+            Step(tr, 0, r"\mathrm{tr}\,S = -\mathrm{tr}\,S", lambda: sp.solve(sp.Symbol("t") + sp.Symbol("t"), sp.Symbol("t")) == [0]),
+        ],
+        conclusion=r"\det\exp(\mathtt{upper\_triangular\_asymmetrize}(A)) = e^0 = 1",
+    )
+
+
+def _exp_det_identity() -> MatrixIdentity:
+    return MatrixIdentity(
+        "det exp(uta(A)) - 1",
+        variables=lambda s: {"A": alg.general("a", s["T"], s["T"])},
+        residual=lambda size, A: sp.simplify(alg.exp_skew(alg.upper_triangular_asymmetrize(A)).det() - 1),
+    )
+
+
+register(
+    Claim(
+        id="exp.det_one",
+        title="det exp(uta(A)) = 1",
+        statement="The orthonormal activation has determinant 1 (it lies in SO(T)).",
+        latex=r"\det\exp(\mathtt{upper\_triangular\_asymmetrize}(A)) = 1",
+        source=f"{SRC} (with the remark of 000 on det sigma(C))",
+        family="exponential",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=_exp_det_identity(), random_sizes=[{"T": 2}], points=2, prove=_exp_det_derivation
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------
+# exp.lift_symplectic
+# ---------------------------------------------------------------------------
+
+
+def _exp_lift_identity() -> MatrixIdentity:
+    def residual(size, A):
+        lam = alg.exp_skew(alg.upper_triangular_asymmetrize(A))
+        lift = alg.kron(sp.eye(2 * size["n"]), lam)
+        J = alg.poisson_matrix(size["n"] * size["T"])
+        return (lift.T * J * lift - J).applyfunc(sp.simplify)
+
+    return MatrixIdentity(
+        "Lift^T J Lift - J",
+        variables=lambda s: {"A": alg.general("a", s["T"], s["T"])},
+        residual=residual,
+    )
+
+
+register(
+    Claim(
+        id="exp.lift_symplectic",
+        title="exp lift preserves extended J",
+        statement="Lambda-tilde(Z) = block-diag(Lambda(Z), ...) with Lambda = exp(uta((P^Q Z)^T (P^K Z))) satisfies "
+        "Lambda-tilde^T J Lambda-tilde = J for the q/p rearrangement, at each fixed Z.",
+        latex=r"\tilde\Lambda(Z)^T\mathbb{J}\tilde\Lambda(Z) = \mathbb{J}",
+        source=f"{SRC}, 'extended symplectic structure'",
+        family="exponential",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_exp_lift_identity(),
+            random_sizes=[{"n": 1, "T": 2}],
+            points=2,
+            prove=lambda: _lift_symplectic_derivation(cite="exp.orthogonal"),
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------
+# the layer map: exp.map_symplectic, exp.map_volume_preserving
+# ---------------------------------------------------------------------------
+
+
+def _zero_angle(Z: sp.Matrix, PQ: sp.Matrix, PK: sp.Matrix) -> sp.Matrix | None:
+    """Adjust the last entry of the last column of Z so that the upper
+    triangle of (P^Q Z)^T (P^K Z) vanishes (T = 2); None if impossible."""
+    if Z.cols != 2:
+        raise ValueError(f"Expected T = 2 for zero-angle points. Got T = {Z.cols}.")
+    x = sp.Dummy("x")
+    Zx = Z.copy()
+    Zx[Z.rows - 1, 1] = x
+    m01 = sp.expand(((PQ * Zx).T * (PK * Zx))[0, 1])
+    coeff = m01.coeff(x, 1)
+    if coeff == 0:
+        return None
+    Zx[Z.rows - 1, 1] = sp.solve(m01, x)[0]
+    return Zx
+
+
+def exp_map_identity(kind: str, *, frozen: bool = False) -> MatrixIdentity:
+    """Residual of the exp layer map at a zero-angle point.
+
+    ``kind`` is ``"symplectic"`` (``J^T Omega J - Omega``) or ``"volume"``
+    (``det J - 1``). ``frozen`` uses the linear map ``W -> W Lambda(Z0)``.
+    """
+
+    def layer(PQ, PK):
+        return lambda W: W * alg.exp_skew(alg.upper_triangular_asymmetrize((PQ * W).T * (PK * W)))
+
+    def residual(size, Z, PQ, PK):
+        if frozen:  # a generic point: exp in closed form (cos/sin), simplified exactly
+            lam = alg.exp_skew(alg.upper_triangular_asymmetrize((PQ * Z).T * (PK * Z)))
+            jac = alg.kron(sp.eye(Z.rows), lam.T)
+            if kind == "volume":
+                return sp.simplify(jac.det() - 1)
+            omega = alg.poisson_matrix(size["n"] * size["T"])
+            return (jac.T * omega * jac - omega).applyfunc(sp.simplify)
+        jac = alg.jacobian_rows(layer(PQ, PK), Z)
+        if kind == "volume":
+            return jac.det() - 1
+        omega = alg.poisson_matrix(size["n"] * size["T"])
+        return jac.T * omega * jac - omega
+
+    def variables(s):
+        dim = 2 * s["n"]
+        return {
+            "Z": alg.general("z", dim, 2),
+            "PQ": alg.general("q", s["m"], dim),
+            "PK": alg.general("k", s["m"], dim),
+        }
+
+    def project(size, Z, PQ, PK):
+        z0 = _zero_angle(Z, PQ, PK)
+        return None if z0 is None else {"Z": z0, "PQ": PQ, "PK": PK}
+
+    name = ("det J - 1" if kind == "volume" else "J^T Omega J - Omega") + (" (frozen Z0)" if frozen else "")
+    return MatrixIdentity(name, variables=variables, residual=residual, project=None if frozen else project)
+
+
+def _exp_map_claim(kind: str) -> Claim:
+    word = "symplectic" if kind == "symplectic" else "volume-preserving"
+    return Claim(
+        id=f"exp.map_{'symplectic' if kind == 'symplectic' else 'volume_preserving'}",
+        title=f"exp layer map {word}",
+        statement=f"The layer map Z -> Z exp(upper_triangular_asymmetrize((P^Q Z)^T (P^K Z))) is {word}.",
+        latex=r"Z\mapsto Z\exp(\mathtt{upper\_triangular\_asymmetrize}((P^QZ)^T(P^KZ)))\ \text{is " + word + "}",
+        source=f"{SRC}, 'symplectic transformation that is transformer-like'",
+        family="exponential",
+        expected=Level.REFUTED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=exp_map_identity(kind),
+            random_sizes=[{"n": 1, "T": 2, "m": 2}, {"n": 2, "T": 2, "m": 2}],
+            points=4,
+        ),
+        notes="See Note [exact points for exp]; the Jacobian has a term from dLambda/dZ, as in "
+        "vp.map_volume_preserving.arbitrary.",
+    )
+
+
+register(_exp_map_claim("symplectic"))
+register(_exp_map_claim("volume"))
+
+
+def _frozen_exp_claim(kind: str) -> Claim:
+    base = "exp.map_symplectic" if kind == "symplectic" else "exp.map_volume_preserving"
+    if kind == "symplectic":
+
+        def prove():
+            return _lift_symplectic_derivation(cite="exp.orthogonal")
+
+        statement = "For each fixed Z0 the linear map Z -> Z Lambda(Z0), Lambda = exp(uta(...)), is symplectic."
+        latex = r"(\mathbb{I}_{2n}\otimes\Lambda(Z_0)^T)^T\mathbb{J}(\mathbb{I}_{2n}\otimes\Lambda(Z_0)^T) = \mathbb{J}"
+    else:
+        from .volume_preserving import _frozen_derivation
+
+        def prove():
+            return _frozen_derivation(r"\mathtt{upper\_triangular\_asymmetrize}((P^QZ_0)^T(P^KZ_0))", "exp.det_one", r"\exp")
+        statement = "For each fixed Z0 the linear map Z -> Z Lambda(Z0), Lambda = exp(uta(...)), is volume-preserving."
+        latex = r"\det(\mathbb{I}_{2n}\otimes\Lambda(Z_0)^T) = 1"
+    return Claim(
+        id=f"{base}.frozen",
+        title=f"frozen exp map {kind}",
+        statement=statement,
+        latex=latex,
+        source=f"corrected form of {base}",
+        family="exponential",
+        expected=Level.PROVED,
+        corrects=base,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=exp_map_identity(kind, frozen=True),
+            random_sizes=[{"n": 1, "T": 2, "m": 2}],
+            points=2,
+            prove=prove,
+        ),
+    )
+
+
+register(_frozen_exp_claim("symplectic"))
+register(_frozen_exp_claim("volume"))

@@ -1,0 +1,416 @@
+"""Multi-head attention, softmax and attention as reweighting (seeds 000, 001, 002)."""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy import IndexedBase, Sum
+from sympy.matrices.expressions import MatrixSymbol
+
+from .. import algebra as alg
+from ..claim import Claim, register
+from ..evidence import Derivation, Level, Step
+from ..strategies import MatrixIdentity
+from ._common import T, d, same, shape_evidence, sizes, standard
+from .vectorisation import canon_sums
+
+SRC0 = "000_a6b1d30a66a64c9f.txt"
+SRC1 = "001_88fd5834a23f94ea.txt"
+SRC2 = "002_0b5ecf8c5cdca10a.txt"
+
+
+def softmax_cols(m: sp.Matrix) -> sp.Matrix:
+    """Column-wise softmax of an explicit matrix (exact)."""
+    e = m.applyfunc(sp.exp)
+    sums = [sum(e[:, j]) for j in range(e.cols)]
+    return sp.Matrix(e.rows, e.cols, lambda i, j: e[i, j] / sums[j])
+
+
+def softmax_rows(m: sp.Matrix) -> sp.Matrix:
+    """Row-wise softmax of an explicit matrix (exact)."""
+    return softmax_cols(m.T).T
+
+
+# ---------------------------------------------------------------------------
+# multi-head shapes
+# ---------------------------------------------------------------------------
+
+
+def _projection_factors(corrected: bool):
+    def build(s):
+        m = s["m"]  # the head dimension N / n_heads
+        N = m * s["h"]  # N divisible by n_heads
+        p = ("P_i", m, N) if corrected else ("P_i", N, m)
+        return [p, ("Z", N, s["T"])]
+
+    return build
+
+
+register(
+    Claim(
+        id="mha.projection_shapes",
+        title="projections are N x (N/n_heads)",
+        statement="P_i in R^{N x (N / n_heads)} for Z in R^{N x T}, applied as P_i Z.",
+        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{N\times(N\div\mathtt{n\_heads})},\ Z\in\mathbb{R}^{N\times T},\ P_iZ",
+        source=f"{SRC1}, 'Written as an equation'",
+        family="multihead",
+        expected=Level.REFUTED,
+        checker=lambda ctx: shape_evidence(
+            ctx, _projection_factors(False), sizes(m=[2], h=[1, 2], T=[3]), name="P_i Z"
+        ),
+        notes="Sizes: m = N / n_heads is the head dimension, h = n_heads, N = m h. P_i Z needs P_i to have N "
+        "columns; with N x m projections it is defined only for one head.",
+    )
+)
+
+register(
+    Claim(
+        id="mha.projection_shapes.corrected",
+        title="projections are (N/n_heads) x N",
+        statement="P_i in R^{(N / n_heads) x N}, so that P_i Z in R^{(N / n_heads) x T}.",
+        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times N},\ P_iZ\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times T}",
+        source="corrected form of mha.projection_shapes",
+        family="multihead",
+        expected=Level.PROVED,
+        corrects="mha.projection_shapes",
+        checker=lambda ctx: shape_evidence(
+            ctx,
+            _projection_factors(True),
+            sizes(m=[2], h=[1, 2], T=[3]),
+            expect_shape=lambda s: (s["m"], s["T"]),
+            name="P_i Z",
+        ),
+    )
+)
+
+
+def _output_shape_derivation() -> Derivation:
+    m = sp.Symbol("m", integer=True, positive=True)  # head dimension N / n_heads
+    h = sp.Symbol("h", integer=True, positive=True)  # n_heads
+    k = sp.Symbol("k", integer=True, positive=True)
+    heads_rows = Sum(m, (k, 1, h)).doit()
+    return Derivation(
+        assumptions=[r"N = \mathtt{n\_heads}\cdot m", r"\mathrm{Attention}(P^Q_iZ, P^K_iZ, P^V_iZ) = V_i\,\mathrm{softmax}(\cdot)\in\mathbb{R}^{m\times T}"],
+        steps=[
+            Step(
+                r"\mathrm{shape}(V_i\,\mathcal{P}_i)",
+                r"m\times T",
+                r"V_i = P^V_iZ\in\mathbb{R}^{m\times T} (mha.projection_shapes.corrected), \mathcal{P}_i\in\mathbb{R}^{T\times T}",
+                lambda: MatrixSymbol("V", m, T).shape == (m, T) and (MatrixSymbol("V", m, T) * MatrixSymbol("P", T, T)).shape == (m, T),
+            ),
+            Step(
+                r"\text{rows of the stacked heads}",
+                heads_rows,
+                r"\sum_{i=1}^{\mathtt{n\_heads}} m",
+                lambda: sp.simplify(heads_rows - h * m) == 0,
+            ),
+        ],
+        conclusion=r"\mathrm{MultiHeadAttention}(Z)\in\mathbb{R}^{N\times T}",
+    )
+
+
+def _output_shape_identity() -> MatrixIdentity:
+    def residual(size):
+        m, h, t = size["m"], size["h"], size["T"]
+        blocks = [sp.zeros(m, t) for _ in range(h)]
+        stacked = sp.Matrix.vstack(*blocks)
+        return sp.Matrix([[stacked.rows - m * h, stacked.cols - t]])
+
+    return MatrixIdentity("shape(stacked heads) - (N, T)", variables=lambda s: {}, residual=residual)
+
+
+register(
+    Claim(
+        id="mha.output_shape",
+        title="concatenated heads have the input's size",
+        statement="Concatenating the heads' outputs gives an array of the same size as the input.",
+        latex=r"\mathrm{MultiHeadAttention}(Z)\in\mathbb{R}^{N\times T}\ \text{for}\ Z\in\mathbb{R}^{N\times T}",
+        source=f"{SRC1}, 'concatenated together'",
+        family="multihead",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_output_shape_identity(),
+            random_sizes=sizes(m=[1, 2, 3], h=[1, 2, 4], T=[3]),
+            points=1,
+            prove=_output_shape_derivation,
+        ),
+        notes="Holds with the corrected projection shapes (mha.projection_shapes.corrected).",
+    )
+)
+
+
+# ---------------------------------------------------------------------------
+# softmax
+# ---------------------------------------------------------------------------
+
+
+def _stochastic_derivation() -> Derivation:
+    i, j = sp.symbols("i j", integer=True)
+    v = IndexedBase("v", real=True)
+    denom = Sum(sp.exp(v[j]), (j, 0, T - 1))
+    entry = sp.exp(v[i]) / denom
+    total = Sum(entry, (i, 0, T - 1))
+    pulled = sp.simplify(total)
+    return Derivation(
+        assumptions=[r"v\in\mathbb{R}^T", r"[\mathrm{softmax}(v)]_i = e^{v_i}/\sum_j e^{v_j}"],
+        steps=[
+            Step(r"[\mathrm{softmax}(v)]_i", r"> 0", r"e^{v_i} > 0 for real v_i", lambda: bool(sp.exp(v[i]).is_positive and denom.is_positive is not False)),
+            Step(total, pulled, "the denominator does not depend on i", lambda: canon_sums(pulled) == canon_sums(Sum(sp.exp(v[i]), (i, 0, T - 1)) / denom)),
+            Step(pulled, 1, "numerator and denominator are the same sum", lambda: canon_sums(pulled) == 1),
+            Step(
+                r"\mathrm{softmax}_\mathrm{row}(M)",
+                r"\mathrm{softmax}_\mathrm{col}(M^T)^T",
+                "definition: rows of M are columns of M^T",
+            ),
+        ],
+        conclusion=r"\text{each column (row) of the column (row) softmax is a probability vector}",
+    )
+
+
+def _stochastic_identity() -> MatrixIdentity:
+    def residual(size, C):
+        sc = softmax_cols(C)
+        sr = softmax_rows(C)
+        col_sums = sp.Matrix([[sp.simplify(sum(sc[:, j]) - 1) for j in range(sc.cols)]])
+        row_sums = sp.Matrix([[sp.simplify(sum(sr[i, :]) - 1) for i in range(sr.rows)]])
+        negatives = sp.Matrix([[sum(1 for x in list(sc) + list(sr) if not x.is_positive)]])
+        return sp.Matrix.hstack(col_sums, row_sums, negatives)
+
+    return MatrixIdentity(
+        "[column sums - 1, row sums - 1, #nonpositive entries]",
+        variables=lambda s: {"C": alg.general("c", s["T"], s["T"])},
+        residual=residual,
+    )
+
+
+register(
+    Claim(
+        id="softmax.stochastic",
+        title="softmax gives probability vectors",
+        statement="Column (resp. row) softmax gives probability vectors: positive entries summing to 1.",
+        latex=r"\sum_{i=1}^T[\mathrm{softmax}(c)]_i = 1,\quad [\mathrm{softmax}(c)]_i > 0",
+        source=f"{SRC0}, footnote 3; {SRC1}; {SRC2}",
+        family="multihead",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=_stochastic_identity(), random_sizes=sizes(T=[2, 3]), points=2, prove=_stochastic_derivation
+        ),
+    )
+)
+
+
+def _singular_derivation() -> Derivation:
+    i, j = sp.symbols("i j", integer=True)
+    entry = sp.exp(0) / Sum(sp.exp(0), (j, 0, T - 1)).doit()
+    return Derivation(
+        assumptions=[r"T\ge 2", r"C = 0\in\mathbb{R}^{T\times T}"],
+        steps=[
+            Step(r"[\mathrm{softmax}(0)]_{ij}", entry, r"e^0 / \sum_j e^0", lambda: sp.simplify(entry - 1 / T) == 0),
+            Step(
+                r"\text{column } 1",
+                r"\text{column } 2",
+                "every entry equals 1/T, independent of i and j",
+                lambda: not entry.has(i) and not entry.has(j),
+            ),
+            Step(r"\det\mathrm{softmax}(0)", 0, "a determinant with two equal columns vanishes"),
+        ],
+        conclusion=r"\mathrm{softmax}(C) \text{ can be singular (witness } C = 0)",
+    )
+
+
+def _singular_identity() -> MatrixIdentity:
+    # witness: the determinant of softmax(0) must vanish
+    return MatrixIdentity(
+        "det softmax(0_T)",
+        variables=lambda s: {},
+        residual=lambda s: softmax_cols(sp.zeros(s["T"], s["T"])).det(),
+    )
+
+
+register(
+    Claim(
+        id="softmax.can_be_singular",
+        title="softmax matrix can be singular",
+        statement="A stochastic (softmax) matrix can have identical columns, so det(softmax(C)) can be 0.",
+        latex=r"\exists C:\ \det\mathrm{softmax}(C) = 0",
+        source=f"{SRC0}, remark in 'Volume-Preserving Attention'",
+        family="multihead",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_singular_identity(),
+            random_sizes=sizes(T=[2, 3, 4, 5]),
+            points=1,
+            prove=_singular_derivation,
+        ),
+    )
+)
+
+
+# ---------------------------------------------------------------------------
+# attention as reweighting
+# ---------------------------------------------------------------------------
+
+
+def _multiplicative_derivation() -> Derivation:
+    i, j = sp.symbols("i j", integer=True, nonnegative=True)
+    Z = MatrixSymbol("Z", d, T)
+    W = MatrixSymbol("W", d, d)
+    lhs = (Z.T * W * Z)[i, j]
+    rhs = (Z[:, i].T * W * Z[:, j])[0, 0]
+    return Derivation(
+        assumptions=[r"Z = [z^{(1)}, \ldots, z^{(T)}]\in\mathbb{R}^{d\times T},\ W\in\mathbb{R}^{d\times d}"],
+        steps=[
+            Step(r"[Z^TWZ]_{ij}", lhs, "definition of the matrix product (expanded by SymPy)"),
+            Step(lhs, r"(z^{(i)})^TWz^{(j)}", r"z^{(i)} = Z_{\bullet i}", lambda: canon_sums(lhs) == canon_sums(rhs)),
+        ],
+        conclusion=r"[Z^TWZ]_{ij} = (z^{(i)})^TWz^{(j)}",
+    )
+
+
+def _multiplicative_identity() -> MatrixIdentity:
+    def residual(size, Z, W):
+        t = size["T"]
+        entries = sp.Matrix(t, t, lambda i, j: (Z[:, i].T * W * Z[:, j])[0, 0])
+        return (Z.T * W * Z - entries).applyfunc(sp.expand)
+
+    return MatrixIdentity(
+        "Z^T W Z - [(z^(i))^T W z^(j)]",
+        variables=lambda s: {"Z": alg.general("z", s["d"], s["T"]), "W": alg.general("w", s["d"], s["d"])},
+        residual=residual,
+    )
+
+
+register(
+    Claim(
+        id="attention.multiplicative_matrix",
+        title="C = Z^T W Z entrywise",
+        statement="For multiplicative attention the correlation matrix is C = Z^T W Z, [C]_ij = z^(i)^T W z^(j).",
+        latex=r"C = Z^TWZ,\quad [C]_{ij} = (z^{(i)})^TWz^{(j)}",
+        source=f"{SRC0}, introduction",
+        family="multihead",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_multiplicative_identity(),
+            random_sizes=sizes(d=[1, 2], T=[2, 3]),
+            prove=_multiplicative_derivation,
+        ),
+    )
+)
+
+
+def _reweighting_identity() -> MatrixIdentity:
+    def residual(size, Z, S):
+        t = size["T"]
+        combos = sp.Matrix.hstack(*[sum((S[i, j] * Z[:, i] for i in range(t)), sp.zeros(Z.rows, 1)) for j in range(t)])
+        return (Z * S - combos).applyfunc(sp.expand)
+
+    return MatrixIdentity(
+        "Z sigma(C) - [sum_i p^(j)_i z^(i)]_j",
+        variables=lambda s: {"Z": alg.general("z", s["d"], s["T"]), "S": alg.general("s", s["T"], s["T"])},
+        residual=residual,
+    )
+
+
+def _reweighting_derivation() -> Derivation:
+    k, j, i = sp.symbols("k j i", integer=True, nonnegative=True)
+    Z = MatrixSymbol("Z", d, T)
+    S = MatrixSymbol("Sigma", T, T)
+    entry = (Z * S)[k, j]
+    combo = Sum(S[i, j] * Z[k, i], (i, 0, T - 1))
+    return Derivation(
+        assumptions=[r"p^{(j)} = [\sigma(C)]_{\bullet j}"],
+        steps=[
+            Step(r"[Z\sigma(C)]_{kj}", entry, "definition of the matrix product (expanded by SymPy)"),
+            Step(entry, combo, r"= [\sum_i p^{(j)}_i z^{(i)}]_k", lambda: canon_sums(entry) == canon_sums(combo)),
+        ],
+        conclusion=r"Z\sigma(C) = \left[\sum_i p^{(1)}_iz^{(i)}, \ldots, \sum_i p^{(T)}_iz^{(i)}\right]",
+    )
+
+
+register(
+    Claim(
+        id="attention.reweighting",
+        title="Z sigma(C) as a reweighting",
+        statement="The output Z sigma(C) is [sum_i p^(1)_i z^(i), ..., sum_i p^(T)_i z^(i)] with "
+        "p^(j) the j-th column of sigma(C).",
+        latex=r"Z\sigma(C) = \left[\sum_{i=1}^Tp^{(1)}_iz^{(i)}, \ldots, \sum_{i=1}^Tp^{(T)}_iz^{(i)}\right]",
+        source=f"{SRC0}, 'Reweighting of the Input Sequence'",
+        family="multihead",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=_reweighting_identity(), random_sizes=sizes(d=[1, 2], T=[2, 3]), prove=_reweighting_derivation
+        ),
+    )
+)
+
+
+def _row_column_derivation() -> Derivation:
+    X = MatrixSymbol("X", T, d)
+    Wq, Wk, Wv = (MatrixSymbol(s, d, d) for s in ("W_q", "W_k", "W_v"))
+    Srow = X * Wq * (X * Wk).T  # Q K^T in the row convention
+    Kc, Qc, Vc = Wk.T * X.T, Wq.T * X.T, Wv.T * X.T  # P^K Z, P^Q Z, P^V Z with Z = X^T, P = W^T
+    Arow = MatrixSymbol(r"\mathrm{softmax}_\mathrm{row}(S)", T, T)
+    return Derivation(
+        assumptions=[
+            r"Z = X^T,\ P^Q = W_q^T,\ P^K = W_k^T,\ P^V = W_v^T",
+            r"\mathrm{softmax}_\mathrm{col}(S^T) = \mathrm{softmax}_\mathrm{row}(S)^T \text{ (definition)}",
+        ],
+        steps=[
+            Step(Kc.T * Qc, Srow.T, "transpose of a product", lambda: same(Kc.T * Qc, Srow.T)),
+            Step(
+                Vc * Arow.T,
+                (Arow * X * Wv).T,
+                "transpose of a product",
+                lambda: same(Vc * Arow.T, (Arow * X * Wv).T),
+            ),
+        ],
+        conclusion=r"V\,\mathrm{softmax}_\mathrm{col}\!\left(\frac{K^TQ}{\sqrt d}\right) = "
+        r"\left(\mathrm{softmax}_\mathrm{row}\!\left(\frac{QK^T}{\sqrt d}\right)V\right)^T",
+    )
+
+
+def _row_column_identity() -> MatrixIdentity:
+    def residual(size, X, Wq, Wk, Wv):
+        dd = size["d"]
+        scale = sp.sqrt(dd)
+        Q, K, V = X * Wq, X * Wk, X * Wv
+        y_row = softmax_rows(Q * K.T / scale) * V
+        Z = X.T
+        Qc, Kc, Vc = Wq.T * Z, Wk.T * Z, Wv.T * Z
+        y_col = Vc * softmax_cols(Kc.T * Qc / scale)
+        return (y_col - y_row.T).applyfunc(lambda x: sp.simplify(sp.together(x)))
+
+    def variables(s):
+        t, dd = s["T"], s["d"]
+        return {
+            "X": alg.general("x", t, dd),
+            "Wq": alg.general("q", dd, dd),
+            "Wk": alg.general("k", dd, dd),
+            "Wv": alg.general("v", dd, dd),
+        }
+
+    return MatrixIdentity("Y_col - Y_row^T", variables=variables, residual=residual)
+
+
+register(
+    Claim(
+        id="attention.row_column_equivalence",
+        title="row and column conventions agree",
+        statement="The row convention of 002 (X in R^{T x d}, softmax(Q K^T / sqrt d) V) and the column convention "
+        "of 001 (V softmax(K^T Q / sqrt N)) compute the same attention up to transposition, with Z = X^T and "
+        "P = W^T.",
+        latex=r"V\,\mathrm{softmax}_\mathrm{col}(K^TQ/\sqrt d) = (\mathrm{softmax}_\mathrm{row}(QK^T/\sqrt d)V)^T",
+        source=f"{SRC1}; {SRC2}",
+        family="multihead",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_row_column_identity(),
+            random_sizes=sizes(T=[2, 3], d=[1, 2]),
+            points=1,
+            prove=_row_column_derivation,
+        ),
+    )
+)

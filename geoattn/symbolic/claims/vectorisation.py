@@ -1,0 +1,294 @@
+"""Vectorisation and lifts (seed 000 'How is Structure Preserved?', seed 003).
+
+Rows of ``Z`` (``d x T``) are stacked into ``Z_vec``; right multiplication
+``Z -> Z Lambda`` becomes a left multiplication on ``Z_vec``.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy import KroneckerDelta, Sum
+from sympy.matrices.expressions import BlockMatrix, Identity, KroneckerProduct, MatrixSymbol, ZeroMatrix, block_collapse
+from sympy.matrices.expressions.kronecker import combine_kronecker
+
+from .. import algebra as alg
+from ..claim import Claim, register
+from ..evidence import Derivation, Level, Step
+from ..strategies import MatrixIdentity
+from ._common import T, d, same, sizes, standard
+
+SRC0 = "000_a6b1d30a66a64c9f.txt"
+SRC3 = "003_cbccd72b407c9f4d.txt"
+
+k, j, i, kp = sp.symbols("k j i k'", integer=True, nonnegative=True)
+Z = MatrixSymbol("Z", d, T)
+L = MatrixSymbol("Lambda", T, T)
+
+
+def canon_sums(expr):
+    """Rename the bound variables of every ``Sum`` canonically (for comparison)."""
+
+    def rename(s):
+        new = {}
+        limits = []
+        for idx, lim in enumerate(s.limits):
+            sym = sp.Symbol(f"s_{idx}", integer=True)
+            new[lim[0]] = sym
+            limits.append((sym,) + tuple(lim[1:]))
+        return Sum(s.function.xreplace(new), *limits)
+
+    return expr.replace(lambda x: isinstance(x, Sum), rename)
+
+
+def _in_range(expr):
+    """Evaluate ``expr`` and drop Piecewise branches whose condition holds for
+    every row index ``0 <= k <= d-1`` (checked by writing ``d = k + 1 + m``,
+    ``m >= 0``)."""
+    m = sp.Symbol("m", integer=True, nonnegative=True)
+
+    def always(cond) -> bool:
+        return bool(cond.subs(d, k + 1 + m) == sp.true)
+
+    def fold(pw):
+        expr0, cond0 = pw.args[0]
+        return expr0 if always(cond0) else pw
+
+    return expr.doit().replace(lambda e: isinstance(e, sp.Piecewise), fold)
+
+
+# ---------------------------------------------------------------------------
+# vec.right_multiplication and vec.seed_formula
+# ---------------------------------------------------------------------------
+
+
+def _right_mult_derivation() -> Derivation:
+    lhs_entry = (Z * L)[k, j]
+    kron_entry = Sum(KroneckerDelta(k, kp) * L.T[j, i] * Z[kp, i], (kp, 0, d - 1), (i, 0, T - 1))
+    target = Sum(L[i, j] * Z[k, i], (i, 0, T - 1))
+    return Derivation(
+        assumptions=[r"Z\in\mathbb{R}^{d\times T},\ \Lambda\in\mathbb{R}^{T\times T}", r"0\le k<d,\ 0\le j<T"],
+        steps=[
+            Step(
+                r"[\mathrm{vec}_r(Z\Lambda)]_{kT+j}",
+                lhs_entry,
+                "row-stacking puts entry (k, j) at position kT + j; matrix product",
+                lambda: canon_sums(lhs_entry) == canon_sums(target),
+            ),
+            Step(
+                r"[(\mathbb{I}_d\otimes\Lambda^T)\,\mathrm{vec}_r(Z)]_{kT+j}",
+                kron_entry,
+                r"Kronecker entries: [A\otimes B]_{aT+b,\,cT+e} = A_{ac}B_{be}",
+            ),
+            Step(
+                kron_entry,
+                target,
+                "sum over k' of a Kronecker delta (k < d)",
+                lambda: canon_sums(_in_range(kron_entry)) == canon_sums(target),
+            ),
+        ],
+        conclusion=r"\mathrm{vec}_r(Z\Lambda) = (\mathbb{I}_d\otimes\Lambda^T)\,\mathrm{vec}_r(Z)",
+    )
+
+
+def vec_identity(form: str) -> MatrixIdentity:
+    """``vec_r(Z Lambda) - M vec_r(Z)`` with ``M`` given by ``form``.
+
+    ``form``: ``"seed"`` (Lambda (x) I_T), ``"blockdiag"`` (I_d (x) Lambda),
+    ``"exact"`` (I_d (x) Lambda^T), ``"column_major"`` (Lambda^T (x) I_d).
+    Lambda is an orthogonal Cayley matrix, as in the layer.
+    """
+
+    def residual(size, Z, S):
+        lam = alg.cayley(S)
+        dd, tt = size["d"], size["T"]
+        m = {
+            "seed": lambda: alg.kron(lam, sp.eye(tt)),
+            "blockdiag": lambda: alg.kron(sp.eye(dd), lam),
+            "exact": lambda: alg.kron(sp.eye(dd), lam.T),
+            "column_major": lambda: alg.kron(lam.T, sp.eye(dd)),
+        }[form]()
+        return (alg.vec_rows(Z * lam) - m * alg.vec_rows(Z)).applyfunc(sp.cancel)
+
+    return MatrixIdentity(
+        f"vec_r(Z Lambda) - ({ {'seed': 'Lambda (x) I_T', 'blockdiag': 'I_d (x) Lambda', 'exact': 'I_d (x) Lambda^T', 'column_major': 'Lambda^T (x) I_d'}[form] }) vec_r(Z)",
+        variables=lambda s: {"Z": alg.general("z", s["d"], s["T"]), "S": alg.skew("s", s["T"])},
+        residual=residual,
+    )
+
+
+def make_vec_claim(form: str, claim_id: str | None = None) -> Claim:
+    """Kronecker form of right multiplication; ``form`` as in :func:`vec_identity`."""
+    true = form == "exact"
+
+    def checker(ctx):
+        # where d != T the seed's form is not even well-formed (T^2 x T^2
+        # against a vector of length dT): search where the shapes agree.
+        sz = [{"d": t, "T": t} for t in (2, 3)] if form == "seed" else sizes(d=[1, 2], T=[2, 3])
+        return standard(
+            ctx,
+            ident=vec_identity(form),
+            random_sizes=sz,
+            prove=_right_mult_derivation if true else None,
+            exact_sizes=sizes(d=range(1, ctx.bound(3) + 1), T=range(1, ctx.bound(3) + 1)) if true else (),
+        )
+
+    return Claim(
+        id=claim_id or f"vec.{form}",
+        title=f"vec form of Z Lambda: {form}",
+        statement=f"vec_r(Z Lambda) = M vec_r(Z) with M the '{form}' Kronecker form",
+        latex=r"\mathrm{vec}_r(Z\Lambda) = M\,\mathrm{vec}_r(Z)",
+        source=SRC0,
+        family="vectorisation",
+        expected=Level.PROVED if true else Level.REFUTED,
+        checker=checker,
+    )
+
+
+_seed = make_vec_claim("seed", "vec.seed_formula")
+_seed.title = "Z Lambda as (Lambda (x) I_T) Z_vec"
+_seed.statement = (
+    "With the rows of Z stacked into Z_vec, the layer output Z Lambda(Z) is (Lambda(Z) (x) I_T) Z_vec "
+    "(drawn as block-diag(Lambda, ..., Lambda))."
+)
+_seed.latex = r"\mathrm{vec}_r(Z\Lambda(Z)) = (\Lambda(Z)\otimes\mathbb{I}_T)\,Z_\mathrm{vec}"
+_seed.source = f"{SRC0}, 'How is Structure Preserved?'"
+_seed.notes = (
+    "Lambda (x) I_T is T^2 x T^2 while Z_vec has dT entries, so the formula is ill-formed unless d = T; "
+    "even then it is wrong. The block-diagonal drawing is I_d (x) Lambda, also wrong: the blocks are Lambda^T "
+    "(vec.right_multiplication)."
+)
+register(_seed)
+
+_exact = make_vec_claim("exact", "vec.right_multiplication")
+_exact.title = "Z Lambda as (I_d (x) Lambda^T) Z_vec"
+_exact.statement = "With the rows of Z stacked into Z_vec, vec_r(Z Lambda) = (I_d (x) Lambda^T) Z_vec."
+_exact.latex = r"\mathrm{vec}_r(Z\Lambda) = (\mathbb{I}_d\otimes\Lambda^T)\,\mathrm{vec}_r(Z)"
+_exact.source = "corrected form of vec.seed_formula"
+_exact.corrects = "vec.seed_formula"
+register(_exact)
+
+
+# ---------------------------------------------------------------------------
+# lift.orthogonal, lift.symplectic
+# ---------------------------------------------------------------------------
+
+
+def _lift_orthogonal_derivation(block_name: str = r"\Lambda", cite: str = "cayley.orthogonal") -> Derivation:
+    M = KroneckerProduct(Identity(d), L)
+    combined = combine_kronecker(M.T * M)
+    return Derivation(
+        assumptions=[r"\Lambda^T\Lambda = \mathbb{I}_T" + f" ({cite})", r"\tilde\Lambda = \mathbb{I}_d\otimes\Lambda"],
+        steps=[
+            Step(
+                M.T * M,
+                KroneckerProduct(Identity(d), L.T * L),
+                r"(A\otimes B)^T = A^T\otimes B^T,\ (A\otimes B)(C\otimes D) = AC\otimes BD",
+                lambda: combined == KroneckerProduct(Identity(d), L.T * L),
+            ),
+            Step(
+                KroneckerProduct(Identity(d), L.T * L),
+                Identity(d * T),
+                r"\Lambda^T\Lambda = \mathbb{I}_T",
+                lambda: combined.subs(L.T * L, Identity(T)).doit() == Identity(d * T),
+            ),
+        ],
+        conclusion=r"\tilde\Lambda^T\tilde\Lambda = \mathbb{I}_{dT}"
+        + r" (the same holds for \mathbb{I}_d\otimes\Lambda^T, since \Lambda^T is orthogonal too)",
+    )
+
+
+def _lift_symplectic_derivation(cite: str = "cayley.orthogonal") -> Derivation:
+    M = KroneckerProduct(Identity(d), L)
+    O = ZeroMatrix(d * T, d * T)
+    Id = Identity(d * T)
+    lift = BlockMatrix([[M, O], [O, M]])
+    J = BlockMatrix([[O, Id], [-Id, O]])
+    collapsed = block_collapse(lift.T * J * lift)
+    mtm = collapsed.blocks[0, 1]
+    return Derivation(
+        assumptions=[
+            r"\Lambda^T\Lambda = \mathbb{I}_T" + f" ({cite})",
+            r"z^{(i)} = (q^{(i)}, p^{(i)}),\ q^{(i)}, p^{(i)}\in\mathbb{R}^d",
+            r"\tilde\Lambda = \mathbb{I}_{2d}\otimes\Lambda = \mathrm{diag}(\mathbb{I}_d\otimes\Lambda,\ \mathbb{I}_d\otimes\Lambda)"
+            r" in the q/p rearrangement",
+        ],
+        steps=[
+            Step(
+                r"\tilde\Lambda^T\mathbb{J}\tilde\Lambda",
+                collapsed,
+                "block multiplication",
+                lambda: same(collapsed.blocks[1, 0], -mtm) and collapsed.blocks[0, 0].is_ZeroMatrix
+                and collapsed.blocks[1, 1].is_ZeroMatrix,
+            ),
+            Step(
+                mtm,
+                Identity(d * T),
+                "lift.orthogonal",
+                lambda: combine_kronecker(mtm).subs(L.T * L, Identity(T)).doit() == Identity(d * T),
+            ),
+        ],
+        conclusion=r"\tilde\Lambda^T\mathbb{J}\tilde\Lambda = \mathbb{J} = "
+        r"\begin{pmatrix}0 & \mathbb{I}_{dT}\\ -\mathbb{I}_{dT} & 0\end{pmatrix}",
+    )
+
+
+def lift_identity(kind: str, block: str = "cayley") -> MatrixIdentity:
+    """Residual of the lift property for ``block`` = ``"cayley"`` (orthogonal) or ``"general"``."""
+
+    def block_matrix(size, S):
+        return alg.cayley(S) if block == "cayley" else S
+
+    def residual(size, S):
+        lam = block_matrix(size, S)
+        dd, tt = size["d"], size["T"]
+        if kind == "orthogonal":
+            lift = alg.kron(sp.eye(dd), lam)
+            return (lift.T * lift - sp.eye(dd * tt)).applyfunc(sp.cancel)
+        lift = alg.kron(sp.eye(2 * dd), lam)
+        J = alg.poisson_matrix(dd * tt)
+        return (lift.T * J * lift - J).applyfunc(sp.cancel)
+
+    def variables(s):
+        return {"S": alg.skew("s", s["T"]) if block == "cayley" else alg.general("s", s["T"], s["T"])}
+
+    name = "Lift^T Lift - I" if kind == "orthogonal" else "Lift^T J Lift - J"
+    return MatrixIdentity(name, variables=variables, residual=residual)
+
+
+def make_lift_claim(kind: str, block: str = "cayley", claim_id: str | None = None) -> Claim:
+    """``kind`` is ``"orthogonal"`` or ``"symplectic"``; ``block="general"`` is a
+    negative control (a non-orthogonal Lambda)."""
+    true = block == "cayley"
+    derivation = _lift_orthogonal_derivation if kind == "orthogonal" else _lift_symplectic_derivation
+
+    def checker(ctx):
+        return standard(
+            ctx,
+            ident=lift_identity(kind, block),
+            random_sizes=sizes(d=[1, 2], T=[2, 3]),
+            prove=derivation if true else None,
+            exact_sizes=sizes(d=[1], T=[2]),
+        )
+
+    if kind == "orthogonal":
+        statement = "Lambda-tilde(Z) = block-diag(Lambda(Z), ..., Lambda(Z)) is an orthogonal matrix."
+        latex = r"\tilde\Lambda(Z)^T\tilde\Lambda(Z) = \mathbb{I}"
+    else:
+        statement = (
+            "Lambda-tilde(Z)^T J Lambda-tilde(Z) = J with J = [[0, I_dT], [-I_dT, 0]] in the q/p rearrangement."
+        )
+        latex = r"\tilde\Lambda(Z)^T\mathbb{J}\tilde\Lambda(Z) = \mathbb{J}"
+    return Claim(
+        id=claim_id or f"lift.{kind}.{block}",
+        title=f"lift is {kind}" + ("" if true else f" ({block} block)"),
+        statement=statement,
+        latex=latex,
+        source=f"{SRC0}, 'How is Structure Preserved?'; {SRC3}",
+        family="vectorisation",
+        expected=Level.PROVED if true else Level.REFUTED,
+        checker=checker,
+    )
+
+
+register(make_lift_claim("orthogonal", claim_id="lift.orthogonal"))
+register(make_lift_claim("symplectic", claim_id="lift.symplectic"))

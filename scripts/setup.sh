@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Create .venv and install geoattn with its test extra.
+# torch: where none is installed, the CPU build is installed first
+# (pip install torch==2.13.0 where that build is available locally,
+# otherwise the newest CPU-compatible release pip finds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+VPY=.venv/bin/python
+if ! "$VPY" -c "import torch" >/dev/null 2>&1; then
+    echo "setup: installing torch (CPU build)"
+    "$VPY" -m pip install -q "torch==2.13.0" || "$VPY" -m pip install -q "torch>=2.4"
+fi
+"$VPY" -m pip install -q -e ".[test]"
+echo "setup: $("$VPY" -c 'import torch, sympy; print("torch", torch.__version__, "sympy", sympy.__version__)')"

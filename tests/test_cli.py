@@ -1,0 +1,90 @@
+"""The ``geoattn prove`` command: exit codes, progress, table and JSON ledger."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from geoattn import symbolic
+from geoattn.cli import main
+from geoattn.symbolic import Level
+
+
+def test_prove_selected_ids(capsys):
+    assert main(["prove", "cayley.orthogonal", "orthogonal.det_one"]) == 0
+    out, err = capsys.readouterr()
+    assert "cayley.orthogonal" in out and "proved" in out
+    assert "orthogonal.det_one" in out and "refuted" in out
+    assert "[1/2] cayley.orthogonal ... proved" in err  # progress on stderr
+    assert "2 claims in" in out
+
+
+def test_unknown_id_exits_2_and_lists_known(capsys):
+    assert main(["prove", "no.such.claim"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown claim id 'no.such.claim'" in err
+    assert "cayley.orthogonal" in err and "lsa.gradient" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["prove", "--depth", "0"], ["prove", "--family", "nope"], ["prove", "--bogus"], ["frobnicate"], []],
+)
+def test_bad_usage_exits_2(argv, capsys):
+    assert main(argv) == 2
+
+
+def test_list(capsys):
+    assert main(["prove", "--list", "--family", "linear_symplectic"]) == 0
+    out = capsys.readouterr().out
+    assert "lsa.gradient" in out and "cayley.orthogonal" not in out
+
+
+def test_json_ledger(tmp_path, capsys):
+    path = tmp_path / "ledger.json"
+    assert main(["prove", "-q", "--family", "volume_preserving", "--json", str(path)]) == 0
+    data = json.loads(path.read_text())
+    assert data["geoattn_ledger"] == 1 and data["seed"] == 0
+    records = {r["id"]: r for r in data["claims"]}
+    keys = {"id", "statement", "latex", "source", "verdict", "evidence_level", "method", "sizes", "counterexample", "seconds"}
+    for r in records.values():
+        assert keys <= set(r)
+    bad = records["vp.map_volume_preserving.arbitrary"]
+    assert bad["verdict"] == "refuted" and bad["counterexample"]["residual"] != "0"
+    assert bad["counterexample"]["values"]["Z"]  # rational entries as strings
+    good = records["vp.map_volume_preserving.skew"]
+    assert good["verdict"] == "checked"
+    assert any(e["level"] == "certified" and e["failure_bound"] for e in good["evidence"])
+    assert records["vp.skew_weighting"]["evidence"][0]["derivation"]["steps"]
+
+
+def test_mismatch_exits_1(monkeypatch, capsys):
+    claim = symbolic.get_claim("cayley.det_one")
+    monkeypatch.setattr(claim, "expected", Level.REFUTED)
+    assert main(["prove", "-q", "cayley.det_one"]) == 1
+    assert "expected refuted, got proved" in capsys.readouterr().err
+
+
+def test_error_exits_1(monkeypatch, capsys):
+    claim = symbolic.get_claim("cayley.det_one")
+
+    def broken(ctx):
+        raise RuntimeError("checker broke")
+
+    monkeypatch.setattr(claim, "checker", broken)
+    assert main(["prove", "-q", "cayley.det_one"]) == 1
+    assert "checker broke" in capsys.readouterr().err
+
+
+def test_module_entry_point_runs_whole_ledger(tmp_path):
+    """The default run, as the README invokes it, within the 60 s budget."""
+    path = tmp_path / "l.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "geoattn", "prove", "--json", str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(path.read_text())
+    assert len(data["claims"]) == len(symbolic.all_claims())
+    assert all(r["matches_expected"] for r in data["claims"])
+    assert data["seconds"] < 60

@@ -1,0 +1,118 @@
+"""Every claim of the ledger reaches its recorded verdict, with the evidence its level requires."""
+
+import re
+
+import pytest
+import sympy as sp
+
+from geoattn import symbolic
+from geoattn.symbolic import Level
+
+CLAIMS = symbolic.all_claims()
+REQUIRED_IDS = """
+cayley.orthogonal cayley.well_defined cayley.det_one orthogonal.det_one vp.skew_weighting
+vp.lower_assign_skew vp.arbitrary_weighting_shape vec.seed_formula vec.right_multiplication
+lift.orthogonal lift.symplectic vp.map_volume_preserving.skew vp.map_volume_preserving.arbitrary
+exp.orthogonal exp.lift_symplectic exp.map_symplectic exp.map_volume_preserving lsa.gradient
+lsa.reweighting lsa.map_symplectic symplectic.product_structure mha.projection_shapes
+mha.output_shape softmax.stochastic softmax.can_be_singular attention.multiplicative_matrix
+attention.row_column_equivalence
+""".split()
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    return {c.id: symbolic.check(c) for c in CLAIMS}
+
+
+def test_required_ids_present():
+    ids = {c.id for c in CLAIMS}
+    missing = [i for i in REQUIRED_IDS if i not in ids]
+    assert not missing, f"ledger lacks {missing}"
+
+
+def test_ids_unique_and_well_formed():
+    ids = [c.id for c in CLAIMS]
+    assert len(ids) == len(set(ids))
+    for i in ids:
+        assert re.fullmatch(r"[a-z_]+(\.[a-z_]+)+", i), i
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
+def test_verdict_matches_expectation(claim, verdicts):
+    v = verdicts[claim.id]
+    assert v.level is claim.expected, f"{claim.id}: {v.level.value} ({v.error})"
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
+def test_evidence_fits_level(claim, verdicts):
+    v = verdicts[claim.id]
+    ev = v.strongest
+    assert ev is not None and ev.level is v.level
+    if v.level is Level.PROVED:
+        d = v.derivation
+        assert d is not None and d.steps
+        assert all(s.verified is not False for s in d.steps)
+        # at least one step is machine-verified, not only stated
+        assert any(s.verified for s in d.steps)
+    elif v.level is Level.CHECKED:
+        assert ev.sizes, "checked evidence must state its sizes"
+    elif v.level is Level.CERTIFIED:
+        assert ev.points and ev.failure_bound is not None
+    elif v.level is Level.REFUTED:
+        ce = ev.counterexample
+        assert ce is not None
+        assert ce.sizes
+        r = ce.residual
+        if isinstance(r, sp.MatrixBase):
+            assert any(x != 0 for x in r)
+        else:
+            assert sp.sympify(r) != 0
+
+
+def test_every_refuted_seed_claim_has_a_proved_correction(verdicts):
+    corrections = {c.corrects: c for c in CLAIMS if c.corrects}
+    for c in CLAIMS:
+        if c.expected is Level.REFUTED:
+            assert c.id in corrections, f"{c.id} is refuted but has no corrected claim"
+            fix = corrections[c.id]
+            assert fix.source == f"corrected form of {c.id}"
+            assert verdicts[fix.id].level in (Level.PROVED, Level.CHECKED, Level.CERTIFIED)
+
+
+def test_corrections_point_at_refuted_claims():
+    by_id = {c.id: c for c in CLAIMS}
+    for c in CLAIMS:
+        if c.corrects:
+            assert by_id[c.corrects].expected is Level.REFUTED
+
+
+def test_counterexamples_reproducible_from_seed(verdicts):
+    """Re-running a refuted claim gives the same counterexample."""
+    for c in CLAIMS:
+        if c.expected is Level.REFUTED:
+            again = symbolic.check(c).counterexample
+            first = verdicts[c.id].counterexample
+            assert again.seed == first.seed
+            assert sp.sstr(again.residual) == sp.sstr(first.residual)
+
+
+def test_different_seed_still_refutes():
+    for cid in ("vp.map_volume_preserving.arbitrary", "exp.map_symplectic", "vec.seed_formula"):
+        v = symbolic.get_claim(cid).check(seed=7)
+        assert v.level is Level.REFUTED
+
+
+def test_certified_bound_is_small(verdicts):
+    v = verdicts["vp.map_volume_preserving.skew"]
+    cert = [e for e in v.evidence if e.level is Level.CERTIFIED]
+    assert cert, "the skew map claim is certified beyond its exact sizes"
+    assert sp.Rational(cert[0].failure_bound) < sp.Rational(1, 10**12)
+    assert all("degree_bound" in s for s in cert[0].sizes)
+
+
+def test_statements_have_sources_and_latex():
+    for c in CLAIMS:
+        assert c.statement and c.latex and c.source and c.title
+        if not c.corrects:
+            assert re.search(r"\d{3}_[0-9a-f]+\.txt", c.source), c.source
