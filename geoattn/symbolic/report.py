@@ -21,6 +21,7 @@ __all__ = [
     "format_table",
     "format_derivation",
     "print_family",
+    "family_main",
 ]
 
 
@@ -179,3 +180,14 @@ def dump(claims: Iterable[Claim], verdicts: Iterable[Verdict], path: str, **meta
     with open(path, "w") as fh:
         json.dump(ledger_json(list(claims), list(verdicts), **meta), fh, indent=2)
         fh.write("\n")
+
+
+def family_main(family: str, doc: str | None = None, argv: list[str] | None = None) -> int:
+    """Entry point of the ``proofs/<family>.py`` scripts."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=(doc or family).strip().splitlines()[0])
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--depth", type=int, default=1, help="raise sizes and point counts (default 1)")
+    args = parser.parse_args(argv)
+    return print_family(family, seed=args.seed, depth=args.depth)
