@@ -1,5 +1,9 @@
 """The ``geoattn`` command.
 
+``geoattn codegen [--check]``
+    regenerate ``geoattn/kernels/_generated.py`` from the SymPy expressions;
+    with ``--check``, exit 1 when the checked-in file is stale.
+
 ``geoattn prove [ID ...]``
     check claims (all by default), show progress, print a summary table;
     ``--json PATH`` writes the ledger. Exit status: 0 when every verdict was
@@ -30,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     prove.add_argument("--list", action="store_true", help="list the claim ids and exit")
     prove.add_argument("--verbose", "-v", action="store_true", help="print every derivation")
     prove.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    codegen = sub.add_parser("codegen", help="regenerate the torch kernels from the SymPy expressions")
+    codegen.add_argument("--check", action="store_true", help="exit 1 if the checked-in kernels are stale")
+    codegen.add_argument("--path", help="target file (default: geoattn/kernels/_generated.py)")
     return parser
 
 
@@ -97,6 +104,22 @@ def _prove(args) -> int:
     return 0
 
 
+def _codegen(args) -> int:
+    from . import codegen
+
+    if args.check:
+        fresh, diff = codegen.check(args.path)
+        if fresh:
+            print("geoattn codegen: kernels are up to date")
+            return 0
+        print("geoattn codegen: the checked-in kernels differ from the generated ones; run `geoattn codegen`")
+        print(diff)
+        return 1
+    path = codegen.write(args.path)
+    print(f"geoattn codegen: wrote {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
@@ -108,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "prove":
         return _prove(args)
+    if args.command == "codegen":
+        return _codegen(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

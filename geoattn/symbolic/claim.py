@@ -107,6 +107,7 @@ _FAMILY_ORDER = [
     "exponential",
     "linear_symplectic",
     "multihead",
+    "kernels",
 ]
 
 

@@ -1,0 +1,106 @@
+"""Kernel benchmark: generated kernels with derived backward passes against the naive
+compositions with autograd, measured in one run.
+
+    python benchmarks/kernels.py [--quick] [--json PATH] [--threads N]
+
+Cayley: ``geoattn.kernels.cayley`` (custom VJP) against
+``torch.linalg.solve(I + C, I - C, left=False)`` + autograd. Skew exponential:
+``geoattn.kernels.exp_skew`` (eigendecomposition, Daleckii-Krein backward) against
+``torch.linalg.matrix_exp`` + autograd. Ratios below 1 mean the kernel is faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+
+from geoattn import kernels as K  # noqa: E402
+
+
+def timeit(fn, reps: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def naive_cayley(c):
+    eye = torch.eye(c.shape[-1], dtype=c.dtype)
+    return torch.linalg.solve(eye + c, eye - c, left=False)
+
+
+def fast_exp(s):
+    return K.exp_skew(s, check=False)
+
+
+def case(kernel, naive, B, T, dtype, reps):
+    g = torch.Generator().manual_seed(0)
+    m = torch.randn(B, T, T, generator=g, dtype=dtype)
+    c = (m - m.mT) / T**0.5
+    grad = torch.randn(B, T, T, generator=g, dtype=dtype)
+    out = {}
+    for name, fn in (("kernel", kernel), ("naive", naive)):
+        x = c.clone()
+        out[f"{name}_fwd"] = timeit(lambda: fn(x), reps)
+        leaf = c.clone().requires_grad_()
+
+        def fwd_bwd():
+            leaf.grad = None
+            fn(leaf).backward(grad)
+
+        out[f"{name}_fwd_bwd"] = timeit(fwd_bwd, reps)
+    out["ratio_fwd"] = out["kernel_fwd"] / out["naive_fwd"]
+    out["ratio_fwd_bwd"] = out["kernel_fwd_bwd"] / out["naive_fwd_bwd"]
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="B = 256 only, one repetition")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", help="write the results to PATH")
+    parser.add_argument("--only", choices=["cayley", "exp_skew"], help="one kernel only")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    batches = [256] if args.quick else [256, 4096]
+    rows = []
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {platform.processor() or platform.machine()}")
+    header = f"{'kernel':8s} {'dtype':8s} {'B':>5s} {'T':>3s} {'fwd ms':>9s} {'naive':>9s} {'ratio':>6s} {'f+b ms':>9s} {'naive':>9s} {'ratio':>6s}"
+    print(header)
+    print("-" * len(header))
+    for kname, kernel, naive in (("cayley", K.cayley, naive_cayley), ("exp_skew", fast_exp, torch.linalg.matrix_exp)):
+        if args.only and kname != args.only:
+            continue
+        for dtype in (torch.float32, torch.float64):
+            for B in batches:
+                for T in (3, 8, 16, 32):
+                    reps = 1 if args.quick else (9 if B * T * T < 300_000 else 5)
+                    r = case(kernel, naive, B, T, dtype, reps)
+                    r.update(kernel_name=kname, dtype=str(dtype).replace("torch.", ""), B=B, T=T)
+                    rows.append(r)
+                    print(
+                        f"{kname:8s} {r['dtype']:8s} {B:5d} {T:3d} {1e3 * r['kernel_fwd']:9.2f} {1e3 * r['naive_fwd']:9.2f} "
+                        f"{r['ratio_fwd']:6.2f} {1e3 * r['kernel_fwd_bwd']:9.2f} {1e3 * r['naive_fwd_bwd']:9.2f} {r['ratio_fwd_bwd']:6.2f}",
+                        flush=True,
+                    )
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

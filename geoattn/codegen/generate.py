@@ -1,0 +1,99 @@
+"""Generate ``geoattn/kernels/_generated.py`` from :mod:`geoattn.symbolic.expressions`."""
+
+from __future__ import annotations
+
+import difflib
+import os
+
+import sympy as sp
+
+from ..symbolic.expressions import KERNELS, KernelSpec, expressions_hash
+from .printer import TorchKernelPrinter, common_scalar, factor_sums
+
+__all__ = ["generate_kernel", "generate_module", "target_path", "write", "check"]
+
+PRINTER_VERSION = 1
+
+HEADER = '''"""Torch kernels generated from the verified SymPy expressions.
+
+DO NOT EDIT: this file is written by ``geoattn codegen`` from
+``geoattn/symbolic/expressions.py``; ``geoattn codegen --check`` fails when it is
+stale. Every function is batched over leading dimensions and builds identity
+matrices with the dtype and device of its inputs.
+
+expressions-sha256: {hash}
+printer-version: {version}
+
+Sources (kernel: expression  [ledger claims]):
+{sources}
+"""
+
+import math
+
+import torch
+
+__all__ = [{names}]
+'''
+
+
+def generate_kernel(spec: KernelSpec) -> str:
+    names = {sym: name for name, sym in spec.inputs.items()}
+    outputs = [(name, common_scalar(factor_sums(expr))) for name, expr in spec.outputs]
+    like = next(n for n in spec.inputs if n not in spec.complex_inputs) if spec.complex_inputs else next(iter(spec.inputs))
+    printer = TorchKernelPrinter(names, spec.dims, like, spec.complex_inputs)
+    printer.prepare([e for _, e in outputs])
+    for name, expr in outputs:
+        printer.bind(name, expr)
+        # later outputs may refer to this one by a symbol of the same name
+        printer.names[sp.MatrixSymbol(name, *expr.shape)] = name
+    body = printer.eye_lines() + printer.lines
+    ret = ", ".join(n for n, _ in spec.outputs) if len(spec.outputs) > 1 else spec.outputs[0][0]
+    src_lines = [f"    {n} = {sp.sstr(e)}" for n, e in spec.outputs]
+    doc = [f'    """{spec.doc}', "", "    Generated from:", *src_lines]
+    if spec.claims:
+        doc.append(f"    Verified by: {', '.join(spec.claims)}")
+    doc.append('    """')
+    args = ", ".join(list(spec.inputs) + list(spec.size_args))
+    lines = [f"def {spec.name}({args}):", *doc, *(f"    {ln}" for ln in body), f"    return {ret}"]
+    return "\n".join(lines) + "\n"
+
+
+def generate_module() -> str:
+    sources = "\n".join(
+        f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.outputs) + f"  [{', '.join(k.claims)}]"
+        for k in KERNELS
+    )
+    header = HEADER.format(
+        hash=expressions_hash(),
+        version=PRINTER_VERSION,
+        sources=sources,
+        names=", ".join(f'"{k.name}"' for k in KERNELS),
+    )
+    return header + "\n\n" + "\n\n".join(generate_kernel(k) for k in KERNELS)
+
+
+def target_path() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, "..", "kernels", "_generated.py"))
+
+
+def write(path: str | None = None) -> str:
+    path = path or target_path()
+    with open(path, "w") as fh:
+        fh.write(generate_module())
+    return path
+
+
+def check(path: str | None = None) -> tuple[bool, str]:
+    """``(fresh, diff)``: whether the file at ``path`` equals what would be generated."""
+    path = path or target_path()
+    want = generate_module()
+    try:
+        with open(path) as fh:
+            have = fh.read()
+    except FileNotFoundError:
+        return False, f"{path} does not exist"
+    if have == want:
+        return True, ""
+    diff = "".join(difflib.unified_diff(have.splitlines(True), want.splitlines(True), path, "generated"))
+    return False, diff

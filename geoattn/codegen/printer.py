@@ -1,0 +1,362 @@
+"""A printer from SymPy matrix expressions to batched PyTorch source.
+
+SymPy's own ``sympy.printing.pytorch`` is not usable for kernels: it prints
+``Transpose`` wrongly for batched tensors, uses ``inv`` and knows nothing of
+leading batch dimensions. This printer handles the small set of nodes the
+kernels use and prints
+
+* ``X.T`` as ``X.mT`` (``Adjoint`` as ``.mH``), products as ``@``;
+* ``P X^{-1} Q`` as ``P @ torch.linalg.solve(X, Q)`` or, with nothing to the
+  right, ``torch.linalg.solve(X, P, left=False)`` -- never an inverse;
+* ``Identity(n)`` as a local ``eye`` built with the dtype and device of an
+  input, and used by broadcasting;
+* ``DiagMatrix(v)`` inside a product as a column scaling;
+* repeated subexpressions once, as local temporaries.
+
+Note [factoring sums]
+---------------------
+Matrix calculus returns ``(1/2) A q + (1/2) A^T q``. Printed naively that is
+two batched products; :func:`factor_sums` pulls common left or right factors
+out of sums first (``((1/2) A + (1/2) A^T) q``), so the unbatched weight is
+combined once and applied with a single batched product.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import sympy as sp
+from sympy.matrices.expressions import (
+    Adjoint,
+    DiagMatrix,
+    HadamardProduct,
+    Identity,
+    Inverse,
+    KroneckerProduct,
+    MatAdd,
+    MatMul,
+    MatrixExpr,
+    MatrixSymbol,
+    Transpose,
+    ZeroMatrix,
+)
+
+from ..symbolic.algebra import MatExp
+from ..symbolic.expressions import PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
+
+__all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "CodegenError"]
+
+
+class CodegenError(ValueError):
+    """An expression the printer does not support (e.g. a bare inverse)."""
+
+
+def _split(term):
+    """``coeff, [factors]`` of a product term."""
+    if isinstance(term, MatMul):
+        coeff, mats = term.as_coeff_matrices()
+        return coeff, list(mats)
+    if isinstance(term, MatrixExpr):
+        return sp.Integer(1), [term]
+    raise CodegenError(f"unexpected term {term!r}")
+
+
+def factor_sums(expr):
+    """Pull common leading/trailing matrix factors out of every sum (bottom-up)."""
+    if not isinstance(expr, sp.Basic) or not expr.args:
+        return expr
+    if isinstance(expr, (MatrixSymbol, Identity, ZeroMatrix, VectorMap, PairMatrix)):
+        return expr
+    new_args = [factor_sums(a) for a in expr.args]
+    expr = expr.func(*new_args) if new_args != list(expr.args) else expr
+    if not isinstance(expr, MatAdd):
+        return expr
+    parts = [_split(t) for t in expr.args]
+    if any(len(fs) < 2 for _, fs in parts):
+        return expr
+    last = parts[0][1][-1]
+    if all(fs[-1] == last for _, fs in parts):
+        inner = MatAdd(*[MatMul(c, *fs[:-1]) if c != 1 else MatMul(*fs[:-1]) for c, fs in parts]).doit()
+        return MatMul(factor_sums(inner), last)
+    first = parts[0][1][0]
+    if all(fs[0] == first for _, fs in parts):
+        inner = MatAdd(*[MatMul(c, *fs[1:]) if c != 1 else MatMul(*fs[1:]) for c, fs in parts]).doit()
+        return MatMul(first, factor_sums(inner))
+    return expr
+
+
+def common_scalar(expr):
+    """``c (X + Y)`` for a sum whose terms all carry the coefficient ``c`` (bottom-up)."""
+    if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, (VectorMap, PairMatrix)):
+        return expr
+    new_args = [common_scalar(a) for a in expr.args]
+    if new_args != list(expr.args):
+        expr = expr.func(*new_args) if not isinstance(expr, MatMul) else MatMul(*new_args)
+    if not isinstance(expr, MatAdd):
+        return expr
+    coeffs = []
+    for term in expr.args:
+        c, mats = (term.as_coeff_matrices() if isinstance(term, MatMul) else (sp.Integer(1), [term]))
+        coeffs.append(c)
+    c0 = coeffs[0]
+    if c0 == 1 or any(c != c0 for c in coeffs):
+        return expr
+    def unit(term):
+        if not isinstance(term, MatMul):
+            return term
+        mats = term.as_coeff_matrices()[1]
+        return mats[0] if len(mats) == 1 else MatMul(*mats)
+
+    inner = MatAdd(*[unit(t) for t in expr.args])
+    return MatMul(c0, inner)
+
+
+class TorchKernelPrinter:
+    """Print the outputs of one kernel as the body of a torch function."""
+
+    def __init__(self, names: dict, dims: dict, like: str, complex_inputs=()):
+        self.names = dict(names)  # MatrixSymbol -> python name
+        self.dims = dims  # size symbol -> (argument name, axis)
+        self.like = like  # argument whose dtype/device new tensors use
+        self.complex_inputs = set(complex_inputs)
+        self.lines: list[str] = []
+        self.temps: dict = {}
+        self.counts: Counter = Counter()
+        self.needs_eye: set = set()
+        self.vectors = {sym for sym in names if isinstance(sym, MatrixSymbol) and sym.shape[1] == 1}
+
+    # -- subexpression sharing -------------------------------------------------
+    def _count(self, expr):
+        if not isinstance(expr, MatrixExpr) or isinstance(expr, (MatrixSymbol, Identity, ZeroMatrix)):
+            return
+        self.counts[expr] += 1
+        if self.counts[expr] == 1:
+            for a in expr.args:
+                self._count(a)
+
+    def bind(self, name: str, expr) -> None:
+        """Emit ``name = <expr>``; ``name`` can be used by later outputs."""
+        code = self._print(expr)
+        self.lines.append(f"{name} = {code}")
+
+    def prepare(self, exprs) -> None:
+        for e in exprs:
+            self._count(e)
+
+    def _temp(self, expr, code: str) -> str:
+        if self.counts[expr] > 1 and not _is_atomic(code):
+            if expr not in self.temps:
+                name = f"t{len(self.temps)}"
+                self.lines.append(f"{name} = {code}")
+                self.temps[expr] = name
+            return self.temps[expr]
+        return code
+
+    # -- printing --------------------------------------------------------------
+    def _print(self, expr) -> str:
+        if expr in self.temps:
+            return self.temps[expr]
+        code = self._print_node(expr)
+        return self._temp(expr, code) if isinstance(expr, MatrixExpr) else code
+
+    def _print_node(self, expr) -> str:
+        if isinstance(expr, MatrixSymbol):
+            if expr not in self.names:
+                raise CodegenError(f"unbound symbol {expr}")
+            return self.names[expr]
+        if isinstance(expr, Identity):
+            self.needs_eye.add(expr.shape[0])
+            return self._eye_name(expr.shape[0])
+        if isinstance(expr, ZeroMatrix):
+            raise CodegenError("zero matrices should have been simplified away")
+        if isinstance(expr, MatAdd):
+            return self._print_add(expr)
+        if isinstance(expr, MatMul):
+            return self._print_mul(expr)
+        if isinstance(expr, Transpose):
+            return f"{_wrap(self._print(expr.arg))}.mT"
+        if isinstance(expr, Adjoint):
+            return f"{_wrap(self._print(expr.arg))}.mH"
+        if isinstance(expr, Inverse):
+            raise CodegenError(f"bare inverse {expr}: express it as a solve inside a product")
+        if isinstance(expr, StrictLower):
+            return f"torch.tril({self._print(expr.arg)}, -1)"
+        if isinstance(expr, StrictUpper):
+            return f"torch.triu({self._print(expr.arg)}, 1)"
+        if isinstance(expr, RealPart):
+            return f"{_wrap(self._print(expr.arg))}.real"
+        if isinstance(expr, MatExp):
+            return f"torch.linalg.matrix_exp({self._print(expr.arg)})"
+        if isinstance(expr, HadamardProduct):
+            return " * ".join(_wrap(self._print(a)) for a in expr.args)
+        if isinstance(expr, VectorMap):
+            (a,) = expr.fn.variables
+            return self._scalar(expr.fn.expr, {a: self._print(expr.vec)})
+        if isinstance(expr, PairMatrix):
+            a, b = expr.fn.variables
+            v = self._print(expr.vec)
+            return self._scalar(expr.fn.expr, {a: f"{v}.unsqueeze(-1)", b: f"{v}.unsqueeze(-2)"})
+        if isinstance(expr, DiagMatrix):
+            raise CodegenError("DiagMatrix is printed only inside a product")
+        if isinstance(expr, KroneckerProduct):
+            # batched Kronecker product: (..., m, n) x (..., p, q) -> (..., m p, n q)
+            out = self._print(expr.args[0])
+            for b in expr.args[1:]:
+                out = (
+                    f"({_wrap(out)}.unsqueeze(-1).unsqueeze(-3) * {_wrap(self._print(b))}.unsqueeze(-2).unsqueeze(-4))"
+                    ".flatten(-4, -3).flatten(-2, -1)"
+                )
+            return out
+        raise CodegenError(f"unsupported node {type(expr).__name__}: {expr}")
+
+    def _eye_name(self, size) -> str:
+        return "eye" if len(self.needs_eye) <= 1 else f"eye_{sp.sstr(size)}"
+
+    def _print_add(self, expr) -> str:
+        out = []
+        for term in expr.args:
+            coeff, mats = _split(term)
+            body = self._print(MatMul(*mats).doit() if len(mats) > 1 else mats[0])
+            if coeff == 1:
+                out.append(("+", body))
+            elif coeff == -1:
+                out.append(("-", body))
+            elif coeff.is_negative:
+                out.append(("-", f"{_num(-coeff)} * {_wrap(body)}"))
+            else:
+                out.append(("+", f"{_num(coeff)} * {_wrap(body)}"))
+        out.sort(key=lambda t: t[0] != "+")  # positive terms first, for readability
+        text = out[0][1] if out[0][0] == "+" else f"-{_wrap(out[0][1])}"
+        for sign, body in out[1:]:
+            text += f" {sign} {body}"
+        return text
+
+    def _print_mul(self, expr) -> str:
+        coeff, mats = expr.as_coeff_matrices()
+        code = self._print_factors(list(mats))
+        if coeff == 1:
+            return code
+        if coeff == -1:
+            return f"-{_wrap(code)}"
+        return f"{_num(coeff)} * {_wrap(code)}"
+
+    def _print_factors(self, mats) -> str:
+        # a solve for the first inverse; recursion handles the rest
+        for k, m in enumerate(mats):
+            if isinstance(m, Inverse):
+                left, right = mats[:k], mats[k + 1 :]
+                a = self._print(m.arg)
+                if right:
+                    rhs = self._print_factors(right)
+                    solved = f"torch.linalg.solve({a}, {rhs})"
+                    return solved if not left else f"{_wrap(self._print_factors(left))} @ {solved}"
+                lhs = self._print_factors(left)
+                return f"torch.linalg.solve({a}, {lhs}, left=False)"
+        out = None
+        for m in mats:
+            if isinstance(m, DiagMatrix):
+                if out is None:
+                    raise CodegenError("a DiagMatrix must follow another factor")
+                out = f"{_wrap(out)} * {_wrap(self._print(m.args[0]))}.unsqueeze(-2)"
+                continue
+            code = self._print(m)
+            out = code if out is None else f"{_wrap(out)} @ {_wrap(code)}"
+        return out
+
+    def _scalar(self, expr, env: dict) -> str:
+        """Elementwise scalar expression with symbols replaced by tensor code."""
+        return _ScalarPrinter(env).doprint(expr)
+
+    def eye_lines(self) -> list[str]:
+        lines = []
+        for size in sorted(self.needs_eye, key=sp.sstr):
+            if size not in self.dims:
+                raise CodegenError(f"no argument gives the size {size}")
+            arg, axis = self.dims[size]
+            n = arg if axis is None else f"{arg}.shape[{axis}]"
+            lines.append(f"{self._eye_name(size)} = torch.eye({n}, dtype={self.like}.dtype, device={self.like}.device)")
+        return lines
+
+
+class _ScalarPrinter:
+    def __init__(self, env: dict):
+        self.env = env
+
+    def doprint(self, e) -> str:
+        if e in self.env:
+            return self.env[e]
+        if e == sp.I:
+            return "1j"
+        if e.is_Number:
+            return _num(e)
+        if isinstance(e, sp.Add):
+            text = ""
+            for k, a in enumerate(e.args):
+                c, rest = a.as_coeff_Mul()
+                if c.is_negative:
+                    term = self.doprint(-a)
+                    text += f" - {_wrap(term)}" if k else f"-{_wrap(term)}"
+                else:
+                    term = self.doprint(a)
+                    text += f" + {term}" if k else term
+            return text
+        if isinstance(e, sp.Mul):
+            coeff = sp.Integer(1)
+            rest = []
+            for a in e.args:
+                if a.is_Number or a == sp.I:
+                    coeff *= a
+                else:
+                    rest.append(a)
+            body = " * ".join(_wrap(self.doprint(a)) for a in rest)
+            if coeff == 1:
+                return body
+            if coeff == -1:
+                return f"-{_wrap(body)}"
+            re_, im_ = coeff.as_real_imag()
+            lit = _num(re_) if im_ == 0 else (f"{_num(im_)}j" if re_ == 0 else f"({_num(re_)}+{_num(im_)}j)")
+            return f"{lit} * {body}" if body else lit
+        if isinstance(e, sp.Pow) and e.exp == -1:
+            return f"1 / {_wrap(self.doprint(e.base))}"
+        if isinstance(e, sp.exp):
+            return f"torch.exp({self.doprint(e.args[0])})"
+        if isinstance(e, sp.sinc):
+            # sympy: sin(x)/x; torch: sin(pi x)/(pi x)
+            return f"torch.sinc({_wrap(self.doprint(e.args[0]))} / math.pi)"
+        if isinstance(e, (sp.sin, sp.cos)):
+            return f"torch.{type(e).__name__}({self.doprint(e.args[0])})"
+        raise CodegenError(f"unsupported scalar {e!r}")
+
+
+def _num(c) -> str:
+    c = sp.nsimplify(c)
+    if c.is_Integer:
+        return str(int(c))
+    if c.is_Rational:
+        return repr(float(c))
+    return repr(float(c))
+
+
+def _is_atomic(code: str) -> bool:
+    return code.isidentifier()
+
+
+def _wrap(code: str) -> str:
+    if code.isidentifier() or _balanced_call(code):
+        return code
+    return f"({code})"
+
+
+def _balanced_call(code: str) -> bool:
+    """True for ``name(...)``/``name.attr`` forms that need no parentheses."""
+    if not code or not (code[0].isalpha() or code[0] == "_"):
+        return False
+    depth = 0
+    for i, ch in enumerate(code):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and ch in " +-*/@":
+            return False
+    return depth == 0

@@ -1,0 +1,217 @@
+r"""Batched torch kernels generated from the verified SymPy expressions.
+
+The numerical work lives in :mod:`geoattn.kernels._generated`, which
+``geoattn codegen`` prints from :mod:`geoattn.symbolic.expressions`; this
+module adds argument checks, the dtype policy and the custom backward passes.
+It never imports SymPy.
+
+All kernels are batched over leading dimensions. float32 and float64 run
+natively; float16 and bfloat16 inputs are computed in float32 and cast back.
+Sequences use the row layout of the layers: ``x`` is ``(..., T, d)``, the
+transpose of the seeds' ``Z`` (``d x T``).
+
+Note [custom backward passes]
+-----------------------------
+``cayley`` uses the derived vector-Jacobian product
+
+.. math:: \frac{\partial L}{\partial C} = -\tfrac12 (I + \Lambda)^T G (I + \Lambda)^T,
+   \qquad \Lambda = \mathrm{Cayley}(C),
+
+(ledger claim ``cayley.vjp``), two batched products instead of triangular
+solves. It is built from differentiable operations on the saved output, so
+double backward works. ``exp_skew`` computes :math:`\exp(S)` from the
+Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(\theta)\,U^H` and its
+backward from the Daleckii--Krein formula (``exp_skew.vjp``), reusing
+:math:`U, \theta`; double backward through it is refused with an error.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from . import _generated as gen
+from ._checks import (
+    KernelDtypeError,
+    KernelShapeError,
+    check_float,
+    check_matmul,
+    check_skew,
+    check_square,
+    half_in_float32,
+)
+
+__all__ = [
+    "KernelShapeError",
+    "KernelDtypeError",
+    "cayley",
+    "cayley_apply",
+    "skew_from_lower",
+    "upper_triangular_asymmetrize",
+    "vp_correlation",
+    "vp_correlation_lower",
+    "exp_skew",
+    "lsa_update",
+    "lift",
+]
+
+
+class _Cayley(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, c):
+        lam = gen.cayley_matrix(c)
+        ctx.save_for_backward(lam)
+        return lam
+
+    @staticmethod
+    def backward(ctx, grad):
+        (lam,) = ctx.saved_tensors
+        return gen.cayley_vjp(lam, grad)
+
+
+class _ExpSkew(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, s):
+        cdtype = torch.complex64 if s.dtype == torch.float32 else torch.complex128
+        theta, u = torch.linalg.eigh(s.to(cdtype) * 1j)
+        ctx.save_for_backward(u, theta)
+        return gen.exp_skew_from_eigh(u, theta).to(s.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        u, theta = ctx.saved_tensors
+        return gen.exp_skew_vjp(u, theta, grad.to(u.dtype)).to(grad.dtype)
+
+
+@half_in_float32
+def cayley(C: torch.Tensor) -> torch.Tensor:
+    r"""The Cayley transform :math:`(I - C)(I + C)^{-1}`, batched.
+
+    Parameters
+    ----------
+    C : Tensor of shape ``(..., T, T)``
+        For skew-symmetric ``C`` the result is orthogonal with determinant 1
+        (ledger: ``cayley.orthogonal``, ``cayley.det_one``).
+
+    Returns
+    -------
+    Tensor of shape ``(..., T, T)``
+
+    Examples
+    --------
+    >>> C = torch.randn(4, 3, 3, dtype=torch.float64); C = C - C.mT
+    >>> Q = cayley(C)
+    >>> torch.allclose(Q.mT @ Q, torch.eye(3, dtype=torch.float64).expand(4, 3, 3))
+    True
+    """
+    check_square("C", C)
+    return _Cayley.apply(C)
+
+
+@half_in_float32
+def cayley_apply(C: torch.Tensor, x: torch.Tensor, method: str = "auto") -> torch.Tensor:
+    r"""The layer output :math:`(x^T\,\mathrm{Cayley}(C))^T` for skew ``C``, in the row layout.
+
+    ``method="solve"`` computes :math:`2(I - C)^{-1}x - x` without forming
+    :math:`\mathrm{Cayley}(C)` (valid because :math:`(I + C)^T = I - C`,
+    ledger ``cayley.apply_form``); ``"matrix"`` forms it and multiplies;
+    ``"auto"`` picks ``"solve"`` when ``d < T`` (fewer right-hand sides than
+    columns of the matrix) and ``"matrix"`` otherwise.
+
+    Parameters
+    ----------
+    C : Tensor ``(..., T, T)``, skew-symmetric
+    x : Tensor ``(..., T, d)``
+    """
+    check_square("C", C)
+    check_float("x", x)
+    check_matmul("C", C, "x", x)
+    if method not in ("auto", "solve", "matrix"):
+        raise ValueError(f"Expected method in ('auto', 'solve', 'matrix'). Got {method!r}.")
+    if method == "auto":
+        method = "solve" if x.shape[-1] < C.shape[-1] else "matrix"
+    if method == "solve":
+        return gen.cayley_apply_solve(C, x)
+    return _Cayley.apply(C).mT @ x
+
+
+@half_in_float32
+def skew_from_lower(C: torch.Tensor) -> torch.Tensor:
+    """Copy the strict lower triangle of ``C`` to the upper one, negated (zero diagonal)."""
+    check_square("C", C)
+    return gen.skew_from_lower(C)
+
+
+@half_in_float32
+def upper_triangular_asymmetrize(C: torch.Tensor) -> torch.Tensor:
+    r"""``[uta(C)]_ij = c_ij (i < j), -c_ji (i > j), 0 (i = j)`` (seed 003)."""
+    check_square("C", C)
+    return gen.upper_triangular_asymmetrize(C)
+
+
+@half_in_float32
+def vp_correlation(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+    r"""Correlations :math:`Z^TAZ` in the row layout: ``x @ A @ x.mT`` for ``x`` of shape ``(..., T, d)``."""
+    check_float("x", x)
+    check_square("A", A)
+    check_matmul("x", x, "A", A)
+    return gen.vp_correlation(x, A)
+
+
+@half_in_float32
+def vp_correlation_lower(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+    r"""``skew_from_lower(x @ A @ x.mT)``: the arbitrary weighting of volume-preserving attention.
+
+    The full product is formed and masked: for ``T <= 32`` one batched product
+    is cheaper than computing only the lower triangle entry by entry.
+    """
+    check_float("x", x)
+    check_square("A", A)
+    check_matmul("x", x, "A", A)
+    return gen.vp_correlation_lower(x, A)
+
+
+@half_in_float32
+def exp_skew(S: torch.Tensor, *, check: bool = True) -> torch.Tensor:
+    r"""The matrix exponential of a skew-symmetric matrix, batched.
+
+    Computed from the Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(\theta)U^H`
+    as :math:`\exp(S) = \operatorname{Re}(U\,\mathrm{diag}(e^{-i\theta})U^H)`
+    (ledger ``exp_skew.eigh_form``), with an exact backward (``exp_skew.vjp``).
+    The result is orthogonal with determinant 1.
+
+    Parameters
+    ----------
+    S : Tensor ``(..., T, T)``, skew-symmetric
+    check : bool
+        verify skew-symmetry (up to ``8 n eps`` relative); the eigendecomposition
+        would silently use only one triangle of a non-skew input.
+    """
+    check_square("S", S)
+    if check:
+        check_skew("S", S)
+    return _ExpSkew.apply(S)
+
+
+@half_in_float32
+def lsa_update(q: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+    r"""The linear symplectic attention update :math:`\bar A q`, :math:`\bar A = \tfrac12(A + A^T)`.
+
+    This is the gradient of :math:`\tfrac12\mathrm{Tr}(QAQ^T)` (ledger ``lsa.gradient``) in the row
+    layout ``q = Q^T`` of shape ``(..., T, n)``; ``A`` is ``(T, T)``.
+    """
+    check_float("q", q)
+    check_square("A", A)
+    check_matmul("A", A, "q", q)
+    return gen.lsa_update(q, A)
+
+
+def lift(Lam: torch.Tensor, d: int) -> torch.Tensor:
+    r"""The matrix :math:`\tilde\Lambda = I_d \otimes \Lambda^T` with
+    :math:`\mathrm{vec}_r(Z\Lambda) = \tilde\Lambda\,\mathrm{vec}_r(Z)` (analysis and tests only;
+    layers never build it)."""
+    check_square("Lam", Lam)
+    if not isinstance(d, int) or d < 1:
+        raise ValueError(f"Expected d to be a positive int. Got {d!r}.")
+    return gen.lift(Lam, d)

@@ -1,0 +1,86 @@
+"""Argument checks and the dtype policy shared by the kernels."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+__all__ = ["KernelShapeError", "KernelDtypeError", "check_square", "check_float", "check_matmul", "compute_dtype", "skew_tolerance", "check_skew"]
+
+
+class KernelShapeError(ValueError):
+    """A tensor of the wrong shape was passed to a kernel."""
+
+
+class KernelDtypeError(TypeError):
+    """A tensor of a non-floating dtype was passed to a kernel."""
+
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def check_float(name: str, t: torch.Tensor) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise KernelDtypeError(f"Expected {name} to be a torch.Tensor. Got {type(t).__name__}.")
+    if not t.is_floating_point():
+        raise KernelDtypeError(f"Expected {name} to have a floating dtype. Got {t.dtype}.")
+
+
+def check_square(name: str, t: torch.Tensor) -> None:
+    check_float(name, t)
+    if t.dim() < 2 or t.shape[-1] != t.shape[-2]:
+        raise KernelShapeError(
+            f"Expected {name} to be square in its last two dimensions, (..., n, n). Got shape {tuple(t.shape)}."
+        )
+
+
+def check_matmul(left: str, a: torch.Tensor, right: str, b: torch.Tensor) -> None:
+    if b.dim() < 2 or a.shape[-1] != b.shape[-2]:
+        raise KernelShapeError(
+            f"Expected {right} to have {a.shape[-1]} rows to match {left} of shape {tuple(a.shape)}. "
+            f"Got shape {tuple(b.shape)}."
+        )
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """float16 and bfloat16 are computed in float32 and cast back."""
+    return torch.float32 if dtype in _HALF else dtype
+
+
+def half_in_float32(fn):
+    """Decorator: run ``fn`` in float32 when its first tensor argument is half precision."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        dtypes = [a.dtype for a in args if isinstance(a, torch.Tensor)]
+        if dtypes and dtypes[0] in _HALF:
+            out_dtype = dtypes[0]
+            args = tuple(a.float() if isinstance(a, torch.Tensor) else a for a in args)
+            out = fn(*args, **kwargs)
+            if isinstance(out, tuple):
+                return tuple(o.to(out_dtype) for o in out)
+            return out.to(out_dtype)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def skew_tolerance(t: torch.Tensor, k: float = 8.0) -> torch.Tensor:
+    """``k * n * eps(dtype) * max(1, |t|_max)`` per matrix."""
+    n = t.shape[-1]
+    eps = torch.finfo(t.dtype).eps
+    scale = t.detach().abs().amax(dim=(-2, -1)).clamp_min(1.0)
+    return k * n * eps * scale
+
+
+def check_skew(name: str, t: torch.Tensor) -> None:
+    """Raise unless ``t + t^T`` vanishes up to :func:`skew_tolerance`."""
+    defect = (t.detach() + t.detach().mT).abs().amax(dim=(-2, -1))
+    tol = skew_tolerance(t)
+    if bool((defect > tol).any()):
+        worst = float((defect - tol).max() + tol.max())
+        raise ValueError(
+            f"Expected {name} to be skew-symmetric (|{name} + {name}^T| <= {float(tol.max()):.3g}). "
+            f"Got |{name} + {name}^T| = {worst:.3g}."
+        )

@@ -1,0 +1,437 @@
+"""The SymPy expressions that the torch kernels are generated from.
+
+Each :class:`KernelSpec` names a kernel, its inputs (matrix symbols of
+symbolic size, in the **row layout** used by the layers: ``x`` is
+``(..., T, d)``, i.e. ``x = Z^T`` per sample), its outputs as matrix
+expressions, and the ledger claims that verify those expressions. The claims
+of the ``kernels`` family check every expression here against the seeds'
+column-convention formulas, so what runs is what was checked.
+
+Besides SymPy's own matrix expressions a few small nodes are needed, each with
+an explicit-matrix meaning (``explicit``) so that the claims can evaluate them:
+
+* :class:`StrictLower`, :class:`StrictUpper`: ``tril(X, -1)``, ``triu(X, 1)``;
+* :class:`RealPart`: entrywise real part;
+* :class:`VectorMap`: a scalar function applied entrywise to a vector;
+* :class:`PairMatrix`: the matrix ``[f(v_j, v_k)]_{jk}`` built from a vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import sympy as sp
+from sympy.matrices.expressions import (
+    KroneckerProduct,
+    Adjoint,
+    DiagMatrix,
+    HadamardProduct,
+    Identity,
+    Inverse,
+    MatrixExpr,
+    MatrixSymbol,
+    Trace,
+)
+
+__all__ = [
+    "StrictLower",
+    "StrictUpper",
+    "RealPart",
+    "VectorMap",
+    "PairMatrix",
+    "KernelSpec",
+    "KERNELS",
+    "kernel",
+    "expressions_hash",
+    "lsa_gradient_row_layout",
+    "expm_divided_difference",
+    "evaluate",
+]
+
+# symbolic sizes: T sequence length, d feature size (n for phase space halves)
+T = sp.Symbol("T", integer=True, positive=True)
+d = sp.Symbol("d", integer=True, positive=True)
+
+
+class _Unary(MatrixExpr):
+    def __new__(cls, arg):
+        return super().__new__(cls, sp.sympify(arg))
+
+    @property
+    def arg(self):
+        return self.args[0]
+
+    @property
+    def shape(self):
+        return self.arg.shape
+
+
+class StrictLower(_Unary):
+    """The strictly lower triangle of a square matrix (zeros elsewhere)."""
+
+    @staticmethod
+    def explicit(m: sp.Matrix) -> sp.Matrix:
+        return sp.Matrix(m.rows, m.cols, lambda i, j: m[i, j] if i > j else 0)
+
+    def _latex(self, printer):
+        return r"\mathrm{tril}_{-1}\left(%s\right)" % printer._print(self.arg)
+
+
+class StrictUpper(_Unary):
+    """The strictly upper triangle of a square matrix (zeros elsewhere)."""
+
+    @staticmethod
+    def explicit(m: sp.Matrix) -> sp.Matrix:
+        return sp.Matrix(m.rows, m.cols, lambda i, j: m[i, j] if i < j else 0)
+
+    def _latex(self, printer):
+        return r"\mathrm{triu}_{1}\left(%s\right)" % printer._print(self.arg)
+
+
+class RealPart(_Unary):
+    """Entrywise real part."""
+
+    @staticmethod
+    def explicit(m: sp.Matrix) -> sp.Matrix:
+        return m.applyfunc(sp.re)
+
+    def _latex(self, printer):
+        return r"\operatorname{Re}\left(%s\right)" % printer._print(self.arg)
+
+
+class VectorMap(MatrixExpr):
+    """``[f(v_j)]_j`` for a column vector ``v`` and a scalar ``Lambda`` ``f``."""
+
+    def __new__(cls, vec, fn: sp.Lambda):
+        return super().__new__(cls, vec, fn)
+
+    @property
+    def vec(self):
+        return self.args[0]
+
+    @property
+    def fn(self) -> sp.Lambda:
+        return self.args[1]
+
+    @property
+    def shape(self):
+        return self.vec.shape
+
+    def explicit(self, v: sp.Matrix) -> sp.Matrix:
+        return v.applyfunc(self.fn)
+
+    def _latex(self, printer):
+        (a,) = self.fn.variables
+        return r"\left[%s\right]_{%s = %s_j}" % (printer._print(self.fn.expr), printer._print(a), printer._print(self.vec))
+
+
+class PairMatrix(MatrixExpr):
+    """``[f(v_j, v_k)]_{jk}`` for a column vector ``v`` and ``f = Lambda((a, b), ...)``."""
+
+    def __new__(cls, vec, fn: sp.Lambda):
+        return super().__new__(cls, vec, fn)
+
+    @property
+    def vec(self):
+        return self.args[0]
+
+    @property
+    def fn(self) -> sp.Lambda:
+        return self.args[1]
+
+    @property
+    def shape(self):
+        return (self.vec.shape[0], self.vec.shape[0])
+
+    def explicit(self, v: sp.Matrix) -> sp.Matrix:
+        return sp.Matrix(v.rows, v.rows, lambda j, k: self.fn(v[j], v[k]))
+
+    def _latex(self, printer):
+        return r"\left[%s\right]_{jk}" % printer._print(self.fn.expr)
+
+
+@dataclass
+class KernelSpec:
+    """One generated kernel: ``outputs`` as expressions of ``inputs``.
+
+    ``inputs`` maps argument names to matrix symbols (a ``k x 1`` symbol is
+    passed as a tensor of shape ``(..., k)``); ``dims`` says how to read each
+    size symbol off the arguments (e.g. ``{T: ("C", -1)}``); ``claims`` are the
+    ledger ids that verify the outputs.
+    """
+
+    name: str
+    doc: str
+    inputs: dict[str, MatrixSymbol]
+    outputs: list[tuple[str, object]]
+    dims: dict
+    claims: list[str] = field(default_factory=list)
+    complex_inputs: tuple[str, ...] = ()
+    size_args: tuple[str, ...] = ()
+
+    def source_text(self) -> str:
+        outs = "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.outputs)
+        return f"{self.name}({', '.join(self.inputs)}): {outs}"
+
+
+# ---------------------------------------------------------------------------
+# the expressions
+# ---------------------------------------------------------------------------
+
+C = MatrixSymbol("C", T, T)
+x = MatrixSymbol("x", T, d)
+A = MatrixSymbol("A", d, d)
+W = MatrixSymbol("A", T, T)  # the linear symplectic weight (T x T)
+q = MatrixSymbol("q", T, d)
+G = MatrixSymbol("G", T, T)
+I_T = Identity(T)
+
+#: Cayley(C) = (I - C)(I + C)^{-1}, the seeds' form
+CAYLEY_RIGHT = (I_T - C) * Inverse(I_T + C)
+
+#: the kernel's form (I + C)^{-1}(I - C): equal (the factors commute), and a left
+#: solve is cheaper than a right one in batched LAPACK (kernels.cayley_left_solve)
+CAYLEY = Inverse(I_T + C) * (I_T - C)
+
+#: apply form in the row layout: (x^T Cayley(C))^T = 2 (I - C)^{-1} x - x for skew C
+CAYLEY_APPLY_SOLVE = 2 * Inverse(I_T - C) * x - x
+
+#: forming the matrix: (x^T Lambda)^T = Lambda^T x, with Lam bound to CAYLEY first
+Lam = MatrixSymbol("Lam", T, T)
+CAYLEY_APPLY_MATRIX = Lam.T * x
+
+#: vector-Jacobian product of Lambda = Cayley(C), reusing the forward output
+CAYLEY_VJP = -sp.Rational(1, 2) * (I_T + Lam).T * G * (I_T + Lam).T
+
+
+def skew_from_lower_expr(m):
+    return StrictLower(m) - StrictLower(m).T
+
+
+def uta_expr(m):
+    return StrictUpper(m) - StrictUpper(m).T
+
+
+#: Z^T A Z with Z = x^T (row layout)
+VP_CORRELATION = x * A * x.T
+VP_CORRELATION_LOWER = skew_from_lower_expr(x * A * x.T)
+
+
+def lsa_gradient_row_layout():
+    """Derive the linear symplectic update from F(Q) = 1/2 Tr(Q A Q^T).
+
+    SymPy's matrix derivative gives ``grad_Q F`` (``Q`` is ``n x T`` in the
+    column convention); the row layout ``q = Q^T`` is its transpose. The
+    common right factor ``q`` is pulled out by the code generator, so the
+    weight is symmetrised once and applied with one batched product.
+    """
+    Qc = MatrixSymbol("Q", d, T)
+    grad = (Trace(Qc * W * Qc.T) / 2).diff(Qc)
+    return grad.subs(Qc, q.T).T.doit()
+
+
+LSA_UPDATE = lsa_gradient_row_layout()
+
+
+# exp of a skew matrix through the Hermitian eigendecomposition i S = U diag(theta) U^H
+U = MatrixSymbol("U", T, T)
+theta = MatrixSymbol("theta", T, 1)
+_a, _b = sp.symbols("a b", real=True)
+
+
+def expm_divided_difference(conj: bool = False) -> sp.Lambda:
+    """phi(a, b) = (e^{-ia} - e^{-ib}) / (-i(a - b)) in the stable form
+    e^{-i(a+b)/2} sinc((a-b)/2); ``conj`` gives its complex conjugate."""
+    sign = 1 if conj else -1
+    return sp.Lambda((_a, _b), sp.exp(sign * sp.I * (_a + _b) / 2) * sp.sinc((_a - _b) / 2))
+
+
+EXP_SKEW_FROM_EIGH = RealPart(U * DiagMatrix(VectorMap(theta, sp.Lambda(_a, sp.exp(-sp.I * _a)))) * Adjoint(U))
+EXP_SKEW_VJP = RealPart(U * HadamardProduct(Adjoint(U) * G * U, PairMatrix(theta, expm_divided_difference(conj=True))) * Adjoint(U))
+
+
+#: the lift Lambda-tilde = I_d (x) Lambda^T acting on row-stacked vectors (vec.right_multiplication)
+LIFT = KroneckerProduct(Identity(d), Lam.T)
+
+KERNELS: list[KernelSpec] = [
+    KernelSpec(
+        "cayley_matrix",
+        "Cayley transform Lambda = (I - C)(I + C)^{-1} = (I + C)^{-1}(I - C), batched over leading dims.",
+        {"C": C},
+        [("Lam", CAYLEY)],
+        {T: ("C", -1)},
+        ["cayley.orthogonal", "kernels.cayley_left_solve"],
+    ),
+    KernelSpec(
+        "cayley_apply_solve",
+        "Row-layout layer output (x^T Cayley(C))^T = 2 (I - C)^{-1} x - x for skew C, without forming Cayley(C).",
+        {"C": C, "x": x},
+        [("y", CAYLEY_APPLY_SOLVE)],
+        {T: ("C", -1)},
+        ["cayley.apply_form"],
+    ),
+    KernelSpec(
+        "cayley_apply_matrix",
+        "Row-layout layer output (x^T Cayley(C))^T = Cayley(C)^T x, forming Cayley(C).",
+        {"C": C, "x": x},
+        [("Lam", CAYLEY), ("y", CAYLEY_APPLY_MATRIX)],
+        {T: ("C", -1)},
+        ["cayley.orthogonal", "cayley.apply_form"],
+    ),
+    KernelSpec(
+        "cayley_vjp",
+        "Gradient of <G, Cayley(C)> with respect to C, from the forward output Lam = Cayley(C).",
+        {"Lam": Lam, "G": G},
+        [("gC", CAYLEY_VJP)],
+        {T: ("Lam", -1)},
+        ["cayley.vjp"],
+    ),
+    KernelSpec(
+        "skew_from_lower",
+        "Copy the strict lower triangle to the upper one, negated (tensor_mat_skew_sym_assign).",
+        {"C": C},
+        [("S", skew_from_lower_expr(C))],
+        {},
+        ["vp.lower_assign_skew", "kernels.triangle_forms"],
+    ),
+    KernelSpec(
+        "upper_triangular_asymmetrize",
+        "Keep the strict upper triangle, put its negated transpose below (seed 003).",
+        {"C": C},
+        [("S", uta_expr(C))],
+        {},
+        ["exp.uta_skew", "kernels.triangle_forms"],
+    ),
+    KernelSpec(
+        "vp_correlation",
+        "Row-layout volume-preserving correlations Z^T A Z = x A x^T (Z = x^T).",
+        {"x": x, "A": A},
+        [("C", VP_CORRELATION)],
+        {},
+        ["vp.skew_weighting", "kernels.row_layout"],
+    ),
+    KernelSpec(
+        "vp_correlation_lower",
+        "Row-layout skew_from_lower(Z^T A Z) for the arbitrary weighting.",
+        {"x": x, "A": A},
+        [("C", VP_CORRELATION_LOWER)],
+        {},
+        ["vp.lower_assign_skew", "kernels.row_layout"],
+    ),
+    KernelSpec(
+        "lsa_update",
+        "Linear symplectic attention update in the row layout: the gradient of 1/2 Tr(Q A Q^T), q = Q^T.",
+        {"q": q, "A": W},
+        [("dq", LSA_UPDATE)],
+        {},
+        ["lsa.gradient", "kernels.lsa_row_layout"],
+    ),
+    KernelSpec(
+        "exp_skew_from_eigh",
+        "exp(S) for skew S from the eigendecomposition i S = U diag(theta) U^H.",
+        {"U": U, "theta": theta},
+        [("E", EXP_SKEW_FROM_EIGH)],
+        {},
+        ["exp_skew.eigh_form"],
+        complex_inputs=("U",),
+    ),
+    KernelSpec(
+        "exp_skew_vjp",
+        "Gradient of <G, exp(S)> with respect to S (Daleckii-Krein), from i S = U diag(theta) U^H.",
+        {"U": U, "theta": theta, "G": G},
+        [("gS", EXP_SKEW_VJP)],
+        {},
+        ["exp_skew.vjp"],
+        complex_inputs=("U",),
+    ),
+    KernelSpec(
+        "lift",
+        "The lift I_d (x) Lambda^T of Z -> Z Lambda to row-stacked vectors (for analysis and tests).",
+        {"Lam": Lam},
+        [("L", LIFT)],
+        {d: ("d", None)},
+        ["vec.right_multiplication", "lift.orthogonal", "lift.symplectic"],
+        size_args=("d",),
+    ),
+]
+
+
+def kernel(name: str) -> KernelSpec:
+    for k in KERNELS:
+        if k.name == name:
+            return k
+    raise KeyError(f"Expected a kernel name in {[k.name for k in KERNELS]}. Got {name!r}.")
+
+
+def expressions_hash() -> str:
+    """SHA-256 of every kernel's source expressions (the generated header records it)."""
+    text = "\n".join(k.source_text() for k in KERNELS)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def evaluate(expr, values: dict, sizes: dict | None = None) -> sp.Matrix:
+    """Evaluate a kernel expression at explicit matrices.
+
+    ``values`` maps matrix symbols to explicit :class:`sympy.Matrix` (vectors
+    as ``k x 1``); ``sizes`` maps size symbols to integers. This interpreter is
+    independent of the torch printer, so the claims check the expressions'
+    meaning, and the printer is checked against it by the tests.
+    """
+    from sympy.matrices.expressions import (
+        HadamardProduct,
+        MatAdd,
+        MatMul,
+        Transpose,
+        ZeroMatrix,
+    )
+
+    sizes = sizes or {}
+
+    def dim(s):
+        return int(sp.sympify(s).xreplace(sizes))
+
+    def rec(e):
+        if e in values:
+            return values[e]
+        if isinstance(e, Identity):
+            return sp.eye(dim(e.shape[0]))
+        if isinstance(e, ZeroMatrix):
+            return sp.zeros(dim(e.shape[0]), dim(e.shape[1]))
+        if isinstance(e, MatAdd):
+            out = rec(e.args[0])
+            for a in e.args[1:]:
+                out = out + rec(a)
+            return out
+        if isinstance(e, MatMul):
+            coeff, mats = e.as_coeff_matrices()
+            out = rec(mats[0])
+            for m in mats[1:]:
+                out = out * rec(m)
+            return coeff * out
+        if isinstance(e, Transpose):
+            return rec(e.arg).T
+        if isinstance(e, Adjoint):
+            return rec(e.arg).H
+        if isinstance(e, Inverse):
+            return rec(e.arg).inv()
+        if isinstance(e, HadamardProduct):
+            out = rec(e.args[0])
+            for a in e.args[1:]:
+                out = out.multiply_elementwise(rec(a))
+            return out
+        if isinstance(e, DiagMatrix):
+            v = rec(e.args[0])
+            return sp.diag(*list(v))
+        if isinstance(e, KroneckerProduct):
+            out = rec(e.args[0])
+            for a in e.args[1:]:
+                out = sp.kronecker_product(out, rec(a))
+            return out
+        if isinstance(e, (StrictLower, StrictUpper, RealPart)):
+            return type(e).explicit(rec(e.arg))
+        if isinstance(e, (VectorMap, PairMatrix)):
+            return e.explicit(rec(e.vec))
+        raise TypeError(f"cannot evaluate {type(e).__name__}: {e}")
+
+    return sp.Matrix(rec(expr))

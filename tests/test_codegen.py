@@ -1,0 +1,114 @@
+"""Code generation: freshness, printer output, and generated kernels against the SymPy interpreter."""
+
+import random
+import subprocess
+import sys
+
+import pytest
+import sympy as sp
+import torch
+
+from geoattn import codegen
+from geoattn.cli import main
+from geoattn.codegen.printer import CodegenError, TorchKernelPrinter
+from geoattn.kernels import _generated as gen
+from geoattn.symbolic import expressions as ex
+
+
+def test_checked_in_kernels_are_fresh(capsys):
+    assert main(["codegen", "--check"]) == 0
+    fresh, diff = codegen.check()
+    assert fresh and diff == ""
+
+
+def test_stale_file_is_detected(tmp_path, capsys):
+    stale = tmp_path / "_generated.py"
+    stale.write_text(codegen.generate_module().replace("@", "*", 1))
+    fresh, diff = codegen.check(str(stale))
+    assert not fresh and diff
+    assert main(["codegen", "--check", "--path", str(stale)]) == 1
+    assert main(["codegen", "--path", str(stale)]) == 0
+    assert codegen.check(str(stale))[0]
+
+
+def test_header_records_sources_and_hash():
+    src = codegen.generate_module()
+    assert f"expressions-sha256: {ex.expressions_hash()}" in src
+    for k in ex.KERNELS:
+        assert f"def {k.name}(" in src
+        for claim in k.claims:
+            assert claim in src
+
+
+def test_generated_code_never_inverts_and_uses_batched_ops():
+    src = codegen.generate_module()
+    assert "inv(" not in src and "**(-1)" not in src.split('"""')[-1]
+    assert "torch.linalg.solve" in src and ".mT" in src
+    assert ".T " not in src.replace("Lam.T*", "").split("import torch")[1].replace('"""', "")  # no 2-D-only transposes
+
+
+def test_bare_inverse_is_refused():
+    T = ex.T
+    C = sp.MatrixSymbol("C", T, T)
+    p = TorchKernelPrinter({C: "C"}, {T: ("C", -1)}, "C")
+    with pytest.raises(CodegenError, match="bare inverse"):
+        p.bind("out", sp.Inverse(sp.Identity(T) + C))
+
+
+def test_importing_kernels_does_not_load_sympy():
+    code = "import sys, geoattn.kernels; assert 'sympy' not in sys.modules, 'sympy imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _float(m):
+    return torch.tensor([[complex(sp.N(x)) for x in m.row(i)] for i in range(m.rows)], dtype=torch.complex128)
+
+
+def _rand_rational(rng, r, c):
+    return sp.Matrix(r, c, lambda i, j: sp.Rational(rng.randint(-9, 9), rng.randint(1, 9)))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_real_kernels_match_sympy_interpreter(seed):
+    rng = random.Random(seed)
+    Tn, dn = 4, 3
+    S = _rand_rational(rng, Tn, Tn)
+    S = S - S.T
+    X = _rand_rational(rng, Tn, dn)
+    Am = _rand_rational(rng, dn, dn)
+    W = _rand_rational(rng, Tn, Tn)
+    Gm = _rand_rational(rng, Tn, Tn)
+    lam = ex.evaluate(ex.CAYLEY, {ex.C: S}, {ex.T: Tn})
+    cases = [
+        (gen.cayley_matrix(_float(S).real), ex.CAYLEY, {ex.C: S}),
+        (gen.cayley_apply_solve(_float(S).real, _float(X).real), ex.CAYLEY_APPLY_SOLVE, {ex.C: S, ex.x: X}),
+        (gen.cayley_apply_matrix(_float(S).real, _float(X).real)[1], ex.CAYLEY_APPLY_MATRIX, {ex.Lam: lam, ex.x: X}),
+        (gen.cayley_vjp(_float(lam).real, _float(Gm).real), ex.CAYLEY_VJP, {ex.Lam: lam, ex.G: Gm}),
+        (gen.skew_from_lower(_float(W).real), ex.skew_from_lower_expr(ex.C), {ex.C: W}),
+        (gen.upper_triangular_asymmetrize(_float(W).real), ex.uta_expr(ex.C), {ex.C: W}),
+        (gen.vp_correlation(_float(X).real, _float(Am).real), ex.VP_CORRELATION, {ex.x: X, ex.A: Am}),
+        (gen.vp_correlation_lower(_float(X).real, _float(Am).real), ex.VP_CORRELATION_LOWER, {ex.x: X, ex.A: Am}),
+        (gen.lsa_update(_float(X).real, _float(W).real), ex.LSA_UPDATE, {ex.q: X, ex.W: W}),
+        (gen.lift(_float(lam).real, 2), ex.LIFT, {ex.Lam: lam}),
+    ]
+    for got, expr, vals in cases:
+        want = _float(ex.evaluate(expr, vals, {ex.T: Tn, ex.d: 2 if expr is ex.LIFT else dn})).real
+        assert torch.allclose(got, want, atol=1e-12, rtol=1e-12), expr
+
+
+def test_eigh_kernels_match_sympy_interpreter():
+    torch.manual_seed(0)
+    S = torch.randn(3, 3, dtype=torch.float64)
+    S = S - S.T
+    Gt = torch.randn(3, 3, dtype=torch.float64)
+    theta, U = torch.linalg.eigh(1j * S.to(torch.complex128))
+    Us = sp.Matrix(3, 3, lambda i, j: complex(U[i, j]))
+    ths = sp.Matrix([float(t) for t in theta])
+    Gs = sp.Matrix(3, 3, lambda i, j: float(Gt[i, j]))
+    E = gen.exp_skew_from_eigh(U, theta)
+    want_E = _float(ex.evaluate(ex.EXP_SKEW_FROM_EIGH, {ex.U: Us, ex.theta: ths}, {ex.T: 3})).real
+    assert torch.allclose(E, want_E, atol=1e-12)
+    assert torch.allclose(E, torch.linalg.matrix_exp(S), atol=1e-12)
+    g = gen.exp_skew_vjp(U, theta, Gt.to(torch.complex128))
+    want_g = _float(ex.evaluate(ex.EXP_SKEW_VJP, {ex.U: Us, ex.theta: ths, ex.G: Gs}, {ex.T: 3})).real
+    assert torch.allclose(g.real, want_g, atol=1e-12)

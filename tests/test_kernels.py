@@ -1,0 +1,276 @@
+"""Generated kernels against independent plain-torch references.
+
+Tolerances scale with the dtype and the size: ``k * n * eps(dtype)`` times the
+conditioning of the problem where it enters (``1 + |C|`` bounds the condition
+number of ``I + C`` for skew ``C``).
+"""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from geoattn import kernels as K
+
+DTYPES = [torch.float32, torch.float64]
+
+
+def eps(dtype):
+    return torch.finfo(dtype).eps
+
+
+def rand_skew(shape, n, dtype, scale=1.0, gen=None):
+    m = torch.randn(*shape, n, n, dtype=torch.float64, generator=gen) * scale
+    return (m - m.mT).to(dtype)
+
+
+# -- references: written independently of the generated code ---------------------------
+
+
+def ref_cayley(c):
+    """(I - C)(I + C)^{-1} in float64 through a transposed left solve."""
+    eye = torch.eye(c.shape[-1], dtype=torch.float64)
+    return torch.linalg.solve((eye + c.double()).mT, (eye - c.double()).mT).mT
+
+
+def ref_skew_from_lower(c):
+    out = torch.zeros_like(c)
+    n = c.shape[-1]
+    for i in range(n):
+        for j in range(i):
+            out[..., i, j] = c[..., i, j]
+            out[..., j, i] = -c[..., i, j]
+    return out
+
+
+def ref_uta(c):
+    out = torch.zeros_like(c)
+    n = c.shape[-1]
+    for i in range(n):
+        for j in range(i + 1, n):
+            out[..., i, j] = c[..., i, j]
+            out[..., j, i] = -c[..., i, j]
+    return out
+
+
+shapes = st.tuples(
+    st.lists(st.integers(1, 3), min_size=0, max_size=2),  # batch dims
+    st.integers(1, 6),  # T
+    st.integers(1, 4),  # d
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=shapes, dtype=st.sampled_from(DTYPES), scale=st.sampled_from([1e-2, 1.0, 10.0]), seed=st.integers(0, 2**16))
+def test_cayley_against_reference(shape, dtype, scale, seed):
+    batch, T, d = shape
+    g = torch.Generator().manual_seed(seed)
+    C = rand_skew(batch, T, dtype, scale, g)
+    L = K.cayley(C)
+    assert L.shape == C.shape and L.dtype == dtype
+    cond = 1 + float(C.double().abs().sum(dim=(-2, -1)).max()) if C.numel() else 1.0
+    tol = 32 * T * eps(dtype) * cond
+    assert torch.allclose(L.double(), ref_cayley(C), atol=tol, rtol=0)
+    eye = torch.eye(T, dtype=torch.float64)
+    assert (L.double().mT @ L.double() - eye).abs().max() <= tol
+    x = torch.randn(*batch, T, d, dtype=torch.float64, generator=g).to(dtype)
+    want = ref_cayley(C).mT @ x.double()
+    for method in ("solve", "matrix", "auto"):
+        got = K.cayley_apply(C, x, method=method)
+        assert torch.allclose(got.double(), want, atol=tol * (1 + float(x.abs().max())), rtol=0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=shapes, dtype=st.sampled_from(DTYPES), scale=st.sampled_from([1e-2, 1.0, 5.0]), seed=st.integers(0, 2**16))
+def test_exp_skew_against_matrix_exp(shape, dtype, scale, seed):
+    batch, T, _ = shape
+    g = torch.Generator().manual_seed(seed)
+    S = rand_skew(batch, T, dtype, scale, g)
+    E = K.exp_skew(S)
+    norm = 1 + float(S.double().abs().sum(dim=(-2, -1)).max()) if S.numel() else 1.0
+    tol = 32 * T * eps(dtype) * norm
+    assert torch.allclose(E.double(), torch.linalg.matrix_exp(S.double()), atol=tol, rtol=0)
+    eye = torch.eye(T, dtype=torch.float64)
+    assert (E.double().mT @ E.double() - eye).abs().max() <= tol
+    if T > 0 and E.numel():
+        assert torch.allclose(torch.linalg.det(E.double()), torch.ones(batch, dtype=torch.float64), atol=tol)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=shapes, dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**16))
+def test_elementwise_and_product_kernels(shape, dtype, seed):
+    batch, T, d = shape
+    g = torch.Generator().manual_seed(seed)
+    C = torch.randn(*batch, T, T, generator=g, dtype=torch.float64).to(dtype)
+    assert torch.equal(K.skew_from_lower(C), ref_skew_from_lower(C))
+    assert torch.equal(K.upper_triangular_asymmetrize(C), ref_uta(C))
+    x = torch.randn(*batch, T, d, generator=g, dtype=torch.float64).to(dtype)
+    A = torch.randn(d, d, generator=g, dtype=torch.float64).to(dtype)
+    want = torch.einsum("...ik,kl,...jl->...ij", x.double(), A.double(), x.double())
+    tol = 16 * d * eps(dtype) * (1 + float(want.abs().max()))
+    assert torch.allclose(K.vp_correlation(x, A).double(), want, atol=tol, rtol=0)
+    assert torch.allclose(K.vp_correlation_lower(x, A).double(), ref_skew_from_lower(want), atol=tol, rtol=0)
+    W = torch.randn(T, T, generator=g, dtype=torch.float64).to(dtype)
+    want = torch.einsum("ij,...jk->...ik", 0.5 * (W.double() + W.double().T), x.double())
+    tol = 16 * T * eps(dtype) * (1 + float(want.abs().max()))
+    assert torch.allclose(K.lsa_update(x, W).double(), want, atol=tol, rtol=0)
+
+
+def test_skew_weighting_gives_skew_correlations():
+    x = torch.randn(5, 4, 3, dtype=torch.float64)
+    A = torch.randn(3, 3, dtype=torch.float64)
+    A = A - A.T
+    C = K.vp_correlation(x, A)
+    assert (C + C.mT).abs().max() <= 16 * 3 * eps(torch.float64) * C.abs().max()
+
+
+def test_lift_represents_right_multiplication():
+    Lam = K.cayley(rand_skew([2], 4, torch.float64))
+    Z = torch.randn(2, 3, 4, dtype=torch.float64)
+    L = K.lift(Lam, 3)
+    assert L.shape == (2, 12, 12)
+    assert torch.allclose((L @ Z.reshape(2, 12, 1)).reshape(2, 3, 4), Z @ Lam, atol=1e-14)
+    assert torch.allclose(L.mT @ L, torch.eye(12, dtype=torch.float64).expand(2, 12, 12), atol=1e-14)
+
+
+# -- gradients -----------------------------------------------------------------------
+
+
+def test_gradcheck_custom_backwards():
+    torch.manual_seed(0)
+    P = torch.randn(2, 4, 4, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda p: K.cayley(p - p.mT), (P,))
+    assert torch.autograd.gradcheck(K.cayley, (P,))  # the VJP holds for non-skew C too
+    assert torch.autograd.gradcheck(lambda p, y: K.cayley_apply(p - p.mT, y, method="matrix"), (P, x))
+    assert torch.autograd.gradcheck(lambda p, y: K.cayley_apply(p - p.mT, y, method="solve"), (P, x))
+    assert torch.autograd.gradcheck(lambda p: K.exp_skew(K.upper_triangular_asymmetrize(p)), (P,))
+    A = torch.randn(3, 3, dtype=torch.float64, requires_grad=True)
+    W = torch.randn(4, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(K.vp_correlation_lower, (x, A))
+    assert torch.autograd.gradcheck(K.lsa_update, (x, W))
+
+
+def test_exp_skew_gradient_with_repeated_eigenvalues():
+    # S = 0 and block-diagonal S with equal blocks have repeated eigenvalues
+    S = torch.zeros(1, 4, 4, dtype=torch.float64)
+    S[0, 0, 1], S[0, 1, 0], S[0, 2, 3], S[0, 3, 2] = 1.0, -1.0, 1.0, -1.0
+    for base in (torch.zeros_like(S), S):
+        P = base.clone().requires_grad_()
+        G = torch.randn(1, 4, 4, dtype=torch.float64)
+        (K.exp_skew(P, check=False) * G).sum().backward()
+        Q = base.clone().requires_grad_()
+        (torch.linalg.matrix_exp(Q) * G).sum().backward()
+        assert torch.allclose(P.grad, Q.grad, atol=1e-12)
+
+
+def test_double_backward():
+    P = torch.randn(2, 3, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda p: K.cayley(p - p.mT), (P,))
+    out = K.exp_skew(P - P.mT)
+    (g,) = torch.autograd.grad(out.sum(), P, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|double backward|requires grad|does not require grad"):
+        torch.autograd.grad(g.sum(), P)
+
+
+class _WrongCayley(torch.autograd.Function):
+    """A broken backward, -1/2 (I + C)^T G (I + C)^T: the negative control of the VJP tests."""
+
+    @staticmethod
+    def forward(ctx, c):
+        ctx.save_for_backward(c)
+        return K.cayley(c.detach())
+
+    @staticmethod
+    def backward(ctx, g):
+        (c,) = ctx.saved_tensors
+        e = torch.eye(c.shape[-1], dtype=c.dtype)
+        return -0.5 * (e + c).mT @ g @ (e + c).mT
+
+
+def test_gradcheck_catches_a_broken_backward():
+    P = torch.randn(2, 3, 3, dtype=torch.float64, requires_grad=True)
+    assert not torch.autograd.gradcheck(_WrongCayley.apply, (P,), raise_exception=False)
+
+
+def test_orthogonality_check_catches_a_broken_forward():
+    C = rand_skew([3], 4, torch.float64)
+    broken = torch.linalg.solve(torch.eye(4, dtype=torch.float64) + C, torch.eye(4, dtype=torch.float64) - C, left=False).mT @ C
+    assert (broken.mT @ broken - torch.eye(4, dtype=torch.float64)).abs().max() > 1e3 * eps(torch.float64)
+
+
+# -- dtypes, errors, compile, devices -------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_computed_in_float32(dtype):
+    C = rand_skew([2], 4, torch.float32)
+    out = K.cayley(C.to(dtype))
+    assert out.dtype == dtype
+    assert torch.allclose(out.float(), K.cayley(C.to(dtype).float()).to(dtype).float())
+    assert K.exp_skew(C.to(dtype)).dtype == dtype
+
+
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda: K.cayley(torch.zeros(3, 4)), K.KernelShapeError, "Expected C to be square"),
+        (lambda: K.cayley(torch.zeros(3, 3, dtype=torch.int64)), K.KernelDtypeError, "Expected C to have a floating dtype"),
+        (lambda: K.cayley_apply(torch.zeros(3, 3), torch.zeros(4, 2)), K.KernelShapeError, "Expected x to have 3 rows"),
+        (lambda: K.cayley_apply(torch.zeros(3, 3), torch.zeros(3, 2), method="fast"), ValueError, "Expected method"),
+        (lambda: K.exp_skew(torch.ones(3, 3)), ValueError, "Expected S to be skew-symmetric"),
+        (lambda: K.vp_correlation(torch.zeros(2, 5, 3), torch.zeros(4, 4)), K.KernelShapeError, "Expected A to have 3 rows"),
+        (lambda: K.lsa_update(torch.zeros(2, 5, 3), torch.zeros(4, 4)), K.KernelShapeError, "Expected q to have 4 rows"),
+        (lambda: K.lift(torch.eye(3), 0), ValueError, "Expected d to be a positive int"),
+        (lambda: K.cayley([[0.0]]), K.KernelDtypeError, "Expected C to be a torch.Tensor"),
+    ],
+)
+def test_bad_input_messages(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_errors_are_value_and_type_errors():
+    assert issubclass(K.KernelShapeError, ValueError) and issubclass(K.KernelDtypeError, TypeError)
+
+
+@pytest.mark.slow
+def test_torch_compile_matches_eager():
+    torch._dynamo.reset()
+    C = rand_skew([8], 5, torch.float32)
+    q = torch.randn(8, 5, 2)
+    W = torch.randn(5, 5)
+    fc = torch.compile(K.cayley, dynamic=False)
+    fl = torch.compile(K.lsa_update, dynamic=False)
+    tol = 64 * 5 * eps(torch.float32)
+    assert torch.allclose(fc(C), K.cayley(C), atol=tol)
+    assert torch.allclose(fl(q, W), K.lsa_update(q, W), atol=tol)
+    P = C.clone().requires_grad_()
+    fc(P).sum().backward()
+    Q = C.clone().requires_grad_()
+    K.cayley(Q).sum().backward()
+    assert torch.allclose(P.grad, Q.grad, atol=tol)
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cuda_matches_cpu(dtype):
+    C = rand_skew([64], 8, dtype)
+    x = torch.randn(64, 8, 4, dtype=dtype)
+    tol = 64 * 8 * eps(dtype) * 10
+    for fn, args in [
+        (K.cayley, (C,)),
+        (K.exp_skew, (C,)),
+        (lambda c, y: K.cayley_apply(c, y, method="solve"), (C, x)),
+        (K.upper_triangular_asymmetrize, (C,)),
+    ]:
+        cpu = fn(*args)
+        gpu = fn(*(a.cuda() for a in args))
+        assert gpu.device.type == "cuda"
+        assert torch.allclose(gpu.cpu(), cpu, atol=tol)
+    P = C.cuda().double().requires_grad_()
+    assert torch.autograd.gradcheck(K.cayley, (P[:2],))
+    assert torch.autograd.gradcheck(lambda p: K.exp_skew(p - p.mT, check=False), (P[:2],))
