@@ -155,6 +155,17 @@ def _vjp_derivation() -> Derivation:
     def in_ct(expr):
         return expr.doit().subs(C.T, D)
 
+    def grad_layout_ok() -> bool:
+        # SymPy's matrix derivative against entrywise derivatives at an explicit size
+        Cm = sp.Matrix([[1, sp.Rational(2, 3)], [-3, sp.Rational(1, 2)]])
+        Gm = sp.Matrix([[2, -1], [sp.Rational(1, 5), 3]])
+        Hm = alg.general("h", 2, 2)
+        e2 = sp.eye(2)
+        f = (Gm.T * (-(e2 + alg.cayley(Cm)) * Hm * (e2 + Cm).inv())).trace()
+        entrywise = sp.Matrix(2, 2, lambda a, b: sp.diff(f, Hm[a, b]))
+        symbolic = ex.evaluate(grad, {C: Cm, G: Gm}, {T: 2})
+        return (entrywise - symbolic).applyfunc(sp.cancel).is_zero_matrix
+
     return Derivation(
         assumptions=[r"\Lambda = \mathrm{Cayley}(C),\ I + C \text{ invertible}", r"L = \langle G, \Lambda\rangle = \mathrm{Tr}(G^T\Lambda)"],
         steps=[
@@ -167,8 +178,8 @@ def _vjp_derivation() -> Derivation:
             Step(
                 r"\nabla_H\,\mathrm{Tr}(G^TD\Lambda[H])",
                 grad,
-                "matrix calculus (SymPy)",
-                lambda: grad.shape == (T, T) and len(grad.args) == 3 and grad.args[1] == G,
+                "matrix calculus (SymPy), cross-checked entrywise at an explicit size",
+                grad_layout_ok,
             ),
             Step(
                 left,
