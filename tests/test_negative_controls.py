@@ -123,7 +123,7 @@ def test_wrong_backward_formulas_are_refuted():
     from geoattn.symbolic.claims.kernels import exp_vjp_identity, make_vjp_claim
 
     # -1/2 (I + C)^T G (I + C)^T: the forward output must be used, not C
-    assert make_vjp_claim("hint", "neg.vjp").check().level is Level.REFUTED
+    assert make_vjp_claim("input", "neg.vjp").check().level is Level.REFUTED
     assert make_vjp_claim("exact", "pos.vjp").check().level is Level.PROVED
     # the Daleckii-Krein adjoint needs the conjugate of Phi
     assert search_counterexample(exp_vjp_identity(conj=False), [{"T": 2}], seed=0, points=1) is not None

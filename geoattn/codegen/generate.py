@@ -37,10 +37,11 @@ __all__ = [{names}]
 
 
 def generate_kernel(spec: KernelSpec) -> str:
+    """The source of one kernel function (docstring naming its expressions and claims)."""
     names = {sym: name for name, sym in spec.inputs.items()}
     outputs = [(name, common_scalar(factor_sums(expr))) for name, expr in spec.outputs]
-    like = next(n for n in spec.inputs if n not in spec.complex_inputs) if spec.complex_inputs else next(iter(spec.inputs))
-    printer = TorchKernelPrinter(names, spec.dims, like, spec.complex_inputs)
+    like = next(n for n in spec.inputs if n not in spec.complex_inputs)  # real input: dtype/device of eye
+    printer = TorchKernelPrinter(names, spec.dims, like)
     printer.prepare([e for _, e in outputs])
     for name, expr in outputs:
         printer.bind(name, expr)
@@ -59,6 +60,7 @@ def generate_kernel(spec: KernelSpec) -> str:
 
 
 def generate_module() -> str:
+    """The whole generated module: header with sources and hash, then every kernel."""
     sources = "\n".join(
         f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.outputs) + f"  [{', '.join(k.claims)}]"
         for k in KERNELS
@@ -73,11 +75,13 @@ def generate_module() -> str:
 
 
 def target_path() -> str:
+    """``geoattn/kernels/_generated.py`` in this checkout."""
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.normpath(os.path.join(here, "..", "kernels", "_generated.py"))
 
 
 def write(path: str | None = None) -> str:
+    """Write the generated module to ``path`` (default :func:`target_path`); return the path."""
     path = path or target_path()
     with open(path, "w") as fh:
         fh.write(generate_module())

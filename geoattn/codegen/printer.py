@@ -41,7 +41,6 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
-from ..symbolic.algebra import MatExp
 from ..symbolic.expressions import PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
 
 __all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "CodegenError"]
@@ -58,7 +57,7 @@ def _split(term):
         return coeff, list(mats)
     if isinstance(term, MatrixExpr):
         return sp.Integer(1), [term]
-    raise CodegenError(f"unexpected term {term!r}")
+    raise CodegenError(f"Expected a matrix term of a sum. Got {term!r}.")
 
 
 def factor_sums(expr):
@@ -94,36 +93,25 @@ def common_scalar(expr):
         expr = expr.func(*new_args) if not isinstance(expr, MatMul) else MatMul(*new_args)
     if not isinstance(expr, MatAdd):
         return expr
-    coeffs = []
-    for term in expr.args:
-        c, mats = (term.as_coeff_matrices() if isinstance(term, MatMul) else (sp.Integer(1), [term]))
-        coeffs.append(c)
-    c0 = coeffs[0]
-    if c0 == 1 or any(c != c0 for c in coeffs):
+    parts = [_split(t) for t in expr.args]
+    c0 = parts[0][0]
+    if c0 == 1 or any(c != c0 for c, _ in parts):
         return expr
-    def unit(term):
-        if not isinstance(term, MatMul):
-            return term
-        mats = term.as_coeff_matrices()[1]
-        return mats[0] if len(mats) == 1 else MatMul(*mats)
-
-    inner = MatAdd(*[unit(t) for t in expr.args])
+    inner = MatAdd(*[fs[0] if len(fs) == 1 else MatMul(*fs) for _, fs in parts])
     return MatMul(c0, inner)
 
 
 class TorchKernelPrinter:
     """Print the outputs of one kernel as the body of a torch function."""
 
-    def __init__(self, names: dict, dims: dict, like: str, complex_inputs=()):
+    def __init__(self, names: dict, dims: dict, like: str):
         self.names = dict(names)  # MatrixSymbol -> python name
-        self.dims = dims  # size symbol -> (argument name, axis)
+        self.dims = dims  # size symbol -> (argument name, axis or None for an int argument)
         self.like = like  # argument whose dtype/device new tensors use
-        self.complex_inputs = set(complex_inputs)
         self.lines: list[str] = []
         self.temps: dict = {}
         self.counts: Counter = Counter()
         self.needs_eye: set = set()
-        self.vectors = {sym for sym in names if isinstance(sym, MatrixSymbol) and sym.shape[1] == 1}
 
     # -- subexpression sharing -------------------------------------------------
     def _count(self, expr):
@@ -140,11 +128,12 @@ class TorchKernelPrinter:
         self.lines.append(f"{name} = {code}")
 
     def prepare(self, exprs) -> None:
+        """Count subexpressions of all outputs; those seen twice become temporaries."""
         for e in exprs:
             self._count(e)
 
     def _temp(self, expr, code: str) -> str:
-        if self.counts[expr] > 1 and not _is_atomic(code):
+        if self.counts[expr] > 1 and not code.isidentifier():
             if expr not in self.temps:
                 name = f"t{len(self.temps)}"
                 self.lines.append(f"{name} = {code}")
@@ -162,13 +151,13 @@ class TorchKernelPrinter:
     def _print_node(self, expr) -> str:
         if isinstance(expr, MatrixSymbol):
             if expr not in self.names:
-                raise CodegenError(f"unbound symbol {expr}")
+                raise CodegenError(f"Expected {expr} to be an argument or an earlier output. Got an unbound symbol.")
             return self.names[expr]
         if isinstance(expr, Identity):
             self.needs_eye.add(expr.shape[0])
             return self._eye_name(expr.shape[0])
         if isinstance(expr, ZeroMatrix):
-            raise CodegenError("zero matrices should have been simplified away")
+            raise CodegenError(f"Expected no zero matrix (simplify it away). Got {expr}.")
         if isinstance(expr, MatAdd):
             return self._print_add(expr)
         if isinstance(expr, MatMul):
@@ -178,15 +167,13 @@ class TorchKernelPrinter:
         if isinstance(expr, Adjoint):
             return f"{_wrap(self._print(expr.arg))}.mH"
         if isinstance(expr, Inverse):
-            raise CodegenError(f"bare inverse {expr}: express it as a solve inside a product")
+            raise CodegenError(f"Expected an inverse inside a product (printed as a solve). Got a bare inverse {expr}.")
         if isinstance(expr, StrictLower):
             return f"torch.tril({self._print(expr.arg)}, -1)"
         if isinstance(expr, StrictUpper):
             return f"torch.triu({self._print(expr.arg)}, 1)"
         if isinstance(expr, RealPart):
             return f"{_wrap(self._print(expr.arg))}.real"
-        if isinstance(expr, MatExp):
-            return f"torch.linalg.matrix_exp({self._print(expr.arg)})"
         if isinstance(expr, HadamardProduct):
             return " * ".join(_wrap(self._print(a)) for a in expr.args)
         if isinstance(expr, VectorMap):
@@ -197,7 +184,7 @@ class TorchKernelPrinter:
             v = self._print(expr.vec)
             return self._scalar(expr.fn.expr, {a: f"{v}.unsqueeze(-1)", b: f"{v}.unsqueeze(-2)"})
         if isinstance(expr, DiagMatrix):
-            raise CodegenError("DiagMatrix is printed only inside a product")
+            raise CodegenError(f"Expected DiagMatrix inside a product (a column scaling). Got it alone: {expr}.")
         if isinstance(expr, KroneckerProduct):
             # batched Kronecker product: (..., m, n) x (..., p, q) -> (..., m p, n q)
             out = self._print(expr.args[0])
@@ -207,7 +194,7 @@ class TorchKernelPrinter:
                     ".flatten(-4, -3).flatten(-2, -1)"
                 )
             return out
-        raise CodegenError(f"unsupported node {type(expr).__name__}: {expr}")
+        raise CodegenError(f"Expected a supported matrix node. Got {type(expr).__name__}: {expr}.")
 
     def _eye_name(self, size) -> str:
         return "eye" if len(self.needs_eye) <= 1 else f"eye_{sp.sstr(size)}"
@@ -256,7 +243,7 @@ class TorchKernelPrinter:
         for m in mats:
             if isinstance(m, DiagMatrix):
                 if out is None:
-                    raise CodegenError("a DiagMatrix must follow another factor")
+                    raise CodegenError(f"Expected a factor before DiagMatrix (it scales columns). Got it first in {mats}.")
                 out = f"{_wrap(out)} * {_wrap(self._print(m.args[0]))}.unsqueeze(-2)"
                 continue
             code = self._print(m)
@@ -268,10 +255,11 @@ class TorchKernelPrinter:
         return _ScalarPrinter(env).doprint(expr)
 
     def eye_lines(self) -> list[str]:
+        """The lines that build the identity matrices the printed outputs used."""
         lines = []
         for size in sorted(self.needs_eye, key=sp.sstr):
             if size not in self.dims:
-                raise CodegenError(f"no argument gives the size {size}")
+                raise CodegenError(f"Expected an argument giving the size {size} in dims. Got {sorted(map(str, self.dims))}.")
             arg, axis = self.dims[size]
             n = arg if axis is None else f"{arg}.shape[{axis}]"
             lines.append(f"{self._eye_name(size)} = torch.eye({n}, dtype={self.like}.dtype, device={self.like}.device)")
@@ -325,20 +313,12 @@ class _ScalarPrinter:
             return f"torch.sinc({_wrap(self.doprint(e.args[0]))} / math.pi)"
         if isinstance(e, (sp.sin, sp.cos)):
             return f"torch.{type(e).__name__}({self.doprint(e.args[0])})"
-        raise CodegenError(f"unsupported scalar {e!r}")
+        raise CodegenError(f"Expected a supported scalar (numbers, I, +, *, 1/x, exp, sin, cos, sinc). Got {e!r}.")
 
 
 def _num(c) -> str:
     c = sp.nsimplify(c)
-    if c.is_Integer:
-        return str(int(c))
-    if c.is_Rational:
-        return repr(float(c))
-    return repr(float(c))
-
-
-def _is_atomic(code: str) -> bool:
-    return code.isidentifier()
+    return str(int(c)) if c.is_Integer else repr(float(c))
 
 
 def _wrap(code: str) -> str:
@@ -352,7 +332,7 @@ def _balanced_call(code: str) -> bool:
     if not code or not (code[0].isalpha() or code[0] == "_"):
         return False
     depth = 0
-    for i, ch in enumerate(code):
+    for ch in code:
         if ch == "(":
             depth += 1
         elif ch == ")":

@@ -22,13 +22,13 @@ solves. It is built from differentiable operations on the saved output, so
 double backward works. ``exp_skew`` computes :math:`\exp(S)` from the
 Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(\theta)\,U^H` and its
 backward from the Daleckii--Krein formula (``exp_skew.vjp``), reusing
-:math:`U, \theta`; double backward through it is refused with an error.
+:math:`U, \theta`; a backward with ``create_graph=True`` (needed for double
+backward) is refused with an error.
 """
 
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from . import _generated as gen
 from ._checks import (
@@ -78,8 +78,12 @@ class _ExpSkew(torch.autograd.Function):
         return gen.exp_skew_from_eigh(u, theta).to(s.dtype)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
+        if torch.is_grad_enabled():  # autograd enables grad mode here only with create_graph=True
+            raise RuntimeError(
+                "Expected a first-order backward through exp_skew (create_graph=False): its backward uses an "
+                "eigendecomposition that is not differentiated. Got create_graph=True."
+            )
         u, theta = ctx.saved_tensors
         return gen.exp_skew_vjp(u, theta, grad.to(u.dtype)).to(grad.dtype)
 
@@ -110,7 +114,7 @@ def cayley(C: torch.Tensor) -> torch.Tensor:
 
 
 @half_in_float32
-def cayley_apply(C: torch.Tensor, x: torch.Tensor, method: str = "auto") -> torch.Tensor:
+def cayley_apply(C: torch.Tensor, x: torch.Tensor, method: str = "auto", *, check: bool = True) -> torch.Tensor:
     r"""The layer output :math:`(x^T\,\mathrm{Cayley}(C))^T` for skew ``C``, in the row layout.
 
     ``method="solve"`` computes :math:`2(I - C)^{-1}x - x` without forming
@@ -123,6 +127,10 @@ def cayley_apply(C: torch.Tensor, x: torch.Tensor, method: str = "auto") -> torc
     ----------
     C : Tensor ``(..., T, T)``, skew-symmetric
     x : Tensor ``(..., T, d)``
+    method : ``"auto"``, ``"solve"`` or ``"matrix"``
+    check : bool
+        verify skew-symmetry of ``C`` when the solve form is used (it would
+        silently give a wrong result for a non-skew ``C``).
     """
     check_square("C", C)
     check_float("x", x)
@@ -132,8 +140,10 @@ def cayley_apply(C: torch.Tensor, x: torch.Tensor, method: str = "auto") -> torc
     if method == "auto":
         method = "solve" if x.shape[-1] < C.shape[-1] else "matrix"
     if method == "solve":
+        if check:
+            check_skew("C", C)
         return gen.cayley_apply_solve(C, x)
-    return _Cayley.apply(C).mT @ x
+    return gen.cayley_apply_matrix(_Cayley.apply(C), x)
 
 
 @half_in_float32
@@ -163,8 +173,7 @@ def vp_correlation(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
 def vp_correlation_lower(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     r"""``skew_from_lower(x @ A @ x.mT)``: the arbitrary weighting of volume-preserving attention.
 
-    The full product is formed and masked: for ``T <= 32`` one batched product
-    is cheaper than computing only the lower triangle entry by entry.
+    The full product is formed, then masked.
     """
     check_float("x", x)
     check_square("A", A)

@@ -6,7 +6,16 @@ import functools
 
 import torch
 
-__all__ = ["KernelShapeError", "KernelDtypeError", "check_square", "check_float", "check_matmul", "compute_dtype", "skew_tolerance", "check_skew"]
+__all__ = [
+    "KernelShapeError",
+    "KernelDtypeError",
+    "check_square",
+    "check_float",
+    "check_matmul",
+    "half_in_float32",
+    "skew_tolerance",
+    "check_skew",
+]
 
 
 class KernelShapeError(ValueError):
@@ -43,20 +52,16 @@ def check_matmul(left: str, a: torch.Tensor, right: str, b: torch.Tensor) -> Non
         )
 
 
-def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """float16 and bfloat16 are computed in float32 and cast back."""
-    return torch.float32 if dtype in _HALF else dtype
-
-
 def half_in_float32(fn):
-    """Decorator: run ``fn`` in float32 when its first tensor argument is half precision."""
+    """Decorator: float16/bfloat16 tensor arguments are computed in float32; the result
+    is cast back to the first argument's half dtype."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         dtypes = [a.dtype for a in args if isinstance(a, torch.Tensor)]
         if dtypes and dtypes[0] in _HALF:
             out_dtype = dtypes[0]
-            args = tuple(a.float() if isinstance(a, torch.Tensor) else a for a in args)
+            args = tuple(a.float() if isinstance(a, torch.Tensor) and a.dtype in _HALF else a for a in args)
             out = fn(*args, **kwargs)
             if isinstance(out, tuple):
                 return tuple(o.to(out_dtype) for o in out)
@@ -78,9 +83,9 @@ def check_skew(name: str, t: torch.Tensor) -> None:
     """Raise unless ``t + t^T`` vanishes up to :func:`skew_tolerance`."""
     defect = (t.detach() + t.detach().mT).abs().amax(dim=(-2, -1))
     tol = skew_tolerance(t)
-    if bool((defect > tol).any()):
-        worst = float((defect - tol).max() + tol.max())
+    bad = defect > tol
+    if bool(bad.any()):
         raise ValueError(
-            f"Expected {name} to be skew-symmetric (|{name} + {name}^T| <= {float(tol.max()):.3g}). "
-            f"Got |{name} + {name}^T| = {worst:.3g}."
+            f"Expected {name} to be skew-symmetric (|{name} + {name}^T| <= {float(tol[bad].max()):.3g}). "
+            f"Got |{name} + {name}^T| = {float(defect[bad].max()):.3g}."
         )

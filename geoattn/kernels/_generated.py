@@ -5,13 +5,13 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: 69d4f743f147b3ec4efc338ad52e4edef2e4aef4ef4e0e362fc877889289f1ad
+expressions-sha256: 5331e45fbaaab20c45d6a33f89691f949babfdb2e8686b399e535cfa1a9f2ce9
 printer-version: 1
 
 Sources (kernel: expression  [ledger claims]):
   cayley_matrix: Lam = (I + C)**(-1)*(I - C)  [cayley.orthogonal, kernels.cayley_left_solve]
   cayley_apply_solve: y = 2*(I - C)**(-1)*x - x  [cayley.apply_form]
-  cayley_apply_matrix: Lam = (I + C)**(-1)*(I - C); y = Lam.T*x  [cayley.orthogonal, cayley.apply_form]
+  cayley_apply_matrix: y = Lam.T*x  [cayley.orthogonal, cayley.apply_form]
   cayley_vjp: gC = (-(1/2)*I - (1/2)*Lam.T)*G*(I + Lam.T)  [cayley.vjp]
   skew_from_lower: S = StrictLower(C) - StrictLower(C).T  [vp.lower_assign_skew, kernels.triangle_forms]
   upper_triangular_asymmetrize: S = StrictUpper(C) - StrictUpper(C).T  [exp.uta_skew, kernels.triangle_forms]
@@ -54,18 +54,15 @@ def cayley_apply_solve(C, x):
     return y
 
 
-def cayley_apply_matrix(C, x):
-    """Row-layout layer output (x^T Cayley(C))^T = Cayley(C)^T x, forming Cayley(C).
+def cayley_apply_matrix(Lam, x):
+    """Row-layout layer output (x^T Lam)^T = Lam^T x from the formed matrix Lam = Cayley(C).
 
     Generated from:
-    Lam = (I + C)**(-1)*(I - C)
     y = Lam.T*x
     Verified by: cayley.orthogonal, cayley.apply_form
     """
-    eye = torch.eye(C.shape[-1], dtype=C.dtype, device=C.device)
-    Lam = torch.linalg.solve(eye + C, eye - C)
     y = Lam.mT @ x
-    return Lam, y
+    return y
 
 
 def cayley_vjp(Lam, G):

@@ -51,6 +51,7 @@ __all__ = [
     "jacobian_rows",
     "pfaffian",
     "is_zero",
+    "UnaryMatrixExpr",
     "MatExp",
     "NotInAlgebra",
     "scalar_image",
@@ -135,7 +136,7 @@ def exp_skew(s):
     """
     if isinstance(s, Dual):
         if not s.v.is_zero_matrix:
-            raise NotImplementedError("exact exp of a Dual is implemented at S = 0 only")
+            raise NotImplementedError("Expected a Dual with value 0 (exact exp of a Dual is implemented there only). Got a nonzero value.")
         return Dual(sp.eye(s.rows), s.dv)
     if s.is_zero_matrix:
         return sp.eye(s.rows)
@@ -326,12 +327,11 @@ def principal_even_subsets(n: int):
 # ---------------------------------------------------------------------------
 
 
-class MatExp(MatrixExpr):
-    """The matrix exponential ``exp(X)`` as an unevaluated matrix expression."""
+class UnaryMatrixExpr(MatrixExpr):
+    """Base of unevaluated matrix functions ``f(X)`` with the shape of ``X``."""
 
     def __new__(cls, arg):
-        arg = sp.sympify(arg)
-        return super().__new__(cls, arg)
+        return super().__new__(cls, sp.sympify(arg))
 
     @property
     def arg(self):
@@ -340,6 +340,10 @@ class MatExp(MatrixExpr):
     @property
     def shape(self):
         return self.arg.shape
+
+
+class MatExp(UnaryMatrixExpr):
+    """The matrix exponential ``exp(X)`` as an unevaluated matrix expression."""
 
     def _eval_transpose(self):
         # exp(X)^T = exp(X^T): transpose the power series term by term.

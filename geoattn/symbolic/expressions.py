@@ -34,6 +34,8 @@ from sympy.matrices.expressions import (
     Trace,
 )
 
+from .algebra import UnaryMatrixExpr
+
 __all__ = [
     "StrictLower",
     "StrictUpper",
@@ -54,54 +56,44 @@ T = sp.Symbol("T", integer=True, positive=True)
 d = sp.Symbol("d", integer=True, positive=True)
 
 
-class _Unary(MatrixExpr):
-    def __new__(cls, arg):
-        return super().__new__(cls, sp.sympify(arg))
-
-    @property
-    def arg(self):
-        return self.args[0]
-
-    @property
-    def shape(self):
-        return self.arg.shape
-
-
-class StrictLower(_Unary):
+class StrictLower(UnaryMatrixExpr):
     """The strictly lower triangle of a square matrix (zeros elsewhere)."""
 
     @staticmethod
     def explicit(m: sp.Matrix) -> sp.Matrix:
+        """The strict lower triangle of an explicit matrix."""
         return sp.Matrix(m.rows, m.cols, lambda i, j: m[i, j] if i > j else 0)
 
     def _latex(self, printer):
         return r"\mathrm{tril}_{-1}\left(%s\right)" % printer._print(self.arg)
 
 
-class StrictUpper(_Unary):
+class StrictUpper(UnaryMatrixExpr):
     """The strictly upper triangle of a square matrix (zeros elsewhere)."""
 
     @staticmethod
     def explicit(m: sp.Matrix) -> sp.Matrix:
+        """The strict upper triangle of an explicit matrix."""
         return sp.Matrix(m.rows, m.cols, lambda i, j: m[i, j] if i < j else 0)
 
     def _latex(self, printer):
         return r"\mathrm{triu}_{1}\left(%s\right)" % printer._print(self.arg)
 
 
-class RealPart(_Unary):
+class RealPart(UnaryMatrixExpr):
     """Entrywise real part."""
 
     @staticmethod
     def explicit(m: sp.Matrix) -> sp.Matrix:
+        """The entrywise real part of an explicit matrix."""
         return m.applyfunc(sp.re)
 
     def _latex(self, printer):
         return r"\operatorname{Re}\left(%s\right)" % printer._print(self.arg)
 
 
-class VectorMap(MatrixExpr):
-    """``[f(v_j)]_j`` for a column vector ``v`` and a scalar ``Lambda`` ``f``."""
+class _VectorFunction(MatrixExpr):
+    """Base of matrices built entrywise from a column vector ``vec`` and a ``Lambda`` ``fn``."""
 
     def __new__(cls, vec, fn: sp.Lambda):
         return super().__new__(cls, vec, fn)
@@ -114,11 +106,16 @@ class VectorMap(MatrixExpr):
     def fn(self) -> sp.Lambda:
         return self.args[1]
 
+
+class VectorMap(_VectorFunction):
+    """``[f(v_j)]_j`` for a column vector ``v`` and a scalar ``Lambda`` ``f``."""
+
     @property
     def shape(self):
         return self.vec.shape
 
     def explicit(self, v: sp.Matrix) -> sp.Matrix:
+        """The entrywise image of an explicit vector."""
         return v.applyfunc(self.fn)
 
     def _latex(self, printer):
@@ -126,25 +123,15 @@ class VectorMap(MatrixExpr):
         return r"\left[%s\right]_{%s = %s_j}" % (printer._print(self.fn.expr), printer._print(a), printer._print(self.vec))
 
 
-class PairMatrix(MatrixExpr):
+class PairMatrix(_VectorFunction):
     """``[f(v_j, v_k)]_{jk}`` for a column vector ``v`` and ``f = Lambda((a, b), ...)``."""
-
-    def __new__(cls, vec, fn: sp.Lambda):
-        return super().__new__(cls, vec, fn)
-
-    @property
-    def vec(self):
-        return self.args[0]
-
-    @property
-    def fn(self) -> sp.Lambda:
-        return self.args[1]
 
     @property
     def shape(self):
         return (self.vec.shape[0], self.vec.shape[0])
 
     def explicit(self, v: sp.Matrix) -> sp.Matrix:
+        """The matrix of pair values of an explicit vector."""
         return sp.Matrix(v.rows, v.rows, lambda j, k: self.fn(v[j], v[k]))
 
     def _latex(self, printer):
@@ -206,10 +193,12 @@ CAYLEY_VJP = -sp.Rational(1, 2) * (I_T + Lam).T * G * (I_T + Lam).T
 
 
 def skew_from_lower_expr(m):
+    """``tril(M, -1) - tril(M, -1)^T`` as a matrix expression."""
     return StrictLower(m) - StrictLower(m).T
 
 
 def uta_expr(m):
+    """``triu(M, 1) - triu(M, 1)^T`` as a matrix expression."""
     return StrictUpper(m) - StrictUpper(m).T
 
 
@@ -273,10 +262,10 @@ KERNELS: list[KernelSpec] = [
     ),
     KernelSpec(
         "cayley_apply_matrix",
-        "Row-layout layer output (x^T Cayley(C))^T = Cayley(C)^T x, forming Cayley(C).",
-        {"C": C, "x": x},
-        [("Lam", CAYLEY), ("y", CAYLEY_APPLY_MATRIX)],
-        {T: ("C", -1)},
+        "Row-layout layer output (x^T Lam)^T = Lam^T x from the formed matrix Lam = Cayley(C).",
+        {"Lam": Lam, "x": x},
+        [("y", CAYLEY_APPLY_MATRIX)],
+        {},
         ["cayley.orthogonal", "cayley.apply_form"],
     ),
     KernelSpec(
@@ -358,6 +347,7 @@ KERNELS: list[KernelSpec] = [
 
 
 def kernel(name: str) -> KernelSpec:
+    """The :class:`KernelSpec` called ``name``."""
     for k in KERNELS:
         if k.name == name:
             return k
@@ -432,6 +422,6 @@ def evaluate(expr, values: dict, sizes: dict | None = None) -> sp.Matrix:
             return type(e).explicit(rec(e.arg))
         if isinstance(e, (VectorMap, PairMatrix)):
             return e.explicit(rec(e.vec))
-        raise TypeError(f"cannot evaluate {type(e).__name__}: {e}")
+        raise TypeError(f"Expected a kernel expression node. Got {type(e).__name__}: {e}.")
 
     return sp.Matrix(rec(expr))

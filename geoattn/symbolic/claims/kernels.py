@@ -205,8 +205,9 @@ def _vjp_derivation() -> Derivation:
 
 
 def vjp_identity(form: str = "exact") -> MatrixIdentity:
-    """``<G, DLambda[H]> - <VJP, H>`` exactly (dual numbers); ``form="hint"`` uses
-    ``-1/2 (I + C)^T G (I + C)^T``, a false variant (negative control)."""
+    """``<G, DLambda[H]> - <VJP, H>`` exactly (dual numbers); ``form="input"`` uses
+    ``-1/2 (I + C)^T G (I + C)^T`` (the input in place of the output), a false
+    variant kept as a negative control."""
 
     def residual(size, Cm, Gm, Hm):
         lam = alg.cayley(Cm)
@@ -231,6 +232,7 @@ def vjp_identity(form: str = "exact") -> MatrixIdentity:
 
 
 def make_vjp_claim(form: str = "exact", claim_id: str = "cayley.vjp") -> Claim:
+    """The Cayley VJP claim; ``form="input"`` is its false variant (see :func:`vjp_identity`)."""
     exact = form == "exact"
     return Claim(
         id=claim_id,
