@@ -77,8 +77,9 @@ def test_bare_inverse_is_refused():
         p.bind("out", sp.Inverse(sp.Identity(T) + C))
 
 
-def test_importing_kernels_does_not_load_sympy():
-    code = "import sys, geoattn.kernels; assert 'sympy' not in sys.modules, 'sympy imported'"
+@pytest.mark.parametrize("module", ["geoattn.kernels", "geoattn.nn", "geoattn.testing"])
+def test_runtime_path_does_not_load_sympy(module):
+    code = f"import sys, {module}; assert 'sympy' not in sys.modules, 'sympy imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -16,7 +16,15 @@ from geoattn.symbolic.claims.cayley import make_cayley_orthogonal
 from geoattn.symbolic.claims.linear_symplectic import make_map_symplectic, make_reweighting
 
 EPS = torch.finfo(torch.float64).eps
-torch.set_default_dtype(torch.float64)
+
+
+@pytest.fixture(autouse=True)
+def _float64_default():
+    """float64 as the default dtype inside this module only (restored afterwards)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)
 
 
 def t(m) -> torch.Tensor:

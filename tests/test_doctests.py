@@ -5,10 +5,27 @@ import doctest
 import pytest
 
 import geoattn.kernels
+import geoattn.nn.attention
+import geoattn.nn.linear_symplectic
+import geoattn.nn.multihead
+import geoattn.nn.orthonormal
+import geoattn.nn.volume_preserving
 import geoattn.symbolic
+import geoattn.testing
+
+MODULES = [
+    geoattn.kernels,
+    geoattn.symbolic,
+    geoattn.testing,
+    geoattn.nn.attention,
+    geoattn.nn.multihead,
+    geoattn.nn.volume_preserving,
+    geoattn.nn.orthonormal,
+    geoattn.nn.linear_symplectic,
+]
 
 
-@pytest.mark.parametrize("module", [geoattn.kernels, geoattn.symbolic])
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     result = doctest.testmod(module, verbose=False)
     assert result.attempted > 0 and result.failed == 0

@@ -22,8 +22,13 @@ solves. It is built from differentiable operations on the saved output, so
 double backward works. ``exp_skew`` computes :math:`\exp(S)` from the
 Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(\theta)\,U^H` and its
 backward from the Daleckii--Krein formula (``exp_skew.vjp``), reusing
-:math:`U, \theta`; a backward with ``create_graph=True`` (needed for double
-backward) is refused with an error.
+:math:`U, \theta`; when a graph of the backward is requested (double
+backward, nested ``torch.func`` transforms) it uses the block-exponential form
+of the Frechet derivative instead (see Note [exp_skew backward]).
+
+Both custom functions define ``setup_context`` and ``generate_vmap_rule``, so
+``torch.func`` transforms (``vmap``, ``vjp``, ``jacrev``)
+compose with them.
 """
 
 from __future__ import annotations
@@ -57,11 +62,15 @@ __all__ = [
 
 
 class _Cayley(torch.autograd.Function):
+    generate_vmap_rule = True
+
     @staticmethod
-    def forward(ctx, c):
-        lam = gen.cayley_matrix(c)
-        ctx.save_for_backward(lam)
-        return lam
+    def forward(c):
+        return gen.cayley_matrix(c)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
 
     @staticmethod
     def backward(ctx, grad):
@@ -69,23 +78,50 @@ class _Cayley(torch.autograd.Function):
         return gen.cayley_vjp(lam, grad)
 
 
+def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.complex64 if dtype == torch.float32 else torch.complex128
+
+
 class _ExpSkew(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, s):
-        cdtype = torch.complex64 if s.dtype == torch.float32 else torch.complex128
-        theta, u = torch.linalg.eigh(s.to(cdtype) * 1j)
-        ctx.save_for_backward(u, theta)
-        return gen.exp_skew_from_eigh(u, theta).to(s.dtype)
+    # Note [exp_skew backward]
+    # The first-order backward is the Daleckii--Krein formula on the saved
+    # eigendecomposition (ledger exp_skew.vjp): O(T^3) in complex arithmetic.
+    # That formula is not differentiable as written (U and theta are saved
+    # without a graph), so when a graph of the backward is requested
+    # (create_graph=True, or a torch.func transform that nests gradients) the
+    # backward switches to the exact identity
+    #     vjp(S, G) = [exp([[S^T, G], [0, S^T]])]_{12},
+    # the Frechet derivative of exp at S^T in direction G, which is the adjoint
+    # of the Frechet derivative at S.  It costs a 2T x 2T exponential, but it
+    # is built from differentiable torch operations, so double backward works.
+    generate_vmap_rule = True
 
     @staticmethod
-    def backward(ctx, grad):
-        if torch.is_grad_enabled():  # autograd enables grad mode here only with create_graph=True
-            raise RuntimeError(
-                "Expected a first-order backward through exp_skew (create_graph=False): its backward uses an "
-                "eigendecomposition that is not differentiated. Got create_graph=True."
-            )
-        u, theta = ctx.saved_tensors
+    def forward(s):
+        theta, u = torch.linalg.eigh(s.to(_complex_dtype(s.dtype)) * 1j)
+        return gen.exp_skew_from_eigh(u, theta).to(s.dtype), u, theta
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (s,) = inputs
+        _, u, theta = output
+        ctx.mark_non_differentiable(u, theta)
+        ctx.save_for_backward(s, u, theta)
+
+    @staticmethod
+    def backward(ctx, grad, _grad_u=None, _grad_theta=None):
+        s, u, theta = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            return _exp_frechet_adjoint(s, grad)
         return gen.exp_skew_vjp(u, theta, grad.to(u.dtype)).to(grad.dtype)
+
+
+def _exp_frechet_adjoint(s: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    n = s.shape[-1]
+    st = s.mT
+    top = torch.cat([st, g], dim=-1)
+    bottom = torch.cat([torch.zeros_like(st), st], dim=-1)
+    return torch.linalg.matrix_exp(torch.cat([top, bottom], dim=-2))[..., :n, n:]
 
 
 @half_in_float32
@@ -200,7 +236,7 @@ def exp_skew(S: torch.Tensor, *, check: bool = True) -> torch.Tensor:
     check_square("S", S)
     if check:
         check_skew("S", S)
-    return _ExpSkew.apply(S)
+    return _ExpSkew.apply(S)[0]
 
 
 @half_in_float32

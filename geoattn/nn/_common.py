@@ -1,0 +1,56 @@
+"""Input checks and the shared sequence-layer base of :mod:`geoattn.nn`."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["LayerShapeError", "LayerDtypeError", "check_sequence", "check_positive_int", "factory"]
+
+
+class LayerShapeError(ValueError):
+    """A layer was given an input or a configuration of the wrong shape."""
+
+
+class LayerDtypeError(TypeError):
+    """A layer was given an input of a non-floating dtype, or of a dtype that differs from its parameters."""
+
+
+def check_positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise LayerShapeError(f"Expected {name} to be a positive int. Got {value!r}.")
+    return value
+
+
+def factory(device, dtype) -> dict:
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise LayerDtypeError(f"Expected dtype to be a floating torch.dtype or None. Got {dtype!r}.")
+    return {"device": device, "dtype": dtype}
+
+
+def check_sequence(layer: nn.Module, name: str, x, *, dim: int | None = None, seq_len: int | None = None,
+                   even: bool = False, dtype: torch.dtype | None = None) -> None:
+    """Check a ``(*, seq_len, dim)`` input: a tensor, floating, of the layer's dtype, with the expected sizes."""
+    kind = type(layer).__name__
+    if not isinstance(x, torch.Tensor):
+        raise LayerDtypeError(f"{kind}: expected {name} to be a torch.Tensor. Got {type(x).__name__}.")
+    if not x.is_floating_point():
+        raise LayerDtypeError(f"{kind}: expected {name} to have a floating dtype. Got {x.dtype}.")
+    if dtype is not None and x.dtype != dtype:
+        raise LayerDtypeError(
+            f"{kind}: expected {name} to have the parameters' dtype {dtype}. Got {x.dtype}."
+        )
+    if x.dim() < 2:
+        raise LayerShapeError(
+            f"{kind}: expected {name} of shape (batch, seq_len, dim) or (seq_len, dim). Got shape {tuple(x.shape)}."
+        )
+    if dim is not None and x.shape[-1] != dim:
+        raise LayerShapeError(f"{kind}: expected {name} with {dim} features (last dim). Got shape {tuple(x.shape)}.")
+    if seq_len is not None and x.shape[-2] != seq_len:
+        raise LayerShapeError(
+            f"{kind}: expected {name} with seq_len = {seq_len} (dim -2). Got shape {tuple(x.shape)}."
+        )
+    if even and x.shape[-1] % 2:
+        raise LayerShapeError(
+            f"{kind}: expected {name} with an even number of features 2n = (q, p). Got {x.shape[-1]}."
+        )

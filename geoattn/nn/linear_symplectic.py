@@ -1,0 +1,83 @@
+r"""Linear symplectic attention (seed 004)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .. import kernels as K
+from ._common import LayerShapeError, check_positive_int, check_sequence, factory
+
+__all__ = ["LinearSymplecticAttention"]
+
+
+class LinearSymplecticAttention(nn.Module):
+    r"""A symplectic shear along the sequence axis (seed 004).
+
+    Inputs are sequences of phase-space points, ``x`` of shape
+    ``(batch, seq_len, 2n)`` whose first ``n`` features are :math:`q` and last
+    ``n`` are :math:`p`. With :math:`Q = [q^{(1)}, \dots, q^{(T)}] \in
+    \mathbb{R}^{n\times T}` and :math:`\bar A = \tfrac12(A + A^T)` for a
+    learned :math:`A \in \mathbb{R}^{T\times T}`:
+
+    .. math::
+
+        \texttt{update="p"}:\ (Q, P) \mapsto (Q,\ P + Q\bar A),\qquad
+        \texttt{update="q"}:\ (Q, P) \mapsto (Q + P\bar A,\ P).
+
+    :math:`Q\bar A = \nabla_Q \tfrac12\mathrm{Tr}(QAQ^T)` (ledger
+    ``lsa.gradient``); in the row layout the update is :math:`\bar A q`
+    (:func:`geoattn.kernels.lsa_update`).
+
+    What it preserves: the map is symplectic for the product structure
+    :math:`\hat{\mathbb{J}}(z, \tilde z) = \sum_t (z^{(t)})^T\mathbb{J}_{2n}\tilde z^{(t)}`
+    (``lsa.map_symplectic``, ``symplectic.product_structure``), hence also
+    volume-preserving. It is linear in ``x`` and not orthogonal.
+
+    Parameters
+    ----------
+    seq_len : int
+        :math:`T`; inputs must have exactly this many time steps.
+    update : ``"p"`` or ``"q"``
+    device, dtype :
+        of the parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.testing import symplecticity_error
+    >>> layer = LinearSymplecticAttention(3)
+    >>> x = torch.randn(2, 3, 4)
+    >>> bool(symplecticity_error(layer, x).max() < 1e-12)
+    True
+    """
+
+    def __init__(self, seq_len: int, *, update: str = "p", device=None, dtype=None) -> None:
+        super().__init__()
+        kw = factory(device, dtype)
+        self.seq_len = check_positive_int("seq_len", seq_len)
+        if update not in ("p", "q"):
+            raise LayerShapeError(f"Expected update to be 'p' or 'q'. Got {update!r}.")
+        self.update = update
+        self.weight = nn.Parameter(torch.empty(seq_len, seq_len, **kw))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Uniform in :math:`\\pm 1/\\sqrt{T}`."""
+        bound = 1.0 / math.sqrt(self.seq_len)
+        with torch.no_grad():
+            self.weight.uniform_(-bound, bound)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: ``(batch, seq_len, 2n)`` or ``(seq_len, 2n)``; returns the same shape."""
+        check_sequence(self, "x", x, seq_len=self.seq_len, even=True, dtype=self.weight.dtype)
+        n = x.shape[-1] // 2
+        q, p = x[..., :n], x[..., n:]
+        if self.update == "p":
+            return torch.cat([q, p + K.lsa_update(q, self.weight)], dim=-1)
+        return torch.cat([q + K.lsa_update(p, self.weight), p], dim=-1)
+
+    def extra_repr(self) -> str:
+        return f"seq_len={self.seq_len}, update={self.update!r}"

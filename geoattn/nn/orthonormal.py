@@ -1,0 +1,87 @@
+r"""Attention with the orthonormal (exponential) activation (seed 003)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .. import kernels as K
+from ._common import check_positive_int, check_sequence, factory
+
+__all__ = ["OrthonormalAttention"]
+
+
+class OrthonormalAttention(nn.Module):
+    r"""Self-attention with the activation :math:`\sigma(C) = \exp(\mathrm{uta}(C))` (seed 003).
+
+    For ``x`` of shape ``(batch, T, dim)`` (:math:`Z = x^T`) and learned
+    :math:`P^Q, P^K \in \mathbb{R}^{\mathrm{dim}\times\mathrm{dim}}`:
+
+    .. math::
+
+        Z \mapsto Z\,\Lambda(Z),\qquad
+        \Lambda(Z) = \exp\!\big(\mathrm{uta}\big((P^QZ)^T(P^KZ)\big)\big),\qquad
+        [\mathrm{uta}(A)]_{ij} = \begin{cases} a_{ij} & i < j\\ -a_{ji} & i > j\\ 0 & i = j,\end{cases}
+
+    computed as :math:`\Lambda^T x` with :func:`geoattn.kernels.exp_skew`.
+
+    What it preserves:
+
+    * at every input :math:`\Lambda(Z)` is orthogonal with determinant 1
+      (``exp.uta_skew``, ``exp.orthogonal``, ``exp.det_one``), so the frozen map
+      :math:`Y \mapsto Y\Lambda(Z_0)` is volume-preserving and symplectic for
+      the extended structure (``exp.lift_symplectic``, ``exp.map_symplectic.frozen``,
+      ``exp.map_volume_preserving.frozen``);
+    * the layer map :math:`Z \mapsto Z\Lambda(Z)` is **neither** symplectic nor
+      volume-preserving: the seed's claim is refuted (``exp.map_symplectic``,
+      ``exp.map_volume_preserving``, exact counterexamples), because
+      :math:`\Lambda` depends on :math:`Z`.
+
+    Parameters
+    ----------
+    dim : int
+    device, dtype :
+        of the parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.testing import orthogonality_error
+    >>> layer = OrthonormalAttention(4, dtype=torch.float64)
+    >>> Lam = layer.attention_matrix(torch.randn(3, 6, 4, dtype=torch.float64))
+    >>> bool(orthogonality_error(Lam).max() < 1e-12)
+    True
+    """
+
+    def __init__(self, dim: int, *, device=None, dtype=None) -> None:
+        super().__init__()
+        kw = factory(device, dtype)
+        self.dim = check_positive_int("dim", dim)
+        self.weight_q = nn.Parameter(torch.empty(dim, dim, **kw))
+        self.weight_k = nn.Parameter(torch.empty(dim, dim, **kw))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Uniform in :math:`\\pm 1/\\sqrt{\\mathrm{dim}}`, as :class:`torch.nn.Linear`."""
+        bound = 1.0 / math.sqrt(self.dim)
+        with torch.no_grad():
+            self.weight_q.uniform_(-bound, bound)
+            self.weight_k.uniform_(-bound, bound)
+
+    def correlation(self, x: torch.Tensor) -> torch.Tensor:
+        r""":math:`(P^QZ)^T(P^KZ)` in the row layout, ``(x P^{QT})(x P^{KT})^T``, shape ``(..., T, T)``."""
+        check_sequence(self, "x", x, dim=self.dim, dtype=self.weight_q.dtype)
+        return (x @ self.weight_q.mT) @ (x @ self.weight_k.mT).mT
+
+    def attention_matrix(self, x: torch.Tensor) -> torch.Tensor:
+        r""":math:`\Lambda(Z)`, orthogonal, shape ``(..., T, T)``."""
+        return K.exp_skew(K.upper_triangular_asymmetrize(self.correlation(x)), check=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape."""
+        return self.attention_matrix(x).mT @ x
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"

@@ -1,0 +1,343 @@
+"""Layers: every preservation property a docstring claims is confirmed with geoattn.testing, and every
+property the ledger refutes for that layer is shown to fail (negative controls)."""
+
+import io
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from geoattn import testing as T
+from geoattn.nn import (
+    Attention,
+    LayerDtypeError,
+    LayerShapeError,
+    LinearSymplecticAttention,
+    MultiHeadAttention,
+    OrthonormalAttention,
+    VolumePreservingAttention,
+)
+
+f64 = torch.float64
+
+
+def eps(dtype):
+    return torch.finfo(dtype).eps
+
+
+def close(a, b, k=64):
+    """|a - b| <= k * n * eps(dtype) * max(1, |b|_max), n the last dimension."""
+    a, b = a.detach(), b.detach()
+    tol = k * a.shape[-1] * eps(a.dtype) * max(1.0, float(b.abs().max()))
+    return bool((a - b).abs().max() <= tol)
+
+
+def layers(dim=4, seq_len=5):
+    return {
+        "vp_skew": VolumePreservingAttention(dim),
+        "vp_arbitrary": VolumePreservingAttention(dim, skew_sym=False),
+        "orthonormal": OrthonormalAttention(dim),
+        "lsa_p": LinearSymplecticAttention(seq_len),
+        "lsa_q": LinearSymplecticAttention(seq_len, update="q"),
+        "attention": Attention(dim, bias=True),
+        "mha": MultiHeadAttention(dim, 2, add_connection=True),
+        "mha_stiefel": MultiHeadAttention(dim, 2, stiefel=True),
+    }
+
+
+def scale_weight(layer, s):
+    with torch.no_grad():
+        if layer.skew_sym:
+            layer.weight = s * layer.weight  # through the Skew parametrization
+        else:
+            layer.weight.mul_(s)
+
+
+# -- shapes, dtypes, state ------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(layers()))
+@pytest.mark.parametrize("dtype", [torch.float32, f64])
+def test_batched_unbatched_and_dtype(name, dtype):
+    torch.manual_seed(0)
+    layer = layers()[name].to(dtype)
+    x = torch.randn(3, 5, 4, dtype=dtype)
+    y = layer(x)
+    assert y.shape == x.shape and y.dtype == dtype
+    assert close(layer(x[1]), y[1])
+    assert close(layer(x.reshape(3, 1, 5, 4)).reshape(3, 5, 4), y)  # any leading dims
+
+
+@pytest.mark.parametrize("name", list(layers()))
+def test_state_dict_round_trip_weights_only(name, tmp_path):
+    torch.manual_seed(1)
+    layer = layers()[name]
+    path = tmp_path / "layer.pt"
+    torch.save(layer.state_dict(), path)
+    fresh = layers()[name]
+    fresh.load_state_dict(torch.load(path, weights_only=True))
+    x = torch.randn(2, 5, 4)
+    assert torch.equal(fresh(x), layer(x))
+
+
+@pytest.mark.parametrize("name", list(layers()))
+def test_reset_parameters_and_repr(name):
+    layer = layers()[name]
+    x = torch.randn(2, 5, 4)
+    before = layer(x).detach()
+    torch.manual_seed(123)
+    layer.reset_parameters()
+    assert not torch.equal(layer(x), before)
+    text = repr(layer)
+    assert ("dim=4" in text) or ("seq_len=5" in text)
+
+
+def test_factory_kwargs():
+    for layer in (VolumePreservingAttention(3, dtype=f64), OrthonormalAttention(3, dtype=f64),
+                  LinearSymplecticAttention(3, dtype=f64), Attention(3, dtype=f64),
+                  MultiHeadAttention(4, 2, stiefel=True, dtype=f64)):
+        assert all(p.dtype == f64 and p.device.type == "cpu" for p in layer.parameters())
+
+
+# -- structure: volume-preserving attention -------------------------------------------
+
+@pytest.mark.parametrize("dim,seq_len", [(1, 2), (2, 3), (3, 3), (4, 2), (2, 6)])
+def test_vp_skew_map_is_volume_preserving(dim, seq_len):
+    """vp.map_volume_preserving.skew, on both the solve (dim < T) and the matrix (dim >= T) paths."""
+    torch.manual_seed(dim * 10 + seq_len)
+    layer = VolumePreservingAttention(dim)
+    scale_weight(layer, 3)  # correlations of order one and above
+    x = torch.randn(6, seq_len, dim)
+    T.assert_volume_preserving(layer, x)
+    T.assert_orthogonal(layer.to(f64).attention_matrix(x.double()))
+
+
+@pytest.mark.parametrize("dim,seq_len", [(1, 2), (2, 3), (3, 4)])
+def test_vp_arbitrary_map_is_not_volume_preserving(dim, seq_len):
+    """vp.map_volume_preserving.arbitrary is refuted: the check must fail on the layer."""
+    torch.manual_seed(dim + seq_len)
+    layer = VolumePreservingAttention(dim, skew_sym=False)
+    scale_weight(layer, 3 * dim)
+    x = torch.randn(6, seq_len, dim)
+    with pytest.raises(AssertionError, match=r"\|det J - 1\|"):
+        T.assert_volume_preserving(layer, x)
+    # what does hold: Lambda(Z) is orthogonal and the frozen map is volume-preserving and symplectic
+    layer = layer.to(f64)
+    Lam = layer.attention_matrix(x.double())
+    T.assert_orthogonal(Lam)
+    frozen = Lam[:1].detach()
+    T.assert_volume_preserving(lambda y: frozen.mT @ y, x)
+
+
+@pytest.mark.parametrize("skew_sym", [True, False])
+def test_vp_frozen_map_symplectic_but_layer_map_not(skew_sym):
+    torch.manual_seed(7)
+    layer = VolumePreservingAttention(4, skew_sym=skew_sym, dtype=f64)
+    scale_weight(layer, 4)
+    x = torch.randn(3, 5, 4, dtype=f64)
+    frozen = layer.attention_matrix(x[:1]).detach()
+    T.assert_symplectic(lambda y: frozen.mT @ y, x)  # lift.symplectic
+    with pytest.raises(AssertionError, match="Omega"):
+        T.assert_symplectic(layer, x)
+
+
+def test_vp_skew_weight_stays_skew():
+    layer = VolumePreservingAttention(5)
+    opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+    layer(torch.randn(4, 3, 5)).square().sum().backward()
+    opt.step()
+    A = layer.weight
+    assert torch.equal(A, -A.mT)
+
+
+# -- structure: orthonormal attention ---------------------------------------------------
+
+def test_orthonormal_activation_orthogonal_det_one_frozen_symplectic():
+    torch.manual_seed(3)
+    layer = OrthonormalAttention(4, dtype=f64)
+    x = 2 * torch.randn(5, 6, 4, dtype=f64)
+    Lam = layer.attention_matrix(x)
+    T.assert_orthogonal(Lam)  # exp.orthogonal
+    assert torch.allclose(torch.linalg.det(Lam), torch.ones(5, dtype=f64), atol=64 * 6 * eps(f64))  # exp.det_one
+    frozen = Lam[:1].detach()
+    T.assert_symplectic(lambda y: frozen.mT @ y, x)  # exp.map_symplectic.frozen
+    T.assert_volume_preserving(lambda y: frozen.mT @ y, x)  # exp.map_volume_preserving.frozen
+
+
+def test_orthonormal_layer_map_neither_symplectic_nor_volume_preserving():
+    """exp.map_symplectic and exp.map_volume_preserving are refuted: the checks must fail."""
+    torch.manual_seed(4)
+    layer = OrthonormalAttention(4)
+    x = torch.randn(4, 5, 4)
+    with pytest.raises(AssertionError, match="Omega"):
+        T.assert_symplectic(layer, x)
+    with pytest.raises(AssertionError, match="det J"):
+        T.assert_volume_preserving(layer, x)
+
+
+# -- structure: linear symplectic attention ---------------------------------------------
+
+@pytest.mark.parametrize("update", ["p", "q"])
+@pytest.mark.parametrize("seq_len,n", [(1, 1), (3, 2), (6, 3)])
+def test_lsa_symplectic_and_volume_preserving(update, seq_len, n):
+    torch.manual_seed(seq_len + n)
+    layer = LinearSymplecticAttention(seq_len, update=update)
+    x = torch.randn(4, seq_len, 2 * n)
+    T.assert_symplectic(layer, x)  # lsa.map_symplectic
+    T.assert_volume_preserving(layer, x)
+    if seq_len > 1:  # a nonzero shear is not orthogonal
+        with pytest.raises(AssertionError):
+            T.assert_orthogonal(T.jacobian(layer, x))
+
+
+def test_lsa_without_symmetrisation_is_caught():
+    """Negative control: the update with A in place of (A + A^T)/2 is not symplectic, and the check says so."""
+    torch.manual_seed(5)
+    layer = LinearSymplecticAttention(4)
+    A = layer.weight.detach()
+
+    def broken(x):
+        q, p = x[..., :2], x[..., 2:]
+        return torch.cat([q, p + A.to(x.dtype) @ q], -1)
+
+    x = torch.randn(3, 4, 4)
+    with pytest.raises(AssertionError, match="Omega"):
+        T.assert_symplectic(broken, x)
+    assert float(T.symplecticity_error(layer, x).max()) == 0.0
+
+
+def test_lsa_formula():
+    layer = LinearSymplecticAttention(3, dtype=f64)
+    x = torch.randn(2, 3, 4, dtype=f64)
+    Abar = 0.5 * (layer.weight + layer.weight.mT)
+    y = layer(x)
+    assert torch.equal(y[..., :2], x[..., :2])
+    assert close(y[..., 2:], x[..., 2:] + Abar @ x[..., :2])
+
+
+# -- agreement with torch ------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, f64])
+def test_attention_agrees_with_sdpa(dtype):
+    torch.manual_seed(0)
+    layer = Attention(6, bias=True, dtype=dtype)
+    x = torch.randn(3, 5, 6, dtype=dtype)
+    c = torch.randn(3, 7, 6, dtype=dtype)
+    q, k, v = layer.q_proj(x), layer.k_proj(c), layer.v_proj(c)
+    bool_mask = torch.rand(3, 5, 7) > 0.4
+    bool_mask[0, 1] = False  # a query with no key left
+    add_mask = torch.randn(5, 7, dtype=dtype)
+    cases = [
+        (layer(x, c), F.scaled_dot_product_attention(q, k, v)),
+        (layer(x, c, mask=bool_mask), F.scaled_dot_product_attention(q, k, v, attn_mask=bool_mask)),
+        (layer(x, c, mask=add_mask), F.scaled_dot_product_attention(q, k, v, attn_mask=add_mask)),
+        (layer(x, c, is_causal=True), F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+    ]
+    qs, ks, vs = layer.q_proj(x), layer.k_proj(x), layer.v_proj(x)
+    cases.append((layer(x), F.scaled_dot_product_attention(qs, ks, vs)))
+    cases.append((layer(x[0], mask=bool_mask[0, :, :5]),
+                  F.scaled_dot_product_attention(qs[0], ks[0], vs[0], attn_mask=bool_mask[0, :, :5])))
+    for ours, ref in cases:
+        assert close(ours, ref)
+    assert torch.equal(layer(x, c, mask=bool_mask)[0, 1], torch.zeros(6, dtype=dtype))
+
+
+@pytest.mark.parametrize("add_connection", [False, True])
+@pytest.mark.parametrize("stiefel", [False, True])
+def test_mha_agrees_with_torch(add_connection, stiefel):
+    torch.manual_seed(1)
+    dim, h = 8, 4
+    layer = MultiHeadAttention(dim, h, add_connection=add_connection, stiefel=stiefel, dtype=f64)
+    ref = torch.nn.MultiheadAttention(dim, h, bias=False, batch_first=True, dtype=f64)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([w.reshape(dim, dim) for w in (layer.weight_q, layer.weight_k,
+                                                                          layer.weight_v)]))
+        ref.out_proj.weight.copy_(torch.eye(dim, dtype=f64))
+    x = torch.randn(3, 6, dim, dtype=f64)
+    expected = ref(x, x, x, need_weights=False)[0] + (x if add_connection else 0)
+    assert close(layer(x), expected)
+
+
+def test_mha_scaling_is_head_size():
+    layer = MultiHeadAttention(4, 4, dtype=f64)
+    x = torch.randn(1, 3, 4, dtype=f64)
+    q, k, v = (x @ w[0].mT for w in (layer.weight_q, layer.weight_k, layer.weight_v))
+    head0 = torch.softmax(q @ k.mT / math.sqrt(1), -1) @ v
+    assert close(layer(x)[..., :1], head0)
+
+
+def test_mha_stiefel_stays_on_manifold_during_training():
+    torch.manual_seed(2)
+    layer = MultiHeadAttention(6, 2, stiefel=True)
+    opt = torch.optim.Adam(layer.parameters(), lr=0.05)
+    x = torch.randn(8, 4, 6)
+    for _ in range(5):
+        opt.zero_grad()
+        layer(x).square().mean().backward()
+        opt.step()
+    for w in (layer.weight_q, layer.weight_k, layer.weight_v):
+        # P P^T = I for each head: orthonormal rows
+        assert close(w @ w.mT, torch.eye(3).expand(2, 3, 3))
+
+
+# -- bad input ----------------------------------------------------------------------------
+
+def test_bad_inputs_say_expected_and_got():
+    x = torch.randn(2, 5, 4)
+    cases = [
+        (lambda: VolumePreservingAttention(4)(torch.randn(2, 5, 3)), LayerShapeError, "expected x with 4 features"),
+        (lambda: OrthonormalAttention(4)(torch.randn(5)), LayerShapeError, "Got shape \\(5,\\)"),
+        (lambda: LinearSymplecticAttention(5)(torch.randn(2, 5, 3)), LayerShapeError, "even number of features"),
+        (lambda: LinearSymplecticAttention(4)(x), LayerShapeError, "seq_len = 4"),
+        (lambda: MultiHeadAttention(6, 4), LayerShapeError, "n_heads to divide dim = 6. Got n_heads = 4"),
+        (lambda: Attention(4)(x.long()), LayerDtypeError, "floating dtype. Got torch.int64"),
+        (lambda: Attention(4)(x.double()), LayerDtypeError, "parameters' dtype torch.float32. Got torch.float64"),
+        (lambda: Attention(4)(x, mask=torch.ones(3, 3, dtype=torch.bool)), LayerShapeError, "broadcastable"),
+        (lambda: Attention(4)(x, mask=torch.ones(5, 5, dtype=torch.int32)), LayerDtypeError, "boolean or floating"),
+        (lambda: Attention(4)(x, mask=torch.ones(5, 5, dtype=torch.bool), is_causal=True), ValueError, "not both"),
+        (lambda: VolumePreservingAttention(0), LayerShapeError, "positive int. Got 0"),
+        (lambda: LinearSymplecticAttention(3, update="z"), LayerShapeError, "'p' or 'q'. Got 'z'"),
+        (lambda: OrthonormalAttention(3, dtype=torch.int64), LayerDtypeError, "floating torch.dtype"),
+        (lambda: Attention(4)(x, context=torch.randn(2, 5, 3)), LayerShapeError, "expected context with 4"),
+    ]
+    for fn, err, msg in cases:
+        with pytest.raises(err, match=msg):
+            fn()
+    assert issubclass(LayerShapeError, ValueError) and issubclass(LayerDtypeError, TypeError)
+
+
+# -- gradients, compile ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["vp_skew", "vp_arbitrary", "orthonormal", "lsa_p", "mha_stiefel"])
+def test_gradcheck(name):
+    torch.manual_seed(0)
+    layer = layers(dim=4, seq_len=3)[name].to(f64)
+    x = torch.randn(2, 3, 4, dtype=f64, requires_grad=True)
+    assert torch.autograd.gradcheck(layer, (x,))
+
+
+class SmallModel(torch.nn.Module):
+    def __init__(self, dim=4, seq_len=5):
+        super().__init__()
+        self.vp = VolumePreservingAttention(dim)
+        self.lin = torch.nn.Linear(dim, dim)
+        self.lsa = LinearSymplecticAttention(seq_len)
+        self.mha = MultiHeadAttention(dim, 2, add_connection=True)
+
+    def forward(self, x):
+        return self.mha(self.lsa(self.lin(self.vp(x))))
+
+
+@pytest.mark.slow
+def test_torch_compile_model_matches_eager():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = SmallModel()
+    compiled = torch.compile(model, dynamic=False)
+    x = torch.randn(8, 5, 4)
+    y, yc = model(x), compiled(x)
+    assert close(yc, y)
+    g = torch.autograd.grad(y.square().sum(), list(model.parameters()))
+    gc = torch.autograd.grad(compiled(x).square().sum(), list(model.parameters()))
+    for a, b in zip(gc, g):
+        assert close(a, b, k=256)
