@@ -193,7 +193,15 @@ def assert_volume_preserving(fn: Fn, x: torch.Tensor, *, k: float = _DEFAULT_K, 
     err = (det - 1).abs()
     if atol is None:
         s = torch.linalg.svdvals(J)
-        tol = k * J.shape[-1] * torch.finfo(torch.float64).eps * s[..., 0] / s[..., -1]
+        cond = s[..., 0] / s[..., -1]
+        tol = k * J.shape[-1] * torch.finfo(torch.float64).eps * cond
+        if bool((tol >= 1).any()):  # the rounding bound says nothing: refuse rather than pass
+            i = int(torch.argmax(cond))
+            raise AssertionError(
+                f"Expected a Jacobian conditioned well enough to check |det J - 1| in float64 "
+                f"(cond(J) < {1 / (k * J.shape[-1] * torch.finfo(torch.float64).eps):.3g}). "
+                f"Got cond(J) = {float(cond[i]):.3g} at sample {i} (det J = {float(det[i]):.6g}); pass atol= to decide."
+            )
     else:
         tol = torch.full_like(err, atol)
     _fail("|det J - 1|", err, tol, f" (det J ranges over [{float(det.min()):.6g}, {float(det.max()):.6g}])")

@@ -373,3 +373,15 @@ def test_layers_never_build_a_dT_sized_matrix(name):
     with Record():
         lift(torch.eye(seq_len), dim)
     assert any(dim * seq_len in s for s in sizes)
+
+
+@pytest.mark.parametrize("name", ["attention", "mha"])
+def test_softmax_layers_preserve_neither_volume_nor_symplectic_form(name):
+    """Their docstrings claim no geometric structure; the checks confirm that none holds by accident."""
+    torch.manual_seed(9)
+    layer = layers()[name]
+    x = torch.randn(3, 5, 4)
+    with pytest.raises(AssertionError, match="det J"):
+        T.assert_volume_preserving(layer, x)
+    with pytest.raises(AssertionError, match="Omega"):
+        T.assert_symplectic(layer, x)

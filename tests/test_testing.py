@@ -31,6 +31,16 @@ def test_volume_check_passes_and_fails():
         T.assert_volume_preserving(lambda y: s * (y @ Q), x)
 
 
+def test_singular_jacobian_is_not_waved_through():
+    """A rank-deficient map has cond(J) = inf; the check must fail rather than pass with an infinite tolerance."""
+    x = torch.randn(2, 3, dtype=f64)
+    P = torch.diag(torch.tensor([1.0, 1.0, 0.0], dtype=f64))
+    with pytest.raises(AssertionError, match="conditioned well enough"):
+        T.assert_volume_preserving(lambda y: y @ P, x)
+    with pytest.raises(AssertionError, match="Got 1"):
+        T.assert_volume_preserving(lambda y: y @ P, x, atol=1e-12)
+
+
 def test_symplectic_form():
     O = T.symplectic_form(8, dim=4)
     assert torch.equal(O, -O.mT)
