@@ -123,14 +123,12 @@ def main(argv=None) -> int:
                           f"{m['fwd_bwd'] * 1e3:>9.2f}{row['ratio_fwd_bwd']:>7.2f}{m['memory'] / 1024:>10.0f}"
                           f"{row['ratio_memory']:>7.2f}")
     print("\ntargets (forward+backward at B=4096, dim=4, T <= 16):")
-    status = []
     for name, target in TARGETS.items():
         sel = [r for r in rows if r["layer"] == name and r["B"] == 4096 and r["dim"] == 4 and r["T"] <= 16]
         if not sel:
             continue
         worst = max(r["ratio_fwd_bwd"] for r in sel)
         ok = worst <= target
-        status.append(ok)
         cells = ", ".join(f"T={r['T']}: {r['ratio_fwd_bwd']:.2f}" for r in sel)
         print(f"  {name}: <= {target}x SDPA -> {cells}  [{'met' if ok else 'missed'}]")
     if args.json:

@@ -1,7 +1,6 @@
 """Layers: every preservation property a docstring claims is confirmed with geoattn.testing, and every
 property the ledger refutes for that layer is shown to fail (negative controls)."""
 
-import io
 import math
 
 import pytest
@@ -16,7 +15,9 @@ from geoattn.nn import (
     LinearSymplecticAttention,
     MultiHeadAttention,
     OrthonormalAttention,
+    Skew,
     VolumePreservingAttention,
+    attention_weights,
 )
 
 f64 = torch.float64
@@ -385,3 +386,27 @@ def test_softmax_layers_preserve_neither_volume_nor_symplectic_form(name):
         T.assert_volume_preserving(layer, x)
     with pytest.raises(AssertionError, match="Omega"):
         T.assert_symplectic(layer, x)
+
+
+def test_attention_weights_are_stochastic_rows():
+    """Attention's docstring: each output row is a convex combination of value rows (softmax.stochastic)."""
+    torch.manual_seed(11)
+    q, k = torch.randn(4, 5, 3, dtype=f64), torch.randn(4, 6, 3, dtype=f64)
+    for mask in (None, torch.rand(5, 6) > 0.3, torch.randn(5, 6, dtype=f64)):
+        w = attention_weights(q, k, mask)
+        live = w.sum(-1) > 0  # rows with at least one key left
+        assert bool((w >= 0).all())
+        assert close(w.sum(-1)[live], torch.ones_like(w.sum(-1)[live]))
+
+
+def test_skew_parametrization_round_trips_an_assigned_skew_matrix():
+    from torch.nn.utils import parametrize
+
+    m = torch.nn.Module()
+    m.weight = torch.nn.Parameter(torch.randn(4, 4, dtype=f64))
+    parametrize.register_parametrization(m, "weight", Skew())
+    S = torch.randn(4, 4, dtype=f64)
+    S = S - S.mT
+    with torch.no_grad():
+        m.weight = S
+    assert torch.equal(m.weight, S)

@@ -103,7 +103,7 @@ class ClaimLedgerDirective(SphinxDirective):
 
     def run(self):
         from geoattn import symbolic
-        from geoattn.symbolic import evidence, report
+        from geoattn.symbolic import report
 
         claims = symbolic.all_claims()
         corrected = {}

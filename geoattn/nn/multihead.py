@@ -6,7 +6,7 @@ import math
 
 import torch
 from torch import nn
-from torch.nn.utils import parametrizations
+from torch.nn.utils import parametrizations, parametrize
 
 from ._common import LayerShapeError, check_positive_int, check_sequence, factory
 from .attention import attention_weights
@@ -91,7 +91,7 @@ class MultiHeadAttention(nn.Module):
         bound = 1.0 / math.sqrt(self.dim)
         with torch.no_grad():
             for name in ("weight_q", "weight_k", "weight_v"):
-                if self.stiefel and hasattr(self, "parametrizations") and name in self.parametrizations:
+                if parametrize.is_parametrized(self, name):
                     w = torch.empty_like(getattr(self, name)).uniform_(-bound, bound)
                     setattr(self, name, torch.linalg.qr(w.mT).Q.mT)
                 else:

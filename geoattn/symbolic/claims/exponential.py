@@ -21,7 +21,7 @@ from .. import algebra as alg
 from ..claim import Claim, register
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import T, n, same, sizes, standard
+from ._common import T, same, sizes, standard
 from .vectorisation import _lift_symplectic_derivation
 
 SRC = "003_cbccd72b407c9f4d.txt"
