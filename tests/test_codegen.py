@@ -77,7 +77,10 @@ def test_bare_inverse_is_refused():
         p.bind("out", sp.Inverse(sp.Identity(T) + C))
 
 
-@pytest.mark.parametrize("module", ["geoattn.kernels", "geoattn.nn", "geoattn.testing"])
+@pytest.mark.parametrize(
+    "module",
+    ["geoattn.kernels", "geoattn.nn", "geoattn.testing", "geoattn.models", "geoattn.systems", "geoattn.experiments"],
+)
 def test_runtime_path_does_not_load_sympy(module):
     code = f"import sys, {module}; assert 'sympy' not in sys.modules, 'sympy imported'"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -4,13 +4,20 @@ import doctest
 
 import pytest
 
+import geoattn.experiments.training
 import geoattn.kernels
+import geoattn.models.feedforward
+import geoattn.models.integrators
+import geoattn.models.sympnet
 import geoattn.nn.attention
 import geoattn.nn.linear_symplectic
 import geoattn.nn.multihead
 import geoattn.nn.orthonormal
 import geoattn.nn.volume_preserving
 import geoattn.symbolic
+import geoattn.systems.oscillator
+import geoattn.systems.rigid_body
+import geoattn.systems.windows
 import geoattn.testing
 
 MODULES = [
@@ -22,6 +29,12 @@ MODULES = [
     geoattn.nn.volume_preserving,
     geoattn.nn.orthonormal,
     geoattn.nn.linear_symplectic,
+    geoattn.models.feedforward,
+    geoattn.models.sympnet,
+    geoattn.models.integrators,
+    geoattn.systems.rigid_body,
+    geoattn.systems.oscillator,
+    geoattn.systems.windows,
 ]
 
 

@@ -116,5 +116,7 @@ def test_statements_have_sources_and_latex():
         assert c.statement and c.latex and c.source and c.title
         if c.family == "kernels":  # claims about the expressions the kernels are generated from
             assert c.source.startswith("kernel"), c.source
+        elif c.family in ("models", "systems"):  # claims the models and the training data rest on
+            assert c.source.startswith(("geoattn.", "rigid-body benchmark", "corrected form of")), c.source
         elif not c.corrects:
             assert re.search(r"\d{3}_[0-9a-f]+\.txt", c.source), c.source

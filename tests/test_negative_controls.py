@@ -9,6 +9,7 @@ import sympy as sp
 from geoattn.symbolic import Derivation, Level, MatrixIdentity, ProofFailed, Step, algebra as alg
 from geoattn.symbolic.claims.cayley import make_cayley_orthogonal
 from geoattn.symbolic.claims.linear_symplectic import make_map_symplectic, make_reweighting
+from geoattn.symbolic.claims.models import make_gradient_claim
 from geoattn.symbolic.claims.vectorisation import make_lift_claim, make_vec_claim
 from geoattn.symbolic.claims.volume_preserving import make_map_claim, make_skew_weighting
 from geoattn.symbolic.strategies import certify, exact_check, exact_evidence, search_counterexample
@@ -26,6 +27,7 @@ PAIRS = [
     (lambda: make_lift_claim("symplectic", "general", "neg.lift_s"), lambda: make_lift_claim("symplectic", "cayley", "pos.lift_s")),
     (lambda: make_skew_weighting("general", "neg.skew_w"), lambda: make_skew_weighting("skew", "pos.skew_w")),
     (lambda: make_map_claim("arbitrary", "neg.vp_map"), lambda: make_map_claim("skew", "pos.vp_map")),
+    (lambda: make_gradient_claim(False, "neg.gradient_untied"), lambda: make_gradient_claim(True, "pos.gradient")),
 ]
 
 

@@ -108,6 +108,8 @@ _FAMILY_ORDER = [
     "linear_symplectic",
     "multihead",
     "kernels",
+    "models",
+    "systems",
 ]
 
 

@@ -1,3 +1,13 @@
 """The claim families of the ledger; importing this package registers them."""
 
-from . import cayley, exponential, kernels, linear_symplectic, multihead, vectorisation, volume_preserving  # noqa: F401
+from . import (  # noqa: F401
+    cayley,
+    exponential,
+    kernels,
+    linear_symplectic,
+    models,
+    multihead,
+    systems,
+    vectorisation,
+    volume_preserving,
+)

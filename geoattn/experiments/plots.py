@@ -1,0 +1,74 @@
+"""Figures of the experiments (matplotlib, imported only here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+__all__ = ["plot_curves", "plot_sphere_trajectories", "plot_phase_trajectories"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_curves(t: torch.Tensor, curves: dict[str, torch.Tensor], path: str | Path, *, ylabel: str, title: str,
+                log: bool = True, train_end: float | None = None) -> None:
+    """One line per model of a quantity over time (mean over trajectories); saved as PNG."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
+    for name, y in curves.items():
+        ax.plot(t[: y.shape[-1]].numpy(), y.numpy(), label=name, lw=1.2)
+    if train_end is not None:
+        ax.axvline(train_end, color="0.5", ls=":", lw=1, label="end of training data")
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel("t")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_sphere_trajectories(ref: torch.Tensor, preds: dict[str, torch.Tensor], path: str | Path) -> None:
+    """Reference and predicted rigid-body trajectories on the unit sphere, one panel per model."""
+    plt = _plt()
+    k = len(preds)
+    fig = plt.figure(figsize=(3.2 * k, 3.4), dpi=120)
+    u, v = torch.meshgrid(torch.linspace(0, 2 * torch.pi, 40), torch.linspace(0, torch.pi, 20), indexing="ij")
+    for i, (name, z) in enumerate(preds.items()):
+        ax = fig.add_subplot(1, k, i + 1, projection="3d")
+        ax.plot_wireframe((u.cos() * v.sin()).numpy(), (u.sin() * v.sin()).numpy(), v.cos().numpy(),
+                          color="0.85", lw=0.3)
+        for j in range(ref.shape[0]):
+            ax.plot(*ref[j].T.numpy(), color="k", lw=0.8)
+            ax.plot(*z[j].T.clamp(-1.5, 1.5).numpy(), lw=0.8)
+        ax.set_title(name, fontsize=9)
+        ax.set_axis_off()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_phase_trajectories(t: torch.Tensor, ref: torch.Tensor, preds: dict[str, torch.Tensor],
+                            path: str | Path) -> None:
+    """:math:`q_1(t)` of one trajectory: the reference and each model."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=120)
+    ax.plot(t[: ref.shape[0]].numpy(), ref[:, 0].numpy(), color="k", lw=1.5, label="reference")
+    for name, z in preds.items():
+        ax.plot(t[: z.shape[0]].numpy(), z[:, 0].numpy(), lw=0.9, label=name)
+    ax.set_xlabel("t")
+    ax.set_ylabel("$q_1$")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

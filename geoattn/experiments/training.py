@@ -1,0 +1,188 @@
+"""A small, resumable training loop for window-to-window integrators, single process or DDP."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+__all__ = ["TrainConfig", "train", "init_distributed", "is_main_process", "load_checkpoint"]
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Hyperparameters of :func:`train`.
+
+    The learning rate follows a cosine from ``lr`` to ``lr * final_lr_fraction``
+    over ``epochs``, computed from the epoch alone, so a resumed run sees the
+    same schedule as an uninterrupted one.
+    """
+
+    epochs: int = 100
+    batch_size: int = 128
+    lr: float = 1e-2
+    final_lr_fraction: float = 0.05
+    weight_decay: float = 0.0
+    seed: int = 0
+    checkpoint_every: int = 10
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "checkpoint_every"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"Expected {name} to be a positive int. Got {v!r}.")
+        if not self.lr > 0:
+            raise ValueError(f"Expected a positive lr. Got {self.lr!r}.")
+
+    def lr_at(self, epoch: int) -> float:
+        frac = 0.5 * (1 + math.cos(math.pi * epoch / max(self.epochs - 1, 1)))
+        return self.lr * (self.final_lr_fraction + (1 - self.final_lr_fraction) * frac)
+
+
+def init_distributed() -> bool:
+    """Join the process group when launched by ``torchrun`` (``WORLD_SIZE > 1``); gloo on CPU, nccl on CUDA.
+
+    Returns whether the run is distributed.
+    """
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return False
+    if not dist.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        dist.init_process_group(backend)
+        if backend == "nccl":
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    return True
+
+
+def is_main_process() -> bool:
+    return not dist.is_initialized() or dist.get_rank() == 0
+
+
+def _world() -> tuple[int, int]:
+    if dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    map_location=None) -> dict:
+    """Load a checkpoint written by :func:`train` into ``model`` (and ``optimizer``); returns its dict."""
+    state = torch.load(path, map_location=map_location, weights_only=True)
+    model.load_state_dict(state["model"])
+    if optimizer is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    return state
+
+
+def _save(path: Path, model: nn.Module, optimizer, epoch: int, history: dict, config: TrainConfig) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "epoch": epoch,
+            "history": history,
+            "config": dataclasses.asdict(config),
+        },
+        tmp,
+    )
+    os.replace(tmp, path)
+
+
+def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config: TrainConfig, *,
+          checkpoint: str | os.PathLike | None = None, resume: bool = True, progress: bool = True,
+          desc: str = "train", stop_after: int | None = None) -> dict:
+    """Fit ``model(inputs) ~ targets`` with Adam and a mean-squared error.
+
+    Parameters
+    ----------
+    model : nn.Module
+        on the device and dtype to train in; under ``torchrun`` it is wrapped
+        in :class:`~torch.nn.parallel.DistributedDataParallel` here.
+    inputs, targets : Tensor
+        ``(N, seq_len, sys_dim)`` and the matching windows to predict (for
+        instance :meth:`geoattn.systems.TrajectoryWindows.tensors`); moved to
+        the model's device and dtype.
+    config : TrainConfig
+    checkpoint : path, optional
+        written (by rank 0) every ``config.checkpoint_every`` epochs and at the
+        end, atomically; with ``resume=True`` an existing file is loaded and
+        training continues after its epoch. Shuffling depends only on
+        ``(seed, epoch)``, so a resumed run continues exactly as an
+        uninterrupted one.
+    progress : bool
+        show a progress bar (rank 0 only).
+    stop_after : int, optional
+        run at most this many epochs in this call (a time-sliced or
+        interrupted run; the checkpoint lets the next call go on).
+
+    Returns
+    -------
+    dict
+        ``{"loss": [per-epoch mean loss], "seconds": wall time of this call, "epochs_run": ...}``.
+    """
+    if inputs.shape[0] != targets.shape[0]:
+        raise ValueError(f"Expected as many targets as inputs. Got {inputs.shape[0]} and {targets.shape[0]}.")
+    p0 = next(model.parameters())
+    inputs, targets = inputs.to(p0.device, p0.dtype), targets.to(p0.device, p0.dtype)
+    rank, world = _world()
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    history: dict = {"loss": []}
+    start = 0
+    path = Path(checkpoint) if checkpoint is not None else None
+    if path is not None and resume and path.exists():
+        state = load_checkpoint(path, model, optimizer, map_location=p0.device)
+        history = state["history"]
+        start = state["epoch"] + 1
+    net = model
+    if dist.is_initialized():
+        net = nn.parallel.DistributedDataParallel(model, device_ids=[p0.device.index] if p0.is_cuda else None)
+
+    n = inputs.shape[0]
+    per_rank = n // world  # equal shares keep the ranks' step counts equal
+    bar = None
+    if progress and rank == 0 and start < config.epochs:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.epochs, initial=start, desc=desc, unit="epoch", leave=True)
+    t0 = time.perf_counter()
+    end = config.epochs if stop_after is None else min(config.epochs, start + stop_after)
+    for epoch in range(start, end):
+        for group in optimizer.param_groups:
+            group["lr"] = config.lr_at(epoch)
+        g = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
+        order = torch.randperm(n, generator=g)[rank * per_rank:(rank + 1) * per_rank].to(p0.device)
+        total, count = torch.zeros((), dtype=torch.float64, device=p0.device), 0
+        for i in range(0, per_rank, config.batch_size):
+            idx = order[i:i + config.batch_size]
+            loss = torch.mean((net(inputs[idx]) - targets[idx]) ** 2)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            total += loss.detach().double() * idx.numel()
+            count += idx.numel()
+        mean = total / count
+        if dist.is_initialized():
+            dist.all_reduce(mean)
+            mean /= world
+        history["loss"].append(float(mean))
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{float(mean):.3e}")
+        last = epoch == end - 1
+        if path is not None and rank == 0 and ((epoch + 1) % config.checkpoint_every == 0 or last):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _save(path, model, optimizer, epoch, history, config)
+    if bar is not None:
+        bar.close()
+    if dist.is_initialized():
+        dist.barrier()
+    history["seconds"] = time.perf_counter() - t0
+    history["epochs_run"] = end - start
+    return history

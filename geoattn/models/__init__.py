@@ -1,0 +1,47 @@
+r"""Models built from the layers: structure-preserving transformer integrators and their baselines.
+
+An integrator maps a window of ``seq_len`` states, ``(batch, seq_len, sys_dim)``,
+to the next window of the same shape; :func:`rollout` iterates it far past
+the training horizon. Each class docstring states what its whole map
+preserves; the tests check it with :mod:`geoattn.testing`, untrained and
+trained.
+
+=================================  ==================================================
+model                              whole map preserves
+=================================  ==================================================
+:class:`VolumePreservingTransformer`  volume (``skew_sym=True``); nothing with ``skew_sym=False``
+:class:`LinearSymplecticTransformer`  the symplectic product structure (and volume)
+:class:`StandardTransformerIntegrator`  nothing
+:class:`ResNetIntegrator`             nothing
+:class:`SympNetIntegrator`            the symplectic structure (and volume)
+=================================  ==================================================
+"""
+
+from ._common import ACTIVATIONS, make_activation
+from .feedforward import TriangularResidual, VolumePreservingFeedForward
+from .integrators import (
+    Integrator,
+    LinearSymplecticTransformer,
+    ResNetIntegrator,
+    StandardTransformerIntegrator,
+    SympNetIntegrator,
+    VolumePreservingTransformer,
+    rollout,
+)
+from .sympnet import GradientLayer, SympNet
+
+__all__ = [
+    "TriangularResidual",
+    "VolumePreservingFeedForward",
+    "GradientLayer",
+    "SympNet",
+    "Integrator",
+    "VolumePreservingTransformer",
+    "LinearSymplecticTransformer",
+    "StandardTransformerIntegrator",
+    "ResNetIntegrator",
+    "SympNetIntegrator",
+    "rollout",
+    "make_activation",
+    "ACTIVATIONS",
+]

@@ -1,0 +1,143 @@
+r"""Volume-preserving feed-forward layers: residual maps with strictly triangular weights."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..nn._common import LayerShapeError, check_positive_int, factory
+from ._common import PerStep, check_state, make_activation
+
+__all__ = ["TriangularResidual", "VolumePreservingFeedForward"]
+
+
+class TriangularResidual(PerStep):
+    r"""The residual map :math:`x \mapsto x + \sigma(Lx + b)` with :math:`L` strictly triangular.
+
+    .. math::
+
+        \frac{\partial}{\partial x}\bigl(x + \sigma(Lx + b)\bigr)
+        = I + \mathrm{diag}\bigl(\sigma'(Lx + b)\bigr)\,L,
+
+    a unit triangular matrix, so the determinant is 1 at every :math:`x`
+    whatever :math:`\sigma` is: the map is volume-preserving. Without an
+    activation (``activation=None``) it is the linear map :math:`(I + L)x (+ b)`.
+
+    Parameters
+    ----------
+    sys_dim : int
+    lower : bool
+        :math:`L` strictly lower (``True``) or strictly upper (``False``) triangular.
+    activation : str, nn.Module or None
+    bias : bool
+    device, dtype :
+        of the parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.testing import jacobian_determinant
+    >>> layer = TriangularResidual(3, lower=True, activation="tanh")
+    >>> jacobian_determinant(layer, torch.randn(4, 3)).sub(1).abs().max() < 1e-14
+    tensor(True)
+    """
+
+    def __init__(self, sys_dim: int, *, lower: bool = True, activation="tanh", bias: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        kw = factory(device, dtype)
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        self.lower = bool(lower)
+        self.activation = None if activation is None else make_activation(activation)
+        self.weight = nn.Parameter(torch.empty(sys_dim, sys_dim, **kw))
+        self.bias = nn.Parameter(torch.empty(sys_dim, **kw)) if bias else None
+        mask = torch.ones(sys_dim, sys_dim, dtype=torch.bool, device=device)
+        self.register_buffer("mask", mask.tril(-1) if self.lower else mask.triu(1), persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Uniform in :math:`\\pm 1/\\sqrt{\\mathrm{sys\\_dim}}`; bias zero."""
+        bound = 1.0 / math.sqrt(self.sys_dim)
+        with torch.no_grad():
+            self.weight.uniform_(-bound, bound)
+            if self.bias is not None:
+                self.bias.zero_()
+
+    def triangular_weight(self) -> torch.Tensor:
+        """:math:`L`, the weight with its diagonal and the other triangle zeroed."""
+        return self.weight * self.mask
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_state(self, x, self.sys_dim, self.weight.dtype)
+        y = x @ self.triangular_weight().mT
+        if self.bias is not None:
+            y = y + self.bias
+        if self.activation is not None:
+            y = self.activation(y)
+        return x + y
+
+    def extra_repr(self) -> str:
+        act = None if self.activation is None else type(self.activation).__name__
+        return f"sys_dim={self.sys_dim}, lower={self.lower}, activation={act}, bias={self.bias is not None}"
+
+
+class VolumePreservingFeedForward(PerStep):
+    r"""A chain of :class:`TriangularResidual` layers alternating lower and upper, applied to every time step.
+
+    Each of the ``n_blocks`` blocks is ``n_linear`` pairs of linear layers
+    :math:`x \mapsto (I + L)x` (lower, then upper) followed by a nonlinear
+    pair :math:`x \mapsto x + \sigma(Lx + b)` (lower, then upper). Every
+    factor has a unit triangular Jacobian, so the whole map has
+    :math:`\det J = 1` at every input: it is volume-preserving, on one state
+    and on a sequence of states.
+
+    It is not symplectic in general (a triangular shear with
+    :math:`\sigma'L` not symmetric is not).
+
+    Parameters
+    ----------
+    sys_dim : int
+    n_blocks : int
+    n_linear : int
+        linear pairs per block (0 allowed).
+    activation : str or nn.Module
+    device, dtype :
+        of the parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.testing import assert_volume_preserving
+    >>> ff = VolumePreservingFeedForward(3, n_blocks=2)
+    >>> assert_volume_preserving(ff, torch.randn(4, 5, 3))
+    """
+
+    def __init__(self, sys_dim: int, *, n_blocks: int = 1, n_linear: int = 1, activation="tanh",
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        self.n_blocks = check_positive_int("n_blocks", n_blocks)
+        if isinstance(n_linear, bool) or not isinstance(n_linear, int) or n_linear < 0:
+            raise LayerShapeError(f"Expected n_linear to be a non-negative int. Got {n_linear!r}.")
+        self.n_linear = n_linear
+        kw = {"device": device, "dtype": dtype}
+        layers = []
+        for _ in range(n_blocks):
+            for _ in range(n_linear):
+                layers.append(TriangularResidual(sys_dim, lower=True, activation=None, bias=False, **kw))
+                layers.append(TriangularResidual(sys_dim, lower=False, activation=None, bias=False, **kw))
+            layers.append(TriangularResidual(sys_dim, lower=True, activation=activation, **kw))
+            layers.append(TriangularResidual(sys_dim, lower=False, activation=activation, **kw))
+        self.layers = nn.Sequential(*layers)
+
+    def reset_parameters(self) -> None:
+        for layer in self.layers:
+            layer.reset_parameters()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+    def extra_repr(self) -> str:
+        return f"sys_dim={self.sys_dim}, n_blocks={self.n_blocks}, n_linear={self.n_linear}"

@@ -1,0 +1,368 @@
+r"""Sequence-to-sequence integrators: a window of states in, the next window out."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..nn import LinearSymplecticAttention, MultiHeadAttention, VolumePreservingAttention
+from ..nn._common import LayerShapeError, check_positive_int, check_sequence
+from ._common import make_activation
+from .feedforward import VolumePreservingFeedForward
+from .sympnet import GradientLayer, SympNet
+
+__all__ = [
+    "Integrator",
+    "VolumePreservingTransformer",
+    "LinearSymplecticTransformer",
+    "StandardTransformerIntegrator",
+    "ResNetIntegrator",
+    "SympNetIntegrator",
+    "rollout",
+]
+
+
+class Integrator(nn.Module):
+    r"""Base of the models that map a window of ``seq_len`` states to the next window.
+
+    ``forward`` takes ``(batch, seq_len, sys_dim)`` (or ``(seq_len, sys_dim)``)
+    holding :math:`z^{(t)}, \dots, z^{(t + T - 1)}` and returns the same shape
+    holding the prediction of :math:`z^{(t + T)}, \dots, z^{(t + 2T - 1)}`.
+    :meth:`rollout` iterates it.
+    """
+
+    sys_dim: int
+    seq_len: int
+
+    def _check(self, x: torch.Tensor) -> None:
+        check_sequence(self, "x", x, dim=self.sys_dim, seq_len=self.seq_len, dtype=self._dtype())
+
+    def _dtype(self) -> torch.dtype:
+        return next(self.parameters()).dtype
+
+    @torch.no_grad()
+    def rollout(self, window: torch.Tensor, n_steps: int, *, bound: float | None = None) -> torch.Tensor:
+        """Predict ``n_steps`` states after ``window`` by feeding each predicted window back in.
+
+        Parameters
+        ----------
+        window : Tensor
+            ``(batch, seq_len, sys_dim)``, the initial window.
+        n_steps : int
+            how many states to predict.
+        bound : float, optional
+            radius beyond which a sample counts as diverged (its remaining
+            states are NaN).
+
+        Returns
+        -------
+        Tensor
+            ``(batch, n_steps, sys_dim)``: the states that follow ``window``.
+        """
+        return rollout(self, window, n_steps, bound=bound)
+
+
+def rollout(model: Integrator, window: torch.Tensor, n_steps: int, *, bound: float | None = None) -> torch.Tensor:
+    """Iterate a window-to-window ``model`` from ``window`` for ``n_steps`` states (see :meth:`Integrator.rollout`).
+
+    With ``bound``, a sample whose state leaves the ball of that radius (or
+    stops being finite) is marked as diverged: its remaining states are NaN
+    and it is no longer fed to the model (whose kernels may refuse
+    non-finite input).
+    """
+    check_positive_int("n_steps", n_steps)
+    model._check(window)
+    if bound is not None and not bound > 0:
+        raise LayerShapeError(f"Expected a positive bound. Got {bound!r}.")
+    out, x = [], window
+    done = 0
+    alive = torch.ones(window.shape[:-2], dtype=torch.bool, device=window.device)
+    with torch.no_grad():
+        while done < n_steps:
+            y = model(torch.where(alive[..., None, None], x, window) if bound is not None else x)
+            if bound is not None:
+                ok = torch.isfinite(y).all(-1).all(-1) & (y.norm(dim=-1) <= bound).all(-1)
+                alive = alive & ok
+                y = torch.where(alive[..., None, None], y, torch.full_like(y, float("nan")))
+            out.append(y)
+            x = y
+            done += y.shape[-2]
+    return torch.cat(out, dim=-2)[..., :n_steps, :]
+
+
+class VolumePreservingTransformer(Integrator):
+    r"""The volume-preserving transformer: ``depth`` blocks of attention and a volume-preserving feed-forward.
+
+    .. math::
+
+        \Phi = (F_L\circ A_L)\circ\cdots\circ(F_1\circ A_1),
+
+    :math:`A_i` a :class:`~geoattn.nn.VolumePreservingAttention` over the
+    sequence and :math:`F_i` a
+    :class:`~geoattn.models.VolumePreservingFeedForward` on every time step.
+
+    What the whole map preserves:
+
+    * ``skew_sym=True``: volume. Each :math:`F_i` has unit triangular
+      Jacobians and each :math:`A_i` is volume-preserving
+      (``vp.map_volume_preserving.skew``), so :math:`\det J_\Phi = 1` at
+      every input window;
+    * ``skew_sym=False``: **not** volume — the arbitrary-weighting attention
+      is not (``vp.map_volume_preserving.arbitrary`` is refuted), and neither
+      is the composition in general;
+    * neither is symplectic.
+
+    Parameters
+    ----------
+    sys_dim, seq_len : int
+    n_blocks, n_linear : int
+        of each :class:`~geoattn.models.VolumePreservingFeedForward`.
+    depth : int
+        number of attention + feed-forward blocks.
+    activation : str or nn.Module
+    skew_sym : bool
+        skew or arbitrary weighting in the attention layers.
+    device, dtype :
+        of the parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.testing import assert_volume_preserving
+    >>> model = VolumePreservingTransformer(3, 3, depth=2)
+    >>> assert_volume_preserving(model, torch.randn(4, 3, 3))
+    """
+
+    def __init__(self, sys_dim: int, seq_len: int, *, n_blocks: int = 1, n_linear: int = 1, depth: int = 2,
+                 activation="tanh", skew_sym: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        self.seq_len = check_positive_int("seq_len", seq_len)
+        self.depth = check_positive_int("depth", depth)
+        self.skew_sym = bool(skew_sym)
+        kw = {"device": device, "dtype": dtype}
+        layers = []
+        for _ in range(depth):
+            layers.append(VolumePreservingAttention(sys_dim, skew_sym=skew_sym, **kw))
+            layers.append(VolumePreservingFeedForward(sys_dim, n_blocks=n_blocks, n_linear=n_linear,
+                                                      activation=activation, **kw))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check(x)
+        return self.layers(x)
+
+    def extra_repr(self) -> str:
+        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, depth={self.depth}, skew_sym={self.skew_sym}"
+
+
+class LinearSymplecticTransformer(Integrator):
+    r"""The linear symplectic transformer: linear symplectic attention and SympNet gradient layers.
+
+    Each of the ``depth`` blocks is a :class:`~geoattn.nn.LinearSymplecticAttention`
+    updating :math:`q`, one updating :math:`p`, then ``n_sympnet`` pairs of
+    :class:`~geoattn.models.GradientLayer` (``q`` then ``p``) on every time step.
+
+    What the whole map preserves: the symplectic product structure
+    :math:`\hat{\mathbb{J}}` of seed 004 (every factor is symplectic for it:
+    ``lsa.map_symplectic`` and the symmetric Jacobian of a gradient shear),
+    hence volume. It is not orthogonal.
+
+    Parameters
+    ----------
+    sys_dim : int
+        :math:`2n`, even.
+    seq_len : int
+    n_sympnet : int
+        gradient-layer pairs per block.
+    depth : int
+    upscaling_dim : int, optional
+        width of the gradient layers (default ``2 * sys_dim``).
+    activation : str or nn.Module
+    device, dtype :
+        of the parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.testing import assert_symplectic
+    >>> model = LinearSymplecticTransformer(4, 3)
+    >>> assert_symplectic(model, torch.randn(2, 3, 4))
+    """
+
+    def __init__(self, sys_dim: int, seq_len: int, *, n_sympnet: int = 2, depth: int = 1,
+                 upscaling_dim: int | None = None, activation="tanh", device=None, dtype=None) -> None:
+        super().__init__()
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        if sys_dim % 2:
+            raise LayerShapeError(f"Expected an even sys_dim 2n = (q, p). Got {sys_dim}.")
+        self.seq_len = check_positive_int("seq_len", seq_len)
+        self.depth = check_positive_int("depth", depth)
+        if isinstance(n_sympnet, bool) or not isinstance(n_sympnet, int) or n_sympnet < 0:
+            raise LayerShapeError(f"Expected n_sympnet to be a non-negative int. Got {n_sympnet!r}.")
+        self.n_sympnet = n_sympnet
+        m = 2 * sys_dim if upscaling_dim is None else check_positive_int("upscaling_dim", upscaling_dim)
+        kw = {"device": device, "dtype": dtype}
+        layers = []
+        for _ in range(depth):
+            layers.append(LinearSymplecticAttention(seq_len, update="q", **kw))
+            layers.append(LinearSymplecticAttention(seq_len, update="p", **kw))
+            for _ in range(n_sympnet):
+                layers.append(GradientLayer(sys_dim, m, update="q", activation=activation, **kw))
+                layers.append(GradientLayer(sys_dim, m, update="p", activation=activation, **kw))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check(x)
+        return self.layers(x)
+
+    def extra_repr(self) -> str:
+        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, depth={self.depth}, n_sympnet={self.n_sympnet}"
+
+
+class _ResidualMLP(nn.Module):
+    def __init__(self, dim: int, width: int, activation, **kw) -> None:
+        super().__init__()
+        self.inner = nn.Linear(dim, width, **kw)
+        self.outer = nn.Linear(width, dim, **kw)
+        self.activation = make_activation(activation)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.outer(self.activation(self.inner(x)))
+
+
+class StandardTransformerIntegrator(Integrator):
+    r"""The unstructured baseline: multi-head attention and residual feed-forward layers.
+
+    .. math::
+
+        x \mapsto W_\downarrow\,(R_L\circ M_L\circ\cdots\circ R_1\circ M_1)(W_\uparrow x + E),
+
+    :math:`W_\uparrow, W_\downarrow` linear maps between ``sys_dim`` and
+    ``transformer_dim``, :math:`E` a learned positional embedding (``positional=True``),
+    :math:`M_i` a :class:`~geoattn.nn.MultiHeadAttention` with
+    ``add_connection=True`` and :math:`R_i` ``n_blocks`` residual layers
+    :math:`y \mapsto y + W_2\sigma(W_1y + b_1) + b_2` on every time step.
+
+    What it preserves: nothing — neither volume nor a symplectic structure.
+
+    Parameters
+    ----------
+    sys_dim, seq_len : int
+    transformer_dim : int, optional
+        default ``4 * sys_dim`` rounded up to a multiple of ``n_heads``.
+    n_heads : int
+    depth : int
+    n_blocks : int
+        residual layers after each attention layer.
+    activation : str or nn.Module
+    positional : bool
+        add a learned positional embedding after the up-projection (without
+        one the map is equivariant under permutations of the time steps).
+    device, dtype :
+        of the parameters.
+    """
+
+    def __init__(self, sys_dim: int, seq_len: int, *, transformer_dim: int | None = None, n_heads: int = 2,
+                 depth: int = 2, n_blocks: int = 1, activation="tanh", positional: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        self.seq_len = check_positive_int("seq_len", seq_len)
+        self.n_heads = check_positive_int("n_heads", n_heads)
+        self.depth = check_positive_int("depth", depth)
+        check_positive_int("n_blocks", n_blocks)
+        if transformer_dim is None:
+            transformer_dim = n_heads * math.ceil(4 * sys_dim / n_heads)
+        self.transformer_dim = check_positive_int("transformer_dim", transformer_dim)
+        kw = {"device": device, "dtype": dtype}
+        self.up = nn.Linear(sys_dim, transformer_dim, **kw)
+        self.positional = nn.Parameter(torch.zeros(seq_len, transformer_dim, **kw)) if positional else None
+        layers = []
+        for _ in range(depth):
+            layers.append(MultiHeadAttention(transformer_dim, n_heads, add_connection=True, **kw))
+            for _ in range(n_blocks):
+                layers.append(_ResidualMLP(transformer_dim, transformer_dim, activation, **kw))
+        self.layers = nn.Sequential(*layers)
+        self.down = nn.Linear(transformer_dim, sys_dim, **kw)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check(x)
+        y = self.up(x)
+        if self.positional is not None:
+            y = y + self.positional
+        return self.down(self.layers(y))
+
+    def extra_repr(self) -> str:
+        return (f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, transformer_dim={self.transformer_dim}, "
+                f"n_heads={self.n_heads}, depth={self.depth}, positional={self.positional is not None}")
+
+
+class ResNetIntegrator(Integrator):
+    r"""A plain residual network on every time step: :math:`z \mapsto z + W_2\sigma(W_1z + b_1) + b_2`, ``depth`` times.
+
+    With ``seq_len=1`` it is a one-step map :math:`z^{(t)} \mapsto z^{(t+1)}`.
+    What it preserves: nothing.
+
+    Parameters
+    ----------
+    sys_dim : int
+    seq_len : int
+    width : int
+    depth : int
+    activation : str or nn.Module
+    device, dtype :
+        of the parameters.
+    """
+
+    def __init__(self, sys_dim: int, seq_len: int = 1, *, width: int = 32, depth: int = 2, activation="tanh",
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        self.seq_len = check_positive_int("seq_len", seq_len)
+        self.width = check_positive_int("width", width)
+        self.depth = check_positive_int("depth", depth)
+        kw = {"device": device, "dtype": dtype}
+        self.layers = nn.Sequential(*(_ResidualMLP(sys_dim, width, activation, **kw) for _ in range(depth)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check(x)
+        return self.layers(x)
+
+    def extra_repr(self) -> str:
+        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, width={self.width}, depth={self.depth}"
+
+
+class SympNetIntegrator(Integrator):
+    r"""A :class:`~geoattn.models.SympNet` as a one-step integrator (``seq_len=1`` by default).
+
+    What it preserves: the symplectic structure (every layer is a gradient shear), hence volume.
+
+    Parameters
+    ----------
+    sys_dim : int
+        even.
+    seq_len : int
+    n_layers, upscaling_dim :
+        of the :class:`~geoattn.models.SympNet`.
+    activation : str or nn.Module
+    device, dtype :
+        of the parameters.
+    """
+
+    def __init__(self, sys_dim: int, seq_len: int = 1, *, n_layers: int = 4, upscaling_dim: int | None = None,
+                 activation="tanh", device=None, dtype=None) -> None:
+        super().__init__()
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        self.seq_len = check_positive_int("seq_len", seq_len)
+        self.net = SympNet(sys_dim, n_layers=n_layers, upscaling_dim=upscaling_dim, activation=activation,
+                           device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check(x)
+        return self.net(x)
+
+    def extra_repr(self) -> str:
+        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}"

@@ -1,0 +1,137 @@
+r"""SympNet gradient layers: symplectic shears :math:`p \mapsto p + \nabla V(q)` and their twins."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..nn._common import LayerShapeError, check_positive_int, factory
+from ._common import PerStep, check_state, make_activation
+
+__all__ = ["GradientLayer", "SympNet"]
+
+
+class GradientLayer(PerStep):
+    r"""A gradient shear of phase space, applied to every time step.
+
+    For a state :math:`(q, p) \in \mathbb{R}^{2n}`, with
+    :math:`K \in \mathbb{R}^{m\times n}`, :math:`a, b \in \mathbb{R}^m` and
+    :math:`V(q) = a^T\Sigma(Kq + b)`, :math:`\Sigma' = \sigma` entrywise:
+
+    .. math::
+
+        \texttt{update="p"}:\ (q, p) \mapsto \bigl(q,\ p + K^T(a \odot \sigma(Kq + b))\bigr),\qquad
+        \texttt{update="q"}:\ (q, p) \mapsto \bigl(q + K^T(a \odot \sigma(Kp + b)),\ p\bigr).
+
+    The increment is :math:`\nabla V`, whose Jacobian
+    :math:`K^T\mathrm{diag}(a\odot\sigma')K` is symmetric, so the Jacobian of
+    the layer, :math:`\begin{pmatrix} I & 0\\ S & I\end{pmatrix}` with
+    :math:`S = S^T`, satisfies :math:`J^T\mathbb{J}J = \mathbb{J}`: the map is
+    symplectic (and so volume-preserving) at every input.
+
+    Parameters
+    ----------
+    sys_dim : int
+        :math:`2n`, even; the first :math:`n` features are :math:`q`.
+    upscaling_dim : int
+        :math:`m`.
+    update : ``"p"`` or ``"q"``
+    activation : str or nn.Module
+    device, dtype :
+        of the parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.testing import assert_symplectic
+    >>> assert_symplectic(GradientLayer(4, 8), torch.randn(3, 2, 4))
+    """
+
+    def __init__(self, sys_dim: int, upscaling_dim: int, *, update: str = "p", activation="tanh",
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        kw = factory(device, dtype)
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        if sys_dim % 2:
+            raise LayerShapeError(f"Expected an even sys_dim 2n = (q, p). Got {sys_dim}.")
+        self.upscaling_dim = check_positive_int("upscaling_dim", upscaling_dim)
+        if update not in ("p", "q"):
+            raise LayerShapeError(f"Expected update to be 'p' or 'q'. Got {update!r}.")
+        self.update = update
+        self.activation = make_activation(activation)
+        n = sys_dim // 2
+        self.weight = nn.Parameter(torch.empty(upscaling_dim, n, **kw))
+        self.bias = nn.Parameter(torch.empty(upscaling_dim, **kw))
+        self.scale = nn.Parameter(torch.empty(upscaling_dim, **kw))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """:math:`K` uniform in :math:`\\pm 1/\\sqrt{n}`, :math:`a` uniform in :math:`\\pm 1/\\sqrt{m}`, :math:`b = 0`."""
+        with torch.no_grad():
+            self.weight.uniform_(-1 / math.sqrt(self.sys_dim // 2), 1 / math.sqrt(self.sys_dim // 2))
+            self.scale.uniform_(-1 / math.sqrt(self.upscaling_dim), 1 / math.sqrt(self.upscaling_dim))
+            self.bias.zero_()
+
+    def potential_gradient(self, q: torch.Tensor) -> torch.Tensor:
+        r""":math:`\nabla V(q) = K^T(a\odot\sigma(Kq + b))`, batched over leading dimensions."""
+        return (self.scale * self.activation(q @ self.weight.mT + self.bias)) @ self.weight
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_state(self, x, self.sys_dim, self.weight.dtype)
+        n = self.sys_dim // 2
+        q, p = x[..., :n], x[..., n:]
+        if self.update == "p":
+            return torch.cat([q, p + self.potential_gradient(q)], dim=-1)
+        return torch.cat([q + self.potential_gradient(p), p], dim=-1)
+
+    def extra_repr(self) -> str:
+        return f"sys_dim={self.sys_dim}, upscaling_dim={self.upscaling_dim}, update={self.update!r}"
+
+
+class SympNet(PerStep):
+    r"""A gradient-module SympNet: ``n_layers`` pairs of :class:`GradientLayer` (``q`` then ``p``).
+
+    A composition of symplectic maps, so symplectic at every input; it maps
+    one state to the next and, applied to a sequence, acts on every time step.
+
+    Parameters
+    ----------
+    sys_dim : int
+        even.
+    n_layers : int
+    upscaling_dim : int
+    activation : str or nn.Module
+    device, dtype :
+        of the parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.testing import assert_symplectic
+    >>> assert_symplectic(SympNet(4, n_layers=2, upscaling_dim=8), torch.randn(3, 1, 4))
+    """
+
+    def __init__(self, sys_dim: int, *, n_layers: int = 2, upscaling_dim: int | None = None, activation="tanh",
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        self.n_layers = check_positive_int("n_layers", n_layers)
+        m = 2 * sys_dim if upscaling_dim is None else upscaling_dim
+        kw = {"device": device, "dtype": dtype, "activation": activation}
+        layers = []
+        for _ in range(n_layers):
+            layers.append(GradientLayer(sys_dim, m, update="q", **kw))
+            layers.append(GradientLayer(sys_dim, m, update="p", **kw))
+        self.layers = nn.Sequential(*layers)
+
+    def reset_parameters(self) -> None:
+        for layer in self.layers:
+            layer.reset_parameters()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+    def extra_repr(self) -> str:
+        return f"sys_dim={self.sys_dim}, n_layers={self.n_layers}"
