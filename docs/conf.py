@@ -21,6 +21,8 @@ extensions = [
     "sphinx_proof",
     "sphinxcontrib.bibtex",
     "geoattn_claims",
+    "geoattn_results",
+    "sphinx_gallery.gen_gallery",
 ]
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
@@ -32,5 +34,22 @@ autodoc_typehints = "description"
 napoleon_numpy_docstring = True
 html_theme = "furo"
 html_title = "geoattn"
-exclude_patterns = ["_build", "README.md"]
+exclude_patterns = ["_build", "README.md", "_generated", "auto_examples/*.ipynb", "auto_examples/*.py",
+                    "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.json"]
+
+# Examples gallery: scripts named plot_*.py run during the build (seconds each); the experiment
+# scripts are shown with their source only (they train for minutes; their output is on the
+# experiments page).
+sphinx_gallery_conf = {
+    "examples_dirs": os.path.join(HERE, "..", "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"(__init__|_common)\.py",
+    "download_all_examples": False,
+    "show_signature": False,
+    "remove_config_comments": True,
+    "image_scrapers": ("matplotlib",),
+    "write_computation_times": False,  # its page loads jQuery/DataTables from a CDN
+}
+suppress_warnings = ["config.cache"]
 nitpicky = False

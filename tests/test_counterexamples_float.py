@@ -182,8 +182,20 @@ def test_negative_control_counterexamples_in_float():
     assert float((Q @ A - seed_form).abs().max()) > 1e3 * EPS
 
 
+def test_rigid_body_sphere_invariant():
+    """d/dt |z|^2 / 2 = z . f(z) at the counterexample, with the quoted constants, from the float field."""
+    from geoattn.systems import RigidBody
+
+    v = symbolic.check(symbolic.get_claim("rigid_body.sphere_invariant"))
+    z = t(v.counterexample.values["z"]).reshape(1, 3)
+    rate = (z * RigidBody(1.0, 0.5, -0.5).vector_field(z)).sum()
+    assert abs(float(rate) - float(v.counterexample.residual)) <= 8 * EPS
+    assert abs(float(rate)) > 1e3 * EPS
+
+
 def test_every_refuted_ledger_claim_is_covered_here():
     covered = {
+        "rigid_body.sphere_invariant",
         "orthogonal.det_one",
         "cayley.seed_curve_start",
         "vec.seed_formula",

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from geoattn.symbolic import families
+from geoattn.symbolic import all_claims, families
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -18,7 +18,8 @@ def test_script_runs(family):
     proc = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300, cwd="/")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "VERDICT:" in proc.stdout
-    assert "hence" in proc.stdout  # at least one derivation printed
+    if any(c.expected.value == "proved" for c in all_claims(family)):
+        assert "hence" in proc.stdout  # at least one derivation printed
 
 
 def test_scripts_are_thin():

@@ -8,6 +8,8 @@ computed during the build differs. ``claim-ledger`` renders every claim in one t
 
 from __future__ import annotations
 
+import re
+
 import inspect
 
 from docutils import nodes
@@ -32,6 +34,30 @@ def _para(*children) -> nodes.paragraph:
     for c in children:
         p += nodes.Text(c) if isinstance(c, str) else c
     return p
+
+
+_ID = re.compile(r"^\(?[a-z_]+(\.[a-z_0-9]+)+\)?[,;:.]?$")  # a ledger id such as vec.right_multiplication
+_MATHY = re.compile(r"[\\^_{}=+<>]|^[A-Z]$|^[A-Z]?\(.*\)[A-Za-z]*$|^[0-9]+$")
+
+
+def _mixed(rule: str) -> list:
+    """A step's rule as text with its TeX fragments typeset: tokens with TeX markup become math."""
+    out, run, kind = [], [], None
+
+    def flush():
+        if run:
+            txt = " ".join(run)
+            out.append(nodes.math(txt, txt) if kind == "math" else nodes.Text(txt))
+            out.append(nodes.Text(" "))
+
+    for tok in rule.split():
+        k = "text" if _ID.match(tok) or not _MATHY.search(tok) else "math"
+        if k != kind:
+            flush()
+            run, kind = [], k
+        run.append(tok)
+    flush()
+    return out[:-1] if out else out
 
 
 def _kernel_sources(claim_id: str) -> list[tuple[str, str]]:
@@ -80,7 +106,7 @@ class ClaimDirective(SphinxDirective):
                 item = nodes.list_item()
                 item += nodes.math_block(step.latex(), step.latex(), nowrap=False, number=None)
                 mark = "verified by SymPy" if step.verified else "stated lemma"
-                item += _para(nodes.emphasis(text=f"{step.rule} ({mark})"))
+                item += _para(*_mixed(step.rule), nodes.emphasis(text=f" ({mark})"))
                 steps += item
             box += _para("Derivation:")
             box += steps

@@ -6,15 +6,12 @@ the training horizon. Each class docstring states what its whole map
 preserves; the tests check it with :mod:`geoattn.testing`, untrained and
 trained.
 
-=================================  ==================================================
-model                              whole map preserves
-=================================  ==================================================
-:class:`VolumePreservingTransformer`  volume (``skew_sym=True``); nothing with ``skew_sym=False``
-:class:`LinearSymplecticTransformer`  the symplectic product structure (and volume)
-:class:`StandardTransformerIntegrator`  nothing
-:class:`ResNetIntegrator`             nothing
-:class:`SympNetIntegrator`            the symplectic structure (and volume)
-=================================  ==================================================
+What each model's whole map preserves:
+
+* :class:`VolumePreservingTransformer`: volume with ``skew_sym=True``; nothing with ``skew_sym=False``;
+* :class:`LinearSymplecticTransformer`: the symplectic product structure (and volume);
+* :class:`SympNetIntegrator`: the symplectic structure (and volume);
+* :class:`StandardTransformerIntegrator`, :class:`ResNetIntegrator`: nothing.
 """
 
 from ._common import ACTIVATIONS, make_activation

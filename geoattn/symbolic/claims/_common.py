@@ -170,7 +170,7 @@ def shape_evidence(ctx, build, concrete_sizes, *, expect_shape=None, name="produ
         sp.simplify(sp.sympify(a) - sp.sympify(b)) == 0 for a, b in zip(shape, expect_shape(generic))
     )
     if bad is None and ok_shape:
-        chain = r" \cdot ".join(rf"{nm}_{{{sp.latex(r)}\times {sp.latex(c)}}}" for nm, r, c in factors)
+        chain = r" \cdot ".join(rf"{{{nm}}}_{{{sp.latex(r)}\times {sp.latex(c)}}}" for nm, r, c in factors)
         steps = [
             Step(
                 f"cols({factors[i][0]})",

@@ -1,0 +1,111 @@
+"""Tables and plots of the benchmark results, generated at build time from their JSON files.
+
+On ``builder-inited`` every ``benchmarks/results/<name>-<device>.json`` written by the benchmark
+scripts becomes ``_generated/bench-<name>-<device>.md`` (a Markdown table) and
+``_generated/bench-<name>-<device>.png`` (ratios against the reference, forward + backward, at the
+largest batch), which ``benchmarks.md`` includes. Nothing is typed by hand, so the page shows
+exactly what the last benchmark run measured.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
+    out = ["| " + " | ".join(h for _, h, _ in columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
+    for r in rows:
+        cells = []
+        for key, _, fmt in columns:
+            v = r.get(key)
+            cells.append("" if v is None else format(v, fmt) if fmt else str(v))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _layers(data: dict) -> tuple[str, list]:
+    rows = []
+    for r in data["rows"]:
+        r = dict(r)
+        r["fwd_ms"], r["fwd_bwd_ms"] = 1e3 * r["fwd"], 1e3 * r["fwd_bwd"]
+        r["mem_kib"] = r["memory"] / 1024
+        r["name"] = "SDPA (reference)" if r["layer"] == "sdpa" else r["layer"]
+        rows.append(r)
+    table = _table(rows, [("name", "layer", ""), ("B", "B", "d"), ("dim", "dim", "d"), ("T", "T", "d"),
+                          ("fwd_ms", "fwd ms", ".2f"), ("ratio_fwd", "fwd ×", ".2f"),
+                          ("fwd_bwd_ms", "fwd+bwd ms", ".2f"), ("ratio_fwd_bwd", "fwd+bwd ×", ".2f"),
+                          ("mem_kib", "memory KiB", ".0f"), ("ratio_memory", "memory ×", ".2f")])
+    B = max(r["B"] for r in rows)
+    dim = min(r["dim"] for r in rows)
+    series = {}
+    for r in rows:
+        if r["layer"] != "sdpa" and r["B"] == B and r["dim"] == dim:
+            series.setdefault(r["layer"], []).append((r["T"], r["ratio_fwd_bwd"]))
+    return table, [(f"forward+backward time / SDPA (B={B}, dim={dim})", series)]
+
+
+def _kernels(data: dict) -> tuple[str, list]:
+    rows = []
+    for r in data["rows"]:
+        r = dict(r)
+        for k in ("kernel_fwd", "naive_fwd", "kernel_fwd_bwd", "naive_fwd_bwd"):
+            r[k + "_ms"] = 1e3 * r[k]
+        rows.append(r)
+    table = _table(rows, [("kernel_name", "kernel", ""), ("dtype", "dtype", ""), ("B", "B", "d"), ("T", "T", "d"),
+                          ("kernel_fwd_ms", "fwd ms", ".2f"), ("naive_fwd_ms", "naive fwd ms", ".2f"),
+                          ("ratio_fwd", "fwd ×", ".2f"), ("kernel_fwd_bwd_ms", "fwd+bwd ms", ".2f"),
+                          ("naive_fwd_bwd_ms", "naive fwd+bwd ms", ".2f"), ("ratio_fwd_bwd", "fwd+bwd ×", ".2f")])
+    B = max(r["B"] for r in rows)
+    series = {}
+    for r in rows:
+        if r["B"] == B:
+            series.setdefault(f"{r['kernel_name']} {r['dtype']}", []).append((r["T"], r["ratio_fwd_bwd"]))
+    return table, [(f"forward+backward time / naive autograd (B={B})", series)]
+
+
+def _plot(title: str, series: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=110)
+    for name, pts in series.items():
+        pts = sorted(pts)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("T")
+    ax.set_ylabel("ratio")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def generate(app) -> None:
+    out = Path(app.srcdir) / "_generated"
+    out.mkdir(exist_ok=True)
+    for path in sorted(RESULTS.glob("*.json")):
+        data = json.loads(path.read_text())
+        kind = path.stem.split("-")[0]
+        render = {"layers": _layers, "kernels": _kernels}.get(kind)
+        if render is None:
+            continue
+        table, plots = render(data)
+        head = (f"Measured with torch {data.get('torch')}, {data.get('threads')} thread(s), "
+                f"device {data.get('device', 'cpu')}; from `benchmarks/results/{path.name}`.\n\n")
+        (out / f"bench-{path.stem}.md").write_text(head + table)
+        for title, series in plots:
+            _plot(title, series, out / f"bench-{path.stem}.png")
+
+
+def setup(app):
+    app.connect("builder-inited", generate)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
