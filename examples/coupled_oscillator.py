@@ -18,25 +18,13 @@ It resumes from ``checkpoints/`` when interrupted.
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
 import torch
 
-from geoattn.experiments import (
-    TrainConfig,
-    diverged,
-    init_distributed,
-    invariant_drift,
-    is_main_process,
-    relative_error,
-    rollout_trajectories,
-    structure_report,
-    valid_time,
-)
-from geoattn.experiments.runner import environment, experiment_parser, fit, markdown_table, write_json
+from geoattn.experiments import TrainConfig, invariant_drift
+from geoattn.experiments.plots import plot_phase_trajectories
+from geoattn.experiments.runner import compare, experiment_parser, result_columns, setup, write_results
 from geoattn.models import LinearSymplecticTransformer, StandardTransformerIntegrator, SympNetIntegrator
-from geoattn.systems import CoupledOscillator, TrajectoryWindows
+from geoattn.systems import CoupledOscillator
 
 SEQ_LEN = 4
 DT = 0.1
@@ -54,96 +42,34 @@ def models(seq_len: int) -> dict:
 
 def main(argv=None) -> dict | None:
     args = experiment_parser(__doc__.strip().splitlines()[0], "examples/results/coupled_oscillator").parse_args(argv)
-    distributed = init_distributed()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    device, out, distributed = setup(args)
 
     osc = CoupledOscillator()
-    quick = args.quick
-    t_train, t_test = (2.0, 4.0) if quick else (20.0, 200.0)
-    train_traj = osc.trajectories(osc.initial_conditions(4 if quick else 24, seed=0), t_end=t_train, dt=DT)
-    test_traj = osc.trajectories(osc.initial_conditions(2 if quick else 6, seed=1), t_end=t_test, dt=DT)
-    epochs = 2 if quick else max(1, round(300 * args.budget))
+    t_train, t_test = (2.0, 4.0) if args.quick else (20.0, 200.0)
+    train_traj = osc.trajectories(osc.initial_conditions(4 if args.quick else 24, seed=0), t_end=t_train, dt=DT)
+    test_traj = osc.trajectories(osc.initial_conditions(2 if args.quick else 6, seed=1), t_end=t_test, dt=DT)
+    epochs = 2 if args.quick else max(1, round(300 * args.budget))
     config = TrainConfig(epochs=epochs, batch_size=128, lr=5e-3, checkpoint_every=25)
 
-    rows, curves, drifts, preds, histories = [], {}, {}, {}, {}
-    for name, build in models(SEQ_LEN).items():
-        if args.models and name not in args.models:
-            continue
-        torch.manual_seed(0)
-        model = build().to(device)
-        T = model.seq_len
-        x, y = TrajectoryWindows(train_traj, T, dtype=torch.float32).tensors()
-        hist = fit(name, model, x, y, config, out, args)
-        histories[name] = hist
-        if not is_main_process():
-            continue
-        model.eval()
-        n_steps = test_traj.shape[1] - T
-        t0 = time.perf_counter()
-        pred = rollout_trajectories(model, test_traj, n_steps)
-        rollout_s = time.perf_counter() - t0
-        err = relative_error(pred, test_traj)
-        drift = invariant_drift(pred, osc.energy)
-        struct = structure_report(model.cpu(), test_traj[:, :T], symplectic=True)
-        curves[name], drifts[name], preds[name] = err.mean(0), drift.mean(0), pred
-        rows.append({
-            "model": name,
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "final_train_loss": hist["loss"][-1],
-            "train_seconds": hist["seconds"],
-            "rollout_seconds": rollout_s,
-            "rel_error_final": float(err[:, -1].mean()),
-            "rel_error_mean": float(err.mean()),
-            "valid_time_median": float(valid_time(err, DT).median()),
-            "invariant_drift_max": float(drift.max()),
-            "diverged": f"{int(diverged(pred).sum())}/{pred.shape[0]}",
-            **struct,
-        })
-    if not is_main_process():
+    cmp = compare(models(SEQ_LEN), train_traj, test_traj, dt=DT, invariant=osc.energy, symplectic=True,
+                  config=config, out=out, args=args, device=device)
+    if cmp is None:  # not the main process
         return None
-
-    reference_drift = float(invariant_drift(test_traj, osc.energy).max())
-    metrics = {
-        "experiment": "coupled_oscillator",
-        "system": {"m1": osc.m1, "m2": osc.m2, "k1": osc.k1, "k2": osc.k2, "k": osc.k, "dt": DT,
-                   "t_train": t_train, "t_test": t_test, "train_trajectories": train_traj.shape[0],
-                   "test_trajectories": test_traj.shape[0], "stormer_verlet_energy_drift": reference_drift},
-        "config": {"epochs": epochs, "batch_size": config.batch_size, "lr": config.lr, "seq_len": SEQ_LEN,
-                   "distributed": distributed, "device": str(device)},
-        "environment": environment(torch.get_num_threads()),
-        "models": rows,
-        "loss_history": {k: v["loss"] for k, v in histories.items()},
-    }
-    write_json(out / "metrics.json", metrics)
-    table = markdown_table(rows, [
-        ("model", "model", ""),
-        ("parameters", "parameters", "d"),
-        ("final_train_loss", "final train loss", ".2e"),
-        ("valid_time_median", "median time to 50% error", ".1f"),
-        ("rel_error_final", f"rel. error at t={t_test:g}", ".3f"),
-        ("rel_error_mean", f"mean rel. error on [0, {t_test:g}]", ".3f"),
-        ("invariant_drift_max", "max rel. energy drift", ".2e"),
-        ("max_abs_det_minus_one", "max abs(det J − 1), float64", ".1e"),
-        ("max_symplecticity_error", "max ‖JᵀΩJ − Ω‖, float64", ".1e"),
-        ("diverged", "diverged rollouts", ""),
-        ("train_seconds", "train s", ".0f"),
-    ])
-    (out / "table.md").write_text(table)
-
-    from geoattn.experiments.plots import plot_curves, plot_phase_trajectories
-
+    table = write_results(
+        out, "coupled_oscillator", cmp,
+        system={"m1": osc.m1, "m2": osc.m2, "k1": osc.k1, "k2": osc.k2, "k": osc.k, "dt": DT,
+                "t_train": t_train, "t_test": t_test, "train_trajectories": train_traj.shape[0],
+                "test_trajectories": test_traj.shape[0],
+                "stormer_verlet_energy_drift": float(invariant_drift(test_traj, osc.energy).max())},
+        config={"epochs": epochs, "batch_size": config.batch_size, "lr": config.lr, "seq_len": SEQ_LEN,
+                "distributed": distributed, "device": str(device)},
+        columns=result_columns(t_test, "max rel. energy drift", symplectic=True),
+        dt=DT, t_train=t_train, drift_label="relative energy drift",
+    )
     t = torch.arange(test_traj.shape[1]) * DT
-    plot_curves(t, curves, out / "rollout_error.png", ylabel="relative error", train_end=t_train,
-                title="coupled oscillators: rollout error (mean over test trajectories)")
-    plot_curves(t, {k: v.clamp_min(1e-17) for k, v in drifts.items()}, out / "invariant_drift.png",
-                ylabel="relative energy drift", train_end=t_train, title="coupled oscillators: energy drift")
-    plot_phase_trajectories(t, test_traj[0], {k: v[0] for k, v in preds.items()}, out / "trajectories.png")
+    plot_phase_trajectories(t, test_traj[0], {k: v[0] for k, v in cmp.pred.items()}, out / "trajectories.png")
     print(table)
-    return metrics
+    return {"rows": cmp.rows}
 
 
 if __name__ == "__main__":

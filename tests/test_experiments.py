@@ -17,6 +17,7 @@ from geoattn.models import LinearSymplecticTransformer
 from geoattn.systems import CoupledOscillator, TrajectoryWindows
 
 ROOT = Path(__file__).resolve().parents[1]
+EPS64 = torch.finfo(torch.float64).eps
 
 
 def _data():
@@ -92,7 +93,8 @@ def test_example_quick_run_writes_outputs(script, tmp_path):
     for row in metrics["models"]:
         assert "max_abs_det_minus_one" in row
     structured = [r for r in metrics["models"] if r["model"].startswith(("VPT (skew)", "LST"))]
-    assert structured and all(r["max_abs_det_minus_one"] < 1e-10 for r in structured)
+    tol = 64 * 16 * EPS64  # k * N * eps with N = seq_len * sys_dim <= 16, well-conditioned untrained maps
+    assert structured and all(r["max_abs_det_minus_one"] < tol for r in structured)
     for name in ("table.md", "rollout_error.png", "invariant_drift.png", "trajectories.png"):
         assert (out / name).stat().st_size > 0
     assert (out / "checkpoints").is_dir()
@@ -110,4 +112,19 @@ def test_torchrun_two_processes(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["config"]["distributed"] is True
     assert [r["model"] for r in metrics["models"]] == ["LST"]
-    assert metrics["models"][0]["max_symplecticity_error"] < 1e-10
+    assert metrics["models"][0]["max_symplecticity_error"] < 64 * 16 * EPS64
+
+
+def test_evaluation_metrics():
+    from geoattn.experiments import diverged, invariant_drift, relative_error, valid_time
+
+    ref = torch.ones(2, 5, 2, dtype=torch.float64)
+    pred = ref.clone()
+    pred[0, 2:] *= 2.0  # relative error 1 from step 2
+    pred[1, 4] = float("nan")
+    err = relative_error(pred, ref)
+    torch.testing.assert_close(err[0], torch.tensor([0, 0, 1, 1, 1.0], dtype=torch.float64))
+    torch.testing.assert_close(valid_time(err, 0.5), torch.tensor([1.0, 2.0], dtype=torch.float64))
+    assert diverged(pred).tolist() == [False, True]
+    torch.testing.assert_close(invariant_drift(pred[:1], lambda z: z.pow(2).sum(-1))[0, 2], torch.tensor(3.0,
+                               dtype=torch.float64))

@@ -271,3 +271,35 @@ def test_dtype_and_device_arguments():
     x = _x(2, 3, 3).double()
     d = jacobian_determinant(m, x)
     assert d.dtype == torch.float64
+
+
+def test_rollout_bound_marks_divergence():
+    """A sample that leaves the ball is NaN from then on and is no longer fed; the others are untouched."""
+
+    class Doubling(ResNetIntegrator):
+        def forward(self, x):
+            self._check(x)
+            return 2 * x
+
+    model = Doubling(2, 1)
+    w = torch.tensor([[[1.0, 0.0]], [[1e-3, 0.0]]])
+    out = model.rollout(w, 6, bound=10.0)
+    assert torch.isnan(out[0, 3:]).all() and torch.isfinite(out[0, :3]).all()  # 16 > 10 at the 4th step
+    torch.testing.assert_close(out[1, :, 0], 1e-3 * 2.0 ** torch.arange(1, 7))
+    torch.testing.assert_close(rollout(model, w, 6), torch.cat([w * 2.0**k for k in range(1, 7)], 1))
+    with pytest.raises(LayerShapeError, match="positive bound"):
+        model.rollout(w, 2, bound=0.0)
+
+
+@pytest.mark.parametrize("positional", [False, True])
+def test_standard_transformer_permutation_equivariance(positional):
+    """The docstring's promise: without a positional embedding the map commutes with permuting time steps."""
+    torch.manual_seed(0)
+    model = StandardTransformerIntegrator(3, 4, transformer_dim=8, positional=positional)
+    with torch.no_grad():
+        if positional:
+            model.positional.normal_()
+    x = _x(2, 4, 3)
+    perm = torch.tensor([2, 0, 3, 1])
+    same = torch.allclose(model(x)[:, perm], model(x[:, perm]), atol=64 * 12 * torch.finfo(torch.float32).eps)
+    assert same is (not positional)

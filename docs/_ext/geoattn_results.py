@@ -12,19 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from geoattn.experiments.runner import markdown_table
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
-
-
-def _table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
-    out = ["| " + " | ".join(h for _, h, _ in columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
-    for r in rows:
-        cells = []
-        for key, _, fmt in columns:
-            v = r.get(key)
-            cells.append("" if v is None else format(v, fmt) if fmt else str(v))
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n"
 
 
 def _layers(data: dict) -> tuple[str, list]:
@@ -35,7 +26,7 @@ def _layers(data: dict) -> tuple[str, list]:
         r["mem_kib"] = r["memory"] / 1024
         r["name"] = "SDPA (reference)" if r["layer"] == "sdpa" else r["layer"]
         rows.append(r)
-    table = _table(rows, [("name", "layer", ""), ("B", "B", "d"), ("dim", "dim", "d"), ("T", "T", "d"),
+    table = markdown_table(rows, [("name", "layer", ""), ("B", "B", "d"), ("dim", "dim", "d"), ("T", "T", "d"),
                           ("fwd_ms", "fwd ms", ".2f"), ("ratio_fwd", "fwd ×", ".2f"),
                           ("fwd_bwd_ms", "fwd+bwd ms", ".2f"), ("ratio_fwd_bwd", "fwd+bwd ×", ".2f"),
                           ("mem_kib", "memory KiB", ".0f"), ("ratio_memory", "memory ×", ".2f")])
@@ -55,7 +46,7 @@ def _kernels(data: dict) -> tuple[str, list]:
         for k in ("kernel_fwd", "naive_fwd", "kernel_fwd_bwd", "naive_fwd_bwd"):
             r[k + "_ms"] = 1e3 * r[k]
         rows.append(r)
-    table = _table(rows, [("kernel_name", "kernel", ""), ("dtype", "dtype", ""), ("B", "B", "d"), ("T", "T", "d"),
+    table = markdown_table(rows, [("kernel_name", "kernel", ""), ("dtype", "dtype", ""), ("B", "B", "d"), ("T", "T", "d"),
                           ("kernel_fwd_ms", "fwd ms", ".2f"), ("naive_fwd_ms", "naive fwd ms", ".2f"),
                           ("ratio_fwd", "fwd ×", ".2f"), ("kernel_fwd_bwd_ms", "fwd+bwd ms", ".2f"),
                           ("naive_fwd_bwd_ms", "naive fwd+bwd ms", ".2f"), ("ratio_fwd_bwd", "fwd+bwd ×", ".2f")])

@@ -61,6 +61,7 @@ def init_distributed() -> bool:
 
 
 def is_main_process() -> bool:
+    """Whether this process writes outputs: rank 0 under ``torchrun``, always without a process group."""
     return not dist.is_initialized() or dist.get_rank() == 0
 
 

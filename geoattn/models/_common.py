@@ -1,14 +1,15 @@
-"""Activations by name and small shared helpers of :mod:`geoattn.models`."""
+"""Activations by name, input checks and the layer-chain base shared by :mod:`geoattn.models`."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from ..nn import LayerShapeError
+from ..nn._common import LayerDtypeError, LayerShapeError
 
-__all__ = ["make_activation", "ACTIVATIONS", "PerStep"]
+__all__ = ["make_activation", "ACTIVATIONS", "check_state", "check_nonnegative_int", "check_even_sys_dim", "Chain"]
 
+#: activation names accepted by :func:`make_activation`
 ACTIVATIONS = {
     "tanh": nn.Tanh,
     "sigmoid": nn.Sigmoid,
@@ -31,21 +32,46 @@ def make_activation(activation) -> nn.Module:
     )
 
 
-class PerStep(nn.Module):
-    """Marker base: a module that acts on every time step of a sequence independently.
+def check_nonnegative_int(name: str, value) -> int:
+    """``value`` if it is an int >= 0, else :class:`~geoattn.nn.LayerShapeError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise LayerShapeError(f"Expected {name} to be a non-negative int. Got {value!r}.")
+    return value
 
-    Its map of a sequence ``(T, dim)`` is the direct product of :math:`T`
-    copies of its map of one state, so its Jacobian is block diagonal and
-    every property of the one-state map (determinant 1, symplecticity) holds
-    for the sequence with the product structure.
-    """
+
+def check_even_sys_dim(sys_dim: int) -> int:
+    """``sys_dim`` if it is even (a phase space ``(q, p)``), else :class:`~geoattn.nn.LayerShapeError`."""
+    if sys_dim % 2:
+        raise LayerShapeError(f"Expected an even sys_dim 2n = (q, p). Got {sys_dim}.")
+    return sys_dim
 
 
 def check_state(module: nn.Module, x, sys_dim: int, dtype: torch.dtype) -> None:
+    """Check a ``(..., sys_dim)`` input of ``module``: a tensor of the parameters' dtype with ``sys_dim`` features."""
     kind = type(module).__name__
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{kind}: expected a torch.Tensor. Got {type(x).__name__}.")
-    if not x.is_floating_point() or x.dtype != dtype:
-        raise TypeError(f"{kind}: expected an input of the parameters' dtype {dtype}. Got {x.dtype}.")
+        raise LayerDtypeError(f"{kind}: expected a torch.Tensor. Got {type(x).__name__}.")
+    if x.dtype != dtype:
+        raise LayerDtypeError(f"{kind}: expected an input of the parameters' dtype {dtype}. Got {x.dtype}.")
     if x.dim() < 1 or x.shape[-1] != sys_dim:
         raise LayerShapeError(f"{kind}: expected {sys_dim} features in the last dimension. Got shape {tuple(x.shape)}.")
+
+
+class Chain(nn.Module):
+    """A composition of layers held in ``self.layers`` (an ``nn.Sequential``), applied to every time step.
+
+    A per-step map of a sequence ``(T, dim)`` is the direct product of
+    :math:`T` copies of the map of one state, so its Jacobian is block
+    diagonal and every property of the one-state map (determinant 1,
+    symplecticity) holds for the sequence with the product structure.
+    """
+
+    layers: nn.Sequential
+
+    def reset_parameters(self) -> None:
+        """Reset every layer."""
+        for layer in self.layers:
+            layer.reset_parameters()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)

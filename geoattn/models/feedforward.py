@@ -7,13 +7,13 @@ import math
 import torch
 from torch import nn
 
-from ..nn._common import LayerShapeError, check_positive_int, factory
-from ._common import PerStep, check_state, make_activation
+from ..nn._common import check_positive_int, factory
+from ._common import Chain, check_nonnegative_int, check_state, make_activation
 
 __all__ = ["TriangularResidual", "VolumePreservingFeedForward"]
 
 
-class TriangularResidual(PerStep):
+class TriangularResidual(nn.Module):
     r"""The residual map :math:`x \mapsto x + \sigma(Lx + b)` with :math:`L` strictly triangular.
 
     .. math::
@@ -83,7 +83,7 @@ class TriangularResidual(PerStep):
         return f"sys_dim={self.sys_dim}, lower={self.lower}, activation={act}, bias={self.bias is not None}"
 
 
-class VolumePreservingFeedForward(PerStep):
+class VolumePreservingFeedForward(Chain):
     r"""A chain of :class:`TriangularResidual` layers alternating lower and upper, applied to every time step.
 
     Each of the ``n_blocks`` blocks is ``n_linear`` pairs of linear layers
@@ -119,9 +119,7 @@ class VolumePreservingFeedForward(PerStep):
         super().__init__()
         self.sys_dim = check_positive_int("sys_dim", sys_dim)
         self.n_blocks = check_positive_int("n_blocks", n_blocks)
-        if isinstance(n_linear, bool) or not isinstance(n_linear, int) or n_linear < 0:
-            raise LayerShapeError(f"Expected n_linear to be a non-negative int. Got {n_linear!r}.")
-        self.n_linear = n_linear
+        self.n_linear = check_nonnegative_int("n_linear", n_linear)
         kw = {"device": device, "dtype": dtype}
         layers = []
         for _ in range(n_blocks):
@@ -131,13 +129,6 @@ class VolumePreservingFeedForward(PerStep):
             layers.append(TriangularResidual(sys_dim, lower=True, activation=activation, **kw))
             layers.append(TriangularResidual(sys_dim, lower=False, activation=activation, **kw))
         self.layers = nn.Sequential(*layers)
-
-    def reset_parameters(self) -> None:
-        for layer in self.layers:
-            layer.reset_parameters()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layers(x)
 
     def extra_repr(self) -> str:
         return f"sys_dim={self.sys_dim}, n_blocks={self.n_blocks}, n_linear={self.n_linear}"

@@ -9,7 +9,7 @@ from torch import nn
 
 from ..nn import LinearSymplecticAttention, MultiHeadAttention, VolumePreservingAttention
 from ..nn._common import LayerShapeError, check_positive_int, check_sequence
-from ._common import make_activation
+from ._common import check_even_sys_dim, check_nonnegative_int, make_activation
 from .feedforward import VolumePreservingFeedForward
 from .sympnet import GradientLayer, SympNet
 
@@ -195,14 +195,10 @@ class LinearSymplecticTransformer(Integrator):
     def __init__(self, sys_dim: int, seq_len: int, *, n_sympnet: int = 2, depth: int = 1,
                  upscaling_dim: int | None = None, activation="tanh", device=None, dtype=None) -> None:
         super().__init__()
-        self.sys_dim = check_positive_int("sys_dim", sys_dim)
-        if sys_dim % 2:
-            raise LayerShapeError(f"Expected an even sys_dim 2n = (q, p). Got {sys_dim}.")
+        self.sys_dim = check_even_sys_dim(check_positive_int("sys_dim", sys_dim))
         self.seq_len = check_positive_int("seq_len", seq_len)
         self.depth = check_positive_int("depth", depth)
-        if isinstance(n_sympnet, bool) or not isinstance(n_sympnet, int) or n_sympnet < 0:
-            raise LayerShapeError(f"Expected n_sympnet to be a non-negative int. Got {n_sympnet!r}.")
-        self.n_sympnet = n_sympnet
+        self.n_sympnet = check_nonnegative_int("n_sympnet", n_sympnet)
         m = 2 * sys_dim if upscaling_dim is None else check_positive_int("upscaling_dim", upscaling_dim)
         kw = {"device": device, "dtype": dtype}
         layers = []

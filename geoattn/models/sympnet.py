@@ -8,12 +8,12 @@ import torch
 from torch import nn
 
 from ..nn._common import LayerShapeError, check_positive_int, factory
-from ._common import PerStep, check_state, make_activation
+from ._common import Chain, check_even_sys_dim, check_state, make_activation
 
 __all__ = ["GradientLayer", "SympNet"]
 
 
-class GradientLayer(PerStep):
+class GradientLayer(nn.Module):
     r"""A gradient shear of phase space, applied to every time step.
 
     For a state :math:`(q, p) \in \mathbb{R}^{2n}`, with
@@ -53,9 +53,7 @@ class GradientLayer(PerStep):
                  device=None, dtype=None) -> None:
         super().__init__()
         kw = factory(device, dtype)
-        self.sys_dim = check_positive_int("sys_dim", sys_dim)
-        if sys_dim % 2:
-            raise LayerShapeError(f"Expected an even sys_dim 2n = (q, p). Got {sys_dim}.")
+        self.sys_dim = check_even_sys_dim(check_positive_int("sys_dim", sys_dim))
         self.upscaling_dim = check_positive_int("upscaling_dim", upscaling_dim)
         if update not in ("p", "q"):
             raise LayerShapeError(f"Expected update to be 'p' or 'q'. Got {update!r}.")
@@ -90,7 +88,7 @@ class GradientLayer(PerStep):
         return f"sys_dim={self.sys_dim}, upscaling_dim={self.upscaling_dim}, update={self.update!r}"
 
 
-class SympNet(PerStep):
+class SympNet(Chain):
     r"""A gradient-module SympNet: ``n_layers`` pairs of :class:`GradientLayer` (``q`` then ``p``).
 
     A composition of symplectic maps, so symplectic at every input; it maps
@@ -116,7 +114,7 @@ class SympNet(PerStep):
     def __init__(self, sys_dim: int, *, n_layers: int = 2, upscaling_dim: int | None = None, activation="tanh",
                  device=None, dtype=None) -> None:
         super().__init__()
-        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        self.sys_dim = check_even_sys_dim(check_positive_int("sys_dim", sys_dim))
         self.n_layers = check_positive_int("n_layers", n_layers)
         m = 2 * sys_dim if upscaling_dim is None else upscaling_dim
         kw = {"device": device, "dtype": dtype, "activation": activation}
@@ -125,13 +123,6 @@ class SympNet(PerStep):
             layers.append(GradientLayer(sys_dim, m, update="q", **kw))
             layers.append(GradientLayer(sys_dim, m, update="p", **kw))
         self.layers = nn.Sequential(*layers)
-
-    def reset_parameters(self) -> None:
-        for layer in self.layers:
-            layer.reset_parameters()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layers(x)
 
     def extra_repr(self) -> str:
         return f"sys_dim={self.sys_dim}, n_layers={self.n_layers}"

@@ -17,12 +17,14 @@ class LayerDtypeError(TypeError):
 
 
 def check_positive_int(name: str, value) -> int:
+    """``value`` if it is an int >= 1, else :class:`LayerShapeError`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise LayerShapeError(f"Expected {name} to be a positive int. Got {value!r}.")
     return value
 
 
 def factory(device, dtype) -> dict:
+    """``{"device": device, "dtype": dtype}`` for parameter factories, after checking that ``dtype`` is floating."""
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise LayerDtypeError(f"Expected dtype to be a floating torch.dtype or None. Got {dtype!r}.")
     return {"device": device, "dtype": dtype}

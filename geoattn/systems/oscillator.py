@@ -50,6 +50,7 @@ class CoupledOscillator:
         self.inv_mass = torch.tensor([1 / self.m1, 1 / self.m2], dtype=dtype, device=device)
 
     def grad_potential(self, q: torch.Tensor) -> torch.Tensor:
+        """:math:`\\nabla V(q)` for positions ``(..., 2)``."""
         q1, q2 = q.unbind(-1)
         return torch.stack([self.k1 * q1 + self.k * (q1 - q2), self.k2 * q2 - self.k * (q1 - q2)], dim=-1)
 

@@ -70,10 +70,12 @@ class RigidBody:
             abs(self.A), abs(self.B), abs(self.C), 1.0)
 
     def vector_field(self, z: torch.Tensor) -> torch.Tensor:
+        """:math:`f(z)` for states ``(..., 3)``."""
         z1, z2, z3 = z.unbind(-1)
         return torch.stack([self.A * z2 * z3, self.B * z1 * z3, self.C * z1 * z2], dim=-1)
 
     def jacobian(self, z: torch.Tensor) -> torch.Tensor:
+        """The Jacobians :math:`\\partial f/\\partial z`, ``(..., 3, 3)`` (used by the Newton iteration)."""
         z1, z2, z3 = z.unbind(-1)
         zero = torch.zeros_like(z1)
         rows = [

@@ -87,7 +87,7 @@ def _invariant_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"\dot z = f(z),\ C = -A - B"],
         steps=[
-            Step(r"\tfrac{d}{dt}\tfrac12|z|^2 = z^Tf(z)", rate, "chain rule; multiply out", lambda: True),
+            Step(r"\tfrac{d}{dt}\tfrac12|z|^2 = z^Tf(z)", rate, "chain rule, then multiply out"),
             Step(rate, (a_ + b_ + c_) * z1 * z2 * z3, "collect z_1z_2z_3",
                  lambda: same(rate, (a_ + b_ + c_) * z1 * z2 * z3)),
             Step((a_ + b_ + c_) * z1 * z2 * z3, 0, "A + B + C = 0",
