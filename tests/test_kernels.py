@@ -111,13 +111,19 @@ def test_cayley_against_reference(shape, dtype, scale, seed):
         assert torch.allclose(got.double(), want, atol=tol * (1 + float(x.abs().max())), rtol=0)
 
 
-@settings(max_examples=30, deadline=None)
-@given(shape=shapes, dtype=st.sampled_from(DTYPES), scale=st.sampled_from([1e-2, 1.0, 5.0]), seed=st.integers(0, 2**16))
-def test_exp_skew_against_matrix_exp(shape, dtype, scale, seed):
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=shapes,
+    dtype=st.sampled_from(DTYPES),
+    scale=st.sampled_from([1e-2, 1.0, 5.0]),
+    seed=st.integers(0, 2**16),
+    method=st.sampled_from(["taylor", "eigh"]),
+)
+def test_exp_skew_against_matrix_exp(shape, dtype, scale, seed, method):
     batch, T, _ = shape
     g = torch.Generator().manual_seed(seed)
     S = rand_skew(batch, T, dtype, scale, g)
-    E = K.exp_skew(S)
+    E = K.exp_skew(S, method=method)
     tol = cond_tol(S, dtype)
     assert torch.allclose(E.double(), ref_expm(S), atol=tol, rtol=0)
     eye = torch.eye(T, dtype=torch.float64)
@@ -200,6 +206,51 @@ def test_gradcheck_custom_backwards():
     W = torch.randn(4, 4, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(K.vp_correlation_lower, (x, A))
     assert torch.autograd.gradcheck(K.lsa_update, (x, W))
+
+
+@pytest.mark.parametrize("method", ["taylor", "eigh"])
+@pytest.mark.parametrize("scale", [0.1, 30.0])
+def test_exp_skew_gradcheck_both_methods(method, scale):
+    # scale 30 needs several squarings on the Taylor path
+    torch.manual_seed(1)
+    P = (scale * torch.randn(3, 4, 4, dtype=torch.float64)).requires_grad_()
+    assert torch.autograd.gradcheck(lambda p: K.exp_skew(p - p.mT, method=method, check=False), (P,))
+
+
+def test_exp_skew_taylor_matches_eigh_at_large_norm():
+    S = rand_skew([16], 6, torch.float64, 50.0)
+    k = K._squarings(S)
+    assert k >= 8
+    tol = 8 * 6 * 2**k * eps(torch.float64)  # rounding grows with the 2^k squarings
+    assert torch.allclose(K.exp_skew(S, method="taylor"), K.exp_skew(S, method="eigh"), atol=tol, rtol=0)
+
+
+def test_squarings_is_the_smallest_that_reaches_one_half():
+    for norm in [0.0, 0.3, 0.5, 0.51, 1.0, 7.9, 8.0, 1e6]:
+        S = torch.zeros(2, 2, 2, dtype=torch.float64)
+        S[1, 0, 1], S[1, 1, 0] = norm, -norm
+        k = K._squarings(S)
+        assert norm / 2**k <= 0.5
+        assert k == 0 or norm / 2 ** (k - 1) > 0.5 or norm == 0
+    assert K._squarings(torch.zeros(0, 3, 3)) == 0
+
+
+def test_exp_skew_non_finite_input_gives_non_finite_output():
+    S = rand_skew([2], 3, torch.float64)
+    S[0, 0, 1], S[0, 1, 0] = float("nan"), float("nan")
+    assert not torch.isfinite(K.exp_skew(S, check=False)[0]).all()
+    assert torch.isfinite(K.exp_skew(S, check=False)[1]).all()
+
+
+def test_broken_taylor_backward_is_caught(monkeypatch):
+    """Negative control: a squaring VJP missing one term fails gradcheck."""
+    from geoattn.kernels import _generated as gen
+
+    monkeypatch.setattr(gen, "square_vjp", lambda e, g: g @ e.mT)
+    P = (10 * torch.randn(2, 3, 3, dtype=torch.float64)).requires_grad_()
+    assert not torch.autograd.gradcheck(
+        lambda p: K.exp_skew(p - p.mT, method="taylor", check=False), (P,), raise_exception=False
+    )
 
 
 def test_exp_skew_gradient_with_repeated_eigenvalues():
@@ -291,6 +342,7 @@ def test_half_precision_computed_in_float32(dtype):
         (lambda: K.cayley_apply(torch.zeros(3, 3), torch.zeros(3, 2), method="fast"), ValueError, "Expected method"),
         (lambda: K.cayley_apply(torch.ones(3, 3), torch.zeros(3, 2), method="solve"), ValueError, "Expected C to be skew"),
         (lambda: K.exp_skew(torch.ones(3, 3)), ValueError, "Expected S to be skew-symmetric"),
+        (lambda: K.exp_skew(torch.zeros(3, 3), method="pade"), ValueError, "Expected method in"),
         (lambda: K.vp_correlation(torch.zeros(2, 5, 3), torch.zeros(4, 4)), K.KernelShapeError, "Expected A to have 3 rows"),
         (lambda: K.lsa_update(torch.zeros(2, 5, 3), torch.zeros(4, 4)), K.KernelShapeError, "Expected q to have 4 rows"),
         (lambda: K.lift(torch.eye(3), 0), ValueError, "Expected d to be a positive int"),

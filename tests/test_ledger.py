@@ -16,7 +16,8 @@ lift.orthogonal lift.symplectic vp.map_volume_preserving.skew vp.map_volume_pres
 exp.orthogonal exp.lift_symplectic exp.map_symplectic exp.map_volume_preserving lsa.gradient
 lsa.reweighting lsa.map_symplectic symplectic.product_structure mha.projection_shapes
 mha.output_shape softmax.stochastic softmax.can_be_singular attention.multiplicative_matrix
-attention.row_column_equivalence cayley.vjp exp_skew.vjp
+attention.row_column_equivalence cayley.vjp exp_skew.vjp exp_skew.taylor_form exp_skew.taylor_vjp
+exp_skew.taylor_remainder exp_skew.square_vjp exp_skew.scaling_squaring
 """.split()
 
 

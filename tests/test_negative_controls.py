@@ -130,3 +130,26 @@ def test_wrong_backward_formulas_are_refuted():
     # the Daleckii-Krein adjoint needs the conjugate of Phi
     assert search_counterexample(exp_vjp_identity(conj=False), [{"T": 2}], seed=0, points=1) is not None
     assert search_counterexample(exp_vjp_identity(conj=True), [{"T": 2}], seed=0, points=1) is None
+
+
+def test_wrong_taylor_schemes_are_refuted():
+    from geoattn.symbolic import expressions as ex
+    from geoattn.symbolic.claims.taylor import make_remainder_claim, make_taylor_form_claim, make_taylor_vjp_claim
+
+    def bad_forward(m, r):  # one coefficient off by 1/1000
+        b = ex.taylor_ps_bindings(m, r)
+        name, expr = b[-1]
+        return b[:-1] + [(name, expr + ex.X**2 / 1000)]
+
+    def bad_backward(m, r):  # the transpose of G where G belongs
+        b = ex.taylor_ps_vjp_bindings(m, r)
+        name, expr = b[-1]
+        return b[:-1] + [(name, expr - ex.G + ex.G.T)]
+
+    assert make_taylor_form_claim(bad_forward, "neg.taylor_form").check().level is Level.REFUTED
+    assert make_taylor_vjp_claim(bad_backward, "neg.taylor_vjp").check().level is Level.REFUTED
+    assert make_taylor_form_claim(None, "pos.taylor_form").check().level is Level.PROVED
+    # at ||X|| <= 1 the degrees are too low for float64: the certificate must not go through
+    v = make_remainder_claim(1, "neg.taylor_remainder").check()
+    assert v.level is Level.ERROR and "not verified" in v.error
+    assert make_remainder_claim(sp.Rational(1, 2), "pos.taylor_remainder").check().level is Level.PROVED

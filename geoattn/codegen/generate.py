@@ -12,7 +12,7 @@ from .printer import TorchKernelPrinter, common_scalar, factor_sums
 
 __all__ = ["generate_kernel", "generate_module", "target_path", "write", "check"]
 
-PRINTER_VERSION = 1
+PRINTER_VERSION = 2
 
 HEADER = '''"""Torch kernels generated from the verified SymPy expressions.
 
@@ -41,14 +41,15 @@ def generate_kernel(spec: KernelSpec) -> str:
     names = {sym: name for name, sym in spec.inputs.items()}
     outputs = [(name, common_scalar(factor_sums(expr))) for name, expr in spec.outputs]
     like = next(n for n in spec.inputs if n not in spec.complex_inputs)  # real input: dtype/device of eye
-    printer = TorchKernelPrinter(names, spec.dims, like)
+    printer = TorchKernelPrinter(names, spec.dims, like, accumulate=spec.accumulate)
     printer.prepare([e for _, e in outputs])
     for name, expr in outputs:
         printer.bind(name, expr)
         # later outputs may refer to this one by a symbol of the same name
         printer.names[sp.MatrixSymbol(name, *expr.shape)] = name
     body = printer.eye_lines() + printer.lines
-    ret = ", ".join(n for n, _ in spec.outputs) if len(spec.outputs) > 1 else spec.outputs[0][0]
+    returned = spec.returns or tuple(n for n, _ in spec.outputs)
+    ret = ", ".join(returned)
     src_lines = [f"    {n} = {sp.sstr(e)}" for n, e in spec.outputs]
     doc = [f'    """{spec.doc}', "", "    Generated from:", *src_lines]
     if spec.claims:

@@ -11,7 +11,11 @@ kernels use and prints
 * ``Identity(n)`` as a local ``eye`` built with the dtype and device of an
   input, and used by broadcasting;
 * ``DiagMatrix(v)`` inside a product as a column scaling;
-* repeated subexpressions once, as local temporaries.
+* repeated subexpressions once, as local temporaries;
+* ``X**2`` as ``X @ X``;
+* with ``accumulate=True``, a bound sum as in-place accumulation into its
+  first product (``t = P @ Q; t.add_(R, alpha=c); t.diagonal(...).add_(c0)``):
+  one allocation instead of one per term (see Note [accumulated sums]).
 
 Note [factoring sums]
 ---------------------
@@ -35,6 +39,7 @@ from sympy.matrices.expressions import (
     KroneckerProduct,
     MatAdd,
     MatMul,
+    MatPow,
     MatrixExpr,
     MatrixSymbol,
     Transpose,
@@ -44,6 +49,17 @@ from sympy.matrices.expressions import (
 from ..symbolic.expressions import PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
 
 __all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "CodegenError"]
+
+
+# Note [accumulated sums]
+# -----------------------
+# The Taylor kernels are sums of a product and three or four scaled matrices.
+# Printed as one expression, each ``c * X`` and each ``+`` allocates a batch of
+# matrices; for the batch sizes of the layers these allocations (and the page
+# faults of fresh memory) cost more than the products. In accumulate mode a
+# bound sum starts from a freshly computed term and adds the others in place,
+# multiples of the identity only on the diagonal. The first term is always a
+# new tensor (a product, or a scaled matrix), never an argument.
 
 
 class CodegenError(ValueError):
@@ -104,7 +120,8 @@ def common_scalar(expr):
 class TorchKernelPrinter:
     """Print the outputs of one kernel as the body of a torch function."""
 
-    def __init__(self, names: dict, dims: dict, like: str):
+    def __init__(self, names: dict, dims: dict, like: str, accumulate: bool = False):
+        self.accumulate = accumulate
         self.names = dict(names)  # MatrixSymbol -> python name
         self.dims = dims  # size symbol -> (argument name, axis or None for an int argument)
         self.like = like  # argument whose dtype/device new tensors use
@@ -124,8 +141,37 @@ class TorchKernelPrinter:
 
     def bind(self, name: str, expr) -> None:
         """Emit ``name = <expr>``; ``name`` can be used by later outputs."""
+        if self.accumulate and isinstance(expr, MatAdd):
+            self._bind_accumulated(name, expr)
+            return
         code = self._print(expr)
         self.lines.append(f"{name} = {code}")
+
+    def _bind_accumulated(self, name: str, expr) -> None:
+        parts = [_split(t) for t in expr.args]
+
+        def fresh(part):
+            coeff, mats = part
+            return len(mats) > 1 or (coeff != 1 and not isinstance(mats[0], Identity))
+
+        first = next((k for k, p in enumerate(parts) if fresh(p) and len(p[1]) > 1), None)
+        if first is None:
+            first = next((k for k, p in enumerate(parts) if fresh(p)), None)
+        if first is None:
+            raise CodegenError(f"Expected a product or a scaled matrix to accumulate into. Got {expr}.")
+        coeff, mats = parts.pop(first)
+        self.lines.append(f"{name} = {self._print(MatMul(coeff, *mats) if coeff != 1 else MatMul(*mats).doit())}")
+        for coeff, mats in parts:
+            if len(mats) == 1 and isinstance(mats[0], Identity):
+                self.lines.append(f"{name}.diagonal(dim1=-2, dim2=-1).add_({_num(coeff)})")
+                continue
+            body = self._print(MatMul(*mats).doit() if len(mats) > 1 else mats[0])
+            if coeff == 1:
+                self.lines.append(f"{name}.add_({body})")
+            elif coeff == -1:
+                self.lines.append(f"{name}.sub_({body})")
+            else:
+                self.lines.append(f"{name}.add_({body}, alpha={_num(coeff)})")
 
     def prepare(self, exprs) -> None:
         """Count subexpressions of all outputs; those seen twice become temporaries."""
@@ -168,6 +214,11 @@ class TorchKernelPrinter:
             return f"{_wrap(self._print(expr.arg))}.mH"
         if isinstance(expr, Inverse):
             raise CodegenError(f"Expected an inverse inside a product (printed as a solve). Got a bare inverse {expr}.")
+        if isinstance(expr, MatPow):  # Inverse is a MatPow: handled above
+            if expr.exp != 2:
+                raise CodegenError(f"Expected only squares among matrix powers (bind higher powers). Got {expr}.")
+            base = _wrap(self._print(expr.base))
+            return f"{base} @ {base}"
         if isinstance(expr, StrictLower):
             return f"torch.tril({self._print(expr.arg)}, -1)"
         if isinstance(expr, StrictUpper):

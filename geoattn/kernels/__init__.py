@@ -19,19 +19,23 @@ Note [custom backward passes]
 
 (ledger claim ``cayley.vjp``), two batched products instead of triangular
 solves. It is built from differentiable operations on the saved output, so
-double backward works. ``exp_skew`` computes :math:`\exp(S)` from the
-Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(\theta)\,U^H` and its
-backward from the Daleckii--Krein formula (``exp_skew.vjp``), reusing
-:math:`U, \theta`; when a graph of the backward is requested (double
-backward, nested ``torch.func`` transforms) it uses the block-exponential form
-of the Frechet derivative instead (see Note [exp_skew backward]).
+double backward works. ``exp_skew`` computes :math:`\exp(S)` by scaling
+and squaring a Taylor polynomial, with the backward derived from the same
+scheme (see Note [scaling and squaring]), or from the Hermitian
+eigendecomposition :math:`iS = U\,\mathrm{diag}(\theta)\,U^H` with the
+Daleckii--Krein backward (``exp_skew.vjp``); when a graph of the backward is
+requested (double backward) both use the block-exponential form of the
+Frechet derivative instead (see Note [exp_skew backward]).
 
-Both custom functions define ``setup_context`` and ``generate_vmap_rule``, so
-``torch.func`` transforms (``vmap``, ``vjp``, ``jacrev``)
-compose with them.
+``cayley`` and the eigendecomposition path of ``exp_skew`` define
+``setup_context`` and ``generate_vmap_rule``, so ``torch.func`` transforms
+(``vmap``, ``vjp``, ``jacrev``) compose with them; ``exp_skew`` takes the
+eigendecomposition path inside those transforms.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -82,7 +86,7 @@ def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.complex64 if dtype == torch.float32 else torch.complex128
 
 
-class _ExpSkew(torch.autograd.Function):
+class _ExpSkewEigh(torch.autograd.Function):
     # Note [exp_skew backward]
     # The first-order backward is the Daleckii--Krein formula on the saved
     # eigendecomposition (ledger exp_skew.vjp): O(T^3) in complex arithmetic.
@@ -94,6 +98,7 @@ class _ExpSkew(torch.autograd.Function):
     # the Frechet derivative of exp at S^T in direction G, which is the adjoint
     # of the Frechet derivative at S.  It costs a 2T x 2T exponential, but it
     # is built from differentiable torch operations, so double backward works.
+    # The Taylor path (_ExpSkewTaylor) does the same.
     generate_vmap_rule = True
 
     @staticmethod
@@ -114,6 +119,88 @@ class _ExpSkew(torch.autograd.Function):
         if torch.is_grad_enabled():
             return _exp_frechet_adjoint(s, grad)
         return gen.exp_skew_vjp(u, theta, grad.to(u.dtype)).to(grad.dtype)
+
+
+# Note [scaling and squaring]
+# ---------------------------
+# exp(S) = exp(X)^(2^k) with X = S / 2^k, k the smallest integer with
+# ||X||_1, ||X||_inf <= 1/2 (ledger exp_skew.scaling_squaring); exp(X) is the Taylor
+# polynomial of the degree fixed per dtype (exp_skew.taylor_form,
+# exp_skew.taylor_remainder), so only batched products and in-place sums run.
+# One k serves the whole batch (the largest needed): a matrix of small norm is
+# then squared more often than it needs, which costs accuracy only through
+# rounding in the squarings, about 2^k unit roundoffs as for any matrix of
+# the batch's largest norm. The backward runs the squarings in reverse with
+# the generated square_vjp (exp_skew.square_vjp) and ends with the derivative
+# of the Taylor scheme (exp_skew.taylor_vjp); every intermediate is saved by
+# the forward. Division by 2^k is exact in binary floating point.
+_TAYLOR = {
+    torch.float64: (gen.exp_taylor16, gen.exp_taylor16_vjp),
+    torch.float32: (gen.exp_taylor9, gen.exp_taylor9_vjp),
+}
+
+
+def _squarings(s: torch.Tensor) -> int:
+    """The smallest k >= 0 with max(||S||_1, ||S||_inf) / 2^k <= 1/2 over the batch (0 when empty).
+
+    Both norms: the forward bound is on X, the backward's on X^T (equal for skew S).
+    """
+    if s.numel() == 0:
+        return 0
+    a = s.abs()
+    norm = max(float(a.sum(-2).amax()), float(a.sum(-1).amax()))
+    if not math.isfinite(norm):
+        return 0  # inf/nan propagate through the products
+    f, e = math.frexp(norm)  # norm = f 2^e, 1/2 <= f < 1
+    return max(0, e if f == 0.5 else e + 1)
+
+
+class _ExpSkewTaylor(torch.autograd.Function):
+    @staticmethod
+    def forward(s):
+        fwd, _ = _TAYLOR[s.dtype]
+        k = _squarings(s)
+        x = s * (2.0**-k)
+        parts = fwd(x)
+        e = parts[-1]
+        squares = []
+        for _ in range(k):
+            squares.append(e)
+            e = e @ e
+        return (e, x, *parts[:-1], *squares)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (s,) = inputs
+        e, x, *rest = output
+        ctx.n_parts = _n_intermediates(s.dtype)
+        ctx.k = len(rest) - ctx.n_parts
+        ctx.mark_non_differentiable(x, *rest)
+        ctx.save_for_backward(s, x, *rest)
+
+    @staticmethod
+    def backward(ctx, grad, *_unused):
+        s, x, *rest = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            return _exp_frechet_adjoint(s, grad)
+        parts, squares = rest[: ctx.n_parts], rest[ctx.n_parts :]
+        g = grad
+        for e in reversed(squares):
+            g = gen.square_vjp(e, g)
+        _, vjp = _TAYLOR[s.dtype]
+        gx = vjp(x, *parts, g)
+        return gx * (2.0**-ctx.k)
+
+
+def _n_intermediates(dtype: torch.dtype) -> int:
+    """How many intermediates the forward Taylor kernel returns besides p(X): the VJP kernel's
+    arguments other than X and G."""
+    return _TAYLOR[dtype][1].__code__.co_argcount - 2
+
+
+def _under_functorch(t: torch.Tensor) -> bool:
+    check = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    return bool(check(t)) if check is not None else False
 
 
 def _exp_frechet_adjoint(s: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
@@ -218,25 +305,58 @@ def vp_correlation_lower(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
 
 
 @half_in_float32
-def exp_skew(S: torch.Tensor, *, check: bool = True) -> torch.Tensor:
+def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> torch.Tensor:
     r"""The matrix exponential of a skew-symmetric matrix, batched.
 
-    Computed from the Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(\theta)U^H`
-    as :math:`\exp(S) = \operatorname{Re}(U\,\mathrm{diag}(e^{-i\theta})U^H)`
-    (ledger ``exp_skew.eigh_form``), with an exact backward (``exp_skew.vjp``).
-    The result is orthogonal with determinant 1.
+    The result is orthogonal with determinant 1 (ledger ``exp.orthogonal``,
+    ``exp.det_one``). Two exact methods, each with its own derived backward:
+
+    * ``"taylor"``: scaling and squaring, :math:`\exp(S) = p_m(S/2^k)^{2^k}`
+      with :math:`\|S/2^k\|_1 \le 	frac12` and the Taylor polynomial
+      :math:`p_m` of degree 16 (float64) or 9 (float32), whose truncation
+      error is below the unit roundoff (ledger ``exp_skew.taylor_form``,
+      ``exp_skew.taylor_remainder``, ``exp_skew.scaling_squaring``). Only
+      batched products run, forward and backward (``exp_skew.taylor_vjp``,
+      ``exp_skew.square_vjp``).
+    * ``"eigh"``: the Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(	heta)U^H`,
+      :math:`\exp(S) = \operatorname{Re}(U\,\mathrm{diag}(e^{-i	heta})U^H)`
+      (``exp_skew.eigh_form``) with the Daleckii--Krein backward
+      (``exp_skew.vjp``). No squarings, so its accuracy does not depend on
+      :math:`\|S\|`; slower on CPU for small matrices.
+    * ``"auto"`` (default): ``"taylor"``, except inside ``torch.func``
+      transforms (``vmap``, ``jacrev``), where the number of squarings may
+      not depend on the data; there ``"eigh"`` is used.
+
+    A batch shares one number of squarings (see Note [scaling and squaring]).
+    Double backward is supported by both methods.
 
     Parameters
     ----------
     S : Tensor ``(..., T, T)``, skew-symmetric
+    method : ``"auto"``, ``"taylor"`` or ``"eigh"``
     check : bool
-        verify skew-symmetry (up to ``8 n eps`` relative); the eigendecomposition
-        would silently use only one triangle of a non-skew input.
+        verify skew-symmetry (up to ``8 n eps`` relative); for a non-skew
+        input the eigendecomposition would silently use one triangle only.
+
+    Examples
+    --------
+    >>> S = torch.randn(5, 4, 4, dtype=torch.float64); S = S - S.mT
+    >>> E = exp_skew(S)
+    >>> torch.allclose(E, torch.linalg.matrix_exp(S))
+    True
+    >>> torch.allclose(E.mT @ E, torch.eye(4, dtype=torch.float64).expand(5, 4, 4))
+    True
     """
     check_square("S", S)
+    if method not in ("auto", "taylor", "eigh"):
+        raise ValueError(f"Expected method in ('auto', 'taylor', 'eigh'). Got {method!r}.")
     if check:
         check_skew("S", S)
-    return _ExpSkew.apply(S)[0]
+    if method == "auto":
+        method = "eigh" if _under_functorch(S) else "taylor"
+    if method == "eigh":
+        return _ExpSkewEigh.apply(S)[0]
+    return _ExpSkewTaylor.apply(S)[0]
 
 
 @half_in_float32

@@ -5,8 +5,8 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: 5331e45fbaaab20c45d6a33f89691f949babfdb2e8686b399e535cfa1a9f2ce9
-printer-version: 1
+expressions-sha256: d91387426d26f5c676740001ba405e0c6e629b7bd6342bf99f8837732402eda2
+printer-version: 2
 
 Sources (kernel: expression  [ledger claims]):
   cayley_matrix: Lam = (I + C)**(-1)*(I - C)  [cayley.orthogonal, kernels.cayley_left_solve]
@@ -20,6 +20,11 @@ Sources (kernel: expression  [ledger claims]):
   lsa_update: dq = (1/2)*A*q + (1/2)*A.T*q  [lsa.gradient, kernels.lsa_row_layout]
   exp_skew_from_eigh: E = RealPart(U*DiagMatrix(VectorMap(theta, Lambda(a, exp(-I*a))))*Adjoint(U))  [exp_skew.eigh_form]
   exp_skew_vjp: gS = RealPart(U*(HadamardProduct(Adjoint(U)*G*U, PairMatrix(theta, Lambda((a, b), exp(I*(a + b)/2)*sinc(a/2 - b/2)))))*Adjoint(U))  [exp_skew.vjp]
+  exp_taylor16: X2 = X**2; X3 = X*X2; X4 = X2**2; H3 = (1/479001600)*I + (1/6227020800)*X + (1/87178291200)*X2 + (1/1307674368000)*X3 + (1/20922789888000)*X4; H2 = (1/40320)*I + H3*X4 + (1/362880)*X + (1/3628800)*X2 + (1/39916800)*X3; H1 = (1/24)*I + H2*X4 + (1/120)*X + (1/720)*X2 + (1/5040)*X3; E = I + H1*X4 + X + (1/2)*X2 + (1/6)*X3  [exp_skew.taylor_form, exp_skew.taylor_remainder]
+  exp_taylor16_vjp: D2 = G*X.T + X.T*G; D3 = G*X2.T + X.T*D2; D4 = D2*X2.T + X2.T*D2; dH3 = (1/87178291200)*D2 + (1/1307674368000)*D3 + (1/20922789888000)*D4 + (1/6227020800)*G; dH2 = (1/3628800)*D2 + (1/39916800)*D3 + (1/362880)*G + dH3*X4.T + H3.T*D4; dH1 = (1/720)*D2 + (1/5040)*D3 + (1/120)*G + dH2*X4.T + H2.T*D4; gX = (1/2)*D2 + (1/6)*D3 + G + dH1*X4.T + H1.T*D4  [exp_skew.taylor_vjp, exp_skew.taylor_remainder]
+  exp_taylor9: X2 = X**2; X3 = X*X2; H2 = (1/720)*I + (1/5040)*X + (1/40320)*X2 + (1/362880)*X3; H1 = (1/6)*I + H2*X3 + (1/24)*X + (1/120)*X2; E = I + H1*X3 + X + (1/2)*X2  [exp_skew.taylor_form, exp_skew.taylor_remainder]
+  exp_taylor9_vjp: D2 = G*X.T + X.T*G; D3 = G*X2.T + X.T*D2; dH2 = (1/40320)*D2 + (1/362880)*D3 + (1/5040)*G; dH1 = (1/120)*D2 + (1/24)*G + dH2*X3.T + H2.T*D3; gX = (1/2)*D2 + G + dH1*X3.T + H1.T*D3  [exp_skew.taylor_vjp, exp_skew.taylor_remainder]
+  square_vjp: gE = G*E.T + E.T*G  [exp_skew.square_vjp]
   lift: L = KroneckerProduct(I, Lam.T)  [vec.right_multiplication, lift.orthogonal, lift.symplectic]
 """
 
@@ -27,7 +32,7 @@ import math
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "exp_skew_vjp", "lift"]
+__all__ = ["cayley_matrix", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "square_vjp", "lift"]
 
 
 def cayley_matrix(C):
@@ -157,6 +162,161 @@ def exp_skew_vjp(U, theta, G):
     t0 = U.mH
     gS = ((U @ (((t0 @ G) @ U) * (torch.exp(0.5j * (theta.unsqueeze(-1) + theta.unsqueeze(-2))) * torch.sinc((0.5 * theta.unsqueeze(-1) - (0.5 * theta.unsqueeze(-2))) / math.pi)))) @ t0).real
     return gS
+
+
+def exp_taylor16(X):
+    """Taylor polynomial of exp of degree 16 (the float64 scheme), Paterson--Stockmeyer with X^2..X^4; returns the intermediates the backward needs, then p(X).
+
+    Generated from:
+    X2 = X**2
+    X3 = X*X2
+    X4 = X2**2
+    H3 = (1/479001600)*I + (1/6227020800)*X + (1/87178291200)*X2 + (1/1307674368000)*X3 + (1/20922789888000)*X4
+    H2 = (1/40320)*I + H3*X4 + (1/362880)*X + (1/3628800)*X2 + (1/39916800)*X3
+    H1 = (1/24)*I + H2*X4 + (1/120)*X + (1/720)*X2 + (1/5040)*X3
+    E = I + H1*X4 + X + (1/2)*X2 + (1/6)*X3
+    Verified by: exp_skew.taylor_form, exp_skew.taylor_remainder
+    """
+    X2 = X @ X
+    X3 = X @ X2
+    X4 = X2 @ X2
+    H3 = 4.779477332387385e-14 * X4
+    H3.add_(X3, alpha=7.647163731819816e-13)
+    H3.add_(X2, alpha=1.1470745597729725e-11)
+    H3.add_(X, alpha=1.6059043836821613e-10)
+    H3.diagonal(dim1=-2, dim2=-1).add_(2.08767569878681e-09)
+    H2 = H3 @ X4
+    H2.add_(X3, alpha=2.505210838544172e-08)
+    H2.add_(X2, alpha=2.755731922398589e-07)
+    H2.add_(X, alpha=2.7557319223985893e-06)
+    H2.diagonal(dim1=-2, dim2=-1).add_(2.48015873015873e-05)
+    H1 = H2 @ X4
+    H1.add_(X3, alpha=0.0001984126984126984)
+    H1.add_(X2, alpha=0.001388888888888889)
+    H1.add_(X, alpha=0.008333333333333333)
+    H1.diagonal(dim1=-2, dim2=-1).add_(0.041666666666666664)
+    E = H1 @ X4
+    E.add_(X3, alpha=0.16666666666666666)
+    E.add_(X2, alpha=0.5)
+    E.diagonal(dim1=-2, dim2=-1).add_(1)
+    E.add_(X)
+    return X2, X3, X4, H3, H2, H1, E
+
+
+def exp_taylor16_vjp(X, X2, X3, X4, H3, H2, H1, G):
+    """Gradient of <G, p(X)> for the degree-16 scheme, from the forward intermediates.
+
+    Generated from:
+    D2 = G*X.T + X.T*G
+    D3 = G*X2.T + X.T*D2
+    D4 = D2*X2.T + X2.T*D2
+    dH3 = (1/87178291200)*D2 + (1/1307674368000)*D3 + (1/20922789888000)*D4 + (1/6227020800)*G
+    dH2 = (1/3628800)*D2 + (1/39916800)*D3 + (1/362880)*G + dH3*X4.T + H3.T*D4
+    dH1 = (1/720)*D2 + (1/5040)*D3 + (1/120)*G + dH2*X4.T + H2.T*D4
+    gX = (1/2)*D2 + (1/6)*D3 + G + dH1*X4.T + H1.T*D4
+    Verified by: exp_skew.taylor_vjp, exp_skew.taylor_remainder
+    """
+    t0 = X.mT
+    D2 = G @ t0
+    D2.add_(t0 @ G)
+    t1 = X2.mT
+    D3 = G @ t1
+    D3.add_(t0 @ D2)
+    D4 = D2 @ t1
+    D4.add_(t1 @ D2)
+    dH3 = 4.779477332387385e-14 * D4
+    dH3.add_(D3, alpha=7.647163731819816e-13)
+    dH3.add_(D2, alpha=1.1470745597729725e-11)
+    dH3.add_(G, alpha=1.6059043836821613e-10)
+    t2 = X4.mT
+    dH2 = dH3 @ t2
+    dH2.add_(D3, alpha=2.505210838544172e-08)
+    dH2.add_(D2, alpha=2.755731922398589e-07)
+    dH2.add_(G, alpha=2.7557319223985893e-06)
+    dH2.add_(H3.mT @ D4)
+    dH1 = dH2 @ t2
+    dH1.add_(D3, alpha=0.0001984126984126984)
+    dH1.add_(D2, alpha=0.001388888888888889)
+    dH1.add_(G, alpha=0.008333333333333333)
+    dH1.add_(H2.mT @ D4)
+    gX = dH1 @ t2
+    gX.add_(D3, alpha=0.16666666666666666)
+    gX.add_(D2, alpha=0.5)
+    gX.add_(H1.mT @ D4)
+    gX.add_(G)
+    return gX
+
+
+def exp_taylor9(X):
+    """Taylor polynomial of exp of degree 9 (the float32 scheme), Paterson--Stockmeyer with X^2..X^3; returns the intermediates the backward needs, then p(X).
+
+    Generated from:
+    X2 = X**2
+    X3 = X*X2
+    H2 = (1/720)*I + (1/5040)*X + (1/40320)*X2 + (1/362880)*X3
+    H1 = (1/6)*I + H2*X3 + (1/24)*X + (1/120)*X2
+    E = I + H1*X3 + X + (1/2)*X2
+    Verified by: exp_skew.taylor_form, exp_skew.taylor_remainder
+    """
+    X2 = X @ X
+    X3 = X @ X2
+    H2 = 2.7557319223985893e-06 * X3
+    H2.add_(X2, alpha=2.48015873015873e-05)
+    H2.add_(X, alpha=0.0001984126984126984)
+    H2.diagonal(dim1=-2, dim2=-1).add_(0.001388888888888889)
+    H1 = H2 @ X3
+    H1.add_(X2, alpha=0.008333333333333333)
+    H1.add_(X, alpha=0.041666666666666664)
+    H1.diagonal(dim1=-2, dim2=-1).add_(0.16666666666666666)
+    E = H1 @ X3
+    E.add_(X2, alpha=0.5)
+    E.diagonal(dim1=-2, dim2=-1).add_(1)
+    E.add_(X)
+    return X2, X3, H2, H1, E
+
+
+def exp_taylor9_vjp(X, X2, X3, H2, H1, G):
+    """Gradient of <G, p(X)> for the degree-9 scheme, from the forward intermediates.
+
+    Generated from:
+    D2 = G*X.T + X.T*G
+    D3 = G*X2.T + X.T*D2
+    dH2 = (1/40320)*D2 + (1/362880)*D3 + (1/5040)*G
+    dH1 = (1/120)*D2 + (1/24)*G + dH2*X3.T + H2.T*D3
+    gX = (1/2)*D2 + G + dH1*X3.T + H1.T*D3
+    Verified by: exp_skew.taylor_vjp, exp_skew.taylor_remainder
+    """
+    t0 = X.mT
+    D2 = G @ t0
+    D2.add_(t0 @ G)
+    D3 = G @ X2.mT
+    D3.add_(t0 @ D2)
+    dH2 = 2.7557319223985893e-06 * D3
+    dH2.add_(D2, alpha=2.48015873015873e-05)
+    dH2.add_(G, alpha=0.0001984126984126984)
+    t1 = X3.mT
+    dH1 = dH2 @ t1
+    dH1.add_(D2, alpha=0.008333333333333333)
+    dH1.add_(G, alpha=0.041666666666666664)
+    dH1.add_(H2.mT @ D3)
+    gX = dH1 @ t1
+    gX.add_(D2, alpha=0.5)
+    gX.add_(H1.mT @ D3)
+    gX.add_(G)
+    return gX
+
+
+def square_vjp(E, G):
+    """Gradient of <G, E^2> with respect to E: one step of the squaring phase, backwards.
+
+    Generated from:
+    gE = G*E.T + E.T*G
+    Verified by: exp_skew.square_vjp
+    """
+    t0 = E.mT
+    gE = G @ t0
+    gE.add_(t0 @ G)
+    return gE
 
 
 def lift(Lam, d):

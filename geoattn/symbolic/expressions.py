@@ -48,6 +48,10 @@ __all__ = [
     "expressions_hash",
     "lsa_gradient_row_layout",
     "expm_divided_difference",
+    "TAYLOR_SCHEMES",
+    "TAYLOR_THETA",
+    "taylor_ps_bindings",
+    "taylor_ps_vjp_bindings",
     "evaluate",
 ]
 
@@ -156,6 +160,10 @@ class KernelSpec:
     claims: list[str] = field(default_factory=list)
     complex_inputs: tuple[str, ...] = ()
     size_args: tuple[str, ...] = ()
+    #: print sums as in-place accumulations into the first (freshly computed) term
+    accumulate: bool = False
+    #: the outputs returned (default: all, in order)
+    returns: tuple[str, ...] = ()
 
     def source_text(self) -> str:
         outs = "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.outputs)
@@ -238,6 +246,141 @@ def expm_divided_difference(conj: bool = False) -> sp.Lambda:
 
 EXP_SKEW_FROM_EIGH = RealPart(U * DiagMatrix(VectorMap(theta, sp.Lambda(_a, sp.exp(-sp.I * _a)))) * Adjoint(U))
 EXP_SKEW_VJP = RealPart(U * HadamardProduct(Adjoint(U) * G * U, PairMatrix(theta, expm_divided_difference(conj=True))) * Adjoint(U))
+
+
+# exp of a skew matrix by scaling and squaring of a truncated Taylor series
+# ------------------------------------------------------------------------
+# Note [Taylor scheme for exp_skew]
+# exp(S) = exp(X)^(2^k) with X = S / 2^k and ||X||_1 <= 1/2. exp(X) is replaced by
+# the Taylor polynomial p_m(X) = sum_{j <= m} X^j / j!, evaluated by the
+# Paterson--Stockmeyer scheme: the powers X^2 .. X^r are formed, then
+# p_m(X) = B_0 + X^r (B_1 + X^r (B_2 + ...)) with B_j = sum_{i < r} X^i / (r j + i)!,
+# which takes (r - 1) + (m / r - 1) products instead of m - 1. The degree is chosen
+# per dtype so that the truncation error of p_m and of its Frechet derivative is
+# below the unit roundoff for ||X||_1 <= 1/2 (exp_skew.taylor_remainder).
+# The backward pass is the forward-mode derivative of the same scheme at X^T in
+# direction G (exp_skew.taylor_vjp), so it needs the scheme's intermediate
+# matrices, which the forward kernel returns.
+
+#: the scaled argument X = S / 2^k
+X = MatrixSymbol("X", T, T)
+
+#: float dtype -> (degree m, block size r) of the Paterson--Stockmeyer scheme
+TAYLOR_SCHEMES = {"float64": (16, 4), "float32": (9, 3)}
+
+#: the bound on ||X||_1 after scaling
+TAYLOR_THETA = sp.Rational(1, 2)
+
+
+def _power_name(i: int) -> str:
+    return "X" if i == 1 else f"X{i}"
+
+
+def _taylor_names(m: int, r: int) -> list[str]:
+    q = m // r
+    return [_power_name(i) for i in range(2, r + 1)] + [f"H{j}" for j in range(q - 1, 0, -1)] + ["E"]
+
+
+def taylor_ps_bindings(m: int, r: int) -> list[tuple[str, object]]:
+    """Paterson--Stockmeyer evaluation of ``sum_{j <= m} X^j / j!`` as a list of bindings.
+
+    Each binding may use the names bound before it; the last one, ``E``, is the
+    polynomial. ``r`` must divide ``m`` (then the top block is a multiple of the identity).
+    """
+    if m % r or r < 2:
+        raise ValueError(f"Expected a block size r >= 2 dividing the degree m. Got m={m}, r={r}.")
+    q = m // r
+    c = [1 / sp.factorial(k) for k in range(m + 1)]
+    pw = {0: I_T, 1: X}
+    out = []
+    for i in range(2, r + 1):
+        a = i // 2
+        pw[i] = MatrixSymbol(_power_name(i), T, T)
+        out.append((_power_name(i), pw[a] * pw[i - a]))
+
+    def block(j):
+        return sp.Add(*[c[r * j + i] * pw[i] for i in range(r) if r * j + i <= m])
+
+    names = _taylor_names(m, r)[r - 1 :]
+    acc = c[m] * pw[r] + block(q - 1)
+    prev = ""
+    for name, j in zip(names, range(q - 1, -1, -1)):
+        if j < q - 1:
+            acc = MatrixSymbol(prev, T, T) * pw[r] + block(j)
+        out.append((name, acc))
+        prev = name
+    return out
+
+
+def taylor_ps_vjp_bindings(m: int, r: int) -> list[tuple[str, object]]:
+    """The derivative of the scheme of :func:`taylor_ps_bindings` at ``A = X^T`` in direction ``G``.
+
+    Inputs are ``X`` and the forward intermediates (transposed here: the scheme
+    evaluated at ``X^T`` has the transposed intermediates); the last binding,
+    ``gX``, is the gradient of ``<G, p_m(X)>`` with respect to ``X`` (exp_skew.taylor_vjp).
+    """
+    q = m // r
+    c = [1 / sp.factorial(k) for k in range(m + 1)]
+    pw = {1: X.T}
+    d = {1: G}
+    out = []
+    for i in range(2, r + 1):
+        a = i // 2
+        pw[i] = MatrixSymbol(_power_name(i), T, T).T
+        d[i] = MatrixSymbol(f"D{i}", T, T)
+        out.append((f"D{i}", d[a] * pw[i - a] + pw[a] * d[i - a]))
+
+    def dblock(j):
+        return sp.Add(*[c[r * j + i] * d[i] for i in range(1, r) if r * j + i <= m])
+
+    horner = _taylor_names(m, r)[r - 1 : -1]  # H_{q-1} .. H_1 (forward names)
+    acc = c[m] * d[r] + dblock(q - 1)
+    prev = ""
+    for j in range(q - 1, -1, -1):
+        name = "gX" if j == 0 else f"dH{j}"
+        if j < q - 1:
+            hj1 = MatrixSymbol(horner[q - 2 - j], T, T)
+            acc = MatrixSymbol(prev, T, T) * pw[r] + hj1.T * d[r] + dblock(j)
+        out.append((name, acc))
+        prev = name
+    return out
+
+
+#: Frechet derivative of squaring, adjoint form: the gradient of <G, E^2> is G E^T + E^T G
+Ek = MatrixSymbol("E", T, T)
+SQUARE_VJP = G * Ek.T + Ek.T * G
+
+
+def _taylor_specs() -> list["KernelSpec"]:
+    specs = []
+    for dtype, (m, r) in TAYLOR_SCHEMES.items():
+        fwd = taylor_ps_bindings(m, r)
+        specs.append(
+            KernelSpec(
+                f"exp_taylor{m}",
+                f"Taylor polynomial of exp of degree {m} (the {dtype} scheme), Paterson--Stockmeyer with "
+                f"X^2..X^{r}; returns the intermediates the backward needs, then p(X).",
+                {"X": X},
+                fwd,
+                {T: ("X", -1)},
+                ["exp_skew.taylor_form", "exp_skew.taylor_remainder"],
+                accumulate=True,
+            )
+        )
+        saved = {"X": X, **{n: MatrixSymbol(n, T, T) for n in _taylor_names(m, r)[:-1]}, "G": G}
+        specs.append(
+            KernelSpec(
+                f"exp_taylor{m}_vjp",
+                f"Gradient of <G, p(X)> for the degree-{m} scheme, from the forward intermediates.",
+                saved,
+                taylor_ps_vjp_bindings(m, r),
+                {T: ("X", -1)},
+                ["exp_skew.taylor_vjp", "exp_skew.taylor_remainder"],
+                accumulate=True,
+                returns=("gX",),
+            )
+        )
+    return specs
 
 
 #: the lift Lambda-tilde = I_d (x) Lambda^T acting on row-stacked vectors (vec.right_multiplication)
@@ -334,6 +477,16 @@ KERNELS: list[KernelSpec] = [
         ["exp_skew.vjp"],
         complex_inputs=("U",),
     ),
+    *_taylor_specs(),
+    KernelSpec(
+        "square_vjp",
+        "Gradient of <G, E^2> with respect to E: one step of the squaring phase, backwards.",
+        {"E": Ek, "G": G},
+        [("gE", SQUARE_VJP)],
+        {},
+        ["exp_skew.square_vjp"],
+        accumulate=True,
+    ),
     KernelSpec(
         "lift",
         "The lift I_d (x) Lambda^T of Z -> Z Lambda to row-stacked vectors (for analysis and tests).",
@@ -372,6 +525,7 @@ def evaluate(expr, values: dict, sizes: dict | None = None) -> sp.Matrix:
         HadamardProduct,
         MatAdd,
         MatMul,
+        MatPow,
         Transpose,
         ZeroMatrix,
     )
@@ -401,6 +555,8 @@ def evaluate(expr, values: dict, sizes: dict | None = None) -> sp.Matrix:
             return coeff * out
         if isinstance(e, Transpose):
             return rec(e.arg).T
+        if isinstance(e, MatPow) and e.exp.is_Integer and e.exp >= 0:
+            return rec(e.base) ** int(e.exp)
         if isinstance(e, Adjoint):
             return rec(e.arg).H
         if isinstance(e, Inverse):

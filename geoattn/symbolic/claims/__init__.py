@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     models,
     multihead,
     systems,
+    taylor,
     vectorisation,
     volume_preserving,
 )

@@ -1,0 +1,387 @@
+"""The scaling-and-squaring Taylor scheme of the ``exp_skew`` kernel.
+
+The kernel computes :math:`\\exp(S) = p_m(X)^{2^k}`, :math:`X = S/2^k`, with the
+Paterson--Stockmeyer evaluation of the Taylor polynomial :math:`p_m` bound in
+:mod:`geoattn.symbolic.expressions`, and its backward as the derivative of the
+same scheme. The claims here check those very bindings:
+
+* ``exp_skew.taylor_form``: the bindings compose to :math:`\\sum_{j\\le m} X^j/j!`;
+* ``exp_skew.taylor_vjp``: the backward bindings give the gradient of
+  :math:`\\langle G, p_m(X)\\rangle`, as SymPy's matrix calculus computes it;
+* ``exp_skew.taylor_remainder``: for :math:`\\|X\\|_1 \\le \\tfrac12` the truncation
+  error of :math:`p_m` and of its Frechet derivative is below the unit roundoff
+  of the dtype the degree is used for (an exact rational inequality);
+* ``exp_skew.square_vjp``: the gradient of :math:`\\langle G, E^2\\rangle`;
+* ``exp_skew.scaling_squaring``: :math:`\\exp(S) = \\exp(S/2^k)^{2^k}`.
+
+Note [free-algebra images]
+--------------------------
+Every binding of the forward scheme is a polynomial in the single matrix
+:math:`X` with rational coefficients, and :math:`x \\mapsto X` is an algebra
+homomorphism from :math:`\\mathbb{Q}[x]`, so an identity of the images in
+:math:`\\mathbb{Q}[x]` holds for every square matrix of every size. The
+backward bindings are polynomials in :math:`A = X^T` and :math:`G`, which do not
+commute; their images are taken in the free algebra :math:`\\mathbb{Q}\\langle a, g\\rangle`
+(SymPy non-commutative symbols), from which every pair of matrices is again a
+homomorphic image. Evaluating the bindings on ``1 x 1`` matrices whose entries are
+those symbols computes exactly these images (a ``1 x 1`` transpose is the
+identity map, matching :math:`(X^j)^T = A^j` and :math:`H_j(X)^T = H_j(A)`).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.matrices.expressions import MatrixSymbol, Trace
+
+from .. import algebra as alg
+from .. import expressions as ex
+from ..claim import Claim, register
+from ..evidence import Derivation, Level, Step
+from ..strategies import MatrixIdentity
+from ._common import same, standard
+
+T = ex.T
+X, G, E = ex.X, ex.G, ex.Ek
+_x, _a, _g = sp.Symbol("x"), sp.Symbol("a", commutative=False), sp.Symbol("g", commutative=False)
+
+#: unit roundoff of the dtypes the schemes serve
+UNIT_ROUNDOFF = {"float64": sp.Rational(1, 2**53), "float32": sp.Rational(1, 2**24)}
+
+
+def _bind(bindings, env: dict) -> dict:
+    env = dict(env)
+    for name, expr in bindings:
+        env[MatrixSymbol(name, T, T)] = ex.evaluate(expr, env, {T: 1})
+    return env
+
+
+def scheme_polynomial(m: int, r: int, bindings=None) -> sp.Expr:
+    """The image in Q[x] of the forward bindings (``E``)."""
+    env = _bind(bindings or ex.taylor_ps_bindings(m, r), {X: sp.Matrix([[_x]])})
+    return sp.expand(env[MatrixSymbol("E", T, T)][0])
+
+
+def scheme_vjp_polynomial(m: int, r: int, vjp_bindings=None) -> sp.Expr:
+    """The image in Q<a, g> of the backward bindings (``gX``), with the forward
+    intermediates evaluated at ``a`` (see Note [free-algebra images])."""
+    fwd = _bind(ex.taylor_ps_bindings(m, r), {X: sp.Matrix([[_a]])})
+    env = {X: sp.Matrix([[_a]]), G: sp.Matrix([[_g]])}
+    for name in ex._taylor_names(m, r)[:-1]:
+        env[MatrixSymbol(name, T, T)] = fwd[MatrixSymbol(name, T, T)]
+    env = _bind(vjp_bindings or ex.taylor_ps_vjp_bindings(m, r), env)
+    return sp.expand(env[MatrixSymbol("gX", T, T)][0])
+
+
+def _nc_image(expr) -> sp.Expr:
+    """Image of a SymPy matrix-calculus result in ``X^T`` and ``G`` in Q<a, g>."""
+    return sp.expand(ex.evaluate(expr, {X.T: sp.Matrix([[_a]]), G: sp.Matrix([[_g]])}, {T: 1})[0])
+
+
+def _bind_explicit(bindings, env: dict, n: int) -> dict:
+    env = dict(env)
+    for name, expr in bindings:
+        env[MatrixSymbol(name, T, T)] = ex.evaluate(expr, env, {T: n})
+    return env
+
+
+def _form_identity(bindings_for) -> MatrixIdentity:
+    """At a rational X: every scheme's E(X) minus the Taylor sum (stacked)."""
+
+    def residual(size, Xm):
+        n = size["T"]
+        out = []
+        for m, r in ex.TAYLOR_SCHEMES.values():
+            got = _bind_explicit(bindings_for(m, r), {X: Xm}, n)[MatrixSymbol("E", T, T)]
+            want, pw = sp.zeros(n, n), sp.eye(n)
+            for j in range(m + 1):
+                want += pw / sp.factorial(j)
+                pw = pw * Xm
+            out.append(got - want)
+        return sp.Matrix.vstack(*out)
+
+    return MatrixIdentity("E_m(X) - sum_j X^j/j!", variables=lambda s: {"Xm": alg.general("x", s["T"], s["T"])}, residual=residual)
+
+
+def _vjp_identity(vjp_bindings_for) -> MatrixIdentity:
+    """At rational X, G, H: <vjp(X, G), H> minus <G, D p_m(X)[H]> with the product-rule derivative."""
+
+    def residual(size, Xm, Gm, Hm):
+        n = size["T"]
+        out = []
+        for m, r in ex.TAYLOR_SCHEMES.values():
+            fwd = _bind_explicit(ex.taylor_ps_bindings(m, r), {X: Xm}, n)
+            env = {X: Xm, G: Gm, **{MatrixSymbol(k, T, T): fwd[MatrixSymbol(k, T, T)] for k in ex._taylor_names(m, r)[:-1]}}
+            vjp = _bind_explicit(vjp_bindings_for(m, r), env, n)[MatrixSymbol("gX", T, T)]
+            pows = [sp.eye(n)]
+            for _ in range(m):
+                pows.append(pows[-1] * Xm)
+            deriv = sp.zeros(n, n)
+            for j in range(1, m + 1):
+                deriv += sum((pows[i] * Hm * pows[j - 1 - i] for i in range(j)), sp.zeros(n, n)) / sp.factorial(j)
+            out.append((vjp.T * Hm).trace() - (Gm.T * deriv).trace())
+        return sp.Matrix(out)
+
+    return MatrixIdentity(
+        "<vjp_m(X, G), H> - <G, Dp_m(X)[H]>",
+        variables=lambda s: {k: alg.general(k.lower()[0], s["T"], s["T"]) for k in ("Xm", "Gm", "Hm")},
+        residual=residual,
+    )
+
+
+def _taylor(m: int) -> sp.Expr:
+    return sum(_x**j / sp.factorial(j) for j in range(m + 1))
+
+
+# ---------------------------------------------------------------------------
+# exp_skew.taylor_form
+# ---------------------------------------------------------------------------
+
+
+def _form_derivation(schemes: dict, bindings_for=None) -> Derivation:
+    bindings_for = bindings_for or (lambda m, r: ex.taylor_ps_bindings(m, r))
+    steps = []
+    for dtype, (m, r) in schemes.items():
+        got = scheme_polynomial(m, r, bindings_for(m, r))
+        steps.append(
+            Step(
+                rf"E_{{{m}}}(X)",
+                sp.Sum(sp.Symbol("X") ** sp.Symbol("j") / sp.factorial(sp.Symbol("j")), (sp.Symbol("j"), 0, m)),
+                f"compose the {dtype} bindings (degree {m}, powers up to X^{r}) in Q[x] and expand",
+                lambda got=got, m=m: sp.expand(got - _taylor(m)) == 0,
+            )
+        )
+    return Derivation(
+        assumptions=[r"X\in\mathbb{R}^{T\times T}\ \text{(any } T)", r"\text{bindings of } \texttt{exp\_taylor}m"],
+        steps=[
+            Step(
+                r"\text{each binding}",
+                r"\text{a polynomial in } X",
+                r"only I, X, products and rational multiples occur; x \mapsto X is a homomorphism from Q[x]",
+            ),
+            *steps,
+        ],
+        conclusion=r"\texttt{exp\_taylor}m(X) = \sum_{j=0}^{m} X^j/j!",
+    )
+
+
+def make_taylor_form_claim(bindings_for=None, claim_id: str = "exp_skew.taylor_form") -> Claim:
+    """The claim; ``bindings_for(m, r)`` replaces the generated bindings (for negative controls)."""
+    return Claim(
+        id=claim_id,
+        title="Paterson--Stockmeyer form of the Taylor polynomial",
+        statement="The bindings of the generated kernels exp_taylor16 and exp_taylor9 compute the Taylor "
+        "polynomials sum_{j<=16} X^j/j! and sum_{j<=9} X^j/j!.",
+        latex=r"\texttt{exp\_taylor}m(X) = \sum_{j=0}^{m} \frac{X^j}{j!},\quad m \in \{16, 9\}",
+        source="kernels exp_taylor16, exp_taylor9 (geoattn.symbolic.expressions)",
+        family="kernels",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_form_identity(bindings_for or ex.taylor_ps_bindings),
+            random_sizes=[{"T": 3}],
+            points=1,
+            prove=lambda: _form_derivation(ex.TAYLOR_SCHEMES, bindings_for),
+        ),
+    )
+
+
+register(make_taylor_form_claim())
+
+
+# ---------------------------------------------------------------------------
+# exp_skew.taylor_vjp
+# ---------------------------------------------------------------------------
+
+
+def _vjp_derivation(schemes: dict, vjp_bindings_for=None) -> Derivation:
+    vjp_bindings_for = vjp_bindings_for or (lambda m, r: ex.taylor_ps_vjp_bindings(m, r))
+    steps = []
+    for dtype, (m, r) in schemes.items():
+        grad = sum((Trace(G.T * X**j).diff(X) / sp.factorial(j) for j in range(1, m + 1)), sp.ZeroMatrix(T, T))
+        want = _nc_image(grad)
+        got = scheme_vjp_polynomial(m, r, vjp_bindings_for(m, r))
+        steps.append(
+            Step(
+                rf"\nabla_X\langle G, p_{{{m}}}(X)\rangle",
+                rf"\sum_{{j=1}}^{{{m}}}\frac{{1}}{{j!}}\sum_{{i=0}}^{{j-1}}(X^T)^iG(X^T)^{{j-1-i}}",
+                f"SymPy matrix calculus, Trace(G^T X^j).diff(X) for j <= {m}, mapped to Q<a, g>",
+                lambda want=want, m=m: sp.expand(
+                    want - sum(sum(_a**i * _g * _a ** (j - 1 - i) for i in range(j)) / sp.factorial(j) for j in range(1, m + 1))
+                )
+                == 0,
+            )
+        )
+        steps.append(
+            Step(
+                rf"\texttt{{exp\_taylor{m}\_vjp}}",
+                rf"\nabla_X\langle G, p_{{{m}}}(X)\rangle",
+                f"compose the {dtype} backward bindings in Q<a, g> (a = X^T) and compare",
+                lambda want=want, got=got: sp.expand(got - want) == 0,
+            )
+        )
+    return Derivation(
+        assumptions=[r"A = X^T,\ (X^j)^T = A^j,\ H_j(X)^T = H_j(A)\ \text{(rational coefficients)}"],
+        steps=steps,
+        conclusion=r"\texttt{exp\_taylor}m\texttt{\_vjp}(X, \ldots, G) = \nabla_X \langle G, p_m(X)\rangle",
+    )
+
+
+def make_taylor_vjp_claim(vjp_bindings_for=None, claim_id: str = "exp_skew.taylor_vjp") -> Claim:
+    """The claim; ``vjp_bindings_for(m, r)`` replaces the generated bindings (for negative controls)."""
+    return Claim(
+        id=claim_id,
+        title="backward of the Taylor scheme",
+        statement="The generated kernels exp_taylor16_vjp and exp_taylor9_vjp compute the gradient of "
+        "<G, p_m(X)> with respect to X, p_m the Taylor polynomial of exp of degree m.",
+        latex=r"\texttt{exp\_taylor}m\texttt{\_vjp} = \nabla_X\langle G, p_m(X)\rangle"
+        r" = \sum_{j=1}^{m}\frac{1}{j!}\sum_{i=0}^{j-1}(X^T)^iG(X^T)^{j-1-i}",
+        source="kernels exp_taylor16_vjp, exp_taylor9_vjp (geoattn.symbolic.expressions)",
+        family="kernels",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_vjp_identity(vjp_bindings_for or ex.taylor_ps_vjp_bindings),
+            random_sizes=[{"T": 3}],
+            points=1,
+            prove=lambda: _vjp_derivation(ex.TAYLOR_SCHEMES, vjp_bindings_for),
+        ),
+    )
+
+
+register(make_taylor_vjp_claim())
+
+
+# ---------------------------------------------------------------------------
+# exp_skew.taylor_remainder
+# ---------------------------------------------------------------------------
+
+
+def remainder_bounds(m: int, theta=ex.TAYLOR_THETA) -> tuple[sp.Rational, sp.Rational]:
+    """Exact rational majorants of the tails of exp and of its Frechet derivative for ||X|| <= theta.
+
+    ``sum_{j>m} theta^j/j! <= theta^{m+1}/(m+1)! (m+2)/(m+2-theta)`` and
+    ``sum_{j>m} j theta^{j-1}/j! <= theta^m/m! (m+1)/(m+1-theta)`` (geometric majorants).
+    """
+    theta = sp.Rational(theta)
+    value = theta ** (m + 1) / sp.factorial(m + 1) * (m + 2) / (m + 2 - theta)
+    frechet = theta**m / sp.factorial(m) * (m + 1) / (m + 1 - theta)
+    return value, frechet
+
+
+def _remainder_derivation(schemes: dict, theta=ex.TAYLOR_THETA) -> Derivation:
+    steps = [
+        Step(
+            r"\|\exp(X) - p_m(X)\|_1",
+            r"\sum_{j>m}\frac{\theta^j}{j!} \le \frac{\theta^{m+1}}{(m+1)!}\,\frac{m+2}{m+2-\theta}",
+            r"\|X\|_1\le\theta, submultiplicativity; ratio of successive terms \le \theta/(m+2)",
+            relation="<=",
+        ),
+        Step(
+            r"\|L_{\exp}(X, E) - L_{p_m}(X, E)\|_1",
+            r"\|E\|_1\sum_{j>m}\frac{j\,\theta^{j-1}}{j!} \le \|E\|_1\frac{\theta^{m}}{m!}\,\frac{m+1}{m+1-\theta}",
+            r"L_{X^j}(X, E) = \sum_i X^iEX^{j-1-i} has j terms of norm \le \theta^{j-1}\|E\|_1",
+            relation="<=",
+        ),
+    ]
+    for dtype, (m, _) in schemes.items():
+        value, frechet = remainder_bounds(m, theta)
+        u = UNIT_ROUNDOFF[dtype]
+        steps.append(
+            Step(
+                rf"\max(\text{{tails}})\ (m = {m},\ \theta = {sp.latex(sp.Rational(theta))})",
+                rf"{sp.latex(sp.Float(max(value, frechet), 3))} < u_{{\mathrm{{{dtype}}}}} = 2^{{-{sp.log(1 / u, 2)}}}",
+                "exact rational comparison",
+                lambda value=value, frechet=frechet, u=u: bool(value < u and frechet < u),
+                relation="=>",
+            )
+        )
+    return Derivation(
+        assumptions=[rf"\|X\|_1 \le \theta = {sp.latex(sp.Rational(theta))}\ \text{{(also }}\|X^T\|_1\le\theta\text{{)}}"],
+        steps=steps,
+        conclusion=r"\text{truncation errors of } p_m \text{ and of its derivative} < u \text{ of the dtype}",
+    )
+
+
+def make_remainder_claim(theta=ex.TAYLOR_THETA, claim_id: str = "exp_skew.taylor_remainder") -> Claim:
+    """The claim at scaling bound ``theta`` (a larger ``theta`` is a negative control)."""
+    return Claim(
+        id=claim_id,
+        title="truncation error of the Taylor scheme",
+        statement="For ||X||_1 <= 1/2 the Taylor polynomials of degree 16 and 9 approximate exp, and their "
+        "Frechet derivatives approximate that of exp, to within the unit roundoff of float64 and float32.",
+        latex=r"\|X\|_1\le\tfrac12 \implies \|e^X - p_m(X)\|_1,\ \|L_{\exp} - L_{p_m}\|_1 < u",
+        source="kernel exp_skew (Note [Taylor scheme for exp_skew])",
+        family="kernels",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(ctx, prove=lambda: _remainder_derivation(ex.TAYLOR_SCHEMES, theta)),
+    )
+
+
+register(make_remainder_claim())
+
+
+# ---------------------------------------------------------------------------
+# exp_skew.square_vjp, exp_skew.scaling_squaring
+# ---------------------------------------------------------------------------
+
+
+def _square_vjp_derivation() -> Derivation:
+    grad = Trace(G.T * E * E).diff(E)
+    return Derivation(
+        assumptions=[r"E\in\mathbb{R}^{T\times T}"],
+        steps=[
+            Step(r"\nabla_E\langle G, E^2\rangle", grad, "SymPy matrix calculus"),
+            Step(grad, ex.SQUARE_VJP, "the generated kernel square_vjp", lambda: same(grad, ex.SQUARE_VJP)),
+        ],
+        conclusion=r"\nabla_E\langle G, E^2\rangle = GE^T + E^TG",
+    )
+
+
+register(
+    Claim(
+        id="exp_skew.square_vjp",
+        title="backward of a squaring",
+        statement="The gradient of <G, E^2> with respect to E is G E^T + E^T G.",
+        latex=r"\nabla_E\langle G, E^2\rangle = GE^T + E^TG",
+        source="kernel square_vjp (geoattn.symbolic.expressions)",
+        family="kernels",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(ctx, prove=_square_vjp_derivation),
+    )
+)
+
+
+def _scaling_derivation() -> Derivation:
+    Y = MatrixSymbol("Y", T, T)
+    return Derivation(
+        assumptions=[r"S\in\mathbb{R}^{T\times T},\ k\ge 0"],
+        steps=[
+            Step(
+                alg.MatExp(2 * Y),
+                alg.MatExp(Y) * alg.MatExp(Y),
+                "functional calculus: exp(2y) = exp(y)^2 (Y commutes with itself)",
+                lambda: alg.equal_in_algebra(alg.MatExp(2 * Y), alg.MatExp(Y) * alg.MatExp(Y), Y, None),
+            ),
+            Step(r"\exp(S)", r"\exp(S/2^k)^{2^k}", "induction on k with Y = S/2^{i+1}"),
+            Step(
+                r"\nabla_{E_i} L",
+                r"G_{i+1}E_i^T + E_i^TG_{i+1},\ E_{i+1} = E_i^2",
+                "chain rule through each squaring (exp_skew.square_vjp)",
+            ),
+        ],
+        conclusion=r"\exp(S) = \exp(S/2^k)^{2^k},\ \text{differentiated squaring by squaring}",
+    )
+
+
+register(
+    Claim(
+        id="exp_skew.scaling_squaring",
+        title="scaling and squaring",
+        statement="exp(S) = exp(S / 2^k)^(2^k) for every square S and k >= 0.",
+        latex=r"\exp(S) = \exp(S/2^k)^{2^k}",
+        source="kernel exp_skew (Note [scaling and squaring])",
+        family="kernels",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(ctx, prove=_scaling_derivation),
+    )
+)
