@@ -5,7 +5,7 @@ compositions with autograd, measured in one run.
 
 Cayley: ``geoattn.kernels.cayley`` (custom VJP) against
 ``torch.linalg.solve(I + C, I - C, left=False)`` + autograd. Skew exponential:
-``geoattn.kernels.exp_skew`` (eigendecomposition, Daleckii-Krein backward) against
+``geoattn.kernels.exp_skew`` (scaling and squaring of a Taylor polynomial, derived backward) against
 ``torch.linalg.matrix_exp`` + autograd. Ratios below 1 mean the kernel is faster.
 """
 
@@ -24,17 +24,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 
 from geoattn import kernels as K  # noqa: E402
+from targets import summarise  # noqa: E402
 
 
-def timeit(fn, reps: int, warmup: int = 1) -> float:
+def timeit_pair(fn_a, fn_b, reps: int, warmup: int = 1) -> tuple[float, float]:
+    """Median times of ``fn_a`` and ``fn_b``, run alternately so that drift of the machine
+    (frequency, memory state) affects both alike."""
     for _ in range(warmup):
-        fn()
-    times = []
+        fn_a()
+        fn_b()
+    ta, tb = [], []
     for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        for fn, times in ((fn_a, ta), (fn_b, tb)):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+    return statistics.median(ta), statistics.median(tb)
 
 
 def naive_cayley(c):
@@ -51,17 +56,21 @@ def case(kernel, naive, B, T, dtype, reps):
     m = torch.randn(B, T, T, generator=g, dtype=dtype)
     c = (m - m.mT) / T**0.5
     grad = torch.randn(B, T, T, generator=g, dtype=dtype)
+    x = c.clone()
     out = {}
-    for name, fn in (("kernel", kernel), ("naive", naive)):
-        x = c.clone()
-        out[f"{name}_fwd"] = timeit(lambda: fn(x), reps)
-        leaf = c.clone().requires_grad_()
+    out["kernel_fwd"], out["naive_fwd"] = timeit_pair(lambda: kernel(x), lambda: naive(x), reps)
+    leaves = {"kernel": c.clone().requires_grad_(), "naive": c.clone().requires_grad_()}
 
-        def fwd_bwd():
+    def fwd_bwd(fn, leaf):
+        def run():
             leaf.grad = None
             fn(leaf).backward(grad)
 
-        out[f"{name}_fwd_bwd"] = timeit(fwd_bwd, reps)
+        return run
+
+    out["kernel_fwd_bwd"], out["naive_fwd_bwd"] = timeit_pair(
+        fwd_bwd(kernel, leaves["kernel"]), fwd_bwd(naive, leaves["naive"]), reps
+    )
     out["ratio_fwd"] = out["kernel_fwd"] / out["naive_fwd"]
     out["ratio_fwd_bwd"] = out["kernel_fwd_bwd"] / out["naive_fwd_bwd"]
     return out
@@ -87,7 +96,7 @@ def main(argv=None) -> int:
         for dtype in (torch.float32, torch.float64):
             for B in batches:
                 for T in (3, 8, 16, 32):
-                    reps = 1 if args.quick else (9 if B * T * T < 300_000 else 5)
+                    reps = 1 if args.quick else (15 if B * T * T < 300_000 else 7)
                     r = case(kernel, naive, B, T, dtype, reps)
                     r.update(kernel_name=kname, dtype=str(dtype).replace("torch.", ""), B=B, T=T)
                     rows.append(r)
@@ -96,6 +105,9 @@ def main(argv=None) -> int:
                         f"{r['ratio_fwd']:6.2f} {1e3 * r['kernel_fwd_bwd']:9.2f} {1e3 * r['naive_fwd_bwd']:9.2f} {r['ratio_fwd_bwd']:6.2f}",
                         flush=True,
                     )
+    print("\ntargets:")
+    for line in summarise("kernels", rows):
+        print("  " + line)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}, fh, indent=2)

@@ -27,8 +27,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from geoattn.nn import LinearSymplecticAttention, OrthonormalAttention, VolumePreservingAttention  # noqa: E402
-
-TARGETS = {"VolumePreservingAttention": 1.5, "OrthonormalAttention": 4.0, "LinearSymplecticAttention": 0.5}
+from targets import summarise  # noqa: E402
 
 
 def sync(device):
@@ -122,15 +121,9 @@ def main(argv=None) -> int:
                     print(f"{row['layer']:<27}{B:>5}{dim:>4}{T:>4}{m['fwd'] * 1e3:>9.2f}{row['ratio_fwd']:>7.2f}"
                           f"{m['fwd_bwd'] * 1e3:>9.2f}{row['ratio_fwd_bwd']:>7.2f}{m['memory'] / 1024:>10.0f}"
                           f"{row['ratio_memory']:>7.2f}")
-    print("\ntargets (forward+backward at B=4096, dim=4, T <= 16):")
-    for name, target in TARGETS.items():
-        sel = [r for r in rows if r["layer"] == name and r["B"] == 4096 and r["dim"] == 4 and r["T"] <= 16]
-        if not sel:
-            continue
-        worst = max(r["ratio_fwd_bwd"] for r in sel)
-        ok = worst <= target
-        cells = ", ".join(f"T={r['T']}: {r['ratio_fwd_bwd']:.2f}" for r in sel)
-        print(f"  {name}: <= {target}x SDPA -> {cells}  [{'met' if ok else 'missed'}]")
+    print("\ntargets:")
+    for line in summarise("layers", rows):
+        print("  " + line)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "device": str(device),

@@ -30,3 +30,23 @@ def test_layers_benchmark_runs(tmp_path):
 def test_kernels_benchmark_runs(tmp_path):
     stdout, data = _run("kernels.py", tmp_path)
     assert "thread" in stdout and data
+
+
+def test_target_summary_says_met_and_missed():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from targets import summarise
+
+    rows = [
+        {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 8, "ratio_fwd_bwd": 0.5},
+        {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 16, "ratio_fwd_bwd": 0.8},
+        {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 32, "ratio_fwd_bwd": 5.0},  # outside the target
+        {"kernel_name": "exp_skew", "dtype": "float64", "B": 4096, "T": 8, "ratio_fwd_bwd": 0.3},
+        {"kernel_name": "exp_skew", "dtype": "float64", "B": 256, "T": 8, "ratio_fwd_bwd": 9.0},  # other batch
+    ]
+    cay, exp = summarise("kernels", rows)
+    assert cay.startswith("cayley") and cay.endswith("[missed]") and "T=32" not in cay
+    assert exp.startswith("exp_skew") and exp.endswith("[met]")
+    assert summarise("layers", rows) == []

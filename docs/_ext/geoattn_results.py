@@ -12,10 +12,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import sys
+
 from geoattn.experiments.runner import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from targets import summarise  # noqa: E402
 
 
 def _layers(data: dict) -> tuple[str, list]:
@@ -92,7 +96,10 @@ def generate(app) -> None:
         table, plots = render(data)
         head = (f"Measured with torch {data.get('torch')}, {data.get('threads')} thread(s), "
                 f"device {data.get('device', 'cpu')}; from `benchmarks/results/{path.name}`.\n\n")
-        (out / f"bench-{path.stem}.md").write_text(head + table)
+        targets = "".join(f"- {line}\n" for line in summarise(kind, data["rows"]))
+        if targets:
+            targets = "\nTargets:\n\n" + targets
+        (out / f"bench-{path.stem}.md").write_text(head + table + targets)
         for title, series in plots:
             _plot(title, series, out / f"bench-{path.stem}.png")
 

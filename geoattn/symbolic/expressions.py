@@ -185,8 +185,8 @@ I_T = Identity(T)
 #: Cayley(C) = (I - C)(I + C)^{-1}, the seeds' form
 CAYLEY_RIGHT = (I_T - C) * Inverse(I_T + C)
 
-#: the kernel's form (I + C)^{-1}(I - C): equal (the factors commute), and a left
-#: solve is cheaper than a right one in batched LAPACK (kernels.cayley_left_solve)
+#: the kernel's form (I + C)^{-1}(I - C): equal (the factors commute; kernels.cayley_left_solve).
+#: On CPU a left and a right batched solve take the same time within run-to-run noise.
 CAYLEY = Inverse(I_T + C) * (I_T - C)
 
 #: apply form in the row layout: (x^T Cayley(C))^T = 2 (I - C)^{-1} x - x for skew C
