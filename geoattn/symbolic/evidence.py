@@ -86,7 +86,7 @@ class Step:
             raise ProofFailed(f"step not verified: {self.text()} [{self.rule}]")
 
     def latex(self) -> str:
-        rel = {"=": "=", "=>": r"\Longrightarrow", "<=>": r"\Longleftrightarrow", ">=": r"\geq"}.get(
+        rel = {"=": "=", "=>": r"\Longrightarrow", "<=>": r"\Longleftrightarrow", ">=": r"\geq", "<=": r"\leq"}.get(
             self.relation, self.relation
         )
         return f"{_latex(self.lhs)} {rel} {_latex(self.rhs)}"

@@ -288,11 +288,11 @@ def _remainder_derivation(schemes: dict, theta=ex.TAYLOR_THETA) -> Derivation:
         u = UNIT_ROUNDOFF[dtype]
         steps.append(
             Step(
-                rf"\max(\text{{tails}})\ (m = {m},\ \theta = {sp.latex(sp.Rational(theta))})",
+                rf"\max(\text{{tails}})\big|_{{m = {m},\ \theta = {sp.latex(sp.Rational(theta))}}}",
                 rf"{sp.latex(sp.Float(max(value, frechet), 3))} < u_{{\mathrm{{{dtype}}}}} = 2^{{-{sp.log(1 / u, 2)}}}",
                 "exact rational comparison",
                 lambda value=value, frechet=frechet, u=u: bool(value < u and frechet < u),
-                relation="=>",
+                relation="=",
             )
         )
     return Derivation(
