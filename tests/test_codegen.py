@@ -122,6 +122,28 @@ def test_real_kernels_match_sympy_interpreter(seed):
         assert torch.allclose(got, want, atol=1e-12, rtol=1e-12), expr
 
 
+@pytest.mark.parametrize("dtype", list(ex.TAYLOR_SCHEMES))
+def test_taylor_kernels_match_sympy_interpreter(dtype):
+    """The accumulated (in-place) printing of the Taylor kernels computes the bound expressions."""
+    m, _ = ex.TAYLOR_SCHEMES[dtype]
+    rng = random.Random(m)
+    Tn = 4
+    Xs = _rand_rational(rng, Tn, Tn) / 4
+    Gs = _rand_rational(rng, Tn, Tn)
+    fwd = getattr(gen, f"exp_taylor{m}")(_float(Xs).real)
+    env = {ex.X: Xs}
+    for (name, expr), got in zip(ex.kernel(f"exp_taylor{m}").outputs, fwd):
+        env[sp.MatrixSymbol(name, ex.T, ex.T)] = ex.evaluate(expr, env, {ex.T: Tn})
+        assert torch.allclose(got, _float(env[sp.MatrixSymbol(name, ex.T, ex.T)]).real, atol=1e-12, rtol=1e-12), name
+    back = {ex.X: Xs, ex.G: Gs, **{k: v for k, v in env.items() if k != ex.X}}
+    for name, expr in ex.kernel(f"exp_taylor{m}_vjp").outputs:
+        back[sp.MatrixSymbol(name, ex.T, ex.T)] = ex.evaluate(expr, back, {ex.T: Tn})
+    got = getattr(gen, f"exp_taylor{m}_vjp")(_float(Xs).real, *fwd[:-1], _float(Gs).real)
+    assert torch.allclose(got, _float(back[sp.MatrixSymbol("gX", ex.T, ex.T)]).real, atol=1e-12, rtol=1e-12)
+    want = _float(ex.evaluate(ex.SQUARE_VJP, {ex.Ek: Xs, ex.G: Gs}, {ex.T: Tn})).real
+    assert torch.allclose(gen.square_vjp(_float(Xs).real, _float(Gs).real), want, atol=1e-12, rtol=1e-12)
+
+
 def test_eigh_kernels_match_sympy_interpreter():
     torch.manual_seed(0)
     S = torch.randn(3, 3, dtype=torch.float64)

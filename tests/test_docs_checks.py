@@ -31,3 +31,16 @@ def test_missing_anchor_caught(tmp_path):
 
 def test_missing_file_caught(tmp_path):
     assert check_links.main([str(_site(tmp_path, "sub/gone.html"))]) == 1
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    quick = readme.split("## Quick start", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = [ln for ln in quick.strip().splitlines() if ln.strip()]
+    assert len(commands) == 2, commands  # one to run the proofs, one to run the tests
+    test_command = next(ln for ln in commands if "test" in ln.split("#")[0])
+    ci_lines = [ln for ln in (root / ".ci" / "run").read_text().splitlines() if not ln.startswith("#")]
+    assert test_command in ci_lines

@@ -242,6 +242,18 @@ def test_exp_skew_non_finite_input_gives_non_finite_output():
     assert torch.isfinite(K.exp_skew(S, check=False)[1]).all()
 
 
+def test_exp_skew_taylor_refused_inside_torch_func():
+    S = rand_skew([2], 3, torch.float64)
+    with pytest.raises(ValueError, match="Expected method 'auto' or 'eigh' inside torch.func"):
+        torch.func.vmap(lambda s: K.exp_skew(s, method="taylor", check=False))(S)
+
+
+@pytest.mark.parametrize("method", ["taylor", "eigh"])
+def test_exp_skew_double_backward_both_methods(method):
+    P = torch.randn(2, 3, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda p: K.exp_skew(p - p.mT, method=method, check=False), (P,))
+
+
 def test_broken_taylor_backward_is_caught(monkeypatch):
     """Negative control: a squaring VJP missing one term fails gradcheck."""
     from geoattn.kernels import _generated as gen

@@ -331,8 +331,8 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
     * ``"eigh"``: the Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(	heta)U^H`,
       :math:`\exp(S) = \operatorname{Re}(U\,\mathrm{diag}(e^{-i	heta})U^H)`
       (``exp_skew.eigh_form``) with the Daleckii--Krein backward
-      (``exp_skew.vjp``). No squarings, so its accuracy does not depend on
-      :math:`\|S\|`; slower on CPU for small matrices.
+      (``exp_skew.vjp``). No squarings, so no rounding grows with
+      :math:`\|S\|` through them; slower on CPU for small matrices.
     * ``"auto"`` (default): ``"taylor"``, except inside ``torch.func``
       transforms (``vmap``, ``jacrev``), where the number of squarings may
       not depend on the data; there ``"eigh"`` is used.
@@ -364,6 +364,11 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
         check_skew("S", S)
     if method == "auto":
         method = "eigh" if _under_functorch(S) else "taylor"
+    elif method == "taylor" and _under_functorch(S):
+        raise ValueError(
+            "Expected method 'auto' or 'eigh' inside torch.func transforms (the Taylor path's number of "
+            "squarings depends on the data). Got method='taylor'."
+        )
     if method == "eigh":
         return _ExpSkewEigh.apply(S)[0]
     return _ExpSkewTaylor.apply(S)[0]

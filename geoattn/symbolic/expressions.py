@@ -52,6 +52,7 @@ __all__ = [
     "TAYLOR_THETA",
     "taylor_ps_bindings",
     "taylor_ps_vjp_bindings",
+    "taylor_names",
     "evaluate",
 ]
 
@@ -276,7 +277,9 @@ def _power_name(i: int) -> str:
     return "X" if i == 1 else f"X{i}"
 
 
-def _taylor_names(m: int, r: int) -> list[str]:
+def taylor_names(m: int, r: int) -> list[str]:
+    """Names the forward bindings of the degree-``m``, block-``r`` scheme bind, in order:
+    the powers ``X2 .. Xr``, the Horner steps ``H{q-1} .. H1`` (``q = m / r``), then ``E``."""
     q = m // r
     return [_power_name(i) for i in range(2, r + 1)] + [f"H{j}" for j in range(q - 1, 0, -1)] + ["E"]
 
@@ -301,7 +304,7 @@ def taylor_ps_bindings(m: int, r: int) -> list[tuple[str, object]]:
     def block(j):
         return sp.Add(*[c[r * j + i] * pw[i] for i in range(r) if r * j + i <= m])
 
-    names = _taylor_names(m, r)[r - 1 :]
+    names = taylor_names(m, r)[r - 1 :]
     acc = c[m] * pw[r] + block(q - 1)
     prev = ""
     for name, j in zip(names, range(q - 1, -1, -1)):
@@ -333,7 +336,7 @@ def taylor_ps_vjp_bindings(m: int, r: int) -> list[tuple[str, object]]:
     def dblock(j):
         return sp.Add(*[c[r * j + i] * d[i] for i in range(1, r) if r * j + i <= m])
 
-    horner = _taylor_names(m, r)[r - 1 : -1]  # H_{q-1} .. H_1 (forward names)
+    horner = taylor_names(m, r)[r - 1 : -1]  # H_{q-1} .. H_1 (forward names)
     acc = c[m] * d[r] + dblock(q - 1)
     prev = ""
     for j in range(q - 1, -1, -1):
@@ -367,7 +370,7 @@ def _taylor_specs() -> list["KernelSpec"]:
                 accumulate=True,
             )
         )
-        saved = {"X": X, **{n: MatrixSymbol(n, T, T) for n in _taylor_names(m, r)[:-1]}, "G": G}
+        saved = {"X": X, **{n: MatrixSymbol(n, T, T) for n in taylor_names(m, r)[:-1]}, "G": G}
         specs.append(
             KernelSpec(
                 f"exp_taylor{m}_vjp",

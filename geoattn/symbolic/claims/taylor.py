@@ -48,28 +48,36 @@ _x, _a, _g = sp.Symbol("x"), sp.Symbol("a", commutative=False), sp.Symbol("g", c
 UNIT_ROUNDOFF = {"float64": sp.Rational(1, 2**53), "float32": sp.Rational(1, 2**24)}
 
 
-def _bind(bindings, env: dict) -> dict:
-    env = dict(env)
-    for name, expr in bindings:
-        env[MatrixSymbol(name, T, T)] = ex.evaluate(expr, env, {T: 1})
-    return env
+def run_scheme(m: int, r: int, x: sp.Matrix, g: sp.Matrix | None = None, *, bindings=None, vjp_bindings=None):
+    """Evaluate the generated bindings of the degree-``m`` scheme at an explicit ``n x n`` matrix ``x``.
+
+    Returns ``(E, gX)``: the forward output and, when ``g`` is given, the backward output
+    fed with the forward intermediates (``gX`` is ``None`` otherwise). ``bindings`` and
+    ``vjp_bindings`` replace the generated ones (negative controls). With ``1 x 1``
+    matrices of symbols this computes the images of Note [free-algebra images].
+    """
+    n = {T: x.rows}
+    env = {X: x}
+    for name, expr in bindings or ex.taylor_ps_bindings(m, r):
+        env[MatrixSymbol(name, T, T)] = ex.evaluate(expr, env, n)
+    out = env[MatrixSymbol("E", T, T)]
+    if g is None:
+        return out, None
+    back = {X: x, G: g, **{MatrixSymbol(k, T, T): env[MatrixSymbol(k, T, T)] for k in ex.taylor_names(m, r)[:-1]}}
+    for name, expr in vjp_bindings or ex.taylor_ps_vjp_bindings(m, r):
+        back[MatrixSymbol(name, T, T)] = ex.evaluate(expr, back, n)
+    return out, back[MatrixSymbol("gX", T, T)]
 
 
 def scheme_polynomial(m: int, r: int, bindings=None) -> sp.Expr:
     """The image in Q[x] of the forward bindings (``E``)."""
-    env = _bind(bindings or ex.taylor_ps_bindings(m, r), {X: sp.Matrix([[_x]])})
-    return sp.expand(env[MatrixSymbol("E", T, T)][0])
+    return sp.expand(run_scheme(m, r, sp.Matrix([[_x]]), bindings=bindings)[0][0])
 
 
 def scheme_vjp_polynomial(m: int, r: int, vjp_bindings=None) -> sp.Expr:
     """The image in Q<a, g> of the backward bindings (``gX``), with the forward
     intermediates evaluated at ``a`` (see Note [free-algebra images])."""
-    fwd = _bind(ex.taylor_ps_bindings(m, r), {X: sp.Matrix([[_a]])})
-    env = {X: sp.Matrix([[_a]]), G: sp.Matrix([[_g]])}
-    for name in ex._taylor_names(m, r)[:-1]:
-        env[MatrixSymbol(name, T, T)] = fwd[MatrixSymbol(name, T, T)]
-    env = _bind(vjp_bindings or ex.taylor_ps_vjp_bindings(m, r), env)
-    return sp.expand(env[MatrixSymbol("gX", T, T)][0])
+    return sp.expand(run_scheme(m, r, sp.Matrix([[_a]]), sp.Matrix([[_g]]), vjp_bindings=vjp_bindings)[1][0])
 
 
 def _nc_image(expr) -> sp.Expr:
@@ -77,26 +85,21 @@ def _nc_image(expr) -> sp.Expr:
     return sp.expand(ex.evaluate(expr, {X.T: sp.Matrix([[_a]]), G: sp.Matrix([[_g]])}, {T: 1})[0])
 
 
-def _bind_explicit(bindings, env: dict, n: int) -> dict:
-    env = dict(env)
-    for name, expr in bindings:
-        env[MatrixSymbol(name, T, T)] = ex.evaluate(expr, env, {T: n})
-    return env
+def _powers(x: sp.Matrix, m: int) -> list[sp.Matrix]:
+    pows = [sp.eye(x.rows)]
+    for _ in range(m):
+        pows.append(pows[-1] * x)
+    return pows
 
 
 def _form_identity(bindings_for) -> MatrixIdentity:
     """At a rational X: every scheme's E(X) minus the Taylor sum (stacked)."""
 
     def residual(size, Xm):
-        n = size["T"]
         out = []
         for m, r in ex.TAYLOR_SCHEMES.values():
-            got = _bind_explicit(bindings_for(m, r), {X: Xm}, n)[MatrixSymbol("E", T, T)]
-            want, pw = sp.zeros(n, n), sp.eye(n)
-            for j in range(m + 1):
-                want += pw / sp.factorial(j)
-                pw = pw * Xm
-            out.append(got - want)
+            got, _ = run_scheme(m, r, Xm, bindings=bindings_for(m, r))
+            out.append(got - sum((p / sp.factorial(j) for j, p in enumerate(_powers(Xm, m))), sp.zeros(*Xm.shape)))
         return sp.Matrix.vstack(*out)
 
     return MatrixIdentity("E_m(X) - sum_j X^j/j!", variables=lambda s: {"Xm": alg.general("x", s["T"], s["T"])}, residual=residual)
@@ -106,18 +109,13 @@ def _vjp_identity(vjp_bindings_for) -> MatrixIdentity:
     """At rational X, G, H: <vjp(X, G), H> minus <G, D p_m(X)[H]> with the product-rule derivative."""
 
     def residual(size, Xm, Gm, Hm):
-        n = size["T"]
         out = []
         for m, r in ex.TAYLOR_SCHEMES.values():
-            fwd = _bind_explicit(ex.taylor_ps_bindings(m, r), {X: Xm}, n)
-            env = {X: Xm, G: Gm, **{MatrixSymbol(k, T, T): fwd[MatrixSymbol(k, T, T)] for k in ex._taylor_names(m, r)[:-1]}}
-            vjp = _bind_explicit(vjp_bindings_for(m, r), env, n)[MatrixSymbol("gX", T, T)]
-            pows = [sp.eye(n)]
-            for _ in range(m):
-                pows.append(pows[-1] * Xm)
-            deriv = sp.zeros(n, n)
+            _, vjp = run_scheme(m, r, Xm, Gm, vjp_bindings=vjp_bindings_for(m, r))
+            pows = _powers(Xm, m)
+            deriv = sp.zeros(*Xm.shape)
             for j in range(1, m + 1):
-                deriv += sum((pows[i] * Hm * pows[j - 1 - i] for i in range(j)), sp.zeros(n, n)) / sp.factorial(j)
+                deriv += sum((pows[i] * Hm * pows[j - 1 - i] for i in range(j)), sp.zeros(*Xm.shape)) / sp.factorial(j)
             out.append((vjp.T * Hm).trace() - (Gm.T * deriv).trace())
         return sp.Matrix(out)
 
