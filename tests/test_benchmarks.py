@@ -50,3 +50,18 @@ def test_target_summary_says_met_and_missed():
     assert cay.startswith("cayley") and cay.endswith("[missed]") and "T=32" not in cay
     assert exp.startswith("exp_skew") and exp.endswith("[met]")
     assert summarise("layers", rows) == []
+
+
+def test_cayley_forms_benchmark_runs_and_every_form_is_the_cayley_transform(tmp_path):
+    stdout, data = _run("cayley_forms.py", tmp_path)
+    assert "1 thread" in stdout
+    rows = [r for r in data["rows"] if r["dtype"] == "float32"]
+    assert {r["form"] for r in rows} == {"lu-chunked", "cholesky", "gauss-jordan", "block", "adjugate"}
+    for r in rows:
+        # the forms compute the same matrix: error within k*T*eps*(1 + |C|) with the tests' k = 32
+        assert r["err_scale_1"] < 32, r
+        assert r["ratio_fwd"] > 0
+    # the documented trade: without pivoting the error grows with |C|, with the solve it does not
+    at3 = {r["form"]: r["err_scale_100"] for r in rows if r["T"] == 3}
+    for form in ("cholesky", "gauss-jordan", "block"):
+        assert at3[form] > 10 * at3["lu-chunked"], at3

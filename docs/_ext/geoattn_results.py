@@ -3,7 +3,7 @@
 On ``builder-inited`` every ``benchmarks/results/<name>-<device>.json`` written by the benchmark
 scripts becomes ``_generated/bench-<name>-<device>.md`` (a Markdown table) and
 ``_generated/bench-<name>-<device>.png`` (ratios against the reference, forward + backward, at the
-largest batch), which ``benchmarks.md`` includes. Nothing is typed by hand, so the page shows
+largest batch; the Cayley forms get a table only), which ``benchmarks.md`` includes. Nothing is typed by hand, so the page shows
 exactly what the last benchmark run measured.
 """
 
@@ -62,6 +62,18 @@ def _kernels(data: dict) -> tuple[str, list]:
     return table, [(f"forward+backward time / naive autograd (B={B})", series)]
 
 
+def _cayley_forms(data: dict) -> tuple[str, list]:
+    rows = []
+    for r in data["rows"]:
+        r = dict(r)
+        r["form_ms"], r["solve_ms"] = 1e3 * r["form_fwd"], 1e3 * r["solve_fwd"]
+        rows.append(r)
+    table = markdown_table(rows, [("form", "form", ""), ("dtype", "dtype", ""), ("B", "B", "d"), ("T", "T", "d"),
+                          ("form_ms", "fwd ms", ".2f"), ("solve_ms", "solve fwd ms", ".2f"), ("ratio_fwd", "fwd ×", ".2f"),
+                          ("err_scale_1", "error, scale 1", ".2f"), ("err_scale_100", "error, scale 100", ".2f")])
+    return table, []
+
+
 def _plot(title: str, series: dict, path: Path) -> None:
     import matplotlib
 
@@ -90,7 +102,7 @@ def generate(app) -> None:
     for path in sorted(RESULTS.glob("*.json")):
         data = json.loads(path.read_text())
         kind = path.stem.split("-")[0]
-        render = {"layers": _layers, "kernels": _kernels}.get(kind)
+        render = {"layers": _layers, "kernels": _kernels, "cayley": _cayley_forms}.get(kind)
         if render is None:
             continue
         table, plots = render(data)

@@ -71,11 +71,15 @@ class _Cayley(torch.autograd.Function):
     # only the backward is cheaper (two batched products on the saved output
     # instead of a solve with the saved factorisation and a product). On CPU
     # a batched solve of small matrices costs a few microseconds per matrix
-    # whatever T (per-matrix LAPACK calls), so the forward dominates and the
-    # saving is largest where the naive backward's solve is (T around 8).
-    # Closed forms were measured and rejected: at T = 3 the cross-product
-    # inverse, built from indexing and small products, was slower than the
-    # solve it replaces.
+    # (per-matrix LAPACK calls), so the forward dominates and the saving is
+    # largest where the naive backward's solve is (T around 8).
+    # benchmarks/cayley_forms.py measures the exact alternatives against the
+    # solve: Cholesky of the normal matrix (I - C)(I - C)^T, Gauss-Jordan
+    # without pivoting, block inversion by Schur complements, the solve over
+    # cache-sized chunks of the batch, and at T = 3 the adjugate. At T = 16
+    # none is faster by a useful margin on one CPU thread, and the unpivoted
+    # ones lose accuracy as |C| grows (error ~ |C|^2 u instead of |C| u), so
+    # the solve stays.
     generate_vmap_rule = True
 
     @staticmethod
