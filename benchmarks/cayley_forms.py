@@ -22,7 +22,6 @@ Ratios below 1 mean the form is faster than the solve.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -31,7 +30,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from kernels import timeit_pair  # noqa: E402
+from kernels import timeit_pair, write_json  # noqa: E402
 
 
 def lu(c):
@@ -166,8 +165,7 @@ def main(argv=None) -> int:
                 errs = f"{r['err_scale_1']:7.2f} {r['err_scale_100']:8.2f}" if "err_scale_1" in r else f"{'':7s} {'':8s}"
                 print(f"{name:13s} {r['dtype']:8s} {T:3d} {1e3 * t_form:9.2f} {1e3 * t_lu:9.2f} {r['ratio_fwd']:6.2f} {errs}", flush=True)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}, fh, indent=2)
+        write_json(args.json, rows)
     return 0
 
 

@@ -42,6 +42,12 @@ def timeit_pair(fn_a, fn_b, reps: int, warmup: int = 1) -> tuple[float, float]:
     return statistics.median(ta), statistics.median(tb)
 
 
+def write_json(path: str, rows: list[dict]) -> None:
+    """The rows of a run, with the torch version and thread count, as JSON at ``path``."""
+    with open(path, "w") as fh:
+        json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}, fh, indent=2)
+
+
 def naive_cayley(c):
     eye = torch.eye(c.shape[-1], dtype=c.dtype)
     return torch.linalg.solve(eye + c, eye - c, left=False)
@@ -109,8 +115,7 @@ def main(argv=None) -> int:
     for line in summarise("kernels", rows):
         print("  " + line)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}, fh, indent=2)
+        write_json(args.json, rows)
     return 0
 
 
