@@ -14,7 +14,10 @@ for accuracy in float32 against a float64 solve, as ``max |error| / (T eps (1 + 
 * ``gauss-jordan``: in-place elimination without pivoting, vectorised over the batch (for
   skew ``C`` every pivot of ``I + C`` is at least 1);
 * ``block``: recursive 2 x 2 block inversion through Schur complements and batched products;
-* ``adjugate`` (T = 3 only): ``2 adj(I + C) / det(I + C) - I`` from gathered entries.
+* ``adjugate`` (T = 3 only): ``2 adj(I + C) / det(I + C) - I`` from gathered entries;
+* with ``--compile``, ``gauss-jordan-compiled``: the Gauss-Jordan form through
+  ``torch.compile(dynamic=False)``, compiled once per (T, dtype) before timing (the compile
+  time is printed, not counted).
 
 Ratios below 1 mean the form is faster than the solve.
 """
@@ -25,6 +28,7 @@ import argparse
 import os
 import platform
 import sys
+import time
 
 import torch
 
@@ -140,6 +144,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="B = 64, T in (3, 8), one repetition")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", help="write the results to PATH")
+    parser.add_argument("--compile", action="store_true", help="also time the torch.compile'd Gauss-Jordan form")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     B, sizes = (64, (3, 8)) if args.quick else (4096, (3, 8, 16, 32))
@@ -152,7 +157,14 @@ def main(argv=None) -> int:
         for dtype in (torch.float32, torch.float64):
             c = skew(B, T, dtype, 1.0)
             reps = 1 if args.quick else (15 if T <= 16 else 7)
-            for name, form in FORMS.items():
+            forms = dict(FORMS)
+            if args.compile:
+                torch._dynamo.reset()  # a fresh cache: each (T, dtype) is its own compiled graph
+                start = time.perf_counter()
+                forms["gauss-jordan-compiled"] = torch.compile(gauss_jordan, dynamic=False)
+                forms["gauss-jordan-compiled"](c)
+                print(f"(compiled gauss-jordan for T={T}, {dtype} in {time.perf_counter() - start:.1f} s)", flush=True)
+            for name, form in forms.items():
                 if name == "adjugate" and T != 3:
                     continue
                 t_form, t_lu = timeit_pair(lambda: form(c), lambda: lu(c), reps)
