@@ -2,8 +2,8 @@
 
     python benchmarks/cayley_forms.py [--quick] [--json PATH] [--threads N]
 
-The Cayley kernel's forward is the batched LAPACK solve ``torch.linalg.solve(I + C, I - C)``,
-the same call as the naive composition; only its backward is derived (two products). This
+The Cayley kernel's forward is the generated batched LAPACK solve ``cayley_matrix``
+(``torch.linalg.solve(I + C, I - C)``), the same call as the naive composition; only its backward is derived (two products). This
 script records why: each form below computes the same matrix exactly in exact arithmetic,
 and is timed against the solve (alternately, median of several runs) at B = 4096 and checked
 for accuracy in float32 against a float64 solve, as ``max |error| / (T eps (1 + |C|_2))``:
@@ -34,12 +34,13 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from kernels import timeit_pair, write_json  # noqa: E402
+from kernels import timeit_pair, write_json  # noqa: E402  (puts the repository root on sys.path)
+
+from geoattn.kernels import _generated as gen  # noqa: E402
 
 
-def lu(c):
-    eye = torch.eye(c.shape[-1], dtype=c.dtype)
-    return torch.linalg.solve(eye + c, eye - c)
+#: the Cayley kernel's own forward: the generated batched solve (I + C)^{-1}(I - C)
+lu = gen.cayley_matrix
 
 
 def lu_chunked(c, size=256):
