@@ -128,7 +128,7 @@ class TorchKernelPrinter:
         self.lines: list[str] = []
         self.temps: dict = {}
         self.counts: Counter = Counter()
-        self.needs_eye: set = set()
+        self.needs_eye: dict = {}  # size -> local name, in order of first use
 
     # -- subexpression sharing -------------------------------------------------
     def _count(self, expr):
@@ -200,7 +200,6 @@ class TorchKernelPrinter:
                 raise CodegenError(f"Expected {expr} to be an argument or an earlier output. Got an unbound symbol.")
             return self.names[expr]
         if isinstance(expr, Identity):
-            self.needs_eye.add(expr.shape[0])
             return self._eye_name(expr.shape[0])
         if isinstance(expr, ZeroMatrix):
             raise CodegenError(f"Expected no zero matrix (simplify it away). Got {expr}.")
@@ -248,7 +247,10 @@ class TorchKernelPrinter:
         raise CodegenError(f"Expected a supported matrix node. Got {type(expr).__name__}: {expr}.")
 
     def _eye_name(self, size) -> str:
-        return "eye" if len(self.needs_eye) <= 1 else f"eye_{sp.sstr(size)}"
+        """``eye`` for the first identity size used, ``eye_<size>`` for others (fixed once printed)."""
+        if size not in self.needs_eye:
+            self.needs_eye[size] = "eye" if not self.needs_eye else f"eye_{sp.sstr(size)}"
+        return self.needs_eye[size]
 
     def _print_add(self, expr) -> str:
         out = []
@@ -308,12 +310,12 @@ class TorchKernelPrinter:
     def eye_lines(self) -> list[str]:
         """The lines that build the identity matrices the printed outputs used."""
         lines = []
-        for size in sorted(self.needs_eye, key=sp.sstr):
+        for size in self.needs_eye:
             if size not in self.dims:
                 raise CodegenError(f"Expected an argument giving the size {size} in dims. Got {sorted(map(str, self.dims))}.")
             arg, axis = self.dims[size]
             n = arg if axis is None else f"{arg}.shape[{axis}]"
-            lines.append(f"{self._eye_name(size)} = torch.eye({n}, dtype={self.like}.dtype, device={self.like}.device)")
+            lines.append(f"{self.needs_eye[size]} = torch.eye({n}, dtype={self.like}.dtype, device={self.like}.device)")
         return lines
 
 

@@ -62,6 +62,7 @@ __all__ = [
     "exp_skew",
     "lsa_update",
     "lift",
+    "vp_attention",
 ]
 
 
@@ -399,3 +400,67 @@ def lift(Lam: torch.Tensor, d: int) -> torch.Tensor:
     if not isinstance(d, int) or d < 1:
         raise ValueError(f"Expected d to be a positive int. Got {d!r}.")
     return gen.lift(Lam, d)
+
+
+@half_in_float32
+def vp_attention(
+    x: torch.Tensor, A: torch.Tensor, *, activation: str = "cayley", method: str = "auto", check: bool = True
+) -> torch.Tensor:
+    r"""Volume-preserving attention in the row layout: :math:`y = f(C)^T x`, :math:`C = x A x^T`.
+
+    ``x`` is ``(..., T, d)`` (the seeds' :math:`Z = x^T`), ``A`` a skew ``d x d``
+    matrix and :math:`f` the Cayley transform (``activation="cayley"``) or the
+    exponential (``"exp"``); :math:`f(C)` is orthogonal, so :math:`Z \mapsto
+    Z f(C(Z))` keeps the norm of every row of ``Z``. Two exact forms
+    (see :mod:`geoattn.kernels._lowrank`):
+
+    * ``"lowrank"``: thin QR ``x = Q R``, :math:`S = RAR^T`,
+      :math:`y = x + Q(f(S) - I)^T R` (ledger ``vp.lowrank_form``), with the
+      derived backward passes ``vp.lowrank_cayley_vjp`` and
+      ``vp.lowrank_exp_vjp``; :math:`O(T d^2)` time and memory, no ``T x T``
+      tensor;
+    * ``"full"``: the ``T x T`` matrices, as the seeds write the layer;
+    * ``"auto"`` (default): ``"lowrank"`` when ``d < T`` (Note [choice of form]).
+
+    Parameters
+    ----------
+    x : Tensor ``(..., T, d)``
+    A : Tensor ``(d, d)`` or batched ``(..., d, d)``, skew-symmetric
+    activation : ``"cayley"`` or ``"exp"``
+    method : ``"auto"``, ``"lowrank"`` or ``"full"``
+    check : bool
+        verify that ``A`` is skew-symmetric (both forms assume it).
+
+    Examples
+    --------
+    >>> x = torch.randn(2, 50, 3, dtype=torch.float64)
+    >>> A = torch.randn(3, 3, dtype=torch.float64); A = A - A.T
+    >>> y = vp_attention(x, A)                       # no 50 x 50 matrix is formed
+    >>> torch.allclose(y, vp_attention(x, A, method="full"))
+    True
+    >>> torch.allclose(y.norm(dim=-2), x.norm(dim=-2))   # rows of Z keep their norms
+    True
+    """
+    from ._lowrank import ACTIVATIONS, choose_method, vp_full, vp_lowrank
+
+    check_float("x", x)
+    check_float("A", A)
+    check_square("A", A)
+    if x.dim() < 2:
+        raise KernelShapeError(f"Expected x of shape (..., T, d). Got shape {tuple(x.shape)}.")
+    if x.shape[-1] != A.shape[-1]:
+        raise KernelShapeError(
+            f"Expected x with d = {A.shape[-1]} features to match A of shape {tuple(A.shape)}. Got x of shape {tuple(x.shape)}."
+        )
+    if x.dtype != A.dtype:
+        raise KernelDtypeError(f"Expected x and A of one dtype. Got x {x.dtype} and A {A.dtype}.")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"Expected activation in {ACTIVATIONS}. Got {activation!r}.")
+    if method not in ("auto", "lowrank", "full"):
+        raise ValueError(f"Expected method in ('auto', 'lowrank', 'full'). Got {method!r}.")
+    if check:
+        check_skew("A", A)
+    form, _ = choose_method(x.shape[-2], x.shape[-1], method)
+    if form == "lowrank":
+        return vp_lowrank(x, A, activation)
+    return vp_full(x, A, activation)

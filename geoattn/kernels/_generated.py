@@ -5,7 +5,7 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: d91387426d26f5c676740001ba405e0c6e629b7bd6342bf99f8837732402eda2
+expressions-sha256: 771259b1e11ba9bdb6fe77816d219810479bb670af2624d91a86540090fa6b60
 printer-version: 2
 
 Sources (kernel: expression  [ledger claims]):
@@ -24,6 +24,12 @@ Sources (kernel: expression  [ledger claims]):
   exp_taylor16_vjp: D2 = G*X.T + X.T*G; D3 = G*X2.T + X.T*D2; D4 = D2*X2.T + X2.T*D2; dH3 = (1/87178291200)*D2 + (1/1307674368000)*D3 + (1/20922789888000)*D4 + (1/6227020800)*G; dH2 = (1/3628800)*D2 + (1/39916800)*D3 + (1/362880)*G + dH3*X4.T + H3.T*D4; dH1 = (1/720)*D2 + (1/5040)*D3 + (1/120)*G + dH2*X4.T + H2.T*D4; gX = (1/2)*D2 + (1/6)*D3 + G + dH1*X4.T + H1.T*D4  [exp_skew.taylor_vjp, exp_skew.taylor_remainder]
   exp_taylor9: X2 = X**2; X3 = X*X2; H2 = (1/720)*I + (1/5040)*X + (1/40320)*X2 + (1/362880)*X3; H1 = (1/6)*I + H2*X3 + (1/24)*X + (1/120)*X2; E = I + H1*X3 + X + (1/2)*X2  [exp_skew.taylor_form, exp_skew.taylor_remainder]
   exp_taylor9_vjp: D2 = G*X.T + X.T*G; D3 = G*X2.T + X.T*D2; dH2 = (1/40320)*D2 + (1/362880)*D3 + (1/5040)*G; dH1 = (1/120)*D2 + (1/24)*G + dH2*X3.T + H2.T*D3; gX = (1/2)*D2 + G + dH1*X3.T + H1.T*D3  [exp_skew.taylor_vjp, exp_skew.taylor_remainder]
+  vp_lowrank_skew: S0 = R*A*R.T; S = (1/2)*S0 - (1/2)*S0.T  [vp.lowrank_form]
+  cayley_minus_identity: W = -2*(I + S)**(-1)*S  [vp.lowrank_form]
+  vp_lowrank_apply: K = W.T*R; y = Q*K + x  [vp.lowrank_form]
+  vp_lowrank_project: Y1 = Q.T*Gy  [vp.lowrank_exp_vjp]
+  vp_lowrank_cayley_vjp: Y1 = Q.T*Gy; N = I + (1/2)*W.T; P1 = Y1.T*N*R; P2 = R.T*N.T*R; gx = Gy*(I - 2*P2*A) + Q*(-2*N*R*P1*A.T + W*Y1*(I - P2*A)); gA0 = -2*P2.T*P1; gA = (1/2)*gA0 - (1/2)*gA0.T  [vp.lowrank_cayley_vjp]
+  vp_lowrank_exp_vjp: gx = Gy*(I + K2.T*R*A) + Q*(K1*R*A.T + W*Y1 - Y1*K2.T*R*A + K1.T*R*A); gA0 = R.T*K1*R; gA = (1/2)*gA0 - (1/2)*gA0.T  [vp.lowrank_exp_vjp]
   square_vjp: gE = G*E.T + E.T*G  [exp_skew.square_vjp]
   lift: L = KroneckerProduct(I, Lam.T)  [vec.right_multiplication, lift.orthogonal, lift.symplectic]
 """
@@ -32,7 +38,7 @@ import math
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "square_vjp", "lift"]
+__all__ = ["cayley_matrix", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift"]
 
 
 def cayley_matrix(C):
@@ -304,6 +310,97 @@ def exp_taylor9_vjp(X, X2, X3, H2, H1, G):
     gX.add_(H1.mT @ D3)
     gX.add_(G)
     return gX
+
+
+def vp_lowrank_skew(R, A):
+    """The small skew matrix S = R A R^T of the low-rank form (skew-symmetrised), from x = Q R.
+
+    Generated from:
+    S0 = R*A*R.T
+    S = (1/2)*S0 - (1/2)*S0.T
+    Verified by: vp.lowrank_form
+    """
+    S0 = (R @ A) @ R.mT
+    S = 0.5 * S0 - 0.5 * S0.mT
+    return S
+
+
+def cayley_minus_identity(S):
+    """Cayley(S) - I = -2 (I + S)^{-1} S, batched.
+
+    Generated from:
+    W = -2*(I + S)**(-1)*S
+    Verified by: vp.lowrank_form
+    """
+    eye = torch.eye(S.shape[-1], dtype=S.dtype, device=S.device)
+    W = -2 * torch.linalg.solve(eye + S, S)
+    return W
+
+
+def vp_lowrank_apply(x, Q, W, R):
+    """Row-layout layer output x + Q W^T R = Lambda^T x with Lambda = I + Q W Q^T (W = f(S) - I).
+
+    Generated from:
+    K = W.T*R
+    y = Q*K + x
+    Verified by: vp.lowrank_form
+    """
+    K = W.mT @ R
+    y = Q @ K + x
+    return y
+
+
+def vp_lowrank_project(Q, Gy):
+    """Y1 = Q^T Gy: the incoming gradient in the basis of Q.
+
+    Generated from:
+    Y1 = Q.T*Gy
+    Verified by: vp.lowrank_exp_vjp
+    """
+    Y1 = Q.mT @ Gy
+    return Y1
+
+
+def vp_lowrank_cayley_vjp(Q, R, W, A, Gy):
+    """Gradients of <Gy, y> with respect to x and A for the Cayley activation, from Q, R, W = Cayley(S) - I.
+
+    Generated from:
+    Y1 = Q.T*Gy
+    N = I + (1/2)*W.T
+    P1 = Y1.T*N*R
+    P2 = R.T*N.T*R
+    gx = Gy*(I - 2*P2*A) + Q*(-2*N*R*P1*A.T + W*Y1*(I - P2*A))
+    gA0 = -2*P2.T*P1
+    gA = (1/2)*gA0 - (1/2)*gA0.T
+    Verified by: vp.lowrank_cayley_vjp
+    """
+    eye = torch.eye(R.shape[-2], dtype=Q.dtype, device=Q.device)
+    eye_d = torch.eye(R.shape[-1], dtype=Q.dtype, device=Q.device)
+    Y1 = Q.mT @ Gy
+    N = 0.5 * W.mT + eye
+    P1 = (Y1.mT @ N) @ R
+    P2 = (R.mT @ N.mT) @ R
+    gx = Gy @ (eye_d - 2 * (P2 @ A)) + Q @ ((W @ Y1) @ (eye_d - P2 @ A) - 2 * (((N @ R) @ P1) @ A.mT))
+    gA0 = -2 * (P2.mT @ P1)
+    gA = 0.5 * gA0 - 0.5 * gA0.mT
+    return gx, gA
+
+
+def vp_lowrank_exp_vjp(Q, R, W, A, Gy, Y1, K1, K2):
+    """Gradients of <Gy, y> with respect to x and A for the exponential activation, from Q, R, W = exp(S) - I, Y1 = Q^T Gy, K1 = L_exp(-S, R Y1^T) and K2 = phi(-S) R.
+
+    Generated from:
+    gx = Gy*(I + K2.T*R*A) + Q*(K1*R*A.T + W*Y1 - Y1*K2.T*R*A + K1.T*R*A)
+    gA0 = R.T*K1*R
+    gA = (1/2)*gA0 - (1/2)*gA0.T
+    Verified by: vp.lowrank_exp_vjp
+    """
+    eye = torch.eye(R.shape[-1], dtype=Q.dtype, device=Q.device)
+    t0 = K2.mT
+    gx = Gy @ ((t0 @ R) @ A + eye) + Q @ (W @ Y1 + (K1 @ R) @ A.mT + (K1.mT @ R) @ A - ((Y1 @ t0) @ R) @ A)
+    gA0 = (R.mT @ K1) @ R
+    gA = 0.5 * gA0 - 0.5 * gA0.mT
+    return gx, gA
 
 
 def square_vjp(E, G):

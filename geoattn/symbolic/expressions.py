@@ -389,6 +389,123 @@ def _taylor_specs() -> list["KernelSpec"]:
 #: the lift Lambda-tilde = I_d (x) Lambda^T acting on row-stacked vectors (vec.right_multiplication)
 LIFT = KroneckerProduct(Identity(d), Lam.T)
 
+# linear-time volume-preserving attention
+# ----------------------------------------
+# Note [low-rank form]
+# For x = Z^T (T x d) with thin QR factorisation x = Q R (Q^T Q = I_d, R d x d), the
+# correlation matrix is C = x A x^T = Q S Q^T with S = R A R^T (d x d, skew for skew A), and
+# for every activation f with f(0) = I that is a power series, f(Q S Q^T) = I + Q (f(S) - I) Q^T
+# (vp.lowrank_form). The layer output Lambda^T x is then x + Q (f(S) - I)^T R: two d x d
+# products, one T x d by d x d product, no T x T matrix. The backward passes
+# (vp.lowrank_cayley_vjp, vp.lowrank_exp_vjp) are written with the same factors, so they need
+# three T x d by d x d products and d x d work only. The push-through form
+# Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z (vp.push_through) is equivalent in exact arithmetic but
+# solves with I + Z Z^T A, whose condition number grows with that of the Gram matrix Z Z^T; the
+# QR form only ever inverts I + S with S skew (||(I + S)^{-1}|| <= 1).
+
+#: the rank bound k = min(T, d) of the thin QR factorisation x = Q R: Q is T x k, R is k x d
+k = sp.Symbol("k", integer=True, positive=True)
+Qf = MatrixSymbol("Q", T, k)
+Rf = MatrixSymbol("R", k, d)
+#: the small skew matrix S = R A R^T, W = f(S) - I (k x k), the incoming gradient of the layer output
+Sd = MatrixSymbol("S", k, k)
+Wd = MatrixSymbol("W", k, k)
+Gy = MatrixSymbol("Gy", T, d)
+Y1 = MatrixSymbol("Y1", k, d)
+K1 = MatrixSymbol("K1", k, k)
+K2 = MatrixSymbol("K2", k, d)
+I_k = Identity(k)
+I_d = Identity(d)
+
+_S0 = MatrixSymbol("S0", k, k)
+#: S = R A R^T, skew-symmetrised after the product (equal for skew A; exactly skew in floating point)
+LOWRANK_S = [("S0", Rf * A * Rf.T), ("S", (_S0 - _S0.T) / 2)]
+#: Cayley(S) - I = -2 (I + S)^{-1} S
+CAYLEY_MINUS_I = -2 * Inverse(I_k + Sd) * Sd
+#: the layer output x + Q (f(S) - I)^T R, with the d x d factor bound first
+LOWRANK_K = Wd.T * Rf
+LOWRANK_APPLY = x + Qf * MatrixSymbol("K", k, d)
+#: the Cayley backward, from the saved factors
+_N = MatrixSymbol("N", k, k)
+_P1 = MatrixSymbol("P1", d, d)
+_P2 = MatrixSymbol("P2", d, d)
+#: the forward uses the skew part of A (S is skew-symmetrised), so the gradient is the skew part
+_GA0 = MatrixSymbol("gA0", d, d)
+LOWRANK_CAYLEY_VJP = [
+    ("Y1", Qf.T * Gy),
+    ("N", I_k + Wd.T / 2),
+    ("P1", Y1.T * _N * Rf),
+    ("P2", Rf.T * _N.T * Rf),
+    ("gx", Gy * (I_d - 2 * _P2 * A) + Qf * (Wd * Y1 * (I_d - _P2 * A) - 2 * _N * Rf * _P1 * A.T)),
+    ("gA0", -2 * _P2.T * _P1),
+    ("gA", (_GA0 - _GA0.T) / 2),
+]
+#: the exponential backward, from the saved factors and K1 = L_exp(-S, R Y1^T), K2 = phi(-S) R
+LOWRANK_EXP_VJP = [
+    ("gx", Gy * (I_d + K2.T * Rf * A) + Qf * (Wd * Y1 + K1 * Rf * A.T + K1.T * Rf * A - Y1 * K2.T * Rf * A)),
+    ("gA0", Rf.T * K1 * Rf),
+    ("gA", (_GA0 - _GA0.T) / 2),
+]
+
+
+def _lowrank_specs() -> list["KernelSpec"]:
+    return [
+        KernelSpec(
+            "vp_lowrank_skew",
+            "The small skew matrix S = R A R^T of the low-rank form (skew-symmetrised), from x = Q R.",
+            {"R": Rf, "A": A},
+            LOWRANK_S,
+            {},
+            ["vp.lowrank_form"],
+            returns=("S",),
+        ),
+        KernelSpec(
+            "cayley_minus_identity",
+            "Cayley(S) - I = -2 (I + S)^{-1} S, batched.",
+            {"S": Sd},
+            [("W", CAYLEY_MINUS_I)],
+            {k: ("S", -1)},
+            ["vp.lowrank_form"],
+        ),
+        KernelSpec(
+            "vp_lowrank_apply",
+            "Row-layout layer output x + Q W^T R = Lambda^T x with Lambda = I + Q W Q^T (W = f(S) - I).",
+            {"x": x, "Q": Qf, "W": Wd, "R": Rf},
+            [("K", LOWRANK_K), ("y", LOWRANK_APPLY)],
+            {},
+            ["vp.lowrank_form"],
+            returns=("y",),
+        ),
+        KernelSpec(
+            "vp_lowrank_project",
+            "Y1 = Q^T Gy: the incoming gradient in the basis of Q.",
+            {"Q": Qf, "Gy": Gy},
+            [("Y1", Qf.T * Gy)],
+            {},
+            ["vp.lowrank_exp_vjp"],
+        ),
+        KernelSpec(
+            "vp_lowrank_cayley_vjp",
+            "Gradients of <Gy, y> with respect to x and A for the Cayley activation, from Q, R, W = Cayley(S) - I.",
+            {"Q": Qf, "R": Rf, "W": Wd, "A": A, "Gy": Gy},
+            LOWRANK_CAYLEY_VJP,
+            {d: ("R", -1), k: ("R", -2)},
+            ["vp.lowrank_cayley_vjp"],
+            returns=("gx", "gA"),
+        ),
+        KernelSpec(
+            "vp_lowrank_exp_vjp",
+            "Gradients of <Gy, y> with respect to x and A for the exponential activation, from Q, R, "
+            "W = exp(S) - I, Y1 = Q^T Gy, K1 = L_exp(-S, R Y1^T) and K2 = phi(-S) R.",
+            {"Q": Qf, "R": Rf, "W": Wd, "A": A, "Gy": Gy, "Y1": Y1, "K1": K1, "K2": K2},
+            LOWRANK_EXP_VJP,
+            {d: ("R", -1)},
+            ["vp.lowrank_exp_vjp"],
+            returns=("gx", "gA"),
+        ),
+    ]
+
+
 KERNELS: list[KernelSpec] = [
     KernelSpec(
         "cayley_matrix",
@@ -481,6 +598,7 @@ KERNELS: list[KernelSpec] = [
         complex_inputs=("U",),
     ),
     *_taylor_specs(),
+    *_lowrank_specs(),
     KernelSpec(
         "square_vjp",
         "Gradient of <G, E^2> with respect to E: one step of the squaring phase, backwards.",
