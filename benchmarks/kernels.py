@@ -3,6 +3,9 @@ compositions with autograd, measured in one run.
 
     python benchmarks/kernels.py [--quick] [--json PATH] [--threads N]
 
+Forward+backward is timed with two incoming gradients: a dense random one (``f+b``) and the
+expanded one of ``loss = out.sum()`` (``f+b sum``).
+
 Cayley: ``geoattn.kernels.cayley`` (custom VJP) against
 ``torch.linalg.solve(I + C, I - C, left=False)`` + autograd. Skew exponential:
 ``geoattn.kernels.exp_skew`` (scaling and squaring of a Taylor polynomial, derived backward) against
@@ -74,11 +77,21 @@ def case(kernel, naive, B, T, dtype, reps):
 
         return run
 
+    def fwd_bwd_sum(fn, leaf):
+        def run():
+            leaf.grad = None
+            fn(leaf).sum().backward()  # the expanded incoming gradient of a sum() loss
+        return run
+
     out["kernel_fwd_bwd"], out["naive_fwd_bwd"] = timeit_pair(
         fwd_bwd(kernel, leaves["kernel"]), fwd_bwd(naive, leaves["naive"]), reps
     )
+    out["kernel_fwd_bwd_sum"], out["naive_fwd_bwd_sum"] = timeit_pair(
+        fwd_bwd_sum(kernel, leaves["kernel"]), fwd_bwd_sum(naive, leaves["naive"]), reps
+    )
     out["ratio_fwd"] = out["kernel_fwd"] / out["naive_fwd"]
     out["ratio_fwd_bwd"] = out["kernel_fwd_bwd"] / out["naive_fwd_bwd"]
+    out["ratio_fwd_bwd_sum"] = out["kernel_fwd_bwd_sum"] / out["naive_fwd_bwd_sum"]
     return out
 
 
@@ -93,7 +106,8 @@ def main(argv=None) -> int:
     batches = [256] if args.quick else [256, 4096]
     rows = []
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {platform.processor() or platform.machine()}")
-    header = f"{'kernel':8s} {'dtype':8s} {'B':>5s} {'T':>3s} {'fwd ms':>9s} {'naive':>9s} {'ratio':>6s} {'f+b ms':>9s} {'naive':>9s} {'ratio':>6s}"
+    header = (f"{'kernel':8s} {'dtype':8s} {'B':>5s} {'T':>3s} {'fwd ms':>9s} {'naive':>9s} {'ratio':>6s} {'f+b ms':>9s} "
+              f"{'naive':>9s} {'ratio':>6s} {'f+b sum':>9s} {'naive':>9s} {'ratio':>6s}")
     print(header)
     print("-" * len(header))
     for kname, kernel, naive in (("cayley", K.cayley, naive_cayley), ("exp_skew", fast_exp, torch.linalg.matrix_exp)):
@@ -108,7 +122,8 @@ def main(argv=None) -> int:
                     rows.append(r)
                     print(
                         f"{kname:8s} {r['dtype']:8s} {B:5d} {T:3d} {1e3 * r['kernel_fwd']:9.2f} {1e3 * r['naive_fwd']:9.2f} "
-                        f"{r['ratio_fwd']:6.2f} {1e3 * r['kernel_fwd_bwd']:9.2f} {1e3 * r['naive_fwd_bwd']:9.2f} {r['ratio_fwd_bwd']:6.2f}",
+                        f"{r['ratio_fwd']:6.2f} {1e3 * r['kernel_fwd_bwd']:9.2f} {1e3 * r['naive_fwd_bwd']:9.2f} {r['ratio_fwd_bwd']:6.2f}"
+                        f" {1e3 * r['kernel_fwd_bwd_sum']:9.2f} {1e3 * r['naive_fwd_bwd_sum']:9.2f} {r['ratio_fwd_bwd_sum']:6.2f}",
                         flush=True,
                     )
     print("\ntargets:")

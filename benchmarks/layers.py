@@ -1,14 +1,20 @@
 """Layer benchmark: the structure-preserving layers against scaled_dot_product_attention at the same shape.
 
     python benchmarks/layers.py [--quick] [--json PATH] [--threads N] [--device cpu|cuda]
+                                [--batch B ...] [--lengths T ...] [--sweep-tokens N] [--sweep T ...]
 
 For input ``x`` of shape ``(B, T, dim)`` the reference is
 ``torch.nn.functional.scaled_dot_product_attention(x, x, x)`` (no projections),
 measured in the same run. Reported: forward and forward+backward times
-(median of repeats), their ratios to the reference (below 1: faster than
-SDPA), and memory: on CPU the bytes of tensors saved for backward plus the
-output (activation memory, counted with ``saved_tensors_hooks``); on CUDA the
-peak allocated memory of forward+backward.
+(median of repeats) with two incoming gradients, a dense random one (``f+b``)
+and the expanded one of ``loss = out.sum()`` (``f+b sum``); their ratios to the
+reference (below 1: faster than SDPA); and memory: on CPU the bytes of tensors
+saved for backward plus the output (activation memory, counted with
+``saved_tensors_hooks``); on CUDA the peak allocated memory of forward+backward.
+
+A second table sweeps the sequence length at a fixed number of tokens
+``B * T`` (dim 4): VolumePreservingAttention (both activations) and SDPA, for the
+time-against-T curves and the cost per token.
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ def activation_bytes(fn, x, device):
 
 def measure(fn, x, reps, device):
     leaf = x.clone().requires_grad_()
+    grad = torch.randn_like(x)
 
     def fwd():
         with torch.no_grad():
@@ -76,58 +83,105 @@ def measure(fn, x, reps, device):
 
     def fwd_bwd():
         leaf.grad = None
+        fn(leaf).backward(grad)
+
+    def fwd_bwd_sum():
+        leaf.grad = None
         fn(leaf).sum().backward()
 
     return {"fwd": timeit(fwd, reps, device), "fwd_bwd": timeit(fwd_bwd, reps, device),
-            "memory": activation_bytes(fn, leaf, device)}
+            "fwd_bwd_sum": timeit(fwd_bwd_sum, reps, device), "memory": activation_bytes(fn, leaf, device)}
+
+
+def ratios(m, ref):
+    return {f"ratio_{k}": m[k] / ref[k] for k in ("fwd", "fwd_bwd", "fwd_bwd_sum", "memory")}
+
+
+def sdpa(y):
+    return F.scaled_dot_product_attention(y, y, y)
+
+
+def line(name, B, dim, T, m, r=None):
+    cells = f"{name:<31}{B:>6}{dim:>4}{T:>5}{m['fwd'] * 1e3:>10.2f}"
+    cells += f"{r['ratio_fwd']:>7.2f}" if r else f"{'':>7}"
+    for k in ("fwd_bwd", "fwd_bwd_sum"):
+        cells += f"{m[k] * 1e3:>10.2f}" + (f"{r['ratio_' + k]:>7.2f}" if r else f"{'':>7}")
+    cells += f"{m['memory'] / 1024:>10.0f}" + (f"{r['ratio_memory']:>7.2f}" if r else f"{'':>7}")
+    print(cells, flush=True)
+
+
+HEADER = (f"{'layer':<31}{'B':>6}{'dim':>4}{'T':>5}{'fwd ms':>10}{'fwd x':>7}{'f+b ms':>10}{'f+b x':>7}"
+          f"{'sum ms':>10}{'sum x':>7}{'mem KiB':>10}{'mem x':>7}")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="B = 256, dim = 4, T in {3, 8}, one repetition")
+    parser.add_argument("--quick", action="store_true", help="B = 256, dim = 4, T in {3, 8}, a small sweep, one repetition")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch", type=int, nargs="+", help="batch sizes of the main table")
+    parser.add_argument("--lengths", type=int, nargs="+", help="sequence lengths of the main table")
+    parser.add_argument("--dims", type=int, nargs="+", help="feature sizes of the main table")
+    parser.add_argument("--sweep-tokens", type=int, default=None, help="B * T of the length sweep")
+    parser.add_argument("--sweep", type=int, nargs="*", help="sequence lengths of the sweep (none: no sweep)")
     parser.add_argument("--json", help="write the results to PATH")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     batches, dims, lengths = ([256], [4], [3, 8]) if args.quick else ([256, 4096], [4, 32], [3, 8, 16, 32])
+    batches, dims, lengths = args.batch or batches, args.dims or dims, args.lengths or lengths
+    tokens = args.sweep_tokens or (1024 if args.quick else 32768)
+    sweep = args.sweep if args.sweep is not None else ([16, 64] if args.quick else
+                                                       [16, 32, 64, 128, 256, 512, 1024, 2048, 4096])
     reps = 1 if args.quick else args.reps
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), device {device}, "
-          f"{platform.processor() or platform.machine()}; float32; ratios = layer / SDPA in the same run")
-    print(f"{'layer':<27}{'B':>5}{'dim':>4}{'T':>4}{'fwd ms':>9}{'fwd x':>7}{'f+b ms':>9}{'f+b x':>7}"
-          f"{'mem KiB':>10}{'mem x':>7}")
+          f"{platform.processor() or platform.machine()}; float32; ratios = layer / SDPA in the same run; "
+          "f+b: dense random incoming gradient, sum: gradient of out.sum()")
+    print(HEADER)
     rows = []
     for B in batches:
         for dim in dims:
             for T in lengths:
                 torch.manual_seed(0)
                 x = torch.randn(B, T, dim, device=device)
-                ref = measure(lambda y: F.scaled_dot_product_attention(y, y, y), x, reps, device)
+                ref = measure(sdpa, x, reps, device)
                 layers = [("VolumePreservingAttention", VolumePreservingAttention(dim, device=device)),
+                          ("VolumePreservingAttention(exp)", VolumePreservingAttention(dim, activation="exp",
+                                                                                       device=device)),
                           ("OrthonormalAttention", OrthonormalAttention(dim, device=device))]
                 if dim % 2 == 0:
                     layers.append(("LinearSymplecticAttention", LinearSymplecticAttention(T, device=device)))
                 rows.append({"layer": "sdpa", "B": B, "dim": dim, "T": T, **ref})
-                print(f"{'sdpa (reference)':<27}{B:>5}{dim:>4}{T:>4}{ref['fwd'] * 1e3:>9.2f}{'':>7}"
-                      f"{ref['fwd_bwd'] * 1e3:>9.2f}{'':>7}{ref['memory'] / 1024:>10.0f}{'':>7}")
+                line("sdpa (reference)", B, dim, T, ref)
                 for name, layer in layers:
                     m = measure(layer, x, reps, device)
-                    row = {"layer": name, "B": B, "dim": dim, "T": T, **m,
-                           "ratio_fwd": m["fwd"] / ref["fwd"], "ratio_fwd_bwd": m["fwd_bwd"] / ref["fwd_bwd"],
-                           "ratio_memory": m["memory"] / ref["memory"]}
+                    row = {"layer": name, "B": B, "dim": dim, "T": T, **m, **ratios(m, ref)}
                     rows.append(row)
-                    print(f"{row['layer']:<27}{B:>5}{dim:>4}{T:>4}{m['fwd'] * 1e3:>9.2f}{row['ratio_fwd']:>7.2f}"
-                          f"{m['fwd_bwd'] * 1e3:>9.2f}{row['ratio_fwd_bwd']:>7.2f}{m['memory'] / 1024:>10.0f}"
-                          f"{row['ratio_memory']:>7.2f}")
+                    line(name, B, dim, T, m, row)
+    if sweep:
+        print(f"\nlength sweep at B * T = {tokens} tokens, dim = 4")
+        print(HEADER)
+        for T in sweep:
+            B = max(1, tokens // T)
+            torch.manual_seed(0)
+            x = torch.randn(B, T, 4, device=device)
+            ref = measure(sdpa, x, reps if T < 2048 else max(1, reps // 2), device)
+            rows.append({"layer": "sdpa", "B": B, "dim": 4, "T": T, "sweep": True, **ref})
+            line("sdpa (reference)", B, 4, T, ref)
+            for name, act in (("VolumePreservingAttention", "cayley"), ("VolumePreservingAttention(exp)", "exp")):
+                m = measure(VolumePreservingAttention(4, activation=act, device=device), x, reps, device)
+                row = {"layer": name, "B": B, "dim": 4, "T": T, "sweep": True, **m, **ratios(m, ref),
+                       "memory_per_token_dim": m["memory"] / (B * T * 4)}
+                rows.append(row)
+                line(name, B, 4, T, m, row)
     print("\ntargets:")
-    for line in summarise("layers", rows):
-        print("  " + line)
+    for text in summarise("layers", rows):
+        print("  " + text)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "device": str(device),
-                       "rows": rows}, fh, indent=1)
+                       "tokens": tokens, "rows": rows}, fh, indent=1)
     return 0
 
 

@@ -144,6 +144,11 @@ class TorchKernelPrinter:
         if self.accumulate and isinstance(expr, MatAdd):
             self._bind_accumulated(name, expr)
             return
+        if self.accumulate and isinstance(expr, MatMul) and expr.as_coeff_matrices()[0] != 1:
+            coeff, mats = expr.as_coeff_matrices()
+            self.lines.append(f"{name} = {self._print_factors(list(mats))}")
+            self.lines.append(f"{name}.mul_({_num(coeff)})")
+            return
         code = self._print(expr)
         self.lines.append(f"{name} = {code}")
 
@@ -158,9 +163,14 @@ class TorchKernelPrinter:
         if first is None:
             first = next((k for k, p in enumerate(parts) if fresh(p)), None)
         if first is None:
-            raise CodegenError(f"Expected a product or a scaled matrix to accumulate into. Got {expr}.")
-        coeff, mats = parts.pop(first)
-        self.lines.append(f"{name} = {self._print(MatMul(coeff, *mats) if coeff != 1 else MatMul(*mats).doit())}")
+            # a transposed argument: accumulate into a contiguous copy of it
+            first = next((k for k, p in enumerate(parts) if p[0] == 1 and isinstance(p[1][0], Transpose)), None)
+            if first is None:
+                raise CodegenError(f"Expected a product, a scaled or a transposed matrix to accumulate into. Got {expr}.")
+            self.lines.append(f"{name} = {self._print(parts.pop(first)[1][0])}.clone(memory_format=torch.contiguous_format)")
+        else:
+            coeff, mats = parts.pop(first)
+            self.lines.append(f"{name} = {self._print(MatMul(coeff, *mats) if coeff != 1 else MatMul(*mats).doit())}")
         for coeff, mats in parts:
             if len(mats) == 1 and isinstance(mats[0], Identity):
                 self.lines.append(f"{name}.diagonal(dim1=-2, dim2=-1).add_({_num(coeff)})")

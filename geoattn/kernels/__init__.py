@@ -94,7 +94,9 @@ class _Cayley(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (lam,) = ctx.saved_tensors
-        return gen.cayley_vjp(lam, grad)
+        # the gradient of out.sum() arrives expanded (strides 0); batched products of expanded
+        # operands take a slow path, so it is copied first
+        return gen.cayley_vjp(lam, grad.contiguous())
 
 
 def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -199,7 +201,7 @@ class _ExpSkewTaylor(torch.autograd.Function):
         if torch.is_grad_enabled():
             return _exp_frechet_adjoint(s, grad)
         parts, squares = rest[: ctx.n_parts], rest[ctx.n_parts :]
-        g = grad
+        g = grad.contiguous()  # out.sum() gives an expanded gradient: see _Cayley.backward
         for e in reversed(squares):
             g = gen.square_vjp(e, g)
         _, vjp = _TAYLOR[s.dtype]

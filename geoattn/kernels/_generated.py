@@ -5,14 +5,14 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: 771259b1e11ba9bdb6fe77816d219810479bb670af2624d91a86540090fa6b60
+expressions-sha256: 11edaaa1d2561bf35d6073b0dbb946cabd295ef1e80df5e3c98642a0fb064d78
 printer-version: 2
 
 Sources (kernel: expression  [ledger claims]):
   cayley_matrix: Lam = (I + C)**(-1)*(I - C)  [cayley.orthogonal, kernels.cayley_left_solve]
   cayley_apply_solve: y = 2*(I - C)**(-1)*x - x  [cayley.apply_form]
   cayley_apply_matrix: y = Lam.T*x  [cayley.orthogonal, cayley.apply_form]
-  cayley_vjp: gC = (-(1/2)*I - (1/2)*Lam.T)*G*(I + Lam.T)  [cayley.vjp]
+  cayley_vjp: P = I + Lam.T; gC = -(1/2)*P*G*P  [cayley.vjp]
   skew_from_lower: S = StrictLower(C) - StrictLower(C).T  [vp.lower_assign_skew, kernels.triangle_forms]
   upper_triangular_asymmetrize: S = StrictUpper(C) - StrictUpper(C).T  [exp.uta_skew, kernels.triangle_forms]
   vp_correlation: C = x*A*x.T  [vp.skew_weighting, kernels.row_layout]
@@ -28,7 +28,7 @@ Sources (kernel: expression  [ledger claims]):
   cayley_minus_identity: W = -2*(I + S)**(-1)*S  [vp.lowrank_form]
   vp_lowrank_apply: K = W.T*R; y = Q*K + x  [vp.lowrank_form]
   vp_lowrank_project: Y1 = Q.T*Gy  [vp.lowrank_exp_vjp]
-  vp_lowrank_cayley_vjp: Y1 = Q.T*Gy; N = I + (1/2)*W.T; P1 = Y1.T*N*R; P2 = R.T*N.T*R; gx = Gy*(I - 2*P2*A) + Q*(-2*N*R*P1*A.T + W*Y1*(I - P2*A)); gA0 = -2*P2.T*P1; gA = (1/2)*gA0 - (1/2)*gA0.T  [vp.lowrank_cayley_vjp]
+  vp_lowrank_cayley_vjp: Y1 = Q.T*Gy; NR = (I + (1/2)*W.T)*R; P1 = Y1.T*NR; P2 = NR.T*R; P2A = P2*A; gx = Gy*(I - 2*P2A) + Q*(-2*NR*P1*A.T + W*Y1*(I - P2A)); gA0 = -2*P2.T*P1; gA = (1/2)*gA0 - (1/2)*gA0.T  [vp.lowrank_cayley_vjp]
   vp_lowrank_exp_vjp: gx = Gy*(I + K2.T*R*A) + Q*(K1*R*A.T + W*Y1 - Y1*K2.T*R*A + K1.T*R*A); gA0 = R.T*K1*R; gA = (1/2)*gA0 - (1/2)*gA0.T  [vp.lowrank_exp_vjp]
   square_vjp: gE = G*E.T + E.T*G  [exp_skew.square_vjp]
   lift: L = KroneckerProduct(I, Lam.T)  [vec.right_multiplication, lift.orthogonal, lift.symplectic]
@@ -80,12 +80,14 @@ def cayley_vjp(Lam, G):
     """Gradient of <G, Cayley(C)> with respect to C, from the forward output Lam = Cayley(C).
 
     Generated from:
-    gC = (-(1/2)*I - (1/2)*Lam.T)*G*(I + Lam.T)
+    P = I + Lam.T
+    gC = -(1/2)*P*G*P
     Verified by: cayley.vjp
     """
-    eye = torch.eye(Lam.shape[-1], dtype=Lam.dtype, device=Lam.device)
-    t0 = eye + Lam.mT
-    gC = ((-0.5 * t0) @ G) @ t0
+    P = Lam.mT.clone(memory_format=torch.contiguous_format)
+    P.diagonal(dim1=-2, dim2=-1).add_(1)
+    gC = (P @ G) @ P
+    gC.mul_(-0.5)
     return gC
 
 
@@ -366,10 +368,11 @@ def vp_lowrank_cayley_vjp(Q, R, W, A, Gy):
 
     Generated from:
     Y1 = Q.T*Gy
-    N = I + (1/2)*W.T
-    P1 = Y1.T*N*R
-    P2 = R.T*N.T*R
-    gx = Gy*(I - 2*P2*A) + Q*(-2*N*R*P1*A.T + W*Y1*(I - P2*A))
+    NR = (I + (1/2)*W.T)*R
+    P1 = Y1.T*NR
+    P2 = NR.T*R
+    P2A = P2*A
+    gx = Gy*(I - 2*P2A) + Q*(-2*NR*P1*A.T + W*Y1*(I - P2A))
     gA0 = -2*P2.T*P1
     gA = (1/2)*gA0 - (1/2)*gA0.T
     Verified by: vp.lowrank_cayley_vjp
@@ -377,10 +380,11 @@ def vp_lowrank_cayley_vjp(Q, R, W, A, Gy):
     eye = torch.eye(R.shape[-2], dtype=Q.dtype, device=Q.device)
     eye_d = torch.eye(R.shape[-1], dtype=Q.dtype, device=Q.device)
     Y1 = Q.mT @ Gy
-    N = 0.5 * W.mT + eye
-    P1 = (Y1.mT @ N) @ R
-    P2 = (R.mT @ N.mT) @ R
-    gx = Gy @ (eye_d - 2 * (P2 @ A)) + Q @ ((W @ Y1) @ (eye_d - P2 @ A) - 2 * (((N @ R) @ P1) @ A.mT))
+    NR = (0.5 * W.mT + eye) @ R
+    P1 = Y1.mT @ NR
+    P2 = NR.mT @ R
+    P2A = P2 @ A
+    gx = Gy @ (eye_d - 2 * P2A) + Q @ ((W @ Y1) @ (eye_d - P2A) - 2 * ((NR @ P1) @ A.mT))
     gA0 = -2 * (P2.mT @ P1)
     gA = 0.5 * gA0 - 0.5 * gA0.mT
     return gx, gA

@@ -155,12 +155,12 @@ class _VPLowRank(torch.autograd.Function):
     @staticmethod
     def backward(ctx, gy, *_unused):
         x, A, Q, R, S, W = ctx.saved_tensors
-        if torch.is_grad_enabled():  # a graph of the backward is wanted: go through the full form
-            wants = [t for t, need in zip((x, A), ctx.needs_input_grad[:2]) if need]
-            with torch.enable_grad():
-                y = vp_full(x, A, ctx.activation)
-            grads = iter(torch.autograd.grad(y, wants, gy, create_graph=True))
-            return tuple(next(grads) if need else None for need in ctx.needs_input_grad[:2]) + (None,)
+        if torch.is_grad_enabled():
+            # a graph of the backward is wanted (create_graph=True, or a torch.func transform that nests
+            # gradients): go through the full form, built from differentiable operations
+            _, pullback = torch.func.vjp(lambda a, b: vp_full(a, b, ctx.activation), x, A)
+            gx, gA = pullback(gy)
+            return gx, gA, None
         gy = gy.contiguous()
         A = 0.5 * (A - A.mT)  # the forward used the skew part of A (S is skew-symmetrised)
         if ctx.activation == "cayley":

@@ -30,35 +30,44 @@ class Skew(nn.Module):
 
 
 class VolumePreservingAttention(nn.Module):
-    r"""Self-attention whose activation is the Cayley transform of a skew correlation matrix (seed 000).
+    r"""Self-attention whose activation is an orthogonal function of a skew correlation matrix (seed 000).
 
     For ``x`` of shape ``(batch, T, dim)`` (the seeds' :math:`Z = x^T \in
-    \mathbb{R}^{\mathrm{dim}\times T}`), with :math:`\mathrm{Cayley}(C) = (I - C)(I + C)^{-1}`:
+    \mathbb{R}^{\mathrm{dim}\times T}`):
 
     .. math::
 
-        Z \mapsto Z\,\Lambda(Z),\qquad \Lambda(Z) = \mathrm{Cayley}(C(Z)),\qquad
+        Z \mapsto Z\,\Lambda(Z),\qquad \Lambda(Z) = f(C(Z)),\qquad
         C(Z) = \begin{cases} Z^TAZ, & A \text{ skew } (\texttt{skew\_sym=True}),\\
         \tfrac{1}{\sqrt{\mathrm{dim}}}\,\mathrm{skew\_from\_lower}(Z^TAZ), & A \text{ arbitrary } (\texttt{skew\_sym=False}),
         \end{cases}
 
-    with :math:`A \in \mathbb{R}^{\mathrm{dim}\times\mathrm{dim}}` (ledger
+    with :math:`f(C) = \mathrm{Cayley}(C) = (I - C)(I + C)^{-1}` (``activation="cayley"``)
+    or :math:`f(C) = \exp(C)` (``activation="exp"``), :math:`A \in
+    \mathbb{R}^{\mathrm{dim}\times\mathrm{dim}}` (ledger
     ``vp.arbitrary_weighting_shape.corrected``) and ``skew_from_lower`` the
-    lower-triangle-to-skew assignment (``vp.lower_assign_skew``). In the row
-    layout the output is :math:`\Lambda(Z)^T x`, computed by
-    :func:`geoattn.kernels.cayley_apply` without forming :math:`\Lambda` when
-    ``dim < T``.
+    lower-triangle-to-skew assignment (``vp.lower_assign_skew``).
+
+    **Linear time.** With ``skew_sym=True`` and ``dim < T`` the forward and
+    backward never form a ``T x T`` matrix: :func:`geoattn.kernels.vp_attention`
+    factors :math:`x = QR` and uses :math:`f(Z^TAZ) = I + Q(f(RAR^T) - I)Q^T`
+    (``vp.lowrank_form``), :math:`O(T\,\mathrm{dim}^2)` time and memory. The
+    arbitrary weighting keeps the ``T x T`` form: the lower-triangle
+    assignment does not preserve the low rank of :math:`Z^TAZ`.
 
     What it preserves:
 
     * at every input, :math:`\Lambda(Z)` is orthogonal with determinant 1
-      (``cayley.orthogonal``, ``cayley.det_one``), so the *frozen* map
+      (``cayley.orthogonal``, ``cayley.det_one``, ``exp.orthogonal``), so the
+      norm of every row of ``Z`` is kept and the *frozen* map
       :math:`Y \mapsto Y\Lambda(Z_0)` is volume-preserving, orthogonal and
       symplectic for the product structure (``vp.map_volume_preserving.frozen``,
       ``lift.orthogonal``, ``lift.symplectic``);
     * with ``skew_sym=True`` the layer map :math:`Z \mapsto Z\Lambda(Z)` itself
-      is volume-preserving (``vp.map_volume_preserving.skew``: exact for
-      :math:`d, T \le 2`, certified up to :math:`(3, 3)` and :math:`(2, 4)`);
+      is volume-preserving for every ``dim`` and ``T``
+      (``vp.map_volume_preserving.skew``, ``vp.map_volume_preserving.exp_skew``),
+      keeps the correlation matrix (``vp.map_invariant``) and is inverted by
+      :meth:`inverse` (``vp.map_inverse``);
     * with ``skew_sym=False`` the layer map is **not** volume-preserving
       (``vp.map_volume_preserving.arbitrary`` is refuted: :math:`\det J - 1 = 161/458`
       at an exact point with :math:`d = 1, T = 2`);
@@ -70,23 +79,31 @@ class VolumePreservingAttention(nn.Module):
     skew_sym : bool
         skew-symmetric weighting (parametrized by :class:`Skew`) or an
         arbitrary weighting with the lower-triangle assignment.
+    activation : ``"cayley"`` or ``"exp"``
     device, dtype :
         of the parameters.
 
     Examples
     --------
     >>> import torch
-    >>> from geoattn.testing import orthogonality_error
     >>> layer = VolumePreservingAttention(3, dtype=torch.float64)
-    >>> x = torch.randn(2, 5, 3, dtype=torch.float64)
-    >>> bool(orthogonality_error(layer.attention_matrix(x)).max() < 1e-12)
+    >>> x = torch.randn(2, 50, 3, dtype=torch.float64)
+    >>> y = layer(x)                                  # no 50 x 50 matrix is formed
+    >>> torch.allclose(y.norm(dim=-2), x.norm(dim=-2))  # rows of Z keep their norms
+    True
+    >>> torch.allclose(layer.inverse(y), x)
     True
     """
 
-    def __init__(self, dim: int, *, skew_sym: bool = True, device=None, dtype=None) -> None:
+    def __init__(
+        self, dim: int, *, skew_sym: bool = True, activation: str = "cayley", device=None, dtype=None
+    ) -> None:
         super().__init__()
         kw = factory(device, dtype)
         self.dim = check_positive_int("dim", dim)
+        if activation not in ("cayley", "exp"):
+            raise ValueError(f"Expected activation 'cayley' or 'exp'. Got {activation!r}.")
+        self.activation = activation
         self.skew_sym = bool(skew_sym)
         self.weight = nn.Parameter(torch.empty(dim, dim, **kw))
         self.reset_parameters()
@@ -104,7 +121,8 @@ class VolumePreservingAttention(nn.Module):
                 self.weight.copy_(w)
 
     def correlation(self, x: torch.Tensor) -> torch.Tensor:
-        """The skew correlation matrix :math:`C(Z)`, shape ``(..., T, T)``."""
+        """The skew correlation matrix :math:`C(Z)`, shape ``(..., T, T)`` (for analysis: the forward does not form it
+        when ``skew_sym=True`` and ``dim < T``)."""
         A = self.weight
         check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype)
         if self.skew_sym:
@@ -113,12 +131,35 @@ class VolumePreservingAttention(nn.Module):
         return K.vp_correlation_lower(x, A) / math.sqrt(self.dim)
 
     def attention_matrix(self, x: torch.Tensor) -> torch.Tensor:
-        r""":math:`\Lambda(Z) = \mathrm{Cayley}(C(Z))`, orthogonal, shape ``(..., T, T)``."""
-        return K.cayley(self.correlation(x))
+        r""":math:`\Lambda(Z) = f(C(Z))`, orthogonal, shape ``(..., T, T)``."""
+        C = self.correlation(x)
+        return K.cayley(C) if self.activation == "cayley" else K.exp_skew(C, check=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape."""
-        return K.cayley_apply(self.correlation(x), x, check=False)
+        if self.skew_sym:
+            A = self.weight
+            check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype)
+            return K.vp_attention(x, A, activation=self.activation, check=False)
+        C = self.correlation(x)
+        if self.activation == "cayley":
+            return K.cayley_apply(C, x, check=False)
+        return K.exp_skew(C, check=False).mT @ x
+
+    def inverse(self, y: torch.Tensor) -> torch.Tensor:
+        r"""The inverse map :math:`Y \mapsto Y\,\Lambda(Y)^T`: the same layer with :math:`A` replaced by :math:`-A`.
+
+        Exact up to rounding because the layer keeps the correlation matrix, :math:`C(Z\Lambda(Z)) = C(Z)`
+        (``vp.map_invariant``, ``vp.map_inverse``). Only for ``skew_sym=True``.
+        """
+        if not self.skew_sym:
+            raise ValueError(
+                "Expected skew_sym=True for inverse(): with the arbitrary weighting the layer does not keep the "
+                "correlation matrix, so Y Lambda(Y)^T is not its inverse. Got skew_sym=False."
+            )
+        A = self.weight
+        check_sequence(self, "y", y, dim=self.dim, dtype=A.dtype)
+        return K.vp_attention(y, -A, activation=self.activation, check=False)
 
     def extra_repr(self) -> str:
-        return f"dim={self.dim}, skew_sym={self.skew_sym}"
+        return f"dim={self.dim}, skew_sym={self.skew_sym}, activation={self.activation!r}"

@@ -197,8 +197,12 @@ CAYLEY_APPLY_SOLVE = 2 * Inverse(I_T - C) * x - x
 Lam = MatrixSymbol("Lam", T, T)
 CAYLEY_APPLY_MATRIX = Lam.T * x
 
-#: vector-Jacobian product of Lambda = Cayley(C), reusing the forward output
-CAYLEY_VJP = -sp.Rational(1, 2) * (I_T + Lam).T * G * (I_T + Lam).T
+#: vector-Jacobian product of Lambda = Cayley(C), reusing the forward output, as the kernel binds it:
+#: P = I + Lam^T once (a contiguous copy, so both batched products read contiguous operands), then
+#: -1/2 P G P, scaled in place
+_P = MatrixSymbol("P", T, T)
+CAYLEY_VJP_BINDINGS = [("P", I_T + Lam.T), ("gC", -sp.Rational(1, 2) * _P * G * _P)]
+CAYLEY_VJP = CAYLEY_VJP_BINDINGS[1][1].subs(_P, CAYLEY_VJP_BINDINGS[0][1])
 
 
 def skew_from_lower_expr(m):
@@ -426,17 +430,19 @@ CAYLEY_MINUS_I = -2 * Inverse(I_k + Sd) * Sd
 LOWRANK_K = Wd.T * Rf
 LOWRANK_APPLY = x + Qf * MatrixSymbol("K", k, d)
 #: the Cayley backward, from the saved factors
-_N = MatrixSymbol("N", k, k)
 _P1 = MatrixSymbol("P1", d, d)
 _P2 = MatrixSymbol("P2", d, d)
 #: the forward uses the skew part of A (S is skew-symmetrised), so the gradient is the skew part
 _GA0 = MatrixSymbol("gA0", d, d)
+_NR = MatrixSymbol("NR", k, d)
+_P2A = MatrixSymbol("P2A", d, d)
 LOWRANK_CAYLEY_VJP = [
     ("Y1", Qf.T * Gy),
-    ("N", I_k + Wd.T / 2),
-    ("P1", Y1.T * _N * Rf),
-    ("P2", Rf.T * _N.T * Rf),
-    ("gx", Gy * (I_d - 2 * _P2 * A) + Qf * (Wd * Y1 * (I_d - _P2 * A) - 2 * _N * Rf * _P1 * A.T)),
+    ("NR", (I_k + Wd.T / 2) * Rf),
+    ("P1", Y1.T * _NR),
+    ("P2", _NR.T * Rf),
+    ("P2A", _P2 * A),
+    ("gx", Gy * (I_d - 2 * _P2A) + Qf * (Wd * Y1 * (I_d - _P2A) - 2 * _NR * (_P1 * A.T))),
     ("gA0", -2 * _P2.T * _P1),
     ("gA", (_GA0 - _GA0.T) / 2),
 ]
@@ -535,9 +541,11 @@ KERNELS: list[KernelSpec] = [
         "cayley_vjp",
         "Gradient of <G, Cayley(C)> with respect to C, from the forward output Lam = Cayley(C).",
         {"Lam": Lam, "G": G},
-        [("gC", CAYLEY_VJP)],
+        CAYLEY_VJP_BINDINGS,
         {T: ("Lam", -1)},
         ["cayley.vjp"],
+        accumulate=True,
+        returns=("gC",),
     ),
     KernelSpec(
         "skew_from_lower",
