@@ -27,7 +27,7 @@ class Target:
 
 
 def _vp_at(T: int, B: int) -> Callable[[dict], bool]:
-    return lambda r: r["B"] == B and r["dim"] == 4 and r["T"] == T
+    return lambda r: r["B"] == B and r.get("dim") == 4 and r["T"] == T
 
 
 TARGETS = [
@@ -37,9 +37,9 @@ TARGETS = [
     Target("layers", "VolumePreservingAttention", 0.25, _vp_at(16, 4096), "SDPA, B=4096, dim=4, T=16"),
     Target("layers", "VolumePreservingAttention", 0.15, _vp_at(32, 4096), "SDPA, B=4096, dim=4, T=32"),
     Target("layers", "VolumePreservingAttention", 0.05, _vp_at(512, 64), "SDPA, B=64, dim=4, T=512"),
-    Target("layers", "OrthonormalAttention", 4.0, lambda r: r["B"] == 4096 and r["dim"] == 4 and r["T"] <= 16,
+    Target("layers", "OrthonormalAttention", 4.0, lambda r: r["B"] == 4096 and r.get("dim") == 4 and r["T"] <= 16,
            "SDPA, B=4096, dim=4, T <= 16"),
-    Target("layers", "LinearSymplecticAttention", 0.5, lambda r: r["B"] == 4096 and r["dim"] == 4 and r["T"] <= 16,
+    Target("layers", "LinearSymplecticAttention", 0.5, lambda r: r["B"] == 4096 and r.get("dim") == 4 and r["T"] <= 16,
            "SDPA, B=4096, dim=4, T <= 16"),
 ]
 

@@ -20,11 +20,14 @@ def test_layers_benchmark_runs(tmp_path):
     stdout, data = _run("layers.py", tmp_path)
     assert "1 thread" in stdout
     names = {r["layer"] for r in data["rows"]}
-    assert names == {"sdpa", "VolumePreservingAttention", "OrthonormalAttention", "LinearSymplecticAttention"}
+    assert names == {"sdpa", "VolumePreservingAttention", "VolumePreservingAttention(exp)", "OrthonormalAttention",
+                     "LinearSymplecticAttention"}
     for r in data["rows"]:
-        assert r["fwd"] > 0 and r["fwd_bwd"] > 0 and r["memory"] > 0
+        assert r["fwd"] > 0 and r["fwd_bwd"] > 0 and r["fwd_bwd_sum"] > 0 and r["memory"] > 0
         if r["layer"] != "sdpa":
-            assert r["ratio_fwd_bwd"] > 0
+            assert r["ratio_fwd_bwd"] > 0 and r["ratio_fwd_bwd_sum"] > 0
+    sweep = [r for r in data["rows"] if r.get("sweep")]
+    assert {r["T"] for r in sweep} == {16, 64} and {r["B"] * r["T"] for r in sweep} == {data["tokens"]}
 
 
 def test_kernels_benchmark_runs(tmp_path):
@@ -40,16 +43,24 @@ def test_target_summary_says_met_and_missed():
     from targets import summarise
 
     rows = [
-        {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 8, "ratio_fwd_bwd": 0.5},
-        {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 16, "ratio_fwd_bwd": 0.8},
+        {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 8, "ratio_fwd_bwd": 0.5, "ratio_fwd_bwd_sum": 0.6},
+        {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 16, "ratio_fwd_bwd": 0.7, "ratio_fwd_bwd_sum": 0.9},
         {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 32, "ratio_fwd_bwd": 5.0},  # outside the target
-        {"kernel_name": "exp_skew", "dtype": "float64", "B": 4096, "T": 8, "ratio_fwd_bwd": 0.3},
+        {"kernel_name": "exp_skew", "dtype": "float64", "B": 4096, "T": 8, "ratio_fwd_bwd": 0.3, "ratio_fwd_bwd_sum": 0.4},
         {"kernel_name": "exp_skew", "dtype": "float64", "B": 256, "T": 8, "ratio_fwd_bwd": 9.0},  # other batch
     ]
-    cay, exp = summarise("kernels", rows)
-    assert cay.startswith("cayley") and cay.endswith("[missed]") and "T=32" not in cay
-    assert exp.startswith("exp_skew") and exp.endswith("[met]")
+    cay_dense, cay_sum, exp_dense, exp_sum = summarise("kernels", rows)
+    assert "dense" in cay_dense and cay_dense.endswith("[met]") and "T=32" not in cay_dense
+    assert "sum" in cay_sum and cay_sum.endswith("[missed]")  # 0.9 > 0.8 in the sum layout only
+    assert exp_dense.endswith("[met]") and exp_sum.endswith("[met]") and "9.00" not in exp_dense
     assert summarise("layers", rows) == []
+    # cost per token of the length sweep: flat is met, quadratic is missed
+    sweep = [{"layer": "VolumePreservingAttention", "sweep": True, "B": 32768 // T, "T": T,
+              "fwd_bwd": 1e-3 * (T / 512 if quadratic else 1), "fwd_bwd_sum": 1e-3}
+             for quadratic in (False,) for T in (512, 4096)]
+    assert all(line.endswith("[met]") for line in summarise("layers", sweep))
+    sweep[1]["fwd_bwd"] = 8e-3
+    assert summarise("layers", sweep)[0].endswith("[missed]")
 
 
 def test_cayley_forms_benchmark_runs_and_every_form_is_the_cayley_transform(tmp_path):

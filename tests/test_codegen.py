@@ -64,9 +64,28 @@ def test_generated_code_never_inverts_and_uses_batched_ops():
 def test_shared_subexpressions_and_factored_sums():
     src = {k.name: codegen.generate_kernel(k) for k in ex.KERNELS}
     body = src["cayley_vjp"].split('"""')[-1]
-    assert body.count("eye + Lam.mT") == 1  # (I + Lam^T) computed once, used twice
+    assert body.count("Lam.mT") == 1 and "(P @ G) @ P" in body  # (I + Lam^T) computed once, used twice
     lsa = src["lsa_update"].split('"""')[-1]
     assert lsa.count("@") == 1  # 1/2 (A q + A^T q) printed as one batched product
+
+
+def test_accumulating_into_a_transposed_argument_never_writes_to_the_argument():
+    """The Cayley VJP adds the identity in place to a copy of Lam^T; at T = 1 Lam^T is contiguous, so a
+    .contiguous() view would alias Lam (negative control of that mistake below)."""
+    from geoattn.kernels import _generated as gen
+
+    for t in (1, 3):
+        lam = torch.randn(4, t, t, dtype=torch.float64)
+        keep = lam.clone()
+        g = torch.randn(4, t, t, dtype=torch.float64)
+        got = gen.cayley_vjp(lam, g)
+        assert torch.equal(lam, keep)
+        eye = torch.eye(t, dtype=torch.float64)
+        assert torch.allclose(got, -0.5 * (eye + lam.mT) @ g @ (eye + lam.mT))
+    lam = torch.randn(4, 1, 1)
+    alias = lam.mT.contiguous()
+    alias.diagonal(dim1=-2, dim2=-1).add_(1)
+    assert alias.data_ptr() == lam.data_ptr()  # what .contiguous() would have done
 
 
 def test_bare_inverse_is_refused():

@@ -23,43 +23,57 @@ from targets import summarise  # noqa: E402
 
 
 def _layers(data: dict) -> tuple[str, list]:
-    rows = []
+    rows, sweep = [], []
     for r in data["rows"]:
         r = dict(r)
-        r["fwd_ms"], r["fwd_bwd_ms"] = 1e3 * r["fwd"], 1e3 * r["fwd_bwd"]
+        for k in ("fwd", "fwd_bwd", "fwd_bwd_sum"):
+            r[k + "_ms"] = 1e3 * r[k]
         r["mem_kib"] = r["memory"] / 1024
         r["name"] = "SDPA (reference)" if r["layer"] == "sdpa" else r["layer"]
-        rows.append(r)
-    table = markdown_table(rows, [("name", "layer", ""), ("B", "B", "d"), ("dim", "dim", "d"), ("T", "T", "d"),
-                          ("fwd_ms", "fwd ms", ".2f"), ("ratio_fwd", "fwd ×", ".2f"),
-                          ("fwd_bwd_ms", "fwd+bwd ms", ".2f"), ("ratio_fwd_bwd", "fwd+bwd ×", ".2f"),
-                          ("mem_kib", "memory KiB", ".0f"), ("ratio_memory", "memory ×", ".2f")])
+        (sweep if r.get("sweep") else rows).append(r)
+    cols = [("name", "layer", ""), ("B", "B", "d"), ("dim", "dim", "d"), ("T", "T", "d"),
+            ("fwd_ms", "fwd ms", ".2f"), ("ratio_fwd", "fwd ×", ".2f"),
+            ("fwd_bwd_ms", "fwd+bwd ms (dense)", ".2f"), ("ratio_fwd_bwd", "×", ".2f"),
+            ("fwd_bwd_sum_ms", "fwd+bwd ms (sum)", ".2f"), ("ratio_fwd_bwd_sum", "×", ".2f"),
+            ("mem_kib", "memory KiB", ".0f"), ("ratio_memory", "memory ×", ".2f")]
+    table = markdown_table(rows, cols)
     B = max(r["B"] for r in rows)
     dim = min(r["dim"] for r in rows)
     series = {}
     for r in rows:
         if r["layer"] != "sdpa" and r["B"] == B and r["dim"] == dim:
             series.setdefault(r["layer"], []).append((r["T"], r["ratio_fwd_bwd"]))
-    return table, [(f"forward+backward time / SDPA (B={B}, dim={dim})", series)]
+    plots = [("", f"forward+backward time / SDPA (B={B}, dim={dim}, dense gradient)", series, "ratio")]
+    if sweep:
+        table += (f"\n\nLength sweep at {data.get('tokens', '?')} tokens (`B * T` fixed), dim 4:\n\n"
+                  + markdown_table(sweep, cols))
+        curves = {}
+        for r in sweep:
+            curves.setdefault(r["name"], []).append((r["T"], r["fwd_bwd_ms"]))
+        plots.append(("-sweep", f"forward+backward time at {data.get('tokens', '?')} tokens (dim 4, dense gradient)",
+                      curves, "ms"))
+    return table, plots
 
 
 def _kernels(data: dict) -> tuple[str, list]:
     rows = []
     for r in data["rows"]:
         r = dict(r)
-        for k in ("kernel_fwd", "naive_fwd", "kernel_fwd_bwd", "naive_fwd_bwd"):
+        for k in ("kernel_fwd", "naive_fwd", "kernel_fwd_bwd", "naive_fwd_bwd", "kernel_fwd_bwd_sum", "naive_fwd_bwd_sum"):
             r[k + "_ms"] = 1e3 * r[k]
         rows.append(r)
     table = markdown_table(rows, [("kernel_name", "kernel", ""), ("dtype", "dtype", ""), ("B", "B", "d"), ("T", "T", "d"),
                           ("kernel_fwd_ms", "fwd ms", ".2f"), ("naive_fwd_ms", "naive fwd ms", ".2f"),
-                          ("ratio_fwd", "fwd ×", ".2f"), ("kernel_fwd_bwd_ms", "fwd+bwd ms", ".2f"),
-                          ("naive_fwd_bwd_ms", "naive fwd+bwd ms", ".2f"), ("ratio_fwd_bwd", "fwd+bwd ×", ".2f")])
+                          ("ratio_fwd", "fwd ×", ".2f"), ("kernel_fwd_bwd_ms", "fwd+bwd ms (dense)", ".2f"),
+                          ("naive_fwd_bwd_ms", "naive", ".2f"), ("ratio_fwd_bwd", "×", ".2f"),
+                          ("kernel_fwd_bwd_sum_ms", "fwd+bwd ms (sum)", ".2f"),
+                          ("naive_fwd_bwd_sum_ms", "naive", ".2f"), ("ratio_fwd_bwd_sum", "×", ".2f")])
     B = max(r["B"] for r in rows)
     series = {}
     for r in rows:
         if r["B"] == B:
             series.setdefault(f"{r['kernel_name']} {r['dtype']}", []).append((r["T"], r["ratio_fwd_bwd"]))
-    return table, [(f"forward+backward time / naive autograd (B={B})", series)]
+    return table, [("", f"forward+backward time / naive autograd (B={B}, dense gradient)", series, "ratio")]
 
 
 def _cayley_forms(data: dict) -> tuple[str, list]:
@@ -74,7 +88,7 @@ def _cayley_forms(data: dict) -> tuple[str, list]:
     return table, []
 
 
-def _plot(title: str, series: dict, path: Path) -> None:
+def _plot(title: str, series: dict, path: Path, ylabel: str = "ratio") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,11 +98,12 @@ def _plot(title: str, series: dict, path: Path) -> None:
     for name, pts in series.items():
         pts = sorted(pts)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
-    ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
+    if ylabel == "ratio":
+        ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("T")
-    ax.set_ylabel("ratio")
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -112,8 +127,8 @@ def generate(app) -> None:
         if targets:
             targets = "\nTargets:\n\n" + targets
         (out / f"bench-{path.stem}.md").write_text(head + table + targets)
-        for title, series in plots:
-            _plot(title, series, out / f"bench-{path.stem}.png")
+        for suffix, title, series, ylabel in plots:
+            _plot(title, series, out / f"bench-{path.stem}{suffix}.png", ylabel)
 
 
 def setup(app):
