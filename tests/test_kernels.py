@@ -220,7 +220,7 @@ def test_exp_skew_gradcheck_both_methods(method, scale):
 
 def test_exp_skew_taylor_matches_eigh_at_large_norm():
     S = rand_skew([16], 6, torch.float64, 50.0)
-    k = K._squarings(S)
+    k = int(K._squarings(S).max())
     assert k >= 8
     tol = 8 * 6 * 2**k * eps(torch.float64)  # rounding grows with the 2^k squarings
     assert torch.allclose(K.exp_skew(S, method="taylor"), K.exp_skew(S, method="eigh"), atol=tol, rtol=0)
@@ -230,10 +230,11 @@ def test_squarings_is_the_smallest_that_reaches_one_half():
     for norm in [0.0, 0.3, 0.5, 0.51, 1.0, 7.9, 8.0, 1e6]:
         S = torch.zeros(2, 2, 2, dtype=torch.float64)
         S[1, 0, 1], S[1, 1, 0] = norm, -norm
-        k = K._squarings(S)
+        k0, k = K._squarings(S).tolist()
+        assert k0 == 0  # the zero matrix beside it needs none: each sample has its own k
         assert norm / 2**k <= 0.5
         assert k == 0 or norm / 2 ** (k - 1) > 0.5 or norm == 0
-    assert K._squarings(torch.zeros(0, 3, 3)) == 0
+    assert K._squarings(torch.zeros(0, 3, 3)).numel() == 0
 
 
 def test_exp_skew_non_finite_input_gives_non_finite_output():
@@ -412,3 +413,39 @@ def test_cuda_matches_cpu(dtype):
     P = C.cuda().double().requires_grad_()
     assert torch.autograd.gradcheck(K.cayley, (P[:2],))
     assert torch.autograd.gradcheck(lambda p: K.exp_skew(p - p.mT, check=False), (P[:2],))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exp_skew_sample_does_not_depend_on_its_batch(dtype):
+    """A large neighbour once forced extra squarings on every sample (error 2e-15 -> 9e-10 in float64)."""
+    S = rand_skew([3], 5, dtype)
+    alone = K.exp_skew(S[:1])
+    for big in (30.0, 1e4):  # Taylor with more squarings, and the eigendecomposition route
+        S2 = S.clone()
+        S2[1:] *= big
+        assert torch.equal(K.exp_skew(S2)[:1], alone)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("scale", [1e2, 1e4, 1e6])
+def test_exp_skew_orthogonal_at_every_magnitude(dtype, scale):
+    S = rand_skew([8], 6, dtype, scale)
+    E = K.exp_skew(S)
+    assert torch.isfinite(E).all()
+    err = (E.mT @ E - torch.eye(6, dtype=dtype)).abs().max()
+    assert err <= 8 * 6 * eps(dtype), err
+    # negative control: the Taylor path alone loses orthogonality as the squarings pile up
+    if scale == 1e4:
+        Et = K.exp_skew(S, method="taylor")
+        assert not torch.isfinite(Et).all() or (Et.mT @ Et - torch.eye(6, dtype=dtype)).abs().max() > 8 * 6 * eps(dtype)
+
+
+def test_exp_skew_empty_meta_vmap_and_compile():
+    assert K.exp_skew(torch.zeros(2, 0, 0)).shape == (2, 0, 0)
+    m = K.exp_skew(torch.empty(3, 4, 4, device="meta"))
+    assert m.shape == (3, 4, 4) and m.device.type == "meta"
+    S = rand_skew([3], 4, torch.float64)
+    v = torch.func.vmap(K.exp_skew)(S)  # default arguments: the check is skipped inside the transform
+    assert torch.allclose(v, K.exp_skew(S))
+    with pytest.raises(ValueError, match="inside torch.func"):
+        torch.func.vmap(lambda s: K.exp_skew(s, method="taylor"))(S)

@@ -99,6 +99,13 @@ class _Cayley(torch.autograd.Function):
         return gen.cayley_vjp(lam, grad.contiguous())
 
 
+def _newton_schulz(e: torch.Tensor) -> torch.Tensor:
+    """One Newton--Schulz step ``E (3I - E^T E) / 2`` towards the nearest orthogonal matrix."""
+    r = e.mT @ e
+    r.mul_(-0.5).diagonal(dim1=-2, dim2=-1).add_(1.5)
+    return e @ r
+
+
 def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.complex64 if dtype == torch.float32 else torch.complex128
 
@@ -118,10 +125,22 @@ class _ExpSkewEigh(torch.autograd.Function):
     # The Taylor path (_ExpSkewTaylor) does the same.
     generate_vmap_rule = True
 
+    # Note [real part at large norms]
+    # The eigenvalues of iS come in pairs +-theta (sorted: theta_i = -theta_{n+1-i}), and
+    # exp(S) is real because the phases e^{-i theta} of a pair conjugate each other. The
+    # computed eigenvalues pair only up to rounding of size u ||S||, so at large norms the
+    # phases drift apart (float32, ||S|| = 1e4: the imaginary part of U diag(e^{-i theta}) U^H
+    # reaches 3e-3, and dropping it costs orthogonality 1e-4; at 1e6 it is lost entirely).
+    # theta is therefore antisymmetrised, (theta - flip(theta)) / 2: the phases of a pair are
+    # then exact conjugates and the imaginary part is of the size of the eigenvector error.
+    # One Newton--Schulz step E (3I - E^T E) / 2 towards the orthogonal polar factor squares
+    # what remains away; at small norms both change E by rounding only.
     @staticmethod
     def forward(s):
         theta, u = torch.linalg.eigh(s.to(_complex_dtype(s.dtype)) * 1j)
-        return gen.exp_skew_from_eigh(u, theta).to(s.dtype), u, theta
+        theta = 0.5 * (theta - theta.flip(-1))
+        e = gen.exp_skew_from_eigh(u, theta).to(s.dtype)
+        return _newton_schulz(e), u, theta
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -144,69 +163,83 @@ class _ExpSkewEigh(torch.autograd.Function):
 # ||X||_1, ||X||_inf <= 1/2 (ledger exp_skew.scaling_squaring); exp(X) is the Taylor
 # polynomial of the degree fixed per dtype (exp_skew.taylor_form,
 # exp_skew.taylor_remainder), so only batched products and in-place sums run.
-# One k serves the whole batch (the largest needed): a matrix of small norm is
-# then squared more often than it needs, which costs accuracy only through
-# rounding in the squarings, about 2^k unit roundoffs as for any matrix of
-# the batch's largest norm. The backward runs the squarings in reverse with
-# the generated square_vjp (exp_skew.square_vjp) and ends with the derivative
-# of the Taylor scheme (exp_skew.taylor_vjp); every intermediate is saved by
-# the forward. Division by 2^k is exact in binary floating point.
+# Each sample has its own k, so its result does not depend on the rest of the batch:
+# the batch is squared max(k) times and a sample keeps its square only while
+# step < k (torch.where), in the backward likewise. The backward runs the squarings
+# in reverse with the generated square_vjp (exp_skew.square_vjp) and ends with the
+# derivative of the Taylor scheme (exp_skew.taylor_vjp); every intermediate is saved
+# by the forward. Division by 2^k is exact in binary floating point.
+#
+# Note [large norms]
+# ------------------
+# Each squaring adds rounding: the orthogonality error of the Taylor path grows about
+# linearly with ||S|| (measured in float32: 0.5, 2.2, 5.8, 20, 81, 380 T eps at
+# ||S||_1 = 0.5, 2, 8, 32, 128, 1000, T = 4), while the eigendecomposition path stays at
+# a few T eps at every norm (the eigenvectors are unitary to working precision and
+# |e^{-i theta}| = 1 whatever theta is). method="auto" therefore sends each sample
+# with max(||S||_1, ||S||_inf) > TAYLOR_MAX_NORM = 16 (at most 5 squarings) to the
+# eigendecomposition and the others to the Taylor path; the decision is per sample, so
+# the batch split never changes a sample's result. Non-finite samples stay on the
+# Taylor path, where inf and nan propagate.
 _TAYLOR = {
     torch.float64: (gen.exp_taylor16, gen.exp_taylor16_vjp),
     torch.float32: (gen.exp_taylor9, gen.exp_taylor9_vjp),
 }
 
+#: samples above this norm take the eigendecomposition path under method="auto" (Note [large norms])
+TAYLOR_MAX_NORM = 16.0
 
-def _squarings(s: torch.Tensor) -> int:
-    """The smallest k >= 0 with max(||S||_1, ||S||_inf) / 2^k <= 1/2 over the batch (0 when empty).
+
+def _norms(s: torch.Tensor) -> torch.Tensor:
+    """max(||S||_1, ||S||_inf) per matrix, shape ``s.shape[:-2]``."""
+    a = s.abs()
+    return torch.maximum(a.sum(-2).amax(-1), a.sum(-1).amax(-1))
+
+
+def _squarings(s: torch.Tensor) -> torch.Tensor:
+    """Per matrix, the smallest k >= 0 with max(||S||_1, ||S||_inf) / 2^k <= 1/2 (0 for non-finite norms).
 
     Both norms: the forward bound is on X, the backward's on X^T (equal for skew S).
     """
-    if s.numel() == 0:
-        return 0
-    a = s.abs()
-    norm = max(float(a.sum(-2).amax()), float(a.sum(-1).amax()))
-    if not math.isfinite(norm):
-        return 0  # inf/nan propagate through the products
-    f, e = math.frexp(norm)  # norm = f 2^e, 1/2 <= f < 1
-    return max(0, e if f == 0.5 else e + 1)
+    norm = _norms(s)
+    m, e = torch.frexp(norm)  # norm = m 2^e, 1/2 <= m < 1
+    k = torch.where(m == 0.5, e, e + 1).clamp_min(0)
+    return torch.where(torch.isfinite(norm) & (norm > 0.5), k, torch.zeros_like(k))
 
 
 class _ExpSkewTaylor(torch.autograd.Function):
     @staticmethod
-    def forward(s):
+    def forward(s, k):
         fwd, _ = _TAYLOR[s.dtype]
-        k = _squarings(s)
-        x = s * (2.0**-k)
+        scale = torch.ldexp(torch.ones((), dtype=s.dtype), -k.to(s.dtype))[..., None, None]
+        x = s * scale
         parts = fwd(x)
         e = parts[-1]
         squares = []
-        for _ in range(k):
+        for step in range(int(k.max()) if k.numel() else 0):
             squares.append(e)
-            e = e @ e
-        return (e, x, *parts[:-1], *squares)
+            e = torch.where((k > step)[..., None, None], e @ e, e)
+        return (e, x, scale, *parts[:-1], *squares)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        (s,) = inputs
-        e, x, *rest = output
+        s, k = inputs
+        e, x, scale, *rest = output
         ctx.n_parts = _n_intermediates(s.dtype)
-        ctx.k = len(rest) - ctx.n_parts
-        ctx.mark_non_differentiable(x, *rest)
-        ctx.save_for_backward(s, x, *rest)
+        ctx.mark_non_differentiable(x, scale, *rest)
+        ctx.save_for_backward(s, k, x, scale, *rest)
 
     @staticmethod
     def backward(ctx, grad, *_unused):
-        s, x, *rest = ctx.saved_tensors
+        s, k, x, scale, *rest = ctx.saved_tensors
         if torch.is_grad_enabled():
-            return _exp_frechet_adjoint(s, grad)
+            return _exp_frechet_adjoint(s, grad), None
         parts, squares = rest[: ctx.n_parts], rest[ctx.n_parts :]
         g = grad.contiguous()  # out.sum() gives an expanded gradient: see _Cayley.backward
-        for e in reversed(squares):
-            g = gen.square_vjp(e, g)
+        for step in reversed(range(len(squares))):
+            g = torch.where((k > step)[..., None, None], gen.square_vjp(squares[step], g), g)
         _, vjp = _TAYLOR[s.dtype]
-        gx = vjp(x, *parts, g)
-        return gx * (2.0**-ctx.k)
+        return vjp(x, *parts, g) * scale, None
 
 
 def _n_intermediates(dtype: torch.dtype) -> int:
@@ -329,23 +362,29 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
     ``exp.det_one``). Two exact methods, each with its own derived backward:
 
     * ``"taylor"``: scaling and squaring, :math:`\exp(S) = p_m(S/2^k)^{2^k}`
-      with :math:`\|S/2^k\|_1 \le 	frac12` and the Taylor polynomial
+      with :math:`\|S/2^k\|_1 \le \tfrac12` and the Taylor polynomial
       :math:`p_m` of degree 16 (float64) or 9 (float32), whose truncation
       error is below the unit roundoff (ledger ``exp_skew.taylor_form``,
       ``exp_skew.taylor_remainder``, ``exp_skew.scaling_squaring``). Only
       batched products run, forward and backward (``exp_skew.taylor_vjp``,
       ``exp_skew.square_vjp``).
-    * ``"eigh"``: the Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(	heta)U^H`,
-      :math:`\exp(S) = \operatorname{Re}(U\,\mathrm{diag}(e^{-i	heta})U^H)`
+    * ``"eigh"``: the Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(\theta)U^H`,
+      :math:`\exp(S) = \operatorname{Re}(U\,\mathrm{diag}(e^{-i\theta})U^H)`
       (``exp_skew.eigh_form``) with the Daleckii--Krein backward
       (``exp_skew.vjp``). No squarings, so no rounding grows with
       :math:`\|S\|` through them; slower on CPU for small matrices.
-    * ``"auto"`` (default): ``"taylor"``, except inside ``torch.func``
-      transforms (``vmap``, ``jacrev``), where the number of squarings may
-      not depend on the data; there ``"eigh"`` is used.
+    * ``"auto"`` (default): per sample, ``"taylor"`` up to
+      :math:`\max(\|S\|_1, \|S\|_\infty) = 16` and ``"eigh"`` above, where
+      the squarings would cost orthogonality (Note [large norms]); ``"eigh"``
+      for the whole batch inside ``torch.func`` transforms (``vmap``,
+      ``jacrev``), under ``torch.compile`` and on the meta device, where the
+      number of squarings may not depend on the data.
 
-    A batch shares one number of squarings (see Note [scaling and squaring]).
-    Double backward is supported by both methods.
+    Each sample has its own number of squarings, so its result does not depend
+    on the rest of the batch (Note [scaling and squaring]). Double backward is
+    supported by both methods. What composes: ``vmap``, ``jacrev``/``vjp``,
+    ``torch.compile`` and the meta device take the eigendecomposition path;
+    ``check`` is skipped there (it would branch on the data).
 
     Parameters
     ----------
@@ -367,18 +406,38 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
     check_square("S", S)
     if method not in ("auto", "taylor", "eigh"):
         raise ValueError(f"Expected method in ('auto', 'taylor', 'eigh'). Got {method!r}.")
-    if check:
+    traced = _under_functorch(S) or S.device.type == "meta" or torch.compiler.is_compiling()
+    if check and not traced:
         check_skew("S", S)
-    if method == "auto":
-        method = "eigh" if _under_functorch(S) else "taylor"
-    elif method == "taylor" and _under_functorch(S):
+    if S.shape[-1] == 0:
+        return S.clone()
+    if method == "taylor" and traced:
         raise ValueError(
-            "Expected method 'auto' or 'eigh' inside torch.func transforms (the Taylor path's number of "
-            "squarings depends on the data). Got method='taylor'."
+            "Expected method 'auto' or 'eigh' inside torch.func transforms, torch.compile or on the meta device "
+            "(the Taylor path's number of squarings depends on the data). Got method='taylor'."
         )
-    if method == "eigh":
+    if method == "eigh" or (method == "auto" and traced):
         return _ExpSkewEigh.apply(S)[0]
-    return _ExpSkewTaylor.apply(S)[0]
+    if method == "taylor":
+        return _ExpSkewTaylor.apply(S, _squarings(S))[0]
+    return _exp_skew_auto(S)
+
+
+def _exp_skew_auto(S: torch.Tensor) -> torch.Tensor:
+    """Per sample: Taylor path up to TAYLOR_MAX_NORM, eigendecomposition above (Note [large norms])."""
+    norm = _norms(S)
+    big = torch.isfinite(norm) & (norm > TAYLOR_MAX_NORM)
+    if not bool(big.any()):
+        return _ExpSkewTaylor.apply(S, _squarings(S))[0]
+    if bool(big.all()):
+        return _ExpSkewEigh.apply(S)[0]
+    flat = S.reshape(-1, *S.shape[-2:])
+    big = big.reshape(-1)
+    small_idx, big_idx = (~big).nonzero().squeeze(-1), big.nonzero().squeeze(-1)
+    small = flat[small_idx]
+    parts = torch.cat([_ExpSkewTaylor.apply(small, _squarings(small))[0], _ExpSkewEigh.apply(flat[big_idx])[0]])
+    order = torch.argsort(torch.cat([small_idx, big_idx]))
+    return parts[order].reshape(S.shape)
 
 
 @half_in_float32

@@ -80,7 +80,9 @@ def skew_tolerance(t: torch.Tensor, k: float = 8.0) -> torch.Tensor:
 
 
 def check_skew(name: str, t: torch.Tensor) -> None:
-    """Raise unless ``t + t^T`` vanishes up to :func:`skew_tolerance`."""
+    """Raise unless ``t + t^T`` vanishes up to :func:`skew_tolerance` (nothing to check when empty)."""
+    if t.numel() == 0:
+        return
     defect = (t.detach() + t.detach().mT).abs().amax(dim=(-2, -1))
     tol = skew_tolerance(t)
     bad = defect > tol
