@@ -449,3 +449,59 @@ def test_exp_skew_empty_meta_vmap_and_compile():
     assert torch.allclose(v, K.exp_skew(S))
     with pytest.raises(ValueError, match="inside torch.func"):
         torch.func.vmap(lambda s: K.exp_skew(s, method="taylor"))(S)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("T", [3, 8])
+@pytest.mark.parametrize("scale", [1e2, 1e4, 1e6])
+def test_cayley_orthogonal_at_every_magnitude(dtype, T, scale):
+    """Large-norm skew samples come from the eigendecomposition (Note [Cayley at large norms])."""
+    C = rand_skew([8], T, dtype, scale)
+    lam = K.cayley(C)
+    assert (lam.mT @ lam - torch.eye(T, dtype=dtype)).abs().max() <= 8 * T * eps(dtype)
+    x = torch.randn(8, T, 2, dtype=dtype) * scale
+    y = K.cayley_apply(C, x)
+    assert ((y.norm(dim=-2) - x.norm(dim=-2)).abs() / x.norm(dim=-2)).max() <= 8 * T * eps(dtype)
+    if dtype == torch.float32 and T == 3 and scale == 1e6:  # negative control: the solve alone drifts
+        from geoattn.kernels import _generated as gen
+
+        solved = gen.cayley_matrix(C)
+        assert (solved.mT @ solved - torch.eye(T)).abs().max() > 8 * T * eps(dtype)
+
+
+def test_cayley_sample_does_not_depend_on_its_batch_and_non_skew_input_keeps_the_solve():
+    C = rand_skew([3], 4, torch.float64)
+    alone = K.cayley(C[:1])
+    C2 = C.clone()
+    C2[1:] *= 1e5  # neighbours routed to the eigendecomposition
+    assert torch.equal(K.cayley(C2)[:1], alone)
+    # a large non-skew matrix is not skew: it keeps the solve (the eigendecomposition form would be wrong)
+    M = 100 * torch.randn(2, 4, 4, dtype=torch.float64)
+    eye = torch.eye(4, dtype=torch.float64)
+    assert torch.allclose(K.cayley(M), torch.linalg.solve(eye + M, eye - M))
+
+
+def test_cayley_and_cayley_apply_compose_with_vmap_and_meta():
+    C = rand_skew([3], 5, torch.float64)
+    x = torch.randn(3, 5, 2, dtype=torch.float64)
+    assert torch.allclose(torch.func.vmap(K.cayley_apply)(C, x), K.cayley_apply(C, x))
+    assert torch.allclose(torch.func.vmap(K.cayley)(C), K.cayley(C))
+    meta = K.cayley_apply(torch.empty(3, 5, 5, device="meta"), torch.empty(3, 5, 2, device="meta"))
+    assert meta.shape == (3, 5, 2) and meta.device.type == "meta"
+
+
+def test_eigh_form_claims_and_a_wrong_mobius_map_is_refuted():
+    import sympy as sp
+
+    from geoattn.symbolic import get_claim
+    from geoattn.symbolic import expressions as ex
+    from geoattn.symbolic.claims.kernels import _check_eigh_form, _eigh_form_identity
+    from geoattn.symbolic.claim import CheckContext
+    from geoattn.symbolic import algebra as alg
+
+    assert get_claim("cayley.eigh_form").check().level.value == "checked"
+    a = sp.Symbol("a", real=True)
+    wrong = ex.RealPart(ex.U * sp.DiagMatrix(ex.VectorMap(ex.theta, sp.Lambda(a, (1 - sp.I * a) / (1 + sp.I * a))))
+                        * sp.Adjoint(ex.U))  # the inverse map: Cayley(-C)
+    ev = _check_eigh_form(CheckContext(claim_id="control"), _eigh_form_identity(wrong, alg.cayley, "control"))
+    assert ev[0].level.value == "refuted"

@@ -48,6 +48,7 @@ from ._checks import (
     check_skew,
     check_square,
     half_in_float32,
+    skew_tolerance,
 )
 
 __all__ = [
@@ -81,11 +82,28 @@ class _Cayley(torch.autograd.Function):
     # none is faster by a useful margin on one CPU thread, and the unpivoted
     # ones lose accuracy as |C| grows (error ~ |C|^2 u instead of |C| u), so
     # the solve stays.
+    #
+    # Note [Cayley at large norms]
+    # The solve's orthogonality error grows like u ||C|| (float32, T = 3: 1, 9, 69, 607 T eps at
+    # entries of size 1, 10, 100, 1000; 0.2 absolute at 1e6). Skew samples with
+    # max(||C||_1, ||C||_inf) > CAYLEY_MAX_NORM = 16 are recomputed from the eigendecomposition
+    # i C = U diag(theta) U^H, Cayley(C) = Re(U diag((1 + i theta)/(1 - i theta)) U^H)
+    # (cayley.eigh_form), with the same antisymmetrised theta and Newton--Schulz polish as exp_skew
+    # (Note [real part at large norms]): orthogonal to a few eps at every magnitude. The
+    # decision is per sample (``big``), so it never depends on the rest of the batch; inside
+    # torch.func transforms, torch.compile and on the meta device the solve serves every sample.
+    # The backward needs only the output, so both forms share it.
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(c):
-        return gen.cayley_matrix(c)
+    def forward(c, big=None):
+        lam = gen.cayley_matrix(c)
+        if big is not None:
+            n = c.shape[-1]
+            idx = big.reshape(-1).nonzero().squeeze(-1)
+            flat = lam.reshape(-1, n, n)
+            flat[idx] = _cayley_eigh(c.reshape(-1, n, n)[idx])
+        return lam
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -96,7 +114,7 @@ class _Cayley(torch.autograd.Function):
         (lam,) = ctx.saved_tensors
         # the gradient of out.sum() arrives expanded (strides 0); batched products of expanded
         # operands take a slow path, so it is copied first
-        return gen.cayley_vjp(lam, grad.contiguous())
+        return gen.cayley_vjp(lam, grad.contiguous()), None
 
 
 def _newton_schulz(e: torch.Tensor) -> torch.Tensor:
@@ -108,6 +126,37 @@ def _newton_schulz(e: torch.Tensor) -> torch.Tensor:
 
 def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.complex64 if dtype == torch.float32 else torch.complex128
+
+
+def _eigh_skew(s: torch.Tensor):
+    """``theta, U`` with ``i S = U diag(theta) U^H``, theta antisymmetrised (Note [real part at large norms])."""
+    theta, u = torch.linalg.eigh(s.to(_complex_dtype(s.dtype)) * 1j)
+    return 0.5 * (theta - theta.flip(-1)), u
+
+
+def _cayley_eigh(c: torch.Tensor) -> torch.Tensor:
+    """Cayley(C) of skew C from its eigendecomposition, polished (Note [Cayley at large norms])."""
+    theta, u = _eigh_skew(c)
+    return _newton_schulz(gen.cayley_from_eigh(u, theta).to(c.dtype))
+
+
+#: skew samples above this norm take the eigendecomposition in cayley (Note [Cayley at large norms])
+CAYLEY_MAX_NORM = 16.0
+
+
+def _traced(t: torch.Tensor) -> bool:
+    """Inside a torch.func transform, under torch.compile or on the meta device: no data-dependent branches."""
+    return _under_functorch(t) or t.device.type == "meta" or torch.compiler.is_compiling()
+
+
+def _large_skew(c: torch.Tensor, bound: float) -> torch.Tensor | None:
+    """Per matrix: skew (up to the check's tolerance), finite and of norm above ``bound``; None if none is."""
+    if c.numel() == 0 or _traced(c):
+        return None
+    norm = _norms(c)
+    skew_ok = (c + c.mT).abs().amax(dim=(-2, -1)) <= skew_tolerance(c)
+    big = skew_ok & torch.isfinite(norm) & (norm > bound)
+    return big if bool(big.any()) else None
 
 
 class _ExpSkewEigh(torch.autograd.Function):
@@ -137,8 +186,7 @@ class _ExpSkewEigh(torch.autograd.Function):
     # what remains away; at small norms both change E by rounding only.
     @staticmethod
     def forward(s):
-        theta, u = torch.linalg.eigh(s.to(_complex_dtype(s.dtype)) * 1j)
-        theta = 0.5 * (theta - theta.flip(-1))
+        theta, u = _eigh_skew(s)
         e = gen.exp_skew_from_eigh(u, theta).to(s.dtype)
         return _newton_schulz(e), u, theta
 
@@ -283,7 +331,7 @@ def cayley(C: torch.Tensor) -> torch.Tensor:
     True
     """
     check_square("C", C)
-    return _Cayley.apply(C)
+    return _Cayley.apply(C, _large_skew(C, CAYLEY_MAX_NORM))
 
 
 @half_in_float32
@@ -294,7 +342,11 @@ def cayley_apply(C: torch.Tensor, x: torch.Tensor, method: str = "auto", *, chec
     :math:`\mathrm{Cayley}(C)` (valid because :math:`(I + C)^T = I - C`,
     ledger ``cayley.apply_form``); ``"matrix"`` forms it and multiplies;
     ``"auto"`` picks ``"solve"`` when ``d < T`` (fewer right-hand sides than
-    columns of the matrix) and ``"matrix"`` otherwise.
+    columns of the matrix) and ``"matrix"`` otherwise, and ``"matrix"`` when a
+    sample's norm is large enough for the matrix to come from its
+    eigendecomposition (Note [Cayley at large norms]). Inside ``torch.func``
+    transforms, ``torch.compile`` and on the meta device ``check`` is skipped
+    (it would branch on the data).
 
     Parameters
     ----------
@@ -310,13 +362,14 @@ def cayley_apply(C: torch.Tensor, x: torch.Tensor, method: str = "auto", *, chec
     check_matmul("C", C, "x", x)
     if method not in ("auto", "solve", "matrix"):
         raise ValueError(f"Expected method in ('auto', 'solve', 'matrix'). Got {method!r}.")
+    big = _large_skew(C, CAYLEY_MAX_NORM)
     if method == "auto":
-        method = "solve" if x.shape[-1] < C.shape[-1] else "matrix"
+        method = "solve" if x.shape[-1] < C.shape[-1] and big is None else "matrix"
     if method == "solve":
-        if check:
+        if check and not _traced(C):
             check_skew("C", C)
         return gen.cayley_apply_solve(C, x)
-    return gen.cayley_apply_matrix(_Cayley.apply(C), x)
+    return gen.cayley_apply_matrix(_Cayley.apply(C, big), x)
 
 
 @half_in_float32
@@ -406,7 +459,7 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
     check_square("S", S)
     if method not in ("auto", "taylor", "eigh"):
         raise ValueError(f"Expected method in ('auto', 'taylor', 'eigh'). Got {method!r}.")
-    traced = _under_functorch(S) or S.device.type == "meta" or torch.compiler.is_compiling()
+    traced = _traced(S)
     if check and not traced:
         check_skew("S", S)
     if S.shape[-1] == 0:

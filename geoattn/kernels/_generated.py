@@ -5,7 +5,7 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: 11edaaa1d2561bf35d6073b0dbb946cabd295ef1e80df5e3c98642a0fb064d78
+expressions-sha256: ce034a7c2b4adc71a72dce8d64ad953cbf2933aeaad401abea32cf06c2bdfe2a
 printer-version: 2
 
 Sources (kernel: expression  [ledger claims]):
@@ -19,6 +19,7 @@ Sources (kernel: expression  [ledger claims]):
   vp_correlation_lower: C = StrictLower(x*A*x.T) - StrictLower(x*A*x.T).T  [vp.lower_assign_skew, kernels.row_layout]
   lsa_update: dq = (1/2)*A*q + (1/2)*A.T*q  [lsa.gradient, kernels.lsa_row_layout]
   exp_skew_from_eigh: E = RealPart(U*DiagMatrix(VectorMap(theta, Lambda(a, exp(-I*a))))*Adjoint(U))  [exp_skew.eigh_form]
+  cayley_from_eigh: Lam = RealPart(U*DiagMatrix(VectorMap(theta, Lambda(a, (I*a + 1)/(-I*a + 1))))*Adjoint(U))  [cayley.eigh_form]
   exp_skew_vjp: gS = RealPart(U*(HadamardProduct(Adjoint(U)*G*U, PairMatrix(theta, Lambda((a, b), exp(I*(a + b)/2)*sinc(a/2 - b/2)))))*Adjoint(U))  [exp_skew.vjp]
   exp_taylor16: X2 = X**2; X3 = X*X2; X4 = X2**2; H3 = (1/479001600)*I + (1/6227020800)*X + (1/87178291200)*X2 + (1/1307674368000)*X3 + (1/20922789888000)*X4; H2 = (1/40320)*I + H3*X4 + (1/362880)*X + (1/3628800)*X2 + (1/39916800)*X3; H1 = (1/24)*I + H2*X4 + (1/120)*X + (1/720)*X2 + (1/5040)*X3; E = I + H1*X4 + X + (1/2)*X2 + (1/6)*X3  [exp_skew.taylor_form, exp_skew.taylor_remainder]
   exp_taylor16_vjp: D2 = G*X.T + X.T*G; D3 = G*X2.T + X.T*D2; D4 = D2*X2.T + X2.T*D2; dH3 = (1/87178291200)*D2 + (1/1307674368000)*D3 + (1/20922789888000)*D4 + (1/6227020800)*G; dH2 = (1/3628800)*D2 + (1/39916800)*D3 + (1/362880)*G + dH3*X4.T + H3.T*D4; dH1 = (1/720)*D2 + (1/5040)*D3 + (1/120)*G + dH2*X4.T + H2.T*D4; gX = (1/2)*D2 + (1/6)*D3 + G + dH1*X4.T + H1.T*D4  [exp_skew.taylor_vjp, exp_skew.taylor_remainder]
@@ -38,7 +39,7 @@ import math
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift"]
+__all__ = ["cayley_matrix", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift"]
 
 
 def cayley_matrix(C):
@@ -158,6 +159,17 @@ def exp_skew_from_eigh(U, theta):
     """
     E = ((U * torch.exp(-1j * theta).unsqueeze(-2)) @ U.mH).real
     return E
+
+
+def cayley_from_eigh(U, theta):
+    """Cayley(C) for skew C from the eigendecomposition i C = U diag(theta) U^H (used at large norms).
+
+    Generated from:
+    Lam = RealPart(U*DiagMatrix(VectorMap(theta, Lambda(a, (I*a + 1)/(-I*a + 1))))*Adjoint(U))
+    Verified by: cayley.eigh_form
+    """
+    Lam = ((U * ((1 / (1 - (1j * theta))) * (1 + 1j * theta)).unsqueeze(-2)) @ U.mH).real
+    return Lam
 
 
 def exp_skew_vjp(U, theta, G):

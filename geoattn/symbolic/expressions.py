@@ -250,6 +250,11 @@ def expm_divided_difference(conj: bool = False) -> sp.Lambda:
 
 
 EXP_SKEW_FROM_EIGH = RealPart(U * DiagMatrix(VectorMap(theta, sp.Lambda(_a, sp.exp(-sp.I * _a)))) * Adjoint(U))
+#: Cayley(C) for skew C from i C = U diag(theta) U^H: C has eigenvalues -i theta, Cayley maps them to
+#: (1 + i theta) / (1 - i theta), of modulus one
+CAYLEY_FROM_EIGH = RealPart(
+    U * DiagMatrix(VectorMap(theta, sp.Lambda(_a, (1 + sp.I * _a) / (1 - sp.I * _a)))) * Adjoint(U)
+)
 EXP_SKEW_VJP = RealPart(U * HadamardProduct(Adjoint(U) * G * U, PairMatrix(theta, expm_divided_difference(conj=True))) * Adjoint(U))
 
 
@@ -594,6 +599,15 @@ KERNELS: list[KernelSpec] = [
         [("E", EXP_SKEW_FROM_EIGH)],
         {},
         ["exp_skew.eigh_form"],
+        complex_inputs=("U",),
+    ),
+    KernelSpec(
+        "cayley_from_eigh",
+        "Cayley(C) for skew C from the eigendecomposition i C = U diag(theta) U^H (used at large norms).",
+        {"U": U, "theta": theta},
+        [("Lam", CAYLEY_FROM_EIGH)],
+        {},
+        ["cayley.eigh_form"],
         complex_inputs=("U",),
     ),
     KernelSpec(

@@ -275,17 +275,20 @@ def _eig_data(S: sp.Matrix):
     return U, sp.Matrix(thetas)
 
 
-def _eigh_form_identity() -> MatrixIdentity:
+def _eigh_form_identity(expr=None, reference=None, name: str = "E(U, theta) - exp(S)") -> MatrixIdentity:
+    expr = ex.EXP_SKEW_FROM_EIGH if expr is None else expr
+    reference = (lambda S: S.exp()) if reference is None else reference
+
     def residual(size, S):
         U, th = _eig_data(S)
-        got = _ev(ex.EXP_SKEW_FROM_EIGH, {ex.U: U, ex.theta: th}, size)
-        return (got - S.exp()).applyfunc(lambda v: sp.simplify(sp.expand_complex(v)))
+        got = _ev(expr, {ex.U: U, ex.theta: th}, size)
+        return (got - reference(S)).applyfunc(lambda v: sp.simplify(sp.expand_complex(v)))
 
-    return MatrixIdentity("E(U, theta) - exp(S)", variables=lambda s: {"S": alg.skew("s", s["T"])}, residual=residual)
+    return MatrixIdentity(name, variables=lambda s: {"S": alg.skew("s", s["T"])}, residual=residual)
 
 
-def _check_eigh_form(ctx) -> list[Evidence]:
-    ident = _eigh_form_identity()
+def _check_eigh_form(ctx, ident: MatrixIdentity | None = None) -> list[Evidence]:
+    ident = ident or _eigh_form_identity()
     ev = standard(ctx, ident=ident, random_sizes=[{"T": 2}, {"T": 3}], points=1)
     if ev and ev[0].level is Level.REFUTED:
         return ev
@@ -306,6 +309,25 @@ register(
         checker=_check_eigh_form,
         notes="Exact symbolic identity at T <= 2 and exact evaluation at a rational 3 x 3 point; for all T it "
         "is exp(U D U^H) = U exp(D) U^H, which is not mechanised here.",
+    )
+)
+
+register(
+    Claim(
+        id="cayley.eigh_form",
+        title="Cayley of skew C from the eigendecomposition of iC",
+        statement="For skew C with i C = U diag(theta) U^H (U unitary, theta real), "
+        "Cayley(C) = Re(U diag((1 + i theta)/(1 - i theta)) U^H).",
+        latex=r"iC = U\,\mathrm{diag}(\theta)\,U^H \implies \mathrm{Cayley}(C) = "
+        r"\operatorname{Re}\left(U\,\mathrm{diag}\left(\tfrac{1 + i\theta}{1 - i\theta}\right)U^H\right)",
+        source="kernel cayley at large norms (geoattn.symbolic.expressions)",
+        family="kernels",
+        expected=Level.CHECKED,
+        checker=lambda ctx: _check_eigh_form(
+            ctx, _eigh_form_identity(ex.CAYLEY_FROM_EIGH, alg.cayley, "L(U, theta) - Cayley(S)")
+        ),
+        notes="Exact symbolic identity at T <= 2 and exact evaluation at a rational 3 x 3 point; for all T it "
+        "is f(U D U^H) = U f(D) U^H for f(z) = (1 - z)/(1 + z) at the eigenvalues -i theta of C.",
     )
 )
 
