@@ -410,3 +410,27 @@ def test_skew_parametrization_round_trips_an_assigned_skew_matrix():
     with torch.no_grad():
         m.weight = S
     assert torch.equal(m.weight, S)
+
+
+@pytest.mark.slow
+def test_orthonormal_and_volume_preserving_compile_fullgraph_and_run_on_meta():
+    """torch.compile(fullgraph=True) and the meta device: the kernels take their data-independent paths there."""
+    x = torch.randn(3, 6, 4)
+    for layer in (OrthonormalAttention(4), VolumePreservingAttention(4), VolumePreservingAttention(4, activation="exp")):
+        compiled = torch.compile(layer, fullgraph=True)
+        assert close(compiled(x), layer(x), k=256)
+    for cls, kw in ((OrthonormalAttention, {}), (VolumePreservingAttention, {}), (VolumePreservingAttention, {"activation": "exp"})):
+        out = cls(4, device="meta", **kw)(torch.empty(3, 6, 4, device="meta"))
+        assert out.shape == (3, 6, 4) and out.device.type == "meta"
+
+
+@pytest.mark.parametrize("scale", [1e2, 1e4, 1e6])
+def test_orthogonal_layers_keep_row_norms_at_every_magnitude(scale):
+    """float32 inputs of any size: no NaN, and the rows of Z keep their norms (Lambda orthogonal)."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 7, 4) * scale
+    for layer in (OrthonormalAttention(4), VolumePreservingAttention(4), VolumePreservingAttention(4, activation="exp")):
+        y = layer(x)
+        assert torch.isfinite(y).all()
+        rel = ((y.norm(dim=-2) - x.norm(dim=-2)).abs() / x.norm(dim=-2)).max()
+        assert rel <= 8 * 7 * eps(torch.float32), (type(layer).__name__, rel)

@@ -146,7 +146,8 @@ CAYLEY_MAX_NORM = 16.0
 
 def _traced(t: torch.Tensor) -> bool:
     """Inside a torch.func transform, under torch.compile or on the meta device: no data-dependent branches."""
-    return _under_functorch(t) or t.device.type == "meta" or torch.compiler.is_compiling()
+    # is_compiling first: dynamo cannot trace the functorch query
+    return torch.compiler.is_compiling() or t.device.type == "meta" or _under_functorch(t)
 
 
 def _large_skew(c: torch.Tensor, bound: float) -> torch.Tensor | None:
