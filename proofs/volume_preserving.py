@@ -1,8 +1,10 @@
-"""Volume-preserving attention: weightings, the lower-triangle assignment, the layer map's Jacobian (seed 000).
+"""Volume-preserving attention: weightings, the layer map's linear-time form, invariant, inverse and volume (seed 000).
 
 Run: python proofs/volume_preserving.py [--seed N] [--depth N]
 Prints each claim's derivation steps and verdict; exits 1 if a verdict
-differs from the one recorded in the ledger.
+differs from the one recorded in the ledger. The layer map Z -> Z Cayley(Z^T A Z)
+is proved volume-preserving for every d and T by a flow argument (and so is
+Z -> Z exp(Z^T A Z)); the push-through claims justify its O(T d^2) form.
 """
 
 import os

@@ -54,7 +54,8 @@ def test_json_ledger(tmp_path, capsys):
     assert bad["verdict"] == "refuted" and bad["counterexample"]["residual"] != "0"
     assert bad["counterexample"]["values"]["Z"]  # rational entries as strings
     good = records["vp.map_volume_preserving.skew"]
-    assert good["verdict"] == "checked"
+    assert good["verdict"] == good["expected"] == good["evidence_level"]
+    assert good["evidence"][0]["derivation"]["steps"]
     assert any(e["level"] == "certified" and e["failure_bound"] for e in good["evidence"])
     assert records["vp.skew_weighting"]["evidence"][0]["derivation"]["steps"]
 

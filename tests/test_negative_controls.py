@@ -11,7 +11,8 @@ from geoattn.symbolic.claims.cayley import make_cayley_orthogonal
 from geoattn.symbolic.claims.linear_symplectic import make_map_symplectic, make_reweighting
 from geoattn.symbolic.claims.models import make_gradient_claim
 from geoattn.symbolic.claims.vectorisation import make_lift_claim, make_vec_claim
-from geoattn.symbolic.claims.volume_preserving import make_map_claim, make_skew_weighting
+from geoattn.symbolic.claims.volume_preserving import make_skew_weighting
+from geoattn.symbolic.claims.vp_map import make_map_claim
 from geoattn.symbolic.strategies import certify, exact_check, exact_evidence, search_counterexample
 
 PAIRS = [

@@ -11,4 +11,6 @@ from . import (  # noqa: F401
     taylor,
     vectorisation,
     volume_preserving,
+    vp_linear,
+    vp_map,
 )

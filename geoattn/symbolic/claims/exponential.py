@@ -315,7 +315,7 @@ def _frozen_exp_claim(kind: str) -> Claim:
         statement = "For each fixed Z0 the linear map Z -> Z Lambda(Z0), Lambda = exp(uta(...)), is symplectic."
         latex = r"(\mathbb{I}_{2n}\otimes\Lambda(Z_0)^T)^T\mathbb{J}(\mathbb{I}_{2n}\otimes\Lambda(Z_0)^T) = \mathbb{J}"
     else:
-        from .volume_preserving import _frozen_derivation
+        from .vp_map import _frozen_derivation
 
         def prove():
             return _frozen_derivation(r"\mathtt{upper\_triangular\_asymmetrize}((P^QZ_0)^T(P^KZ_0))", "exp.det_one", r"\exp")

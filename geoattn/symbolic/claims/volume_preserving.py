@@ -1,29 +1,17 @@
-"""Volume-preserving attention (seed 000, 'Volume-Preserving Attention').
+"""Volume-preserving attention (seed 000, 'Volume-Preserving Attention'): the weightings.
 
 The layer maps ``Z -> Z Cayley(C(Z))`` with either the skew-symmetric
 weighting ``C(Z) = Z^T A Z`` (``A^T = -A``) or the arbitrary weighting
-``C(Z) = skew_from_lower(Z^T A Z)``.
-
-Note [map versus frozen matrix]
--------------------------------
-The seed argues volume preservation from the orthogonality of
-``Lambda-tilde(Z)`` at a fixed ``Z``. The layer map's Jacobian has a second
-term from ``dLambda/dZ``, so the map claims are checked on the exact Jacobian
-of the map itself. With the skew weighting the determinant is exactly 1: the
-map keeps ``C`` invariant (``C(Z Lambda) = Lambda^T C Lambda = C`` because
-``Lambda`` is a function of ``C``) and acts on each level set of ``C`` by a
-fixed orthogonal matrix, and a co-area argument then gives volume
-preservation. That argument is not mechanised here; the claim's evidence is
-the exact symbolic identity at small sizes and certification beyond. With the
-arbitrary weighting ``C`` is no longer invariant and the determinant differs
-from 1 (refuted, with an exact counterexample).
+``C(Z) = skew_from_lower(Z^T A Z)``. This module holds the claims about the
+weightings and the correlation indices; the layer map itself (its Jacobian,
+invariant, inverse and Note [map versus frozen matrix]) is in :mod:`.vp_map`,
+its linear-time form in :mod:`.vp_linear`.
 """
 
 from __future__ import annotations
 
 import sympy as sp
-from sympy.matrices.expressions import Determinant, Identity, KroneckerProduct, MatrixSymbol, Transpose
-from sympy.polys.matrices import DomainMatrix
+from sympy.matrices.expressions import MatrixSymbol, Transpose
 
 from .. import algebra as alg
 from ..claim import Claim, register
@@ -298,158 +286,13 @@ register(
 )
 
 
-# ---------------------------------------------------------------------------
-# the layer map: vp.map_volume_preserving.{skew,arbitrary}
-# ---------------------------------------------------------------------------
+_MOVED = ("correlation", "map_identity", "map_degree_bound", "make_map_claim")
 
 
-def correlation(weighting: str):
-    """``C(Z)`` for the ``"skew"`` or ``"arbitrary"`` weighting."""
-    if weighting == "skew":
-        return lambda Z, A: Z.T * A * Z
-    return lambda Z, A: alg.skew_from_lower(Z.T * A * Z)
+def __getattr__(name: str):
+    """The layer-map helpers moved to :mod:`.vp_map`; importing them from here still works."""
+    if name in _MOVED:
+        from . import vp_map
 
-
-def _symbolic_jacobian_residual(Z: sp.Matrix, C: sp.Matrix) -> sp.Expr:
-    """``det(Jnum) - delta^(2n)`` as a polynomial, inverse-free.
-
-    With ``delta = det(I + C)`` and ``N = Z (I - C) adj(I + C)`` the layer map
-    is ``N / delta``; its Jacobian is ``Jnum / delta^2`` with
-    ``Jnum = dN*delta - N*d(delta)``, so ``det J = 1`` iff
-    ``det Jnum = delta^(2n)`` (``n = dT``). Arithmetic is in ``QQ[vars]``.
-    """
-    t = C.rows
-    ident = sp.eye(t)
-    plus = ident + C
-    delta = sp.expand(plus.det(method="berkowitz"))
-    numer = (Z * (ident - C) * plus.adjugate(method="berkowitz")).applyfunc(sp.expand)
-    zv = alg.vec_rows(Z)
-    nv = alg.vec_rows(numer)
-    n_in = len(zv)
-    jnum = sp.Matrix(
-        n_in, n_in, lambda a, b: sp.expand(sp.diff(nv[a], zv[b]) * delta - nv[a] * sp.diff(delta, zv[b]))
-    )
-    syms = sorted(jnum.free_symbols | delta.free_symbols, key=lambda s: s.name)
-    if not syms:
-        return sp.expand(jnum.det() - delta ** (2 * n_in))
-    ring = sp.QQ[tuple(syms)]
-    det = DomainMatrix.from_Matrix(jnum).convert_to(ring).det()
-    return ring.to_sympy(det - ring.from_sympy(sp.expand(delta ** (2 * n_in))))
-
-
-def map_identity(weighting: str, *, frozen: bool = False) -> MatrixIdentity:
-    """``det J - 1`` for the layer map (or its frozen-input linearisation)."""
-    corr = correlation(weighting)
-
-    def variables(s):
-        a = alg.skew("a", s["d"]) if weighting == "skew" else alg.general("a", s["d"], s["d"])
-        return {"Z": alg.general("z", s["d"], s["T"]), "A": a}
-
-    def residual(size, Z, A):
-        if frozen:
-            lam = alg.cayley(corr(Z, A))
-            jac = alg.kron(sp.eye(size["d"]), lam.T)  # Jacobian of the linear map W -> W Lambda
-            return sp.cancel(jac.det() - 1)
-        if Z.free_symbols:
-            return _symbolic_jacobian_residual(Z, corr(Z, A))
-        jac = alg.jacobian_rows(lambda W: W * alg.cayley(corr(W, A)), Z)
-        return jac.det() - 1
-
-    name = "det(I_d (x) Lambda(Z0)^T) - 1" if frozen else "det J(Z) - 1"
-    return MatrixIdentity(name, variables=variables, residual=residual)
-
-
-def map_degree_bound(size: dict) -> int:
-    """Degree of the numerator of ``det J - 1`` in all variables (Z and A).
-
-    ``C`` has degree 3 (2 in Z, 1 in A); ``delta = det(I + C)`` degree
-    <= 3T; the map's numerator ``Z (I - C) adj(I + C)`` degree <= 3T + 1; each
-    Jacobian entry is ``(dN delta - N d delta)/delta^2`` with numerator degree
-    <= 6T; so ``det J - 1 = (det Jnum - delta^(2n)) / delta^(2n)`` has a
-    numerator of degree <= 6T n = 6 d T^2.
-    """
-    return 6 * size["d"] * size["T"] ** 2
-
-
-def make_map_claim(weighting: str, claim_id: str | None = None) -> Claim:
-    true = weighting == "skew"
-
-    def checker(ctx):
-        return standard(
-            ctx,
-            ident=map_identity(weighting),
-            random_sizes=sizes(d=[1, 2], T=[2, 3]),
-            points=2,
-            exact_sizes=[{"d": 1, "T": 2}, {"d": 2, "T": 1}, {"d": 2, "T": 2}][: 3 + ctx.depth - 1],
-            exact_method="exact symbolic identity det J = 1 (inverse-free polynomial form over QQ[Z, A])",
-            certify_sizes=[{"d": 2, "T": 3}, {"d": 3, "T": 2}, {"d": 3, "T": 3}, {"d": 2, "T": 4}]
-            + ([{"d": 3, "T": 4}, {"d": 4, "T": 3}] if ctx.depth > 1 else []),
-            certify_points=4 + 2 * (ctx.depth - 1),
-            degree_bound=map_degree_bound,
-            certify_method="exact Jacobian (dual numbers over QQ) at random integer points",
-        )
-
-    what = "Z^T A Z, A skew" if true else "skew_from_lower(Z^T A Z), A arbitrary"
-    return Claim(
-        id=claim_id or f"vp.map_volume_preserving.{weighting}",
-        title=f"layer map volume-preserving ({weighting} weighting)",
-        statement=f"The layer map Z -> Z Cayley(C(Z)) with C(Z) = {what} is volume-preserving "
-        "(Jacobian determinant 1).",
-        latex=r"\det\frac{\partial\,\mathrm{vec}_r(Z\,\mathrm{Cayley}(C(Z)))}{\partial\,\mathrm{vec}_r(Z)} = 1",
-        source=f"{SRC}, {SEC} and 'How is Structure Preserved?'",
-        family="volume_preserving",
-        expected=Level.CHECKED if true else Level.REFUTED,
-        checker=checker,
-        notes="See Note [map versus frozen matrix]."
-        if true
-        else "C(Z Lambda) != C(Z) here, and the Jacobian picks up a term from dLambda/dZ.",
-    )
-
-
-register(make_map_claim("skew"))
-register(make_map_claim("arbitrary"))
-
-
-def _frozen_derivation(arg: str = "C(Z_0)", cite: str = "cayley.det_one", fn: str = r"\mathrm{Cayley}") -> Derivation:
-    L = MatrixSymbol("Lambda", T, T)
-    K = KroneckerProduct(Identity(d), L.T)
-    det_k = Determinant(K).doit()
-    return Derivation(
-        assumptions=[rf"\Lambda = {fn}({arg}) \text{{ for a fixed }} Z_0", rf"\det\Lambda = 1 \text{{ ({cite})}}"],
-        steps=[
-            Step(
-                r"\frac{\partial\,\mathrm{vec}_r(Z\Lambda)}{\partial\,\mathrm{vec}_r(Z)}",
-                K,
-                "vec.right_multiplication (the map is linear in Z)",
-            ),
-            Step(
-                Determinant(K),
-                Determinant(L) ** d,
-                r"\det(A\otimes B) = \det(A)^{q}\det(B)^{p};\ \det\Lambda^T = \det\Lambda",
-                lambda: same(det_k.replace(lambda e: isinstance(e, Determinant) and e.arg == L.T, lambda e: Determinant(L)), Determinant(L) ** d),
-            ),
-            Step(Determinant(L) ** d, 1, r"\det\Lambda = 1", lambda: (Determinant(L) ** d).subs(Determinant(L), 1) == 1),
-        ],
-        conclusion=r"Z\mapsto Z\Lambda(Z_0) \text{ is volume-preserving for every fixed } Z_0",
-    )
-
-
-register(
-    Claim(
-        id="vp.map_volume_preserving.frozen",
-        title="frozen-input map volume-preserving",
-        statement="For each fixed input Z0, the linear map Z -> Z Cayley(C(Z0)) is volume-preserving, for either "
-        "weighting.",
-        latex=r"\det(\mathbb{I}_d\otimes\Lambda(Z_0)^T) = 1",
-        source="corrected form of vp.map_volume_preserving.arbitrary",
-        family="volume_preserving",
-        expected=Level.PROVED,
-        corrects="vp.map_volume_preserving.arbitrary",
-        checker=lambda ctx: standard(
-            ctx,
-            ident=map_identity("arbitrary", frozen=True),
-            random_sizes=sizes(d=[1, 2, 3], T=[2, 3]),
-            prove=_frozen_derivation,
-        ),
-    )
-)
+        return getattr(vp_map, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
