@@ -434,10 +434,21 @@ def test_exp_skew_orthogonal_at_every_magnitude(dtype, scale):
     assert torch.isfinite(E).all()
     err = (E.mT @ E - torch.eye(6, dtype=dtype)).abs().max()
     assert err <= 8 * 6 * eps(dtype), err
-    # negative control: the Taylor path alone loses orthogonality as the squarings pile up
-    if scale == 1e4:
-        Et = K.exp_skew(S, method="taylor")
-        assert not torch.isfinite(Et).all() or (Et.mT @ Et - torch.eye(6, dtype=dtype)).abs().max() > 8 * 6 * eps(dtype)
+
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exp_skew_polish_is_what_keeps_many_squarings_orthogonal(dtype, monkeypatch):
+    """Negative control of Note [large norms]: without the Newton-Schulz step the Taylor path's
+    orthogonality error grows with the squarings (here ||S|| ~ 300, eight or nine of them)."""
+    S = rand_skew([8], 6, dtype, 100.0)
+    assert int(K._squarings(S).max()) > K.POLISH_SQUARINGS
+    eye = torch.eye(6, dtype=dtype)
+    polished = K.exp_skew(S, method="taylor")
+    monkeypatch.setattr(K, "POLISH_SQUARINGS", 10**6)
+    raw = K.exp_skew(S, method="taylor")
+    assert (polished.mT @ polished - eye).abs().max() <= 8 * 6 * eps(dtype)
+    assert (raw.mT @ raw - eye).abs().max() > 8 * 6 * eps(dtype)
 
 
 def test_exp_skew_empty_meta_vmap_and_compile():

@@ -20,6 +20,7 @@ attention.row_column_equivalence cayley.vjp exp_skew.vjp exp_skew.taylor_form ex
 exp_skew.taylor_remainder exp_skew.square_vjp exp_skew.scaling_squaring
 vp.push_through vp.push_through_invertible vp.exp_push_through vp.map_invariant vp.map_invariant.exp
 vp.map_inverse vp.map_volume_preserving.exp_skew
+vp.lowrank_form vp.lowrank_cayley_vjp vp.lowrank_exp_vjp
 """.split()
 
 

@@ -231,12 +231,14 @@ class _ExpSkewEigh(torch.autograd.Function):
 # ------------------
 # Each squaring adds rounding: the orthogonality error of the Taylor path grows about
 # linearly with ||S|| (measured in float32: 0.5, 2.2, 5.8, 20, 81, 380 T eps at
-# ||S||_1 = 0.5, 2, 8, 32, 128, 1000, T = 4), while the eigendecomposition path stays at
-# a few T eps at every norm (the eigenvectors are unitary to working precision and
-# |e^{-i theta}| = 1 whatever theta is). method="auto" therefore sends each sample
-# with max(||S||_1, ||S||_inf) > TAYLOR_MAX_NORM = 16 (at most 5 squarings) to the
-# eigendecomposition and the others to the Taylor path; the decision is per sample, so
-# the batch split never changes a sample's result. Non-finite samples stay on the
+# ||S||_1 = 0.5, 2, 8, 32, 128, 1000, T = 4). Samples that needed more than
+# POLISH_SQUARINGS = 3 squarings get one Newton--Schulz step E (3I - E^T E) / 2 towards
+# the orthogonal polar factor, which squares that error (two batched products; the
+# backward treats the step as the identity, an error of the size of the defect it
+# removes). Above TAYLOR_MAX_NORM = 512 (float32: a defect near sqrt(T eps), beyond what
+# one step repairs) a sample goes to the eigendecomposition, which stays orthogonal at
+# every norm (Note [real part at large norms]). Both decisions are per sample, so they
+# never change a sample's result through its batch. Non-finite samples stay on the
 # Taylor path, where inf and nan propagate.
 _TAYLOR = {
     torch.float64: (gen.exp_taylor16, gen.exp_taylor16_vjp),
@@ -244,7 +246,9 @@ _TAYLOR = {
 }
 
 #: samples above this norm take the eigendecomposition path under method="auto" (Note [large norms])
-TAYLOR_MAX_NORM = 16.0
+TAYLOR_MAX_NORM = 512.0
+#: samples with more squarings than this get one Newton--Schulz step (Note [large norms])
+POLISH_SQUARINGS = 3
 
 
 def _norms(s: torch.Tensor) -> torch.Tensor:
@@ -273,9 +277,12 @@ class _ExpSkewTaylor(torch.autograd.Function):
         parts = fwd(x)
         e = parts[-1]
         squares = []
-        for step in range(int(k.max()) if k.numel() else 0):
+        kmax = int(k.max()) if k.numel() else 0
+        for step in range(kmax):
             squares.append(e)
             e = torch.where((k > step)[..., None, None], e @ e, e)
+        if kmax > POLISH_SQUARINGS:
+            e = torch.where((k > POLISH_SQUARINGS)[..., None, None], _newton_schulz(e), e)
         return (e, x, scale, *parts[:-1], *squares)
 
     @staticmethod
@@ -436,8 +443,9 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
       (``exp_skew.vjp``). No squarings, so no rounding grows with
       :math:`\|S\|` through them; slower on CPU for small matrices.
     * ``"auto"`` (default): per sample, ``"taylor"`` up to
-      :math:`\max(\|S\|_1, \|S\|_\infty) = 16` and ``"eigh"`` above, where
-      the squarings would cost orthogonality (Note [large norms]); ``"eigh"``
+      :math:`\max(\|S\|_1, \|S\|_\infty) = 512` (with one Newton--Schulz
+      step after more than three squarings) and ``"eigh"`` above, where the
+      squarings would cost orthogonality (Note [large norms]); ``"eigh"``
       for the whole batch inside ``torch.func`` transforms (``vmap``,
       ``jacrev``), under ``torch.compile`` and on the meta device, where the
       number of squarings may not depend on the data.

@@ -401,11 +401,11 @@ LIFT = KroneckerProduct(Identity(d), Lam.T)
 # linear-time volume-preserving attention
 # ----------------------------------------
 # Note [low-rank form]
-# For x = Z^T (T x d) with thin QR factorisation x = Q R (Q^T Q = I_d, R d x d), the
-# correlation matrix is C = x A x^T = Q S Q^T with S = R A R^T (d x d, skew for skew A), and
+# For x = Z^T (T x d) with thin QR factorisation x = Q R (Q^T Q = I_k, R k x d, k = min(T, d)), the
+# correlation matrix is C = x A x^T = Q S Q^T with S = R A R^T (k x k, skew for skew A), and
 # for every activation f with f(0) = I that is a power series, f(Q S Q^T) = I + Q (f(S) - I) Q^T
-# (vp.lowrank_form). The layer output Lambda^T x is then x + Q (f(S) - I)^T R: two d x d
-# products, one T x d by d x d product, no T x T matrix. The backward passes
+# (vp.lowrank_form). The layer output Lambda^T x is then x + Q (f(S) - I)^T R: two small
+# products, one T x k by k x d product, no T x T matrix. The backward passes
 # (vp.lowrank_cayley_vjp, vp.lowrank_exp_vjp) are written with the same factors, so they need
 # three T x d by d x d products and d x d work only. The push-through form
 # Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z (vp.push_through) is equivalent in exact arithmetic but

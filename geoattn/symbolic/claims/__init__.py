@@ -14,3 +14,4 @@ from . import (  # noqa: F401
     vp_linear,
     vp_map,
 )
+from . import lowrank  # noqa: E402,F401
