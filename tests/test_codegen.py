@@ -88,6 +88,17 @@ def test_accumulating_into_a_transposed_argument_never_writes_to_the_argument():
     assert alias.data_ptr() == lam.data_ptr()  # what .contiguous() would have done
 
 
+def test_accumulate_never_scales_an_argument_in_place():
+    """In accumulate mode c * X (one factor) must print as a new tensor, not X.mul_(c) on the argument."""
+    T = ex.T
+    X = sp.MatrixSymbol("X", T, T)
+    p = TorchKernelPrinter({X: "X"}, {T: ("X", -1)}, "X", accumulate=True)
+    p.bind("out", 2 * X.T)
+    assert not any("mul_" in line for line in p.lines), p.lines
+    p.bind("out2", 2 * X * X.T)
+    assert any(line == "out2.mul_(2)" for line in p.lines), p.lines
+
+
 def test_bare_inverse_is_refused():
     T = ex.T
     C = sp.MatrixSymbol("C", T, T)

@@ -516,3 +516,23 @@ def test_eigh_form_claims_and_a_wrong_mobius_map_is_refuted():
                         * sp.Adjoint(ex.U))  # the inverse map: Cayley(-C)
     ev = _check_eigh_form(CheckContext(claim_id="control"), _eigh_form_identity(wrong, alg.cayley, "control"))
     assert ev[0].level.value == "refuted"
+
+
+@pytest.mark.parametrize("T", [1, 3, 8])
+def test_cayley_backward_of_sum_and_mean_losses_equals_the_dense_one(T):
+    """out.sum() and out.mean() send one number expanded (Note [constant incoming gradient]): the rank-one
+    shortcut must give what the dense incoming gradient of ones gives, first and second order."""
+    C = rand_skew([5], T, torch.float64).requires_grad_()
+    ones = torch.ones(5, T, T, dtype=torch.float64)
+    dense = torch.autograd.grad(K.cayley(C), C, ones)[0]
+    via_sum = torch.autograd.grad(K.cayley(C).sum(), C)[0]
+    via_mean = torch.autograd.grad(K.cayley(C).mean(), C)[0]
+    tol = 8 * T * eps(torch.float64) * float(dense.abs().max())
+    assert (via_sum - dense).abs().max() <= tol
+    assert (via_mean * C.numel() - dense).abs().max() <= tol
+    assert torch.autograd.gradgradcheck(lambda c: K.cayley(c).sum(), (C,))
+    # a non-constant expanded gradient (one number per sample) takes the general path
+    per_sample = torch.arange(1.0, 6.0, dtype=torch.float64)[:, None, None].expand(5, T, T)
+    got = torch.autograd.grad(K.cayley(C), C, per_sample)[0]
+    want = torch.autograd.grad(K.cayley(C), C, per_sample.contiguous())[0]
+    assert (got - want).abs().max() <= 8 * tol

@@ -424,13 +424,22 @@ def test_orthonormal_and_volume_preserving_compile_fullgraph_and_run_on_meta():
         assert out.shape == (3, 6, 4) and out.device.type == "meta"
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, f64])
+@pytest.mark.parametrize("dim,seq_len", [(4, 7), (3, 16), (5, 3), (3, 3)])  # even and odd k, T > d and T <= d
 @pytest.mark.parametrize("scale", [1e2, 1e4, 1e6])
-def test_orthogonal_layers_keep_row_norms_at_every_magnitude(scale):
-    """float32 inputs of any size: no NaN, and the rows of Z keep their norms (Lambda orthogonal)."""
+def test_orthogonal_layers_keep_row_norms_at_every_magnitude(dtype, dim, seq_len, scale):
+    """Inputs of any size: no error, no NaN, and the rows of Z keep their norms (Lambda orthogonal)."""
     torch.manual_seed(0)
-    x = torch.randn(4, 7, 4) * scale
-    for layer in (OrthonormalAttention(4), VolumePreservingAttention(4), VolumePreservingAttention(4, activation="exp")):
+    x = torch.randn(4, seq_len, dim, dtype=dtype) * scale
+    kw = {"dtype": dtype}
+    for layer in (OrthonormalAttention(dim, **kw), VolumePreservingAttention(dim, **kw),
+                  VolumePreservingAttention(dim, activation="exp", **kw)):
         y = layer(x)
         assert torch.isfinite(y).all()
         rel = ((y.norm(dim=-2) - x.norm(dim=-2)).abs() / x.norm(dim=-2)).max()
-        assert rel <= 8 * 7 * eps(torch.float32), (type(layer).__name__, rel)
+        assert rel <= 8 * seq_len * eps(dtype), (type(layer).__name__, rel)
+
+
+def test_exponential_activation_needs_the_skew_weighting():
+    with pytest.raises(ValueError, match="Expected skew_sym=True with activation='exp'"):
+        VolumePreservingAttention(3, skew_sym=False, activation="exp")

@@ -144,7 +144,8 @@ class TorchKernelPrinter:
         if self.accumulate and isinstance(expr, MatAdd):
             self._bind_accumulated(name, expr)
             return
-        if self.accumulate and isinstance(expr, MatMul) and expr.as_coeff_matrices()[0] != 1:
+        if self.accumulate and isinstance(expr, MatMul) and expr.as_coeff_matrices()[0] != 1 \
+                and len(expr.as_coeff_matrices()[1]) > 1:  # a fresh product, never an argument or a view
             coeff, mats = expr.as_coeff_matrices()
             self.lines.append(f"{name} = {self._print_factors(list(mats))}")
             self.lines.append(f"{name}.mul_({_num(coeff)})")

@@ -97,12 +97,10 @@ class _Cayley(torch.autograd.Function):
 
     @staticmethod
     def forward(c, big=None):
-        lam = gen.cayley_matrix(c)
+        # large samples are not solved at all: I + C may round to a singular matrix for odd T
+        lam = gen.cayley_matrix(c if big is None else c.masked_fill(big[..., None, None], 0))
         if big is not None:
-            n = c.shape[-1]
-            idx = big.reshape(-1).nonzero().squeeze(-1)
-            flat = lam.reshape(-1, n, n)
-            flat[idx] = _cayley_eigh(c.reshape(-1, n, n)[idx])
+            lam[big] = _cayley_eigh(c[big])  # boolean-mask assignment: any memory layout of lam
         return lam
 
     @staticmethod
@@ -112,9 +110,30 @@ class _Cayley(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (lam,) = ctx.saved_tensors
-        # the gradient of out.sum() arrives expanded (strides 0); batched products of expanded
-        # operands take a slow path, so it is copied first
+        if _constant(grad):
+            return _cayley_vjp_constant(lam, grad), None
+        # an expanded gradient that is not constant: batched products of expanded operands take
+        # a slow path, so it is copied first
         return gen.cayley_vjp(lam, grad.contiguous()), None
+
+
+# Note [constant incoming gradient]
+# -------------------------------
+# loss = out.sum() (or out.mean()) hands the backward one number expanded to the output's shape:
+# every stride is zero. The Cayley VJP -1/2 P G P (P = I + Lam^T) with G = c 1 1^T is then the
+# rank-one matrix -c/2 (P 1)(1^T P): two row/column sums and an outer product instead of two
+# batched products (the same expression, associated differently: cayley.vjp).
+def _constant(g: torch.Tensor) -> bool:
+    """True when ``g`` is one number expanded (every stride zero), as the gradient of ``out.sum()`` is."""
+    return g.dim() >= 2 and g.numel() > 0 and all(st == 0 for st in g.stride()) and not _traced(g)
+
+
+def _cayley_vjp_constant(lam: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """``-1/2 P (c 1 1^T) P = -c/2 (P 1)(1^T P)`` with ``P = I + Lam^T`` (Note [constant incoming gradient])."""
+    c = g[(0,) * g.dim()]
+    rows = lam.sum(-2) + 1  # P 1: row sums of I + Lam^T are the column sums of Lam, plus one
+    cols = lam.sum(-1) + 1  # 1^T P: column sums of I + Lam^T are the row sums of Lam, plus one
+    return (rows.unsqueeze(-1) * cols.unsqueeze(-2)) * (-0.5 * c)
 
 
 def _newton_schulz(e: torch.Tensor) -> torch.Tensor:
@@ -158,7 +177,8 @@ def _large_skew(c: torch.Tensor, bound: float) -> torch.Tensor | None:
     """
     if c.numel() == 0 or _traced(c):
         return None
-    if not float(torch.maximum(c.max(), -c.min())) * c.shape[-1] > bound:  # also False for nan
+    screen = float(torch.maximum(c.detach().max(), -c.detach().min()))
+    if screen * c.shape[-1] <= bound:  # a nan anywhere makes the screen nan: then every sample is measured
         return None
     norm = c.abs().sum(-1).amax(-1)
     big = torch.isfinite(norm) & (norm > bound)
@@ -543,7 +563,7 @@ def vp_attention(
     matrix and :math:`f` the Cayley transform (``activation="cayley"``) or the
     exponential (``"exp"``); :math:`f(C)` is orthogonal, so :math:`Z \mapsto
     Z f(C(Z))` keeps the norm of every row of ``Z``. Two exact forms
-    (see :mod:`geoattn.kernels._lowrank`):
+    (see :mod:`geoattn.kernels._lowrank`), chosen by size:
 
     * ``"lowrank"``: thin QR ``x = Q R``, :math:`S = RAR^T`,
       :math:`y = x + Q(f(S) - I)^T R` (ledger ``vp.lowrank_form``), with the
@@ -552,6 +572,13 @@ def vp_attention(
       tensor;
     * ``"full"``: the ``T x T`` matrices, as the seeds write the layer;
     * ``"auto"`` (default): ``"lowrank"`` when ``d < T`` (Note [choice of form]).
+
+    Skew samples of large norm take the eigendecomposition for the Cayley
+    transform (Note [Cayley at large norms]) and :func:`exp_skew`'s per-sample
+    choice for the exponential, so :math:`f(C)` stays orthogonal at every
+    magnitude. Double backward and nested ``torch.func`` gradients recompute
+    through the ``"full"`` form (``T x T`` matrices); ``loss.backward()`` does
+    not.
 
     Parameters
     ----------
@@ -589,7 +616,7 @@ def vp_attention(
         raise ValueError(f"Expected activation in {ACTIVATIONS}. Got {activation!r}.")
     if method not in ("auto", "lowrank", "full"):
         raise ValueError(f"Expected method in ('auto', 'lowrank', 'full'). Got {method!r}.")
-    if check:
+    if check and not _traced(A):
         check_skew("A", A)
     form, _ = choose_method(x.shape[-2], x.shape[-1], method)
     if form == "lowrank":

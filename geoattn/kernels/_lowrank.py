@@ -50,9 +50,11 @@ off one exponential of a ``3d x 3d`` block matrix. Either way the backward
 runs three products of a ``T x d`` by a ``d x d`` matrix. The incoming
 gradient is made contiguous first: the gradient of ``out.sum()`` arrives
 expanded (all strides zero), and batched products of expanded tensors take a
-slow path. With ``create_graph=True`` (double backward) the backward is
+slow path. With ``create_graph=True`` (double backward), and inside ``torch.func``
+transforms that nest gradients (``grad``, ``vjp``, ``jacrev``), the backward is
 recomputed through the full form, which is built from differentiable
-operations.
+operations: there it costs :math:`O(T^2 d + T^3)` and forms ``T x T`` matrices.
+The plain ``loss.backward()`` of training never does.
 """
 
 from __future__ import annotations
@@ -89,10 +91,18 @@ def _exp(s: torch.Tensor) -> torch.Tensor:
 
 def _small_factors(x: torch.Tensor, A: torch.Tensor, activation: str):
     """``Q, R, W = f(S) - I`` of the low-rank form (``S`` too for the exponential)."""
+    from . import CAYLEY_MAX_NORM, _cayley_eigh, _large_skew
+
     Q, R = torch.linalg.qr(x)
     S = gen.vp_lowrank_skew(R, A)
     if activation == "cayley":
-        W = gen.cayley_minus_identity(S)
+        big = _large_skew(S, CAYLEY_MAX_NORM)  # Note [Cayley at large norms]
+        # large samples are not solved at all (I + S may round to a singular matrix for odd k)
+        W = gen.cayley_minus_identity(S if big is None else S.masked_fill(big[..., None, None], 0))
+        if big is not None:
+            lam = _cayley_eigh(S[big])
+            lam.diagonal(dim1=-2, dim2=-1).sub_(1)
+            W[big] = lam  # W is a fresh tensor of S's batch shape
     else:
         W = _exp(S)
         W.diagonal(dim1=-2, dim2=-1).sub_(1)
@@ -106,12 +116,14 @@ def _exp_frechet_blocks(S: torch.Tensor, R: torch.Tensor, Y1: torch.Tensor):
        = \begin{pmatrix} e^X & L_{\exp}(X, E) & \varphi(X)F\\ \cdot & \cdot & \cdot\\ \cdot & \cdot & \cdot\end{pmatrix}.
     """
     k, d = R.shape[-2], R.shape[-1]
-    X = -S
-    zk = S.new_zeros(S.shape[:-2] + (k, k))
-    zkd = R.new_zeros(R.shape[:-2] + (k, d))
+    batch = torch.broadcast_shapes(S.shape[:-2], R.shape[:-2], Y1.shape[:-2])  # A may broadcast against x
+    X = (-S).expand(batch + (k, k))
+    R = R.expand(batch + (k, d))
+    zk = S.new_zeros(batch + (k, k))
+    zkd = R.new_zeros(batch + (k, d))
     top = torch.cat([X, R @ Y1.mT, R], dim=-1)
     mid = torch.cat([zk, X, zkd], dim=-1)
-    bot = R.new_zeros(R.shape[:-2] + (d, 2 * k + d))
+    bot = R.new_zeros(batch + (d, 2 * k + d))
     E3 = torch.linalg.matrix_exp(torch.cat([top, mid, bot], dim=-2))
     return E3[..., :k, k : 2 * k], E3[..., :k, 2 * k :]
 
@@ -127,11 +139,11 @@ def _sum_to(g: torch.Tensor, shape: torch.Size) -> torch.Tensor:
 
 def vp_full(x: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
     """The ``T x T`` form: :math:`f(C)^T x` with ``C = x A x^T`` skew-symmetrised, differentiable by autograd."""
-    from . import _Cayley, exp_skew
+    from . import CAYLEY_MAX_NORM, _Cayley, _large_skew, exp_skew
 
     C = gen.vp_correlation(x, A)
     C = 0.5 * (C - C.mT)
-    lam = _Cayley.apply(C) if activation == "cayley" else exp_skew(C, check=False)
+    lam = _Cayley.apply(C, _large_skew(C, CAYLEY_MAX_NORM)) if activation == "cayley" else exp_skew(C, check=False)
     return gen.cayley_apply_matrix(lam, x)
 
 

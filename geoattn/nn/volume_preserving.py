@@ -1,4 +1,4 @@
-r"""Volume-preserving attention with the Cayley activation (seed 000)."""
+r"""Volume-preserving attention with the Cayley or the exponential activation (seed 000)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ class VolumePreservingAttention(nn.Module):
     lower-triangle-to-skew assignment (``vp.lower_assign_skew``).
 
     **Linear time.** With ``skew_sym=True`` and ``dim < T`` the forward and
-    backward never form a ``T x T`` matrix: :func:`geoattn.kernels.vp_attention`
+    ``loss.backward()`` never form a ``T x T`` matrix (double backward and nested
+    ``torch.func`` gradients do): :func:`geoattn.kernels.vp_attention`
     factors :math:`x = QR` and uses :math:`f(Z^TAZ) = I + Q(f(RAR^T) - I)Q^T`
     (``vp.lowrank_form``), :math:`O(T\,\mathrm{dim}^2)` time and memory. The
     arbitrary weighting keeps the ``T x T`` form: the lower-triangle
@@ -103,6 +104,11 @@ class VolumePreservingAttention(nn.Module):
         self.dim = check_positive_int("dim", dim)
         if activation not in ("cayley", "exp"):
             raise ValueError(f"Expected activation 'cayley' or 'exp'. Got {activation!r}.")
+        if activation == "exp" and not skew_sym:
+            raise ValueError(
+                "Expected skew_sym=True with activation='exp' (the exponential of the lower-triangle assignment is "
+                "OrthonormalAttention's territory and has no volume claim here). Got skew_sym=False."
+            )
         self.activation = activation
         self.skew_sym = bool(skew_sym)
         self.weight = nn.Parameter(torch.empty(dim, dim, **kw))
@@ -141,10 +147,7 @@ class VolumePreservingAttention(nn.Module):
             A = self.weight
             check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype)
             return K.vp_attention(x, A, activation=self.activation, check=False)
-        C = self.correlation(x)
-        if self.activation == "cayley":
-            return K.cayley_apply(C, x, check=False)
-        return K.exp_skew(C, check=False).mT @ x
+        return K.cayley_apply(self.correlation(x), x, check=False)
 
     def inverse(self, y: torch.Tensor) -> torch.Tensor:
         r"""The inverse map :math:`Y \mapsto Y\,\Lambda(Y)^T`: the same layer with :math:`A` replaced by :math:`-A`.
