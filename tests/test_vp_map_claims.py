@@ -10,8 +10,9 @@ import torch
 
 from geoattn import symbolic
 from geoattn.symbolic import Level, ProofFailed
+from geoattn.symbolic.claims import vp_flow
 from geoattn.symbolic.claims.vp_flow import divergence_identity, divergence_sign_step, exp_map_circle_identity
-from geoattn.symbolic.claims.vp_linear import push_through_identity, sylvester_identity
+from geoattn.symbolic.claims.vp_linear import push_through_identity, push_through_lemma_step, sylvester_identity
 from geoattn.symbolic.claims.vp_map import invariant_identity, make_inverse_claim, make_map_claim
 from geoattn.symbolic.strategies import exact_check, search_counterexample
 
@@ -172,3 +173,63 @@ def test_moved_helpers_still_import_from_the_weightings_module():
         assert getattr(volume_preserving, name) is getattr(vp_map, name)
     with pytest.raises(AttributeError):
         volume_preserving.no_such_helper
+
+
+def test_divergence_lemma_is_a_stated_lemma_built_from_the_shared_formula():
+    steps = {s.rule: s for s in vp_flow.volume_flow_derivation().run().steps}
+    lemma = steps[vp_flow.DIV_LEMMA]
+    assert lemma.verify is None and lemma.verified is None
+    assert "not verified by SymPy" in lemma.rule and "standard" not in lemma.rule
+    assert lemma.rhs == vp_flow.div_formula(vp_flow.d, vp_flow.T, vp_flow.m, vp_flow.trace_power)
+
+
+def test_odd_trace_steps_fail_for_an_even_exponent():
+    for step in vp_flow.odd_trace_steps():
+        step.run()
+        assert step.verified
+    for step in vp_flow.odd_trace_steps(2 * vp_flow.j):
+        with pytest.raises(ProofFailed):
+            step.run()
+
+
+def _shifted(dim, n, mm, trace, sign=-1):
+    """A wrong formula: Tr(C^{k+1}) Tr(C^{m-k}) instead of Tr(C^{k+1}) Tr(C^{m-1-k})."""
+
+    def tr_(e):
+        return n if e == 0 else trace(e)
+
+    def summand(q):
+        return sign**q * tr_(mm) + tr_(q + 1) * tr_(mm - q)
+
+    if isinstance(mm, int):
+        return dim * tr_(mm) + sum((summand(q) for q in range(mm)), 0 * tr_(mm))
+    return dim * tr_(mm) + sp.Sum(summand(vp_flow.k), (vp_flow.k, 0, mm - 1))
+
+
+_DIV_FORMULA = vp_flow.div_formula
+
+
+def _extra_term(dim, n, mm, trace, sign=-1):
+    """A wrong formula with an extra Tr(C^m): still zero at odd m, but wrong at m = 1 and at explicit sizes."""
+    return _DIV_FORMULA(dim, n, mm, trace, sign) + (n if mm == 0 else trace(mm))
+
+
+@pytest.mark.parametrize("wrong", [_shifted, _extra_term])
+def test_a_wrong_shared_formula_breaks_the_derivations_and_the_exact_check(monkeypatch, wrong):
+    size = [{"d": 2, "T": 2, "m": 1}, {"d": 2, "T": 3, "m": 2}]
+    assert exact_check(divergence_identity(), size)[0]
+    monkeypatch.setattr(vp_flow, "div_formula", wrong)
+    assert not exact_check(divergence_identity(), size)[0]
+    with pytest.raises(ProofFailed):
+        vp_flow.exp_flow_derivation().run()
+    if wrong is _shifted:  # the odd-power case split itself detects the shift
+        with pytest.raises(ProofFailed):
+            vp_flow.odd_trace_steps()[2].run()
+
+
+def test_push_through_lemma_needs_its_hypothesis():
+    step = push_through_lemma_step()
+    step.run()
+    assert step.verified and step.relation == "=>" and "XY=WX" in step.lhs
+    with pytest.raises(ProofFailed):
+        push_through_lemma_step(hypothesis=False).run()

@@ -54,7 +54,7 @@ def prove_evidence(build: Callable[[], Derivation], method: str = "dimension-gen
     lemmas = len(derivation.lemmas)
     detail = f"{len(derivation.steps)} steps, {len(derivation.steps) - lemmas} verified by SymPy"
     if lemmas:
-        detail += f", {lemmas} stated as standard lemmas"
+        detail += f", {lemmas} stated as lemmas (not verified by SymPy)"
     return Evidence(Level.PROVED, method, derivation=derivation, detail=detail)
 
 

@@ -3,8 +3,10 @@ r"""The flow argument for the volume of the layer map (seed 000).
 Derivations and exact corroborations used by :mod:`.vp_map` (no claims are
 registered here); the argument is Note [map versus frozen matrix] there. The
 divergence formula for ``Z -> Z C^m`` (``C = Z^T A Z``) is a stated lemma of
-the derivations and is checked exactly at explicit sizes by
-:func:`divergence_identity`; at even ``m`` the sign ``(-1)^k`` is tested
+the derivations (not verified by SymPy for general sizes) and is checked exactly
+at explicit sizes by :func:`divergence_identity`. Every use of the formula (the
+lemma, the odd-power case split, ``m = 1`` for the exponential map and the
+explicit-size check) is built by :func:`div_formula`; at even ``m`` the sign ``(-1)^k`` is tested
 non-vacuously (at odd ``m`` every trace in it vanishes).
 
 Note [exact points for exp at T = 2]
@@ -33,6 +35,8 @@ from ._common import T, d, same
 __all__ = [
     "volume_flow_derivation",
     "exp_flow_derivation",
+    "div_formula",
+    "odd_trace_steps",
     "divergence_identity",
     "divergence_sign_step",
     "divergence_evidence",
@@ -49,22 +53,59 @@ j = sp.Symbol("j", integer=True, nonnegative=True)
 m = sp.Symbol("m", integer=True, positive=True)
 m_odd = 2 * j + 1
 c = sp.Symbol("c", real=True)
-tr = sp.Function("tr")  # tr(i) stands for Tr(C^i)
 
 
-def div_tex(mm: str = "m", mm1: str = "m-1") -> str:
-    """The divergence formula of ``Z -> Z C^m`` in LaTeX, with ``m`` and ``m - 1`` written as given."""
-    return (
-        rf"d\,\mathrm{{Tr}}(C^{{{mm}}}) + \sum_{{k=0}}^{{{mm1}}}\left[(-1)^k\,\mathrm{{Tr}}(C^{{{mm}}})"
-        rf" + \mathrm{{Tr}}(C^{{k+1}})\,\mathrm{{Tr}}(C^{{{mm1}-k}})\right]"
-    )
+def div_formula(dim, n, mm, trace, sign=-1):
+    r"""The divergence formula of ``Z -> Z C^m``, the single source of every use of it.
+
+    ``dim Tr(C^m) + sum_{k=0}^{m-1} [sign^k Tr(C^m) + Tr(C^{k+1}) Tr(C^{m-1-k})]`` with
+    ``Tr(C^i) = trace(i)`` and ``Tr(C^0) = n`` (the size ``T``). An integer ``mm`` gives the
+    expanded sum (so ``trace`` may return ring elements); a symbolic ``mm`` gives a ``Sum`` over
+    ``k``. ``sign = -1`` is the right formula; other values are negative controls.
+    """
+
+    def tr_(e):
+        return n if e == 0 else trace(e)
+
+    def summand(q):
+        return sign**q * tr_(mm) + tr_(q + 1) * tr_(mm - 1 - q)
+
+    if isinstance(mm, (int, sp.Integer)):
+        total = dim * tr_(int(mm))
+        for q in range(int(mm)):
+            total = total + summand(q)
+        return total
+    return dim * tr_(mm) + sp.Sum(summand(k), (k, 0, mm - 1))
+
+
+def trace_power(e):
+    """``Tr(C^e)`` as a SymPy expression (``C`` the ``T x T`` symbol)."""
+    return Trace(Cs**e)
+
+
+def _power_of_c(x):
+    """The exponent ``e`` when ``x`` is ``Tr(C^e)``, else ``None``."""
+    if not isinstance(x, Trace):
+        return None
+    if x.arg == Cs:
+        return sp.Integer(1)
+    if isinstance(x.arg, MatPow) and x.arg.base == Cs:
+        return x.arg.exp
+    return None
+
+
+def _drop_odd_traces(e):
+    """Replace each ``Tr(C^e)`` whose exponent SymPy knows to be odd by 0."""
+    return e.replace(lambda x: _power_of_c(x) is not None and _power_of_c(x).is_odd is True, lambda x: sp.S.Zero)
 
 
 DIV_LEMMA = (
-    r"lemma: \delta(C^m)=\sum_kC^k\,\delta C\,C^{m-1-k} at \delta Z=e_af_i^T; "
+    r"stated lemma, not verified by SymPy for general d, T, m (it is checked exactly against the divergence "
+    r"of Z\mapsto ZC^m at explicit sizes d, T, m, see divergence\_evidence): "
+    r"\delta(C^m)=\sum_kC^k\,\delta C\,C^{m-1-k} at \delta Z=e_af_i^T; "
     r"\sum_{a,i}[X]_{ai}[Y]_{ai}=\mathrm{Tr}(X^TY) with the previous step; "
     r"\sum_{a,i}(e_a^TXe_a)(f_i^TYf_i)=\mathrm{Tr}X\,\mathrm{Tr}Y "
-    r"and \mathrm{Tr}(ZC^kZ^TA)=\mathrm{Tr}(C^{k+1}); checked exactly at explicit sizes"
+    r"and \mathrm{Tr}(ZC^kZ^TA)=\mathrm{Tr}(C^{k+1})"
 )
 LIOUVILLE = r"Liouville: \tfrac{d}{dt}\det D\Phi_t=(\operatorname{div}V)\det D\Phi_t=0"
 
@@ -102,34 +143,55 @@ def _divergence_steps() -> list[Step]:
         Step(r"\delta C", first_order, r"first-order part of (Z+\delta Z)^TA(Z+\delta Z)-Z^TAZ",
              lambda: same(((Zm + dZ).T * Am * (Zm + dZ) - Cz - dZ.T * Am * dZ).expand(), first_order)),
         divergence_sign_step(),
-        Step(r"\operatorname{div}(Z\mapsto ZC^m)", div_tex(), DIV_LEMMA),
+        Step(r"\operatorname{div}(Z\mapsto ZC^m)", div_formula(d, T, m, trace_power), DIV_LEMMA),
     ]
 
 
-def _odd_trace_steps() -> list[Step]:
+def odd_trace_steps(mexp=m_odd) -> list[Step]:
+    """The steps showing that the divergence formula vanishes at the exponent ``mexp`` (odd: ``2j + 1``).
+
+    The formula is :func:`div_formula`, looked up when the steps run. With an even ``mexp`` (``2j``) every
+    step fails to verify (a negative control).
+    """
     X, t = MatrixSymbol("X", T, T), sp.Symbol("t")
     r, s = sp.Symbol("r", integer=True), sp.Symbol("s", integer=True)
-    summand = (-1) ** k * tr(m_odd) + tr(k + 1) * tr(m_odd - 1 - k)
+    i = sp.Symbol("i", integer=True, nonnegative=True)
+    power = MatPow(Cs, mexp)
+    explicit = [mexp.subs(j, q) for q in range(3)]  # 1, 3, 5 for the odd exponent
 
-    def trace_zero():  # Tr X = Tr X^T, (C^m)^T = -C^m, and t = -t forces t = 0
-        return Trace(X.T).doit() == Trace(X) and _algebra(MatPow(Cs, m_odd).T, -MatPow(Cs, m_odd)) and (
-            sp.solve(t + t, t) == [0]
+    def trace_zero():  # Tr X = Tr X^T and (C^m)^T = -C^m give t = -t; exact at explicit skew C
+        generic = Trace(X.T).doit() == Trace(X) and _algebra(power.T, -power)
+        flipped = Trace(-power).doit()  # Tr((C^m)^T) after (C^m)^T = -C^m
+        solved = sp.solve(sp.Eq(t, flipped.subs(Trace(power), t)), t) == [0]
+        sizes_ok = all(
+            sp.expand((alg.skew("c", n) ** e).trace()) == 0 for n in (2, 3, 4) for e in explicit
         )
+        return generic and solved and sizes_ok
 
-    def parity():  # the two exponents add up to m; two even integers have an even sum
-        return sp.simplify((k + 1) + (m_odd - 1 - k) - m_odd) == 0 and (2 * r + 2 * s).is_even and m_odd.is_odd
+    def parity():  # the exponents add up to m; an odd m is no sum of two even integers
+        total = sp.simplify((k + 1) + (mexp - 1 - k) - mexp) == 0
+        no_even_pair = sp.diophantine(2 * r + 2 * s - mexp) == set()
+        enumerated = all((q + 1) % 2 or (int(e) - 1 - q) % 2 for e in explicit for q in range(int(e)))
+        return total and no_even_pair and enumerated
 
-    def cases():  # Tr(C^m) = 0, and one of the two factors of each product is 0
-        zero_first = summand.subs({tr(m_odd): 0, tr(k + 1): 0}) == 0
-        zero_second = summand.subs({tr(m_odd): 0, tr(m_odd - 1 - k): 0}) == 0
-        return (d * tr(m_odd)).subs(tr(m_odd), 0) == 0 and zero_first and zero_second
+    def cases():  # the shared formula: drop traces of odd powers, case split on the parity of k
+        formula = div_formula(d, T, mexp, trace_power)
+        sums = list(formula.atoms(sp.Sum))
+        if len(sums) != 1:
+            return False
+        summand, (var, *_) = sums[0].function, sums[0].limits[0]
+        outer = _drop_odd_traces(formula.subs(sums[0], 0)) == 0
+        split = all(_drop_odd_traces(summand.subs(var, kk)) == 0 for kk in (2 * i, 2 * i + 1))
+        return outer and split
 
     return [
-        Step(Trace(MatPow(Cs, m_odd)), 0, r"\mathrm{Tr}X=\mathrm{Tr}X^T and (C^m)^T=-C^m for odd m=2j+1", trace_zero),
-        Step(r"k+1 \text{ or } m-1-k", r"\text{odd}", r"(k+1)+(m-1-k)=m is odd; two even integers have an even sum",
+        Step(Trace(power), 0, r"\mathrm{Tr}X=\mathrm{Tr}X^T and (C^m)^T=-C^m for odd m=2j+1 (also checked for "
+             r"an explicit skew C, T=2..4, m=1,3,5)", trace_zero),
+        Step(r"k+1 \text{ or } m-1-k", r"\text{odd}", r"(k+1)+(m-1-k)=m is odd and 2r+2s=m has no integer solution",
              parity, relation=r"\ \text{is}\ "),
-        Step(div_tex("2j+1", "2j"), 0,
-             r"\mathrm{Tr}(C^m)=0; in each term one factor is a trace of an odd power (case split)", cases),
+        Step(div_formula(d, T, mexp, trace_power), 0,
+             r"\mathrm{Tr}(C^m)=0; in each term one factor is a trace of an odd power (case split k=2i, 2i+1)",
+             cases),
     ]
 
 
@@ -160,7 +222,7 @@ def volume_flow_derivation() -> Derivation:
             Step(r"\Phi_1(Z_0)", r"Z_0\exp(K(C_0))=Z_0\,\mathrm{Cayley}(C_0)=F(Z_0)",
                  r"steps 4 and 8: F is the time-1 flow of V on U"),
             *_divergence_steps(),
-            *_odd_trace_steps(),
+            *odd_trace_steps(),
             Step(r"\operatorname{div}V", 0,
                  r"V=-2\sum_jZC^{2j+1}/(2j+1): termwise differentiation of a convergent power series; step 15"),
             Step(r"\det J_F(Z)", 1, LIOUVILLE + r" along the flow; Z\in U"),
@@ -177,7 +239,6 @@ def volume_flow_derivation() -> Derivation:
 
 def exp_flow_derivation() -> Derivation:
     """``det J = 1`` for ``Z -> Z exp(Z^T A Z)``: the flow of ``V(Z) = Z C(Z)``, no series or continuation."""
-    one = d * tr(1) + sp.Sum((-1) ** k * tr(1) + tr(k + 1) * tr(-k), (k, 0, 0)).doit()
     cc = Zm.T * Am * Zm * Zm.T * Am * Zm  # CC, kept as a product of the factors
     return Derivation(
         assumptions=[r"A^T=-A,\ C(Z)=Z^TAZ \text{ skew (vp.skew\_weighting)},\ V(Z)=Z\,C(Z) \text{ (polynomial)}"],
@@ -191,7 +252,7 @@ def exp_flow_derivation() -> Derivation:
                  r"step 3 at t=1: the map is the time-1 flow of V on all of \mathbb{R}^{d\times T}"),
             *_divergence_steps(),
             Step(r"\operatorname{div}(Z\mapsto ZC)", (d + 1 + T) * Trace(Cs), r"step 7 at m=1 with \mathrm{Tr}(C^0)=T",
-                 lambda: sp.expand(one.subs(tr(0), T) - (d + 1 + T) * tr(1)) == 0),
+                 lambda: sp.expand(div_formula(d, T, 1, trace_power) - (d + 1 + T) * Trace(Cs)) == 0),
             Step(Trace(Cs), 0, r"\mathrm{Tr}C=\mathrm{Tr}C^T=-\mathrm{Tr}C",
                  lambda: Trace(Cs.T).doit() == Trace(Cs) and Trace(Cs.T).subs(Cs.T, -Cs).doit() == -Trace(Cs)),
             Step(r"\det J(Z)", 1, r"\operatorname{div}V=0 by steps 8-9; " + LIOUVILLE + "; step 4"),
@@ -225,8 +286,7 @@ def divergence_identity(sign: int = -1) -> MatrixIdentity:
         mm, v = size["m"], mul(w, powers[size["m"]])
         div = sum((v[p][i].diff(R(W[p, i])) for p in range(W.rows) for i in range(W.cols)), R.zero)
         trs = [sum((pw[i][i] for i in range(Z.cols)), R.zero) for pw in powers]
-        terms = (sign**q * trs[mm] + trs[q + 1] * trs[mm - 1 - q] for q in range(mm))
-        formula = size["d"] * trs[mm] + sum(terms, R.zero)
+        formula = div_formula(size["d"], trs[0], mm, lambda e: trs[e], sign)
         out = sp.Matrix([(div - formula).as_expr(), div.as_expr() if mm % 2 else 0])
         return out.xreplace(dict(zip(W, Z))).applyfunc(sp.expand)
 

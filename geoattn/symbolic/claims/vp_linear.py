@@ -17,6 +17,7 @@ from sympy.matrices.expressions import (
     Determinant,
     Identity,
     Inverse,
+    MatMul,
     MatPow,
     MatrixSymbol,
     Transpose,
@@ -93,15 +94,31 @@ def invertible(size, Z, A) -> bool:
 LINEAR_SRC = f"{SRC}, {SEC} (linear-time form of the layer)"
 
 
+def push_through_lemma_step(hypothesis: bool = True) -> Step:
+    r"""``XY = WX`` with ``W, Y`` invertible implies ``W^{-1}X = XY^{-1}`` (an implication, not an identity).
+
+    The verifier reduces ``E = W^{-1}(WX)Y^{-1}`` two ways: by cancelling ``W^{-1}W`` (to ``XY^{-1}``) and, after
+    rewriting ``WX`` by the hypothesis ``XY``, by cancelling ``YY^{-1}`` (to ``W^{-1}X``). With
+    ``hypothesis=False`` the rewrite is skipped and the step fails to verify (a negative control).
+    """
+    X, W, Y = MatrixSymbol("X", d, T), MatrixSymbol("W", d, d), MatrixSymbol("Y", T, T)
+
+    def verify():
+        e = MatMul(Inverse(W), W, X, Inverse(Y))  # unevaluated W^{-1}(WX)Y^{-1}
+        via_w = e.doit()
+        via_y = (e.subs(W * X, X * Y) if hypothesis else e).doit()
+        return via_w == X * Inverse(Y) and via_y == Inverse(W) * X
+
+    return Step(r"XY=WX,\ W,\ Y \text{ invertible}", r"W^{-1}X=XY^{-1}",
+                r"W^{-1}(WX)Y^{-1} is XY^{-1} (cancel W^{-1}W) and, with WX=XY, W^{-1}X (cancel YY^{-1})",
+                verify, relation="=>")
+
+
 def _push_through_derivation() -> Derivation:
     X, W, Y = MatrixSymbol("X", d, T), MatrixSymbol("W", d, d), MatrixSymbol("Y", T, T)
     inst = {X: Zm, W: Id + Mz, Y: It + Cz}
     left, right = Inverse(W) * X, X * Inverse(Y)
     solved = Zm * Inverse(It + Cz)
-
-    def lemma():  # W^{-1}(WX)Y^{-1} = XY^{-1} and W^{-1}(XY)Y^{-1} = W^{-1}X
-        one = (Inverse(W) * (W * X) * Inverse(Y)).doit() == right
-        return one and (Inverse(W) * (X * Y) * Inverse(Y)).doit() == left
 
     def instance():  # the lemma's hypothesis and conclusion at X = Z, W = I + M, Y = I + C
         return (
@@ -122,8 +139,7 @@ def _push_through_derivation() -> Derivation:
                  lambda: same((Id + Mz) * Zm, Zm * (It + Cz))),
             Step((Id - Mz) * Zm, Zm * (It - Cz), "distribute: both are Z-ZZ^TAZ",
                  lambda: same((Id - Mz) * Zm, Zm * (It - Cz))),
-            Step(left, right, r"if XY=WX with W, Y invertible: W^{-1}(WX)Y^{-1}=XY^{-1} and W^{-1}(XY)Y^{-1}=W^{-1}X",
-                 lemma),
+            push_through_lemma_step(),
             Step(Inverse(Id + Mz) * Zm, solved, "step 3 with X=Z, W=I_d+M, Y=I_T+C (hypothesis: step 1)", instance),
             Step(Zm * cay(Cz), (Id - Mz) * solved, "step 2", lambda: same(Zm * cay(Cz), (Id - Mz) * solved)),
             Step((Id - Mz) * solved, cay(Mz, Id) * Zm, "step 4",

@@ -24,8 +24,9 @@ odd power in each term, hence zero for odd ``m``, and Liouville's theorem gives
 ``det(I + C)``, and a polynomial vanishing on the open set ``U`` (which contains
 ``Z = 0``) is zero, so ``det J_F = 1`` everywhere. SymPy verifies the algebraic
 steps; the analytic ones (power series, the linear ODE, Liouville, the identity
-theorem for polynomials) and the divergence formula are stated lemmas, the
-formula being also checked exactly at explicit sizes. The exact Jacobian checks
+theorem for polynomials) and the divergence formula are stated lemmas; the
+formula is not verified by SymPy for general sizes, only checked exactly at
+explicit sizes. The exact Jacobian checks
 (symbolic at small sizes, certified beyond, rank-one points) corroborate the
 result. With ``K(C) = C`` the same argument, without series or continuation,
 proves the exponential form. With the arbitrary weighting ``C`` is not
@@ -354,9 +355,11 @@ def make_map_claim(weighting: str, claim_id: str | None = None) -> Claim:
         family="volume_preserving",
         expected=Level.PROVED if true else Level.REFUTED,
         checker=lambda ctx: _check_map(ctx, weighting),
-        notes="Proved by the flow argument of Note [map versus frozen matrix]; the exact Jacobian checks (symbolic at "
-        "small sizes, certified at larger ones, rank-one points) and the exact check of the divergence lemma "
-        "corroborate it."
+        notes="Proved by the flow argument of Note [map versus frozen matrix], which rests on stated lemmas: besides "
+        "the analytic ones, the divergence formula for Z -> Z C^m is a stated lemma, not verified by SymPy for "
+        "general d, T, m; it is checked exactly only at explicit sizes (d, T in {2, 3}, m <= 4 at the default "
+        "depth). The exact Jacobian checks (symbolic at small sizes, certified at larger ones, rank-one points) "
+        "corroborate the result."
         if true
         else "C(Z Lambda) != C(Z) here, and the Jacobian picks up a term from dLambda/dZ.",
     )
@@ -430,7 +433,8 @@ register(Claim(
     expected=Level.PROVED,
     checker=_check_exp_skew,
     notes="The derivation's algebraic steps are verified by SymPy; the linear ODE, the divergence formula and "
-    "Liouville's theorem are stated lemmas. The divergence formula is checked exactly at m = 1, 2 and d, T <= 3 "
-    "(div(Z -> ZC) = 0 itself at m = 1); det J = 1 itself is checked exactly only at T = 2, where exp(C) is a "
-    "rotation (Note [exact points for exp at T = 2]). No floating-point evaluation is used as evidence.",
+    "Liouville's theorem are stated lemmas. The divergence formula is not verified by SymPy for general d, T, m: "
+    "it is checked exactly only at explicit sizes, m = 1, 2 and d, T in {2, 3} (div(Z -> ZC) = 0 itself at "
+    "m = 1); det J = 1 itself is checked exactly only at T = 2, where exp(C) is a rotation (Note [exact points "
+    "for exp at T = 2]). No floating-point evaluation is used as evidence.",
 ))
