@@ -4,6 +4,7 @@ its derived backward passes in both gradient layouts, the inverse, structure, me
 import pytest
 import torch
 
+from conftest import ShapeRecorder
 from geoattn import kernels as K
 from geoattn import testing as T
 from geoattn.kernels._lowrank import choose_method
@@ -168,26 +169,13 @@ def test_a_sample_does_not_depend_on_the_rest_of_its_batch():
 def test_no_T_by_T_tensor_and_memory_linear_in_T(activation):
     """With d < T the forward and backward never create a tensor with two dimensions of size T, and the
     activation memory (saved tensors plus output) grows linearly with T."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    shapes = []
-
-    class Record(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for t in out if isinstance(out, (tuple, list)) else (out,):
-                if isinstance(t, torch.Tensor):
-                    shapes.append(tuple(t.shape))
-            return out
-
     layer = VolumePreservingAttention(4, activation=activation)
     x = torch.randn(3, 37, 4, requires_grad=True)
-    with Record():
+    with ShapeRecorder() as shapes:
         layer(x).square().sum().backward()
     assert shapes and not [s for s in shapes if s.count(37) >= 2]
     # the recorder sees a T x T matrix when one is built (negative control)
-    shapes.clear()
-    with Record():
+    with ShapeRecorder() as shapes:
         layer.attention_matrix(x)
     assert [s for s in shapes if s.count(37) >= 2]
 

@@ -349,29 +349,19 @@ def test_torch_compile_model_matches_eager():
 @pytest.mark.parametrize("name", ["vp_skew", "vp_arbitrary", "orthonormal", "lsa_p", "mha"])
 def test_layers_never_build_a_dT_sized_matrix(name):
     """Record every tensor produced in forward and backward: none has a dimension of size d*T."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from conftest import ShapeRecorder
 
     dim, seq_len = 4, 7  # d*T = 28 differs from every size the layers should use
-    sizes = []
-
-    class Record(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for t in out if isinstance(out, (tuple, list)) else (out,):
-                if isinstance(t, torch.Tensor):
-                    sizes.append(tuple(t.shape))
-            return out
 
     layer = layers(dim=dim, seq_len=seq_len)[name]
     x = torch.randn(3, seq_len, dim, requires_grad=True)
-    with Record():
+    with ShapeRecorder() as sizes:
         layer(x).square().sum().backward()
     assert sizes, "nothing recorded"
     assert all(dim * seq_len not in s for s in sizes), [s for s in sizes if dim * seq_len in s]
     # the recorder does see a lift when one is built (negative control)
     from geoattn.kernels import lift
-    sizes.clear()
-    with Record():
+    with ShapeRecorder() as sizes:
         lift(torch.eye(seq_len), dim)
     assert any(dim * seq_len in s for s in sizes)
 
