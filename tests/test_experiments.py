@@ -11,8 +11,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from geoattn.experiments import TrainConfig, load_checkpoint, train
-from geoattn.experiments.runner import markdown_table
+from geoattn.experiments import (
+    ModelFileError,
+    ModelSpec,
+    TrainConfig,
+    load_checkpoint,
+    load_model,
+    relative_l2_loss,
+    save_model,
+    train,
+)
+from geoattn.experiments.runner import count_parameters, markdown_table, spread_cell, summarise, write_json
 from geoattn.models import LinearSymplecticTransformer
 from geoattn.systems import CoupledOscillator, TrajectoryWindows
 
@@ -60,7 +69,8 @@ def test_resume_false_starts_over(tmp_path):
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"epochs": 0}, "epochs"), ({"batch_size": 1.5}, "batch_size"), ({"lr": 0.0}, "lr")],
+    [({"epochs": 0}, "epochs"), ({"batch_size": 1.5}, "batch_size"), ({"lr": 0.0}, "lr"),
+     ({"loss": "l1"}, "loss"), ({"schedule": "step"}, "schedule"), ({"final_lr_fraction": 0.0}, "final_lr")],
 )
 def test_bad_config(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -79,25 +89,45 @@ def _env():
     return env
 
 
-@pytest.mark.parametrize("script", ["rigid_body.py", "coupled_oscillator.py"])
-def test_example_quick_run_writes_outputs(script, tmp_path):
+def _reject_constant(name):
+    raise AssertionError(f"metrics.json is not strict JSON: it holds {name}")
+
+
+@pytest.mark.parametrize("script, structured, stem, first_time, figures", [
+    ("rigid_body.py", "VPT (skew)", "vpt_skew", "rel_error_t12", ("rollout_error.png", "norm_max.png",
+                                                                   "trajectories.png")),
+    ("coupled_oscillator.py", "LST", "lst", "rel_error_t10", ("rollout_error.png", "trajectories.png")),
+])
+def test_example_quick_run_writes_outputs(script, structured, stem, first_time, figures, tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / script), "--quick", "--out", str(out), "--no-progress",
-         "--threads", "1"],
-        env=_env(), capture_output=True, text=True, timeout=300,
-    )
+    cmd = [sys.executable, str(ROOT / "examples" / script), "--quick", "--out", str(out), "--no-progress",
+           "--threads", "1", "--seeds", "2"]
+    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert len(metrics["models"]) >= 3
-    for row in metrics["models"]:
-        assert "max_abs_det_minus_one" in row
-    structured = [r for r in metrics["models"] if r["model"].startswith(("VPT (skew)", "LST"))]
-    tol = 64 * 16 * EPS64  # k * N * eps with N = seq_len * sys_dim <= 16, well-conditioned untrained maps
-    assert structured and all(r["max_abs_det_minus_one"] < tol for r in structured)
-    for name in ("table.md", "rollout_error.png", "invariant_drift.png", "trajectories.png"):
+    metrics = json.loads((out / "metrics.json").read_text(), parse_constant=_reject_constant)
+    assert len(metrics["runs"]) >= 3 and set(metrics["runs"]) == set(metrics["summary"])
+    for name, runs in metrics["runs"].items():
+        assert [r["seed"] for r in runs] == [0, 1]
+        for r in runs:
+            assert isinstance(r["diverged"], int) and isinstance(r["rollouts"], int) and 0 <= r["diverged"] <= r["rollouts"]
+            assert r["parameters_free"] <= r["parameters_stored"]
+        s = metrics["summary"][name]["max_abs_det_minus_one"]
+        assert s["seeds"] == [r["max_abs_det_minus_one"] for r in runs] and s["min"] <= s["median"] <= s["max"]
+    tol = 64 * 16 * EPS64  # k * N * eps with N = seq_len * sys_dim <= 16, well-conditioned small maps
+    assert metrics["summary"][structured]["max_abs_det_minus_one"]["max"] < tol
+    for name in ("table.md",) + figures:
         assert (out / name).stat().st_size > 0
-    assert (out / "checkpoints").is_dir()
+    # every trained model is on disk and rolls out again exactly as evaluated
+    runs = metrics["runs"][structured]
+    model = load_model(out / "models" / f"{stem}-seed1.pt")
+    assert model.metadata["seed"] == 1 and model.metadata["model"] == structured
+    assert runs[1]["final_train_loss"] == model.metadata["final_train_loss"]
+    # a second run resumes every model from its finished checkpoint: no training, the same figures
+    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = json.loads((out / "metrics.json").read_text())
+    assert again["runs"][structured][1]["final_train_loss"] == runs[1]["final_train_loss"]
+    assert again["runs"][structured][1][first_time] == runs[1][first_time]
 
 
 def test_torchrun_two_processes(tmp_path):
@@ -105,14 +135,14 @@ def test_torchrun_two_processes(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
          str(ROOT / "examples" / "coupled_oscillator.py"), "--quick", "--out", str(out), "--no-progress",
-         "--models", "LST"],
+         "--models", "LST", "--seeds", "1"],
         env=_env(), capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["config"]["distributed"] is True
-    assert [r["model"] for r in metrics["models"]] == ["LST"]
-    assert metrics["models"][0]["max_symplecticity_error"] < 64 * 16 * EPS64
+    assert list(metrics["runs"]) == ["LST"]
+    assert metrics["summary"]["LST"]["max_symplecticity_error"]["max"] < 64 * 16 * EPS64
 
 
 def test_evaluation_metrics():
@@ -128,3 +158,110 @@ def test_evaluation_metrics():
     assert diverged(pred).tolist() == [False, True]
     torch.testing.assert_close(invariant_drift(pred[:1], lambda z: z.pow(2).sum(-1))[0, 2], torch.tensor(3.0,
                                dtype=torch.float64))
+
+
+def test_relative_loss_is_per_sample():
+    y = torch.tensor([[3.0, 4.0], [0.0, 1.0]])
+    pred = torch.tensor([[3.0, 4.0 + 5.0], [0.0, 0.5]])  # relative errors 1 and 0.5
+    assert float(relative_l2_loss(pred, y)) == pytest.approx(0.75)
+    # scaling one sample does not change its share (unlike the mean squared error)
+    assert float(relative_l2_loss(pred * torch.tensor([[10.0], [1.0]]), y * torch.tensor([[10.0], [1.0]]))) == \
+        pytest.approx(0.75)
+    with pytest.raises(ValueError, match="same shape"):
+        relative_l2_loss(pred, y[:1])
+
+
+def test_exponential_schedule_is_geometric():
+    c = TrainConfig(epochs=5, lr=1e-2, final_lr_fraction=1e-4, schedule="exponential")
+    lrs = [c.lr_at(e) for e in range(5)]
+    assert lrs[0] == pytest.approx(1e-2) and lrs[-1] == pytest.approx(1e-6)
+    assert all(b / a == pytest.approx(0.1) for a, b in zip(lrs, lrs[1:]))
+    cos = TrainConfig(epochs=5, lr=1e-2, final_lr_fraction=1e-4)
+    assert cos.lr_at(2) == pytest.approx(1e-2 * (1e-4 + (1 - 1e-4) * 0.5))  # the cosine is not geometric
+
+
+@pytest.mark.parametrize("cls, kwargs, free", [
+    ("VolumePreservingTransformer", {"sys_dim": 3, "seq_len": 3, "n_blocks": 2, "n_linear": 1, "depth": 3}, 162),
+    ("VolumePreservingTransformer", {"sys_dim": 3, "seq_len": 3, "n_blocks": 2, "n_linear": 1, "depth": 3,
+                                     "skew_sym": False}, 180),
+    ("VolumePreservingFeedForwardIntegrator", {"sys_dim": 3, "n_blocks": 6, "n_linear": 1}, 135),
+    ("LinearSymplecticTransformer", {"sys_dim": 4, "seq_len": 4, "n_sympnet": 2, "upscaling_dim": 8}, 148),
+    ("SympNetIntegrator", {"sys_dim": 4, "n_layers": 2, "upscaling_dim": 8}, 128),
+])
+def test_free_parameters_match_the_reference_sizes(cls, kwargs, free):
+    """The sizes of the paper and the tutorial, counted as the entries each map uses."""
+    stored, counted = count_parameters(ModelSpec(cls, kwargs).build())
+    assert counted == free and stored >= free
+
+
+def test_free_parameter_count_is_the_rank_of_each_parameters_jacobian():
+    """Cross-check of the count: per stored tensor, the rank of the output's Jacobian with respect to its entries
+    (the directions the map can feel), summed, equals the free count and is below the stored count.
+
+    (The rank of the whole Jacobian is lower still: consecutive layers can trade parameters, a symmetry of the
+    function class, not entries stored and unused.)
+    """
+    torch.manual_seed(0)
+    spec = ModelSpec("VolumePreservingTransformer", {"sys_dim": 3, "seq_len": 3, "n_blocks": 1, "n_linear": 1,
+                                                      "depth": 1})
+    model = spec.build(dtype=torch.float64)
+    names = [n for n, _ in model.named_parameters()]
+    params = dict(model.named_parameters())
+    x = torch.randn(40, 3, 3, dtype=torch.float64)
+
+    def f(*ps):
+        return torch.func.functional_call(model, dict(zip(names, ps)), (x,)).flatten()
+
+    jac = torch.autograd.functional.jacobian(f, tuple(params[n].detach() for n in names))
+    ranks = sum(int(torch.linalg.matrix_rank(j.flatten(1))) for j in jac)
+    stored, free = count_parameters(model)
+    assert ranks == free < stored
+
+
+def test_save_load_model_round_trip(tmp_path):
+    torch.manual_seed(0)
+    spec = ModelSpec("LinearSymplecticTransformer", {"sys_dim": 4, "seq_len": 3, "n_sympnet": 1})
+    model = spec.build()
+    save_model(tmp_path / "m.pt", model, spec, metadata={"seed": 3, "note": "x"})
+    again = load_model(tmp_path / "m.pt")
+    x = torch.randn(5, 3, 4)
+    assert torch.equal(again(x), model(x)) and again.metadata == {"seed": 3, "note": "x"} and not again.training
+    # weights_only: the file is plain data
+    assert torch.load(tmp_path / "m.pt", weights_only=True)["class"] == "LinearSymplecticTransformer"
+
+
+def test_load_model_refuses_what_is_not_a_model_file(tmp_path):
+    torch.save({"format": "geoattn.model", "version": 1, "class": "system", "kwargs": {}, "dtype": "float32",
+                "state_dict": {}, "metadata": {}}, tmp_path / "evil.pt")
+    with pytest.raises(ModelFileError, match="Expected a model class exported by geoattn.models"):
+        load_model(tmp_path / "evil.pt")
+    torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
+    with pytest.raises(ModelFileError, match="Expected a geoattn model file"):
+        load_model(tmp_path / "other.pt")
+    with pytest.raises(ModelFileError, match="plain types"):
+        ModelSpec("ResNetIntegrator", {"sys_dim": 3, "activation": torch.nn.Tanh()})
+    with pytest.raises(ModelFileError, match="the spec's class"):
+        save_model(tmp_path / "x.pt", _model(0), ModelSpec("ResNetIntegrator", {"sys_dim": 4}))
+
+
+def test_summaries_and_strict_json(tmp_path):
+    runs = [{"model": "m", "seed": 0, "err": 0.5, "n": 2, "flag": "x"},
+            {"model": "m", "seed": 1, "err": float("nan"), "n": 4, "flag": "y"},
+            {"model": "m", "seed": 2, "err": 0.25, "n": 3, "flag": "z"}]
+    s = summarise(runs)
+    assert set(s) == {"err", "n"}  # strings and identifiers are not summarised
+    assert s["err"]["median"] == 0.5 and s["err"]["max"] == float("inf")  # a NaN (diverged) counts as infinite
+    assert s["n"] == {"median": 3.0, "min": 2.0, "max": 4.0, "seeds": [2, 4, 3]}
+    assert spread_cell(s["err"], ".2f") == "0.50 [0.25, diverged]" and spread_cell(s["n"], "d") == "3 [2, 4]"
+    write_json(tmp_path / "m.json", {"s": s})
+    text = (tmp_path / "m.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text)["s"]["err"]["max"] is None and json.loads(text)["s"]["err"]["seeds"][1] is None
+
+
+def test_linear_symplectic_transformer_layer_order():
+    """Each attention shear is followed by its own gradient layers (no two attention layers in a row)."""
+    model = LinearSymplecticTransformer(4, 3, n_sympnet=2, depth=2)
+    kinds = [(type(m).__name__, m.update) for m in model.layers]
+    assert kinds == [("LinearSymplecticAttention", "q"), ("GradientLayer", "q"), ("GradientLayer", "p"),
+                     ("LinearSymplecticAttention", "p"), ("GradientLayer", "q"), ("GradientLayer", "p")] * 2

@@ -3,7 +3,10 @@
 :func:`train` is a resumable Adam loop over window pairs that runs in one
 process or under ``torchrun`` (DistributedDataParallel); :mod:`.evaluation`
 measures rollout error, drift of conserved quantities and the structure of
-trained models; :mod:`.plots` draws the figures (needs matplotlib).
+trained models; :mod:`.plots` draws the figures (needs matplotlib);
+:func:`save_model` and :func:`load_model` store a trained model's
+architecture and weights in one ``weights_only``-safe file; :mod:`.runner`
+runs a comparison over seeds for the scripts in ``examples/``.
 """
 
 from .evaluation import (
@@ -14,11 +17,17 @@ from .evaluation import (
     structure_report,
     valid_time,
 )
-from .training import TrainConfig, init_distributed, is_main_process, load_checkpoint, train
+from .io import ModelFileError, ModelSpec, load_model, save_model
+from .training import TrainConfig, init_distributed, is_main_process, load_checkpoint, relative_l2_loss, train
 
 __all__ = [
     "TrainConfig",
     "train",
+    "relative_l2_loss",
+    "ModelSpec",
+    "save_model",
+    "load_model",
+    "ModelFileError",
     "init_distributed",
     "is_main_process",
     "load_checkpoint",

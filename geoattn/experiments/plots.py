@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["plot_curves", "plot_sphere_trajectories", "plot_phase_trajectories"]
+__all__ = ["plot_curves", "plot_band", "plot_sphere_trajectories", "plot_phase_trajectories"]
 
 
 def _plt():
@@ -32,6 +32,39 @@ def plot_curves(t: torch.Tensor, curves: dict[str, torch.Tensor], path: str | Pa
     ax.set_xlabel("t")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_band(t: torch.Tensor, curves: dict[str, torch.Tensor], path: str | Path, *, ylabel: str, title: str,
+              log: bool = True, train_end: float | None = None, clip: tuple[float, float] | None = None) -> None:
+    """Per model, the median over seeds of a curve ``(seeds, n)`` with a band from its minimum to its maximum.
+
+    Infinite values (a diverged rollout) are drawn at the top of the axis
+    (``clip``'s upper end, or the largest finite value).
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
+    finite = [c[torch.isfinite(c)] for c in curves.values()]
+    top = clip[1] if clip else max((float(f.max()) for f in finite if f.numel()), default=1.0)
+    for name, c in curves.items():
+        c = c.double().nan_to_num(nan=top, posinf=top).clamp(max=top)
+        if clip:
+            c = c.clamp(*clip)
+        n = c.shape[-1]
+        line, = ax.plot(t[:n].numpy(), c.median(0).values.numpy(), label=name, lw=1.2)
+        if c.shape[0] > 1:
+            ax.fill_between(t[:n].numpy(), c.amin(0).numpy(), c.amax(0).numpy(), color=line.get_color(), alpha=0.2,
+                            lw=0)
+    if train_end is not None:
+        ax.axvline(train_end, color="0.5", ls=":", lw=1, label="end of training data")
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel("t")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)

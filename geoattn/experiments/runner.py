@@ -1,4 +1,6 @@
-"""Command-line plumbing shared by the experiment scripts in ``examples/``."""
+"""Command-line plumbing shared by the experiment scripts in ``examples/``: train every model for every seed,
+roll it out, summarise over seeds, write ``metrics.json``, ``table.md``, the figures and the trained models.
+"""
 
 from __future__ import annotations
 
@@ -14,17 +16,20 @@ from typing import Callable
 import torch
 
 from ..systems import TrajectoryWindows
-from .evaluation import diverged, invariant_drift, relative_error, rollout_trajectories, structure_report, valid_time
+from .evaluation import diverged, relative_error, rollout_trajectories, structure_report, valid_time
+from .io import ModelSpec, save_model
 from .training import TrainConfig, init_distributed, is_main_process, train
 
 __all__ = [
     "experiment_parser",
     "setup",
-    "fit",
-    "Comparison",
-    "compare",
-    "result_columns",
+    "Experiment",
+    "run",
+    "summarise",
+    "spread_cell",
+    "spread_table",
     "write_results",
+    "count_parameters",
     "markdown_table",
     "write_json",
     "environment",
@@ -34,9 +39,11 @@ __all__ = [
 def experiment_parser(description: str, default_out: str) -> argparse.ArgumentParser:
     """The options every experiment takes."""
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--out", default=default_out, help="output folder: metrics.json, table.md, PNGs, checkpoints/")
+    p.add_argument("--out", default=default_out, help="output folder: metrics.json, table.md, PNGs, models/, checkpoints/")
     p.add_argument("--budget", type=float, default=1.0,
-                   help="scale the number of epochs (1.0: the default run, a few minutes on 2 CPU cores)")
+                   help="scale the number of optimiser steps (1.0: the default run)")
+    p.add_argument("--seeds", type=int, default=3, help="train every model with seeds 0, ..., K-1 (default 3)")
+    p.add_argument("--paper", action="store_true", help="the paper's full training schedule (hours; for a GPU)")
     p.add_argument("--quick", action="store_true", help="a tiny run (seconds) that exercises every step")
     p.add_argument("--no-resume", action="store_true", help="ignore existing checkpoints and start over")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
@@ -51,6 +58,10 @@ def setup(args) -> tuple[torch.device, Path, bool]:
 
     Returns ``(device, out, distributed)``.
     """
+    if args.seeds < 1:
+        raise SystemExit(f"Expected --seeds >= 1. Got {args.seeds}.")
+    if not args.budget > 0:
+        raise SystemExit(f"Expected a positive --budget. Got {args.budget}.")
     distributed = init_distributed()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -60,106 +71,196 @@ def setup(args) -> tuple[torch.device, Path, bool]:
     return device, out, distributed
 
 
-def fit(name: str, model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config: TrainConfig,
-        out: Path, args) -> dict:
-    """Train one model with a checkpoint ``out/checkpoints/<name>.pt``; returns the history."""
-    slug = "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_")
-    return train(model, inputs, targets, config, checkpoint=out / "checkpoints" / f"{slug}.pt",
-                 resume=not args.no_resume, progress=not args.no_progress and is_main_process(), desc=name)
+def count_parameters(model: torch.nn.Module) -> tuple[int, int]:
+    """``(stored, free)``: the entries of every parameter, and how many of them the map actually uses.
 
+    A layer that stores more entries than it uses (a skew or triangular
+    weight kept as a full square) says so through a ``free_parameters()``
+    method that counts the parameters of its whole subtree; every other
+    parameter counts in full.
 
-@dataclasses.dataclass
-class Comparison:
-    """What :func:`compare` measured: one table row per model, and per-model curves over time."""
-
-    rows: list[dict]
-    error: dict[str, torch.Tensor]  # mean relative error per step
-    drift: dict[str, torch.Tensor]  # mean relative drift of the invariant per step
-    pred: dict[str, torch.Tensor]  # rollouts, (n_test, n_steps, sys_dim)
-    loss: dict[str, list[float]]  # per-epoch training loss
-
-
-def compare(models: dict[str, Callable[[], torch.nn.Module]], train_traj: torch.Tensor, test_traj: torch.Tensor, *,
-            dt: float, invariant: Callable[[torch.Tensor], torch.Tensor], symplectic: bool, config: TrainConfig,
-            out: Path, args, device: torch.device) -> Comparison | None:
-    """Train each model (seed 0) on the windows of ``train_traj``, roll it out from the first window of each
-    test trajectory to its end, and measure error, valid time, divergence, invariant drift and structure.
-
-    Every rank trains (DDP under ``torchrun``); only the main process evaluates, and the others get ``None``.
+    Examples
+    --------
+    >>> from geoattn.models import VolumePreservingTransformer
+    >>> count_parameters(VolumePreservingTransformer(3, 3, depth=1, n_blocks=1, n_linear=1))
+    (75, 33)
+    
     """
-    cmp = Comparison([], {}, {}, {}, {})
-    for name, build in models.items():
+    stored = sum(p.numel() for p in model.parameters())
+    free, covered = 0, set()
+    for module in model.modules():  # parents before children: a counting module covers its whole subtree
+        own = getattr(module, "free_parameters", None)
+        ids = {id(p) for p in module.parameters()}
+        if callable(own) and not ids & covered:
+            free += own()
+            covered |= ids
+    free += sum(p.numel() for p in model.parameters() if id(p) not in covered)
+    return stored, free
+
+
+def _slug(name: str) -> str:
+    """``"VPT (skew)"`` -> ``"vpt_skew"``: a file-name stem."""
+    return "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """One comparison: the models, the data, the training recipe and what to measure.
+
+    ``rollout_metrics(pred, ref)`` adds system-specific figures per seed (for
+    instance the range of :math:`|z|`); it gets float64 rollouts
+    ``(n_test, n, d)`` with NaN after divergence, and their references.
+    """
+
+    name: str
+    models: dict[str, ModelSpec]
+    train_traj: torch.Tensor
+    test_traj: torch.Tensor
+    dt: float
+    config: TrainConfig
+    eval_times: tuple[float, ...]
+    symplectic: bool
+    rollout_metrics: Callable[[torch.Tensor, torch.Tensor], dict] = lambda pred, ref: {}
+
+
+def _median(x: torch.Tensor) -> float:
+    """Median with non-finite entries counted as +inf (a diverged rollout has an infinite error)."""
+    x = torch.where(torch.isfinite(x), x, torch.full_like(x, math.inf))
+    return float(x.median()) if x.numel() else math.nan
+
+
+def _evaluate(exp: Experiment, model: torch.nn.Module) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """Per-seed figures, the rollouts and their relative errors."""
+    T = model.seq_len
+    model.eval()
+    t0 = time.perf_counter()
+    pred = rollout_trajectories(model, exp.test_traj, exp.test_traj.shape[1] - T)
+    seconds = time.perf_counter() - t0
+    err = relative_error(pred, exp.test_traj)
+    row = {f"rel_error_t{t:g}": _median(err[:, round(t / exp.dt)]) for t in exp.eval_times}
+    row.update({
+        "valid_time_median": float(valid_time(err, exp.dt).median()),
+        "diverged": int(diverged(pred).sum()),
+        "rollouts": int(pred.shape[0]),
+        "rollout_seconds": seconds,
+    })
+    row.update(exp.rollout_metrics(pred, exp.test_traj))
+    row.update(structure_report(model.cpu(), exp.test_traj[:, :T], symplectic=exp.symplectic))
+    return row, pred, err
+
+
+def run(exp: Experiment, args, device: torch.device) -> dict | None:
+    """Train each model of ``exp`` for seeds ``0 .. args.seeds - 1``, evaluate, and save it under ``out/models``.
+
+    Checkpoints (``out/checkpoints/<model>-seed<k>.pt``) make an interrupted
+    run resume where it stopped. Returns ``{"runs": {model: [per-seed row]},
+    "pred": {model: seed-0 rollouts}, "error": {model: (seeds, n) median error
+    curves}, "loss": {model: [per-seed loss history]}}`` on the main process,
+    ``None`` on the others.
+    """
+    out = Path(args.out)
+    (out / "models").mkdir(parents=True, exist_ok=True)
+    res: dict = {"runs": {}, "pred": {}, "error": {}, "states": {}, "loss": {}}
+    for name, spec in exp.models.items():
         if args.models and name not in args.models:
             continue
-        torch.manual_seed(0)
-        model = build().to(device)
-        T = model.seq_len
-        x, y = TrajectoryWindows(train_traj, T, dtype=torch.float32).tensors()
-        hist = fit(name, model, x, y, config, out, args)
-        cmp.loss[name] = hist["loss"]
-        if not is_main_process():
+        curves, states = [], []
+        for seed in range(args.seeds):
+            torch.manual_seed(seed)
+            model = spec.build(device=device, dtype=torch.float32)
+            config = dataclasses.replace(exp.config, seed=seed)
+            x, y = TrajectoryWindows(exp.train_traj, model.seq_len, dtype=torch.float32).tensors()
+            tag = f"{_slug(name)}-seed{seed}"
+            hist = train(model, x, y, config, checkpoint=out / "checkpoints" / f"{tag}.pt",
+                         resume=not args.no_resume, progress=not args.no_progress and is_main_process(),
+                         desc=f"{name} (seed {seed})")
+            if not is_main_process():
+                continue
+            stored, free = count_parameters(model)
+            steps_per_epoch = math.ceil(x.shape[0] / config.batch_size)
+            row = {"model": name, "seed": seed, "parameters_stored": stored, "parameters_free": free,
+                   "final_train_loss": hist["loss"][-1], "epochs": config.epochs,
+                   "optimiser_steps": config.epochs * steps_per_epoch,
+                   "train_seconds": hist["seconds_total"]}
+            ev, pred, err = _evaluate(exp, model)
+            row.update(ev)
+            save_model(out / "models" / f"{tag}.pt", model, spec,
+                       metadata={"experiment": exp.name, "model": name, "seed": seed,
+                                 "config": dataclasses.asdict(config), "final_train_loss": row["final_train_loss"]})
+            res["runs"].setdefault(name, []).append(row)
+            res["loss"].setdefault(name, []).append(hist["loss"])
+            curves.append(torch.where(torch.isfinite(err), err, torch.full_like(err, math.inf)).median(0).values)
+            states.append(pred.norm(dim=-1))
+            if seed == 0:
+                res["pred"][name] = pred
+        if curves:
+            res["error"][name] = torch.stack(curves)
+            res["states"][name] = torch.stack(states)
+    return res if is_main_process() else None
+
+
+def summarise(runs: list[dict]) -> dict:
+    """Per numeric figure of the per-seed ``runs``: ``{"median", "min", "max", "seeds"}``.
+
+    NaN counts as :math:`+\\infty` (a diverged rollout); the median is the
+    lower median (an observed value, so counts stay integers).
+    """
+    out: dict = {}
+    for key in runs[0]:
+        vals = [r.get(key) for r in runs]
+        if key in ("model", "seed") or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
             continue
-        model.eval()
-        t0 = time.perf_counter()
-        pred = rollout_trajectories(model, test_traj, test_traj.shape[1] - T)
-        rollout_s = time.perf_counter() - t0
-        err = relative_error(pred, test_traj)
-        drift = invariant_drift(pred, invariant)
-        cmp.error[name], cmp.drift[name], cmp.pred[name] = err.mean(0), drift.mean(0), pred
-        cmp.rows.append({
-            "model": name,
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "final_train_loss": hist["loss"][-1],
-            "train_seconds": hist["seconds"],
-            "rollout_seconds": rollout_s,
-            "rel_error_final": float(err[:, -1].mean()),
-            "rel_error_mean": float(err.mean()),
-            "valid_time_median": float(valid_time(err, dt).median()),
-            "invariant_drift_max": float(drift.max()),
-            "diverged": f"{int(diverged(pred).sum())}/{pred.shape[0]}",
-            **structure_report(model.cpu(), test_traj[:, :T], symplectic=symplectic),
-        })
-    return cmp if is_main_process() else None
+        t = torch.tensor(vals, dtype=torch.float64)
+        t_inf = torch.where(torch.isnan(t), torch.full_like(t, math.inf), t)
+        out[key] = {"median": float(t_inf.median()), "min": float(t_inf.min()), "max": float(t_inf.max()),
+                    "seeds": vals}
+    return out
 
 
-def result_columns(t_test: float, drift_header: str, *, symplectic: bool) -> list[tuple[str, str, str]]:
-    """The columns of the results table (see :func:`markdown_table`)."""
-    cols = [
-        ("model", "model", ""),
-        ("parameters", "parameters", "d"),
-        ("final_train_loss", "final train loss", ".2e"),
-        ("valid_time_median", "median time to 50% error", ".1f"),
-        ("rel_error_final", f"rel. error at t={t_test:g}", ".3f"),
-        ("rel_error_mean", f"mean rel. error on [0, {t_test:g}]", ".3f"),
-        ("invariant_drift_max", drift_header, ".2e"),
-        ("max_abs_det_minus_one", "max abs(det J − 1), float64", ".1e"),
-    ]
-    if symplectic:
-        cols.append(("max_symplecticity_error", "max ‖JᵀΩJ − Ω‖, float64", ".1e"))
-    return cols + [("diverged", "diverged rollouts", ""), ("train_seconds", "train s", ".0f")]
+def spread_cell(s: dict | None, fmt: str) -> str:
+    """``median [min, max]`` of a :func:`summarise` entry; infinite values print as ``diverged``."""
+    if s is None:
+        return "–"
+
+    def f(v):
+        if v is None or not math.isfinite(v):
+            return "diverged"
+        return format(round(v), fmt) if fmt.endswith("d") else format(v, fmt)
+
+    if s["min"] == s["max"]:
+        return f(s["median"])
+    return f"{f(s['median'])} [{f(s['min'])}, {f(s['max'])}]"
 
 
-def write_results(out: Path, experiment: str, cmp: Comparison, *, system: dict, config: dict,
-                  columns: list[tuple[str, str, str]], dt: float, t_train: float, drift_label: str) -> str:
-    """Write ``metrics.json``, ``table.md``, ``rollout_error.png`` and ``invariant_drift.png``; return the table."""
-    from .plots import plot_curves
+def spread_table(summaries: dict[str, dict], columns: list[tuple[str, str, str]]) -> str:
+    """A Markdown table with one row per model: each cell the ``median [min, max]`` over seeds (:func:`spread_cell`)."""
+    rows = [{"model": name, **{key: spread_cell(s.get(key), fmt) for key, _, fmt in columns}}
+            for name, s in summaries.items()]
+    return markdown_table(rows, [("model", "model", "")] + [(key, head, "") for key, head, _ in columns])
 
+
+def write_results(out: Path, exp: Experiment, res: dict, *, columns: list[tuple[str, str, str]], args,
+                  system: dict, extra_config: dict) -> str:
+    """Write ``metrics.json`` (strict JSON: per model the per-seed figures and their summary over seeds) and
+    ``table.md``; return the table."""
+    summaries = {name: summarise(runs) for name, runs in res["runs"].items()}
+    seeds = {name: len(runs) for name, runs in res["runs"].items()}
     write_json(out / "metrics.json", {
-        "experiment": experiment,
+        "experiment": exp.name,
         "system": system,
-        "config": config,
+        "config": {**dataclasses.asdict(exp.config), "seeds": args.seeds, "budget": args.budget,
+                   "paper": bool(getattr(args, "paper", False)), "quick": bool(args.quick), **extra_config},
+        "models_spec": {name: {"class": spec.cls, "kwargs": spec.kwargs} for name, spec in exp.models.items()},
         "environment": environment(torch.get_num_threads()),
-        "models": cmp.rows,
-        "loss_history": cmp.loss,
+        "seeds": seeds,
+        "summary": summaries,
+        "runs": res["runs"],
+        "loss_history": res["loss"],
     })
-    table = markdown_table(cmp.rows, columns)
+    table = spread_table(summaries, columns)
+    table += (f"\nEach cell: median over {min(seeds.values(), default=0)} seeds [min, max]; every figure per seed is "
+              f"itself over {exp.test_traj.shape[0]} held-out rollouts.\n")
     (out / "table.md").write_text(table)
-    n = max(v.shape[0] for v in cmp.error.values()) if cmp.error else 0
-    t = torch.arange(n) * dt
-    plot_curves(t, cmp.error, out / "rollout_error.png", ylabel="relative error", train_end=t_train,
-                title=f"{experiment.replace('_', ' ')}: rollout error (mean over test trajectories)")
-    plot_curves(t, {k: v.clamp_min(1e-17) for k, v in cmp.drift.items()}, out / "invariant_drift.png",
-                ylabel=drift_label, train_end=t_train, title=f"{experiment.replace('_', ' ')}: {drift_label}")
     return table
 
 
@@ -182,9 +283,20 @@ def markdown_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str
     return "\n".join(lines) + "\n"
 
 
+def _strict(v):
+    """``v`` with every non-finite float replaced by None (strict JSON), recursively."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _strict(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_strict(x) for x in v]
+    return v
+
+
 def write_json(path: Path, data: dict) -> None:
-    """``data`` as indented JSON."""
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    """``data`` as indented, strict JSON: NaN and infinities are written as ``null``."""
+    path.write_text(json.dumps(_strict(data), indent=2, sort_keys=False, allow_nan=False) + "\n")
 
 
 def environment(threads: int) -> dict:

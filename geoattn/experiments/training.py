@@ -12,16 +12,42 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-__all__ = ["TrainConfig", "train", "init_distributed", "is_main_process", "load_checkpoint"]
+__all__ = ["TrainConfig", "train", "relative_l2_loss", "init_distributed", "is_main_process", "load_checkpoint"]
+
+_LOSSES = ("mse", "relative")
+_SCHEDULES = ("cosine", "exponential")
+
+
+def relative_l2_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    r"""Mean over the batch of :math:`\lVert y - \hat y\rVert_2 / \lVert y\rVert_2`, each norm over a whole window.
+
+    The loss of the volume-preserving transformer paper: every sample counts
+    in proportion to its own size, whatever the scale of the state.
+    ``pred`` and ``target`` are ``(batch, ...)``.
+    """
+    if pred.shape != target.shape:
+        raise ValueError(f"Expected pred and target of the same shape. Got {tuple(pred.shape)} and "
+                         f"{tuple(target.shape)}.")
+    return ((pred - target).flatten(1).norm(dim=1) / target.flatten(1).norm(dim=1)).mean()
+
+
+def _loss(name: str, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    if name == "relative":
+        return relative_l2_loss(pred, target)
+    return torch.mean((pred - target) ** 2)
 
 
 @dataclasses.dataclass
 class TrainConfig:
     """Hyperparameters of :func:`train`.
 
-    The learning rate follows a cosine from ``lr`` to ``lr * final_lr_fraction``
-    over ``epochs``, computed from the epoch alone, so a resumed run sees the
-    same schedule as an uninterrupted one.
+    The learning rate goes from ``lr`` to ``lr * final_lr_fraction`` over
+    ``epochs``, along a cosine (``schedule="cosine"``) or geometrically
+    (``"exponential"``, the decay of the volume-preserving transformer
+    paper). It is computed from the epoch alone, so a resumed run sees the
+    same schedule as an uninterrupted one. ``loss`` is ``"mse"`` (mean
+    squared error) or ``"relative"`` (:func:`relative_l2_loss`); ``betas``
+    are Adam's.
     """
 
     epochs: int = 100
@@ -31,6 +57,9 @@ class TrainConfig:
     weight_decay: float = 0.0
     seed: int = 0
     checkpoint_every: int = 10
+    loss: str = "mse"
+    schedule: str = "cosine"
+    betas: tuple[float, float] = (0.9, 0.999)
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "checkpoint_every"):
@@ -39,9 +68,19 @@ class TrainConfig:
                 raise ValueError(f"Expected {name} to be a positive int. Got {v!r}.")
         if not self.lr > 0:
             raise ValueError(f"Expected a positive lr. Got {self.lr!r}.")
+        if not 0 < self.final_lr_fraction <= 1:
+            raise ValueError(f"Expected final_lr_fraction in (0, 1]. Got {self.final_lr_fraction!r}.")
+        if self.loss not in _LOSSES:
+            raise ValueError(f"Expected loss to be one of {_LOSSES}. Got {self.loss!r}.")
+        if self.schedule not in _SCHEDULES:
+            raise ValueError(f"Expected schedule to be one of {_SCHEDULES}. Got {self.schedule!r}.")
 
     def lr_at(self, epoch: int) -> float:
-        frac = 0.5 * (1 + math.cos(math.pi * epoch / max(self.epochs - 1, 1)))
+        """The learning rate of ``epoch`` (0-based)."""
+        s = epoch / max(self.epochs - 1, 1)
+        if self.schedule == "exponential":
+            return self.lr * self.final_lr_fraction ** s
+        frac = 0.5 * (1 + math.cos(math.pi * s))
         return self.lr * (self.final_lr_fraction + (1 - self.final_lr_fraction) * frac)
 
 
@@ -99,7 +138,7 @@ def _save(path: Path, model: nn.Module, optimizer, epoch: int, history: dict, co
 def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config: TrainConfig, *,
           checkpoint: str | os.PathLike | None = None, resume: bool = True, progress: bool = True,
           desc: str = "train", stop_after: int | None = None) -> dict:
-    """Fit ``model(inputs) ~ targets`` with Adam and a mean-squared error.
+    """Fit ``model(inputs) ~ targets`` with Adam and the loss of ``config``.
 
     Parameters
     ----------
@@ -126,14 +165,16 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
     Returns
     -------
     dict
-        ``{"loss": [per-epoch mean loss], "seconds": wall time of this call, "epochs_run": ...}``.
+        ``{"loss": [per-epoch mean loss], "seconds": wall time of this call,
+        "seconds_total": wall time over every call that built this checkpoint, "epochs_run": ...}``.
     """
     if inputs.shape[0] != targets.shape[0]:
         raise ValueError(f"Expected as many targets as inputs. Got {inputs.shape[0]} and {targets.shape[0]}.")
     p0 = next(model.parameters())
     inputs, targets = inputs.to(p0.device, p0.dtype), targets.to(p0.device, p0.dtype)
     rank, world = _world()
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=tuple(config.betas),
+                                 weight_decay=config.weight_decay)
     history: dict = {"loss": []}
     start = 0
     path = Path(checkpoint) if checkpoint is not None else None
@@ -152,6 +193,7 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=config.epochs, initial=start, desc=desc, unit="epoch", leave=True)
+    seconds_before = float(history.get("seconds_total", 0.0))
     t0 = time.perf_counter()
     end = config.epochs if stop_after is None else min(config.epochs, start + stop_after)
     for epoch in range(start, end):
@@ -162,7 +204,7 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
         total, count = torch.zeros((), dtype=torch.float64, device=p0.device), 0
         for i in range(0, per_rank, config.batch_size):
             idx = order[i:i + config.batch_size]
-            loss = torch.mean((net(inputs[idx]) - targets[idx]) ** 2)
+            loss = _loss(config.loss, net(inputs[idx]), targets[idx])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -177,6 +219,7 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
             bar.update(1)
             bar.set_postfix(loss=f"{float(mean):.3e}")
         last = epoch == end - 1
+        history["seconds_total"] = seconds_before + time.perf_counter() - t0
         if path is not None and rank == 0 and ((epoch + 1) % config.checkpoint_every == 0 or last):
             path.parent.mkdir(parents=True, exist_ok=True)
             _save(path, model, optimizer, epoch, history, config)
@@ -185,5 +228,6 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
     if dist.is_initialized():
         dist.barrier()
     history["seconds"] = time.perf_counter() - t0
+    history["seconds_total"] = seconds_before + history["seconds"]
     history["epochs_run"] = end - start
     return history

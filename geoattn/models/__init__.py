@@ -11,6 +11,7 @@ What each model's whole map preserves:
 * :class:`VolumePreservingTransformer`: volume with ``skew_sym=True``; nothing with ``skew_sym=False``;
 * :class:`LinearSymplecticTransformer`: the symplectic product structure (and volume);
 * :class:`SympNetIntegrator`: the symplectic structure (and volume);
+* :class:`VolumePreservingFeedForwardIntegrator`: volume;
 * :class:`StandardTransformerIntegrator`, :class:`ResNetIntegrator`: nothing.
 """
 
@@ -22,6 +23,7 @@ from .integrators import (
     ResNetIntegrator,
     StandardTransformerIntegrator,
     SympNetIntegrator,
+    VolumePreservingFeedForwardIntegrator,
     VolumePreservingTransformer,
     rollout,
 )
@@ -38,6 +40,7 @@ __all__ = [
     "StandardTransformerIntegrator",
     "ResNetIntegrator",
     "SympNetIntegrator",
+    "VolumePreservingFeedForwardIntegrator",
     "rollout",
     "make_activation",
     "ACTIVATIONS",

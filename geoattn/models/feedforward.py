@@ -69,6 +69,11 @@ class TriangularResidual(nn.Module):
         """:math:`L`, the weight with its diagonal and the other triangle zeroed."""
         return self.weight * self.mask
 
+    def free_parameters(self) -> int:
+        """Entries the map uses: the strict triangle of the weight (the rest is stored but masked) and the bias."""
+        d = self.sys_dim
+        return d * (d - 1) // 2 + (d if self.bias is not None else 0)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_state(self, x, self.sys_dim, self.weight.dtype)
         y = x @ self.triangular_weight().mT
@@ -87,8 +92,14 @@ class VolumePreservingFeedForward(Chain):
     r"""A chain of :class:`TriangularResidual` layers alternating lower and upper, applied to every time step.
 
     Each of the ``n_blocks`` blocks is ``n_linear`` pairs of linear layers
-    :math:`x \mapsto (I + L)x` (lower, then upper) followed by a nonlinear
-    pair :math:`x \mapsto x + \sigma(Lx + b)` (lower, then upper). Every
+    :math:`x \mapsto (I + L)x` (lower, then upper; the last upper one with a
+    bias) followed by a nonlinear pair :math:`x \mapsto x + \sigma(Lx + b)`
+    (lower, then upper); one more linear pair (its upper layer with a bias)
+    closes the chain, so that it can end on an affine map. With
+    :math:`d` = ``sys_dim`` that is
+    :math:`n_\mathrm{blocks}\,(n_\mathrm{linear}\,d(d-1) + d(d+1) + d\,[n_\mathrm{linear} > 0]) + d(d-1) + d`
+    free parameters (135 for :math:`d = 3`, six blocks and one linear pair,
+    the size of the volume-preserving transformer paper's baseline). Every
     factor has a unit triangular Jacobian, so the whole map has
     :math:`\det J = 1` at every input: it is volume-preserving, on one state
     and on a sequence of states.
@@ -122,12 +133,16 @@ class VolumePreservingFeedForward(Chain):
         self.n_linear = check_nonnegative_int("n_linear", n_linear)
         kw = {"device": device, "dtype": dtype}
         layers = []
+        def linear_pair(bias: bool) -> list:
+            return [TriangularResidual(sys_dim, lower=True, activation=None, bias=False, **kw),
+                    TriangularResidual(sys_dim, lower=False, activation=None, bias=bias, **kw)]
+
         for _ in range(n_blocks):
-            for _ in range(n_linear):
-                layers.append(TriangularResidual(sys_dim, lower=True, activation=None, bias=False, **kw))
-                layers.append(TriangularResidual(sys_dim, lower=False, activation=None, bias=False, **kw))
+            for i in range(n_linear):
+                layers += linear_pair(bias=i == n_linear - 1)
             layers.append(TriangularResidual(sys_dim, lower=True, activation=activation, **kw))
             layers.append(TriangularResidual(sys_dim, lower=False, activation=activation, **kw))
+        layers += linear_pair(bias=True)
         self.layers = nn.Sequential(*layers)
 
     def extra_repr(self) -> str:

@@ -20,6 +20,7 @@ __all__ = [
     "StandardTransformerIntegrator",
     "ResNetIntegrator",
     "SympNetIntegrator",
+    "VolumePreservingFeedForwardIntegrator",
     "rollout",
 ]
 
@@ -162,8 +163,10 @@ class LinearSymplecticTransformer(Integrator):
     r"""The linear symplectic transformer: linear symplectic attention and SympNet gradient layers.
 
     Each of the ``depth`` blocks is a :class:`~geoattn.nn.LinearSymplecticAttention`
-    updating :math:`q`, one updating :math:`p`, then ``n_sympnet`` pairs of
-    :class:`~geoattn.models.GradientLayer` (``q`` then ``p``) on every time step.
+    updating :math:`q` followed by ``n_sympnet`` :class:`~geoattn.models.GradientLayer`
+    layers (alternating ``q``, ``p``) on every time step, then one updating
+    :math:`p` followed by ``n_sympnet`` more (the order of
+    GeometricMachineLearning.jl).
 
     What the whole map preserves: the symplectic product structure
     :math:`\hat{\mathbb{J}}` of seed 004 (every factor is symplectic for it:
@@ -176,7 +179,7 @@ class LinearSymplecticTransformer(Integrator):
         :math:`2n`, even.
     seq_len : int
     n_sympnet : int
-        gradient-layer pairs per block.
+        gradient layers after each attention layer.
     depth : int
     upscaling_dim : int, optional
         width of the gradient layers (default ``2 * sys_dim``).
@@ -202,12 +205,16 @@ class LinearSymplecticTransformer(Integrator):
         m = 2 * sys_dim if upscaling_dim is None else check_positive_int("upscaling_dim", upscaling_dim)
         kw = {"device": device, "dtype": dtype}
         layers = []
+        # Note [layer order]: each attention shear is followed by its own gradient layers (q-attention,
+        # n_sympnet gradient layers, p-attention, n_sympnet gradient layers), as GeometricMachineLearning.jl
+        # orders them. Two adjacent attention shears compose to [[I, S], [S, I + S^2]] per eigenvalue s of
+        # the symmetric weighting S: trace 2 + s^2 > 2, a hyperbolic (expanding) map whenever S != 0, which
+        # only the gradient layers after it can undo.
         for _ in range(depth):
-            layers.append(LinearSymplecticAttention(seq_len, update="q", **kw))
-            layers.append(LinearSymplecticAttention(seq_len, update="p", **kw))
-            for _ in range(n_sympnet):
-                layers.append(GradientLayer(sys_dim, m, update="q", activation=activation, **kw))
-                layers.append(GradientLayer(sys_dim, m, update="p", activation=activation, **kw))
+            for update in ("q", "p"):
+                layers.append(LinearSymplecticAttention(seq_len, update=update, **kw))
+                for i in range(n_sympnet):
+                    layers.append(GradientLayer(sys_dim, m, update="qp"[i % 2], activation=activation, **kw))
         self.layers = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -329,6 +336,48 @@ class ResNetIntegrator(Integrator):
 
     def extra_repr(self) -> str:
         return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, width={self.width}, depth={self.depth}"
+
+
+class VolumePreservingFeedForwardIntegrator(Integrator):
+    r"""A :class:`~geoattn.models.VolumePreservingFeedForward` on every time step, as an integrator.
+
+    With ``seq_len=1`` (the default) it is a one-step map
+    :math:`z^{(t)} \mapsto z^{(t+1)}`: the volume-preserving feed-forward
+    baseline of the volume-preserving transformer paper. What it preserves:
+    volume (unit triangular Jacobians); not symplectic.
+
+    Parameters
+    ----------
+    sys_dim : int
+    seq_len : int
+    n_blocks, n_linear : int
+        of the :class:`~geoattn.models.VolumePreservingFeedForward`.
+    activation : str or nn.Module
+    device, dtype :
+        of the parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.testing import assert_volume_preserving
+    >>> model = VolumePreservingFeedForwardIntegrator(3, n_blocks=6)
+    >>> assert_volume_preserving(model, torch.randn(4, 1, 3))
+    """
+
+    def __init__(self, sys_dim: int, seq_len: int = 1, *, n_blocks: int = 1, n_linear: int = 1, activation="tanh",
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        self.seq_len = check_positive_int("seq_len", seq_len)
+        self.net = VolumePreservingFeedForward(sys_dim, n_blocks=n_blocks, n_linear=n_linear, activation=activation,
+                                               device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check(x)
+        return self.net(x)
+
+    def extra_repr(self) -> str:
+        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}"
 
 
 class SympNetIntegrator(Integrator):

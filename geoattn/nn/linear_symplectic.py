@@ -70,6 +70,10 @@ class LinearSymplecticAttention(nn.Module):
         with torch.no_grad():
             self.weight.uniform_(-bound, bound)
 
+    def free_parameters(self) -> int:
+        """Entries the map uses: :math:`T(T+1)/2`, the symmetric part of the stored :math:`T\times T` weight."""
+        return self.seq_len * (self.seq_len + 1) // 2
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: ``(batch, seq_len, 2n)`` or ``(seq_len, 2n)``; returns the same shape."""
         check_sequence(self, "x", x, seq_len=self.seq_len, even=True, dtype=self.weight.dtype)

@@ -126,6 +126,10 @@ class VolumePreservingAttention(nn.Module):
             else:
                 self.weight.copy_(w)
 
+    def free_parameters(self) -> int:
+        """Entries the map uses: :math:`d(d-1)/2` for a skew weighting (stored as a full square), else :math:`d^2`."""
+        return self.dim * (self.dim - 1) // 2 if self.skew_sym else self.dim * self.dim
+
     def correlation(self, x: torch.Tensor) -> torch.Tensor:
         """The skew correlation matrix :math:`C(Z)`, shape ``(..., T, T)`` (for analysis: the forward does not form it
         when ``skew_sym=True`` and ``dim < T``)."""

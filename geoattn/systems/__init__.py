@@ -6,13 +6,14 @@ window)`` pairs for a :class:`torch.utils.data.DataLoader`.
 """
 
 from ._solvers import implicit_midpoint_step, integrate, stormer_verlet_step
-from .oscillator import CoupledOscillator
+from .oscillator import CoupledOscillator, NonlinearCoupledOscillator
 from .rigid_body import RigidBody
 from .windows import TrajectoryWindows
 
 __all__ = [
     "RigidBody",
     "CoupledOscillator",
+    "NonlinearCoupledOscillator",
     "TrajectoryWindows",
     "implicit_midpoint_step",
     "stormer_verlet_step",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from ._solvers import integrate, stormer_verlet_step
+from ._solvers import implicit_midpoint_step, integrate, stormer_verlet_step
 
-__all__ = ["CoupledOscillator"]
+__all__ = ["CoupledOscillator", "NonlinearCoupledOscillator"]
 
 
 class CoupledOscillator:
@@ -92,3 +92,95 @@ class CoupledOscillator:
             raise ValueError(f"Expected initial conditions of shape (batch, 4). Got {tuple(z0.shape)}.")
         n = round(t_end / dt)
         return integrate(lambda z: self.step(z, dt), z0.to(self.dtype), n)
+
+
+class NonlinearCoupledOscillator:
+    r"""Two masses on springs coupled through a spring whose stiffness switches on with :math:`q_1`:
+
+    .. math::
+
+        H(q, p) = \frac{p_1^2}{2m_1} + \frac{p_2^2}{2m_2} + \frac{k_1}{2}q_1^2 + \frac{k_2}{2}q_2^2
+        + \frac{k}{2}\,\sigma(q_1)\,(q_2 - q_1)^2,\qquad \sigma(x) = \frac{1}{1 + e^{-x}},
+
+    with state :math:`z = (q_1, q_2, p_1, p_2)`, integrated with the implicit
+    midpoint rule (symplectic; it keeps quadratic invariants, and this
+    :math:`H` is not quadratic, so its energy error is bounded, not zero).
+    The defaults :math:`m = (2, 1)`, :math:`k_1 = 1.5`, :math:`k_2 = 0.3`,
+    :math:`k = 1` are the coupled-oscillator tutorial of
+    GeometricMachineLearning.jl, which integrates this Hamiltonian (its page
+    prints the kinetic terms with :math:`q` in place of :math:`p`).
+
+    Parameters
+    ----------
+    m1, m2, k1, k2, k : float
+    dtype, device :
+        of the trajectories (float64 by default).
+
+    Examples
+    --------
+    >>> osc = NonlinearCoupledOscillator()
+    >>> z = osc.trajectories(osc.initial_conditions(3, seed=0), t_end=30.0, dt=0.3)
+    >>> z.shape
+    torch.Size([3, 101, 4])
+    >>> bool((osc.energy(z) - osc.energy(z[:, :1])).abs().max() < 1e-2)
+    True
+    """
+
+    sys_dim = 4
+
+    def __init__(self, m1: float = 2.0, m2: float = 1.0, k1: float = 1.5, k2: float = 0.3, k: float = 1.0, *,
+                 dtype=torch.float64, device=None) -> None:
+        self.m1, self.m2, self.k1, self.k2, self.k = map(float, (m1, m2, k1, k2, k))
+        if min(self.m1, self.m2) <= 0:
+            raise ValueError(f"Expected positive masses. Got {(self.m1, self.m2)}.")
+        self.dtype, self.device = dtype, device
+
+    def energy(self, z: torch.Tensor) -> torch.Tensor:
+        """:math:`H(z)` for states ``(..., 4)``."""
+        q1, q2, p1, p2 = z.unbind(-1)
+        return (p1**2 / (2 * self.m1) + p2**2 / (2 * self.m2) + 0.5 * self.k1 * q1**2 + 0.5 * self.k2 * q2**2
+                + 0.5 * self.k * torch.sigmoid(q1) * (q2 - q1) ** 2)
+
+    invariant = energy
+
+    def vector_field(self, z: torch.Tensor) -> torch.Tensor:
+        r""":math:`\dot z = (\partial_p H, -\partial_q H)` for states ``(..., 4)``."""
+        q1, q2, p1, p2 = z.unbind(-1)
+        s, u = torch.sigmoid(q1), q2 - q1
+        ds = s * (1 - s)
+        dv1 = self.k1 * q1 + 0.5 * self.k * ds * u**2 - self.k * s * u
+        dv2 = self.k2 * q2 + self.k * s * u
+        return torch.stack([p1 / self.m1, p2 / self.m2, -dv1, -dv2], dim=-1)
+
+    def jacobian(self, z: torch.Tensor) -> torch.Tensor:
+        """The Jacobians of :meth:`vector_field`, ``(..., 4, 4)`` (for the Newton iteration)."""
+        q1, q2, _, _ = z.unbind(-1)
+        s, u = torch.sigmoid(q1), q2 - q1
+        ds = s * (1 - s)
+        d2s = ds * (1 - 2 * s)
+        v11 = self.k1 + 0.5 * self.k * d2s * u**2 - 2 * self.k * ds * u + self.k * s
+        v12 = self.k * ds * u - self.k * s
+        v22 = self.k2 + self.k * s
+        zero = torch.zeros_like(q1)
+        rows = [
+            torch.stack([zero, zero, zero + 1 / self.m1, zero], -1),
+            torch.stack([zero, zero, zero, zero + 1 / self.m2], -1),
+            torch.stack([-v11, -v12, zero, zero], -1),
+            torch.stack([-v12, -v22, zero, zero], -1),
+        ]
+        return torch.stack(rows, dim=-2)
+
+    def initial_conditions(self, n: int, *, seed: int = 0) -> torch.Tensor:
+        """``(n, 4)`` states with :math:`q, p` uniform in :math:`[0, 1)` (the tutorial's draw), reproducible from ``seed``."""
+        g = torch.Generator().manual_seed(seed)
+        return torch.rand(n, 4, generator=g, dtype=self.dtype).to(self.device)
+
+    def step(self, z: torch.Tensor, dt: float = 0.3) -> torch.Tensor:
+        """One implicit midpoint step of size ``dt`` for a batch ``(batch, 4)``."""
+        return implicit_midpoint_step(self.vector_field, self.jacobian, z, dt)
+
+    def trajectories(self, z0: torch.Tensor, *, t_end: float, dt: float = 0.3) -> torch.Tensor:
+        """``(batch, n + 1, 4)`` states at :math:`t = 0, dt, \\dots, n\\,dt` with :math:`n = \\mathrm{round}(t_\\mathrm{end}/dt)`."""
+        if z0.dim() != 2 or z0.shape[-1] != 4:
+            raise ValueError(f"Expected initial conditions of shape (batch, 4). Got {tuple(z0.shape)}.")
+        return integrate(lambda z: self.step(z, dt), z0.to(self.dtype), round(t_end / dt))
