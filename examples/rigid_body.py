@@ -61,7 +61,7 @@ MODELS = {
 }
 
 #: default recipe: optimiser steps, batch, learning rate from LR to LR * LR_DECAY (see the experiments page)
-STEPS, BATCH, LR, LR_DECAY = 20_000, 2048, 1e-2, 1e-3
+STEPS, BATCH, LR, LR_DECAY = 40_000, 1024, 1e-2, 1e-2
 
 
 def initial_conditions(v: torch.Tensor) -> torch.Tensor:

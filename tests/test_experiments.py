@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 EPS64 = torch.finfo(torch.float64).eps
 
 
-def _data():
+def _data(windows=1):
     osc = CoupledOscillator()
     traj = osc.trajectories(osc.initial_conditions(3), t_end=2.0)
-    return TrajectoryWindows(traj, 3, dtype=torch.float32).tensors()
+    return TrajectoryWindows(traj, 3, 3 * windows, dtype=torch.float32).tensors()
 
 
 def _model(seed):
@@ -40,9 +40,11 @@ def _model(seed):
     return LinearSymplecticTransformer(4, 3, n_sympnet=1)
 
 
-def test_resume_continues_exactly(tmp_path):
-    x, y = _data()
-    config = TrainConfig(epochs=6, batch_size=16, lr=1e-2, checkpoint_every=1)
+@pytest.mark.parametrize("extra", [{}, {"input_noise": 0.1, "rollout_windows": 2, "loss": "relative",
+                                     "schedule": "exponential"}])
+def test_resume_continues_exactly(tmp_path, extra):
+    x, y = _data(extra.get("rollout_windows", 1))
+    config = TrainConfig(epochs=6, batch_size=16, lr=1e-2, checkpoint_every=1, **extra)
     straight = _model(0)
     h1 = train(straight, x, y, config, progress=False)
 
@@ -169,6 +171,23 @@ def test_relative_loss_is_per_sample():
         pytest.approx(0.75)
     with pytest.raises(ValueError, match="same shape"):
         relative_l2_loss(pred, y[:1])
+
+
+def test_rollout_windows_chain_the_model_and_noise_changes_the_inputs_only():
+    x, y = _data(2)
+    with pytest.raises(ValueError, match="rollout_windows \\* seq_len = 3 steps. Got 6"):
+        train(_model(0), x, y, TrainConfig(epochs=1), progress=False)
+    # one step of plain SGD-like Adam from the same start: the chained loss differs from the one-window loss
+    h2 = train(_model(0), x, y, TrainConfig(epochs=1, batch_size=1000, rollout_windows=2), progress=False)
+    h1 = train(_model(0), x, y[:, :3], TrainConfig(epochs=1, batch_size=1000), progress=False)
+    model = _model(0)
+    with torch.no_grad():
+        first = model(x)
+        expected = torch.mean((torch.cat([first, model(first)], 1) - y) ** 2)
+    assert h2["loss"][0] == pytest.approx(float(expected), rel=1e-6) and h1["loss"][0] != h2["loss"][0]
+    hn = train(_model(0), x, y, TrainConfig(epochs=1, batch_size=1000, rollout_windows=2, input_noise=0.5),
+               progress=False)
+    assert hn["loss"][0] != h2["loss"][0]
 
 
 def test_exponential_schedule_is_geometric():

@@ -169,7 +169,8 @@ def run(exp: Experiment, args, device: torch.device) -> dict | None:
             torch.manual_seed(seed)
             model = spec.build(device=device, dtype=torch.float32)
             config = dataclasses.replace(exp.config, seed=seed)
-            x, y = TrajectoryWindows(exp.train_traj, model.seq_len, dtype=torch.float32).tensors()
+            x, y = TrajectoryWindows(exp.train_traj, model.seq_len, config.rollout_windows * model.seq_len,
+                                     dtype=torch.float32).tensors()
             tag = f"{_slug(name)}-seed{seed}"
             hist = train(model, x, y, config, checkpoint=out / "checkpoints" / f"{tag}.pt",
                          resume=not args.no_resume, progress=not args.no_progress and is_main_process(),

@@ -37,9 +37,18 @@ def _loss(name: str, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return torch.mean((pred - target) ** 2)
 
 
+def _chain(net: nn.Module, x: torch.Tensor, k: int) -> torch.Tensor:
+    """``k`` windows predicted by feeding the model its own output, concatenated along time."""
+    outs = []
+    for _ in range(k):
+        x = net(x)
+        outs.append(x)
+    return outs[0] if k == 1 else torch.cat(outs, dim=1)
+
+
 @dataclasses.dataclass
 class TrainConfig:
-    """Hyperparameters of :func:`train`.
+    r"""Hyperparameters of :func:`train`.
 
     The learning rate goes from ``lr`` to ``lr * final_lr_fraction`` over
     ``epochs``, along a cosine (``schedule="cosine"``) or geometrically
@@ -47,7 +56,15 @@ class TrainConfig:
     paper). It is computed from the epoch alone, so a resumed run sees the
     same schedule as an uninterrupted one. ``loss`` is ``"mse"`` (mean
     squared error) or ``"relative"`` (:func:`relative_l2_loss`); ``betas``
-    are Adam's.
+    are Adam's. ``input_noise`` adds Gaussian noise of that many times the
+    inputs' root mean square to every input window (the targets stay
+    clean): it trains the map on windows that are not exact pieces of a
+    trajectory, which a rollout meets as soon as it makes an error. The
+    noise is drawn from the epoch's generator, so resuming reproduces it.
+    ``rollout_windows`` :math:`K > 1` trains on :math:`K` windows predicted
+    in a row, each from the previous prediction (targets of
+    :math:`K\cdot T` states): the loss then sees how errors grow in a
+    rollout.
     """
 
     epochs: int = 100
@@ -60,9 +77,11 @@ class TrainConfig:
     loss: str = "mse"
     schedule: str = "cosine"
     betas: tuple[float, float] = (0.9, 0.999)
+    input_noise: float = 0.0
+    rollout_windows: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "checkpoint_every"):
+        for name in ("epochs", "batch_size", "checkpoint_every", "rollout_windows"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"Expected {name} to be a positive int. Got {v!r}.")
@@ -72,6 +91,8 @@ class TrainConfig:
             raise ValueError(f"Expected final_lr_fraction in (0, 1]. Got {self.final_lr_fraction!r}.")
         if self.loss not in _LOSSES:
             raise ValueError(f"Expected loss to be one of {_LOSSES}. Got {self.loss!r}.")
+        if not self.input_noise >= 0:
+            raise ValueError(f"Expected a nonnegative input_noise. Got {self.input_noise!r}.")
         if self.schedule not in _SCHEDULES:
             raise ValueError(f"Expected schedule to be one of {_SCHEDULES}. Got {self.schedule!r}.")
 
@@ -170,6 +191,9 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
     """
     if inputs.shape[0] != targets.shape[0]:
         raise ValueError(f"Expected as many targets as inputs. Got {inputs.shape[0]} and {targets.shape[0]}.")
+    if targets.shape[1] != config.rollout_windows * inputs.shape[1]:
+        raise ValueError(f"Expected targets of rollout_windows * seq_len = {config.rollout_windows * inputs.shape[1]} "
+                         f"steps. Got {targets.shape[1]}.")
     p0 = next(model.parameters())
     inputs, targets = inputs.to(p0.device, p0.dtype), targets.to(p0.device, p0.dtype)
     rank, world = _world()
@@ -187,6 +211,7 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
         net = nn.parallel.DistributedDataParallel(model, device_ids=[p0.device.index] if p0.is_cuda else None)
 
     n = inputs.shape[0]
+    scale = float(inputs.detach().pow(2).mean().sqrt())  # root mean square of the inputs
     per_rank = n // world  # equal shares keep the ranks' step counts equal
     bar = None
     if progress and rank == 0 and start < config.epochs:
@@ -204,7 +229,10 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
         total, count = torch.zeros((), dtype=torch.float64, device=p0.device), 0
         for i in range(0, per_rank, config.batch_size):
             idx = order[i:i + config.batch_size]
-            loss = _loss(config.loss, net(inputs[idx]), targets[idx])
+            x = inputs[idx]
+            if config.input_noise:
+                x = x + (config.input_noise * scale) * torch.randn(x.shape, generator=g, dtype=x.dtype).to(x.device)
+            loss = _loss(config.loss, _chain(net, x, config.rollout_windows), targets[idx])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
