@@ -54,6 +54,8 @@ __all__ = [
     "assert_volume_preserving",
     "assert_symplectic",
     "assert_orthogonal",
+    "PROPERTIES",
+    "assert_preserves",
 ]
 
 Fn = Callable[[torch.Tensor], torch.Tensor]
@@ -229,3 +231,65 @@ def assert_orthogonal(M: torch.Tensor, *, k: float = _DEFAULT_K, atol: float | N
     else:
         tol = torch.full_like(err, atol)
     _fail("|M^T M - I|_F", err.detach(), tol)
+
+
+def _check_orthogonal_attention(module, x: torch.Tensor, k: float) -> None:
+    assert_orthogonal(module.attention_matrix(x.detach().to(next(module.parameters()).dtype)), k=k)
+
+
+#: the properties a module can declare in ``preserves`` / ``does_not_preserve``, and how each is checked at ``x``
+PROPERTIES: dict[str, Callable] = {
+    "volume": lambda module, x, k: assert_volume_preserving(module, x, k=k),
+    "symplectic": lambda module, x, k: assert_symplectic(module, x, k=k),
+    "orthogonal_attention": _check_orthogonal_attention,
+}
+
+
+def assert_preserves(module: torch.nn.Module, x: torch.Tensor, *, k: float = _DEFAULT_K) -> None:
+    r"""Check at ``x`` every property ``module.preserves`` declares, and that every property in
+    ``module.does_not_preserve`` fails.
+
+    Layers and models of geoattn declare ``preserves`` and ``does_not_preserve``:
+    mappings from a property of :data:`PROPERTIES` (``"volume"``,
+    ``"symplectic"``, ``"orthogonal_attention"``) to the ledger ids that
+    establish it (a ``proved``/``checked`` verdict) or refute it (a
+    ``refuted`` verdict with an exact counterexample). A refuted property
+    must fail at ``x``; pick a generic ``x`` (random, full rank) for that.
+
+    Raises
+    ------
+    AssertionError
+        naming the property, the ledger ids and by how much it failed (or
+        that a refuted property held at ``x``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.nn import VolumePreservingAttention
+    >>> layer = VolumePreservingAttention(3, skew_sym=False)
+    >>> layer.preserves, layer.does_not_preserve
+    ({'orthogonal_attention': ('cayley.orthogonal',)}, {'volume': ('vp.map_volume_preserving.arbitrary',)})
+    >>> assert_preserves(layer, torch.randn(2, 4, 3))
+    """
+    declared = getattr(module, "preserves", None)
+    refuted = getattr(module, "does_not_preserve", None)
+    if not isinstance(declared, dict) or not isinstance(refuted, dict):
+        raise TypeError(f"Expected a module with preserves and does_not_preserve mappings. Got "
+                        f"{type(module).__name__}.")
+    for prop in (*declared, *refuted):
+        if prop not in PROPERTIES:
+            raise ValueError(f"Expected properties among {sorted(PROPERTIES)}. Got {prop!r} on "
+                             f"{type(module).__name__}.")
+    for prop, ids in declared.items():
+        try:
+            PROPERTIES[prop](module, x, k)
+        except AssertionError as e:
+            raise AssertionError(f"{type(module).__name__} declares {prop!r} ({', '.join(ids)}), which fails at x: "
+                                 f"{e}") from None
+    for prop, ids in refuted.items():
+        try:
+            PROPERTIES[prop](module, x, k)
+        except AssertionError:
+            continue
+        raise AssertionError(f"{type(module).__name__} declares {prop!r} refuted ({', '.join(ids)}), but it holds at x; "
+                             f"pass a generic x (random, full rank).")

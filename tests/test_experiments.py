@@ -284,3 +284,18 @@ def test_linear_symplectic_transformer_layer_order():
     kinds = [(type(m).__name__, m.update) for m in model.layers]
     assert kinds == [("LinearSymplecticAttention", "q"), ("GradientLayer", "q"), ("GradientLayer", "p"),
                      ("LinearSymplecticAttention", "p"), ("GradientLayer", "q"), ("GradientLayer", "p")] * 2
+
+
+def test_structure_report_measures_the_expanding_direction():
+    """A linear shear-free map diag(2, 1/2) on each state: determinant 1, spectral radius 2."""
+    from geoattn.experiments import structure_report
+
+    class Scale(torch.nn.Module):
+        seq_len = 1
+
+        def forward(self, x):
+            return x * torch.tensor([2.0, 0.5], dtype=x.dtype)
+
+    r = structure_report(Scale(), torch.randn(3, 1, 2, dtype=torch.float64), symplectic=True)
+    assert r["max_abs_det_minus_one"] < 4 * EPS64 and r["max_spectral_radius"] == pytest.approx(2.0)
+    assert r["max_symplecticity_error"] < 4 * EPS64  # det 1 in two dimensions is symplectic

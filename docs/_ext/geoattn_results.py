@@ -111,9 +111,44 @@ def _plot(title: str, series: dict, path: Path, ylabel: str = "ratio") -> None:
     plt.close(fig)
 
 
+def _preserves_table() -> str:
+    """What each public layer and model preserves, read from its ``preserves`` / ``does_not_preserve``."""
+    import geoattn.models as M
+    import geoattn.nn as N
+
+    variants = [
+        ("VolumePreservingAttention(dim)", N.VolumePreservingAttention(3)),
+        ("VolumePreservingAttention(dim, activation='exp')", N.VolumePreservingAttention(3, activation="exp")),
+        ("VolumePreservingAttention(dim, skew_sym=False)", N.VolumePreservingAttention(3, skew_sym=False)),
+        ("OrthonormalAttention", N.OrthonormalAttention(4)),
+        ("LinearSymplecticAttention", N.LinearSymplecticAttention(3)),
+        ("MultiHeadAttention", N.MultiHeadAttention(4, 2)),
+        ("Attention", N.Attention(4)),
+        ("TriangularResidual", M.TriangularResidual(3)),
+        ("VolumePreservingFeedForward", M.VolumePreservingFeedForward(3)),
+        ("GradientLayer", M.GradientLayer(4, 8)),
+        ("SympNet", M.SympNet(4)),
+        ("VolumePreservingTransformer(skew_sym=True)", M.VolumePreservingTransformer(3, 3)),
+        ("VolumePreservingTransformer(skew_sym=False)", M.VolumePreservingTransformer(3, 3, skew_sym=False)),
+        ("LinearSymplecticTransformer", M.LinearSymplecticTransformer(4, 3)),
+        ("VolumePreservingFeedForwardIntegrator", M.VolumePreservingFeedForwardIntegrator(3)),
+        ("SympNetIntegrator", M.SympNetIntegrator(4)),
+        ("StandardTransformerIntegrator", M.StandardTransformerIntegrator(4, 3)),
+        ("ResNetIntegrator", M.ResNetIntegrator(3)),
+    ]
+
+    def cell(d: dict) -> str:
+        return "; ".join(f"{prop} ({', '.join(f'`{i}`' for i in ids)})" for prop, ids in d.items()) or "–"
+
+    rows = [{"m": f"`{label}`", "p": cell(m.preserves), "n": cell(m.does_not_preserve)} for label, m in variants]
+    return markdown_table(rows, [("m", "layer or model", ""), ("p", "preserves (ledger ids)", ""),
+                                 ("n", "refuted (ledger ids)", "")])
+
+
 def generate(app) -> None:
     out = Path(app.srcdir) / "_generated"
     out.mkdir(exist_ok=True)
+    (out / "preserves.md").write_text(_preserves_table())
     for path in sorted(RESULTS.glob("*.json")):
         data = json.loads(path.read_text())
         kind = path.stem.split("-")[0]

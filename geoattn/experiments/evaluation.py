@@ -7,7 +7,7 @@ from typing import Callable
 import torch
 
 from ..models import Integrator
-from ..testing import jacobian_determinant, symplecticity_error
+from ..testing import jacobian, symplecticity_error
 
 __all__ = ["rollout_trajectories", "diverged", "relative_error", "valid_time", "invariant_drift", "structure_report"]
 
@@ -59,13 +59,20 @@ def invariant_drift(states: torch.Tensor, invariant: Callable[[torch.Tensor], to
 def structure_report(model: torch.nn.Module, windows: torch.Tensor, *, symplectic: bool) -> dict:
     r"""Measured structure of ``model`` at ``windows`` (float64 Jacobians, :mod:`geoattn.testing`).
 
-    Returns ``{"max_abs_det_minus_one": ..., "median_abs_det_minus_one": ...}``
-    and, with ``symplectic=True``, ``"max_symplecticity_error"``.
+    Returns ``{"max_abs_det_minus_one", "median_abs_det_minus_one",
+    "max_spectral_radius"}`` and, with ``symplectic=True``,
+    ``"max_symplecticity_error"``. The spectral radius is the largest
+    :math:`|\lambda|` of the window map's Jacobian: an eigenvalue above 1
+    is a direction a rollout expands at every window (a volume-preserving
+    or symplectic map whose eigenvalues are not all on the unit circle has
+    one, since their product is 1).
     """
-    det = jacobian_determinant(model, windows)
+    J = jacobian(model, windows)
+    det = torch.linalg.det(J)
     out = {
         "max_abs_det_minus_one": float((det - 1).abs().max()),
         "median_abs_det_minus_one": float((det - 1).abs().median()),
+        "max_spectral_radius": float(torch.linalg.eigvals(J).abs().amax()),
     }
     if symplectic:
         out["max_symplecticity_error"] = float(symplecticity_error(model, windows).max())

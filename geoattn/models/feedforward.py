@@ -44,6 +44,10 @@ class TriangularResidual(nn.Module):
     tensor(True)
     """
 
+    #: what the map preserves: property -> ledger ids (see :func:`geoattn.testing.assert_preserves`)
+    preserves = {"volume": ("models.triangular_residual_det_one",)}
+    does_not_preserve: dict = {}
+
     def __init__(self, sys_dim: int, *, lower: bool = True, activation="tanh", bias: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
@@ -124,6 +128,10 @@ class VolumePreservingFeedForward(Chain):
     >>> ff = VolumePreservingFeedForward(3, n_blocks=2)
     >>> assert_volume_preserving(ff, torch.randn(4, 5, 3))
     """
+
+    #: what the map preserves: property -> ledger ids (see :func:`geoattn.testing.assert_preserves`)
+    preserves = {"volume": ("models.triangular_residual_det_one",)}
+    does_not_preserve: dict = {}
 
     def __init__(self, sys_dim: int, *, n_blocks: int = 1, n_linear: int = 1, activation="tanh",
                  device=None, dtype=None) -> None:

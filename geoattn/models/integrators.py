@@ -36,6 +36,10 @@ class Integrator(nn.Module):
 
     sys_dim: int
     seq_len: int
+    #: what the map preserves / is refuted to preserve: property -> ledger ids
+    #: (see :func:`geoattn.testing.assert_preserves`); subclasses declare theirs
+    preserves: dict = {}
+    does_not_preserve: dict = {}
 
     def _check(self, x: torch.Tensor) -> None:
         check_sequence(self, "x", x, dim=self.sys_dim, seq_len=self.seq_len, dtype=self._dtype())
@@ -136,6 +140,17 @@ class VolumePreservingTransformer(Integrator):
     >>> assert_volume_preserving(model, torch.randn(4, 3, 3))
     """
 
+    @property
+    def preserves(self) -> dict[str, tuple[str, ...]]:
+        """What the whole map preserves: property -> ledger ids (see :func:`geoattn.testing.assert_preserves`)."""
+        return {"volume": ("vp.map_volume_preserving.skew", "models.triangular_residual_det_one")} if self.skew_sym \
+            else {}
+
+    @property
+    def does_not_preserve(self) -> dict[str, tuple[str, ...]]:
+        """Properties the ledger refutes for the whole map: property -> ledger ids."""
+        return {} if self.skew_sym else {"volume": ("vp.map_volume_preserving.arbitrary",)}
+
     def __init__(self, sys_dim: int, seq_len: int, *, n_blocks: int = 1, n_linear: int = 1, depth: int = 2,
                  activation="tanh", skew_sym: bool = True, device=None, dtype=None) -> None:
         super().__init__()
@@ -194,6 +209,9 @@ class LinearSymplecticTransformer(Integrator):
     >>> model = LinearSymplecticTransformer(4, 3)
     >>> assert_symplectic(model, torch.randn(2, 3, 4))
     """
+
+    preserves = {"symplectic": ("lsa.map_symplectic", "models.gradient_layer_symplectic",
+                                "symplectic.product_structure")}
 
     def __init__(self, sys_dim: int, seq_len: int, *, n_sympnet: int = 2, depth: int = 1,
                  upscaling_dim: int | None = None, activation="tanh", device=None, dtype=None) -> None:
@@ -364,6 +382,8 @@ class VolumePreservingFeedForwardIntegrator(Integrator):
     >>> assert_volume_preserving(model, torch.randn(4, 1, 3))
     """
 
+    preserves = {"volume": ("models.triangular_residual_det_one",)}
+
     def __init__(self, sys_dim: int, seq_len: int = 1, *, n_blocks: int = 1, n_linear: int = 1, activation="tanh",
                  device=None, dtype=None) -> None:
         super().__init__()
@@ -396,6 +416,8 @@ class SympNetIntegrator(Integrator):
     device, dtype :
         of the parameters.
     """
+
+    preserves = {"symplectic": ("models.gradient_layer_symplectic",)}
 
     def __init__(self, sys_dim: int, seq_len: int = 1, *, n_layers: int = 4, upscaling_dim: int | None = None,
                  activation="tanh", device=None, dtype=None) -> None:

@@ -49,6 +49,10 @@ class GradientLayer(nn.Module):
     >>> assert_symplectic(GradientLayer(4, 8), torch.randn(3, 2, 4))
     """
 
+    #: what the map preserves: property -> ledger ids (see :func:`geoattn.testing.assert_preserves`)
+    preserves = {"symplectic": ("models.gradient_layer_symplectic",)}
+    does_not_preserve: dict = {}
+
     def __init__(self, sys_dim: int, upscaling_dim: int, *, update: str = "p", activation="tanh",
                  device=None, dtype=None) -> None:
         super().__init__()
@@ -110,6 +114,10 @@ class SympNet(Chain):
     >>> from geoattn.testing import assert_symplectic
     >>> assert_symplectic(SympNet(4, n_layers=2, upscaling_dim=8), torch.randn(3, 1, 4))
     """
+
+    #: what the map preserves: property -> ledger ids (see :func:`geoattn.testing.assert_preserves`)
+    preserves = {"symplectic": ("models.gradient_layer_symplectic",)}
+    does_not_preserve: dict = {}
 
     def __init__(self, sys_dim: int, *, n_layers: int = 2, upscaling_dim: int | None = None, activation="tanh",
                  device=None, dtype=None) -> None:

@@ -89,6 +89,11 @@ class Attention(nn.Module):
     True
     """
 
+    #: what the map preserves / is refuted to preserve: property -> ledger ids
+    #: (see :func:`geoattn.testing.assert_preserves`); nothing for this one
+    preserves: dict = {}
+    does_not_preserve: dict = {}
+
     def __init__(self, dim: int, *, bias: bool = False, device=None, dtype=None) -> None:
         super().__init__()
         kw = factory(device, dtype)

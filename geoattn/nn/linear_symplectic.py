@@ -54,6 +54,11 @@ class LinearSymplecticAttention(nn.Module):
     True
     """
 
+    #: what the layer map preserves / is refuted to preserve: property -> ledger ids
+    #: (see :func:`geoattn.testing.assert_preserves`)
+    preserves = {"symplectic": ("lsa.map_symplectic",)}
+    does_not_preserve: dict = {}
+
     def __init__(self, seq_len: int, *, update: str = "p", device=None, dtype=None) -> None:
         super().__init__()
         kw = factory(device, dtype)

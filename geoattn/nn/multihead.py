@@ -65,6 +65,11 @@ class MultiHeadAttention(nn.Module):
     torch.Size([4, 5, 6])
     """
 
+    #: what the map preserves / is refuted to preserve: property -> ledger ids
+    #: (see :func:`geoattn.testing.assert_preserves`); nothing for this one
+    preserves: dict = {}
+    does_not_preserve: dict = {}
+
     def __init__(self, dim: int, n_heads: int, *, add_connection: bool = False, stiefel: bool = False,
                  device=None, dtype=None) -> None:
         super().__init__()

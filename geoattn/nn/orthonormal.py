@@ -55,6 +55,11 @@ class OrthonormalAttention(nn.Module):
     True
     """
 
+    #: what the layer map preserves / is refuted to preserve: property -> ledger ids
+    #: (see :func:`geoattn.testing.assert_preserves`)
+    preserves = {"orthogonal_attention": ("exp.orthogonal",)}
+    does_not_preserve = {"volume": ("exp.map_volume_preserving",), "symplectic": ("exp.map_symplectic",)}
+
     def __init__(self, dim: int, *, device=None, dtype=None) -> None:
         super().__init__()
         kw = factory(device, dtype)

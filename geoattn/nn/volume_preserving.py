@@ -96,6 +96,20 @@ class VolumePreservingAttention(nn.Module):
     True
     """
 
+    @property
+    def preserves(self) -> dict[str, tuple[str, ...]]:
+        """What the layer map preserves: property -> ledger ids (see :func:`geoattn.testing.assert_preserves`)."""
+        if not self.skew_sym:
+            return {"orthogonal_attention": ("cayley.orthogonal",)}
+        if self.activation == "exp":
+            return {"volume": ("vp.map_volume_preserving.exp_skew",), "orthogonal_attention": ("exp.orthogonal",)}
+        return {"volume": ("vp.map_volume_preserving.skew",), "orthogonal_attention": ("cayley.orthogonal",)}
+
+    @property
+    def does_not_preserve(self) -> dict[str, tuple[str, ...]]:
+        """Properties the ledger refutes for the layer map: property -> ledger ids."""
+        return {} if self.skew_sym else {"volume": ("vp.map_volume_preserving.arbitrary",)}
+
     def __init__(
         self, dim: int, *, skew_sym: bool = True, activation: str = "cayley", device=None, dtype=None
     ) -> None:
