@@ -433,3 +433,97 @@ def test_orthogonal_layers_keep_row_norms_at_every_magnitude(dtype, dim, seq_len
 def test_exponential_activation_needs_the_skew_weighting():
     with pytest.raises(ValueError, match="Expected skew_sym=True with activation='exp'"):
         VolumePreservingAttention(3, skew_sym=False, activation="exp")
+
+
+def _torch_mha(layer):
+    """A torch.nn.MultiheadAttention computing what ``layer`` computes (no biases, identity output projection)."""
+    dim = layer.dim
+    ref = torch.nn.MultiheadAttention(dim, layer.n_heads, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([w.reshape(dim, dim) for w in
+                                            (layer.weight_q, layer.weight_k, layer.weight_v)]))
+        ref.out_proj.weight.copy_(torch.eye(dim, dtype=torch.float64))
+    return ref.eval()
+
+
+@pytest.mark.parametrize("case", ["none", "bool", "additive", "causal", "padding", "bool+padding", "heads"])
+def test_multihead_masks_agree_with_torch(case):
+    """Masks, is_causal, key_padding_mask and the returned weights agree with torch.nn.MultiheadAttention
+    (whose boolean attn_mask is True where attention is *blocked*: the opposite of ours and of SDPA's)."""
+    from geoattn.nn import MultiHeadAttention
+
+    torch.manual_seed(0)
+    B, T, dim, h = 3, 5, 6, 2
+    layer = MultiHeadAttention(dim, h, dtype=torch.float64)
+    ref = _torch_mha(layer)
+    x = torch.randn(B, T, dim, dtype=torch.float64)
+    keep = torch.rand(T, T) < 0.7
+    keep |= torch.eye(T, dtype=torch.bool)  # no query without keys (torch returns NaN there, we return zeros)
+    pad = torch.zeros(B, T, dtype=torch.bool)
+    pad[0, -2:] = True
+    pad[2, 0] = True
+    additive = torch.randn(T, T, dtype=torch.float64)
+    ours_kw, ref_kw = {}, {}
+    if case == "bool":
+        ours_kw, ref_kw = {"mask": keep}, {"attn_mask": ~keep}
+    elif case == "additive":
+        ours_kw, ref_kw = {"mask": additive}, {"attn_mask": additive}
+    elif case == "causal":
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        ours_kw, ref_kw = {"is_causal": True}, {"attn_mask": ~causal}
+    elif case == "padding":
+        ours_kw, ref_kw = {"key_padding_mask": pad}, {"key_padding_mask": pad}
+    elif case == "bool+padding":
+        ours_kw, ref_kw = {"mask": keep, "key_padding_mask": pad}, {"attn_mask": ~keep, "key_padding_mask": pad}
+    elif case == "heads":
+        per_head = torch.rand(B, h, T, T) < 0.7
+        per_head |= torch.eye(T, dtype=torch.bool)
+        ours_kw, ref_kw = {"mask": per_head}, {"attn_mask": ~per_head.reshape(B * h, T, T)}
+    out, w = layer(x, need_weights=True, average_attn_weights=False, **ours_kw)
+    ref_out, ref_w = ref(x, x, x, need_weights=True, average_attn_weights=False, **ref_kw)
+    tol = 64 * T * torch.finfo(torch.float64).eps
+    torch.testing.assert_close(out, ref_out, rtol=tol, atol=tol)
+    torch.testing.assert_close(w, ref_w, rtol=tol, atol=tol)
+    _, w_avg = layer(x, need_weights=True, **ours_kw)
+    torch.testing.assert_close(w_avg, ref_w.mean(1), rtol=tol, atol=tol)
+
+
+def test_multihead_mask_errors_and_dropout():
+    from geoattn.nn import Attention, MultiHeadAttention
+
+    layer = MultiHeadAttention(4, 2)
+    x = torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=r"MultiHeadAttention: Expected key_padding_mask of shape \(2, 3\)"):
+        layer(x, key_padding_mask=torch.zeros(2, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="Expected a boolean key_padding_mask"):
+        layer(x, key_padding_mask=torch.zeros(2, 3))
+    with pytest.raises(TypeError, match="Expected a boolean or floating mask"):
+        layer(x, mask=torch.ones(3, 3, dtype=torch.int64))
+    with pytest.raises(ValueError, match="Expected dropout to be a probability"):
+        MultiHeadAttention(4, 2, dropout=1.0)
+    # dropout acts in training mode only, and only on the weights
+    torch.manual_seed(0)
+    drop = MultiHeadAttention(4, 2, dropout=0.5)
+    plain = MultiHeadAttention(4, 2)
+    plain.load_state_dict(drop.state_dict())
+    torch.testing.assert_close(drop.eval()(x), plain(x), rtol=0, atol=0)
+    drop.train()
+    assert not torch.equal(drop(x), drop.eval()(x))
+    att = Attention(4, dropout=0.5).eval()
+    out, w = att(x, need_weights=True)
+    torch.testing.assert_close(out, w @ att.v_proj(x))
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 3))
+
+
+def test_numpy_integers_and_parametrized_names_in_messages():
+    import numpy as np
+
+    from geoattn.nn import MultiHeadAttention, VolumePreservingAttention
+
+    assert MultiHeadAttention(np.int64(6), np.int32(3)).head_dim == 2
+    layer = VolumePreservingAttention(np.int64(3))
+    assert type(layer).__name__.startswith("Parametrized")  # what torch's parametrize does to the class
+    with pytest.raises(ValueError, match=r"^VolumePreservingAttention: expected x with 3 features"):
+        layer(torch.randn(2, 4, 5))
+    with pytest.raises(TypeError, match=r"dtype torch.float32. Got torch.float64 \(convert"):
+        layer(torch.randn(2, 4, 3, dtype=torch.float64))

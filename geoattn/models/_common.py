@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import nn
 
@@ -33,10 +35,10 @@ def make_activation(activation) -> nn.Module:
 
 
 def check_nonnegative_int(name: str, value) -> int:
-    """``value`` if it is an int >= 0, else :class:`~geoattn.nn.LayerShapeError`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    """``value`` as an int if it is an integer >= 0 (numpy integers included), else :class:`~geoattn.nn.LayerShapeError`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
         raise LayerShapeError(f"Expected {name} to be a non-negative int. Got {value!r}.")
-    return value
+    return int(value)
 
 
 def check_even_sys_dim(sys_dim: int) -> int:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import nn
 
-__all__ = ["LayerShapeError", "LayerDtypeError", "check_sequence", "check_positive_int", "factory"]
+__all__ = ["LayerShapeError", "LayerDtypeError", "check_sequence", "check_positive_int", "check_probability",
+           "factory", "layer_name"]
 
 
 class LayerShapeError(ValueError):
@@ -16,11 +19,26 @@ class LayerDtypeError(TypeError):
     """A layer was given an input of a non-floating dtype, or of a dtype that differs from its parameters."""
 
 
+def layer_name(layer: nn.Module) -> str:
+    """The name of the class the user created (a parametrized module's class is ``Parametrized<Name>``)."""
+    cls = type(layer)
+    if getattr(layer, "parametrizations", None) is not None and cls.__name__.startswith("Parametrized"):
+        cls = cls.__bases__[0]
+    return cls.__name__
+
+
 def check_positive_int(name: str, value) -> int:
-    """``value`` if it is an int >= 1, else :class:`LayerShapeError`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    """``value`` as an int if it is an integer >= 1 (numpy integers included), else :class:`LayerShapeError`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise LayerShapeError(f"Expected {name} to be a positive int. Got {value!r}.")
-    return value
+    return int(value)
+
+
+def check_probability(name: str, value) -> float:
+    """``value`` as a float if it is a real number in ``[0, 1)``, else :class:`ValueError`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
+        raise ValueError(f"Expected {name} to be a probability in [0, 1). Got {value!r}.")
+    return float(value)
 
 
 def factory(device, dtype) -> dict:
@@ -33,14 +51,15 @@ def factory(device, dtype) -> dict:
 def check_sequence(layer: nn.Module, name: str, x, *, dim: int | None = None, seq_len: int | None = None,
                    even: bool = False, dtype: torch.dtype | None = None) -> None:
     """Check a ``(*, seq_len, dim)`` input: a tensor, floating, of the layer's dtype, with the expected sizes."""
-    kind = type(layer).__name__
+    kind = layer_name(layer)
     if not isinstance(x, torch.Tensor):
         raise LayerDtypeError(f"{kind}: expected {name} to be a torch.Tensor. Got {type(x).__name__}.")
     if not x.is_floating_point():
         raise LayerDtypeError(f"{kind}: expected {name} to have a floating dtype. Got {x.dtype}.")
     if dtype is not None and x.dtype != dtype:
         raise LayerDtypeError(
-            f"{kind}: expected {name} to have the parameters' dtype {dtype}. Got {x.dtype}."
+            f"{kind}: expected {name} to have the parameters' dtype {dtype}. Got {x.dtype} (convert one of the "
+            f"two: x.to({dtype}) or the layer's .to({x.dtype}))."
         )
     if x.dim() < 2:
         raise LayerShapeError(

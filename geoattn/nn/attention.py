@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from ._common import LayerDtypeError, LayerShapeError, check_positive_int, check_sequence, factory
+from ._common import LayerDtypeError, LayerShapeError, check_positive_int, check_probability, check_sequence, factory
 
 __all__ = ["Attention", "attention_weights"]
 
@@ -75,6 +75,8 @@ class Attention(nn.Module):
         feature size of queries, keys and values.
     bias : bool
         add biases to the three projections.
+    dropout : float
+        probability of zeroing an attention weight in training mode.
     device, dtype :
         of the parameters.
 
@@ -94,10 +96,11 @@ class Attention(nn.Module):
     preserves: dict = {}
     does_not_preserve: dict = {}
 
-    def __init__(self, dim: int, *, bias: bool = False, device=None, dtype=None) -> None:
+    def __init__(self, dim: int, *, bias: bool = False, dropout: float = 0.0, device=None, dtype=None) -> None:
         super().__init__()
         kw = factory(device, dtype)
         self.dim = check_positive_int("dim", dim)
+        self.dropout = check_probability("dropout", dropout)
         self.q_proj = nn.Linear(dim, dim, bias=bias, **kw)
         self.k_proj = nn.Linear(dim, dim, bias=bias, **kw)
         self.v_proj = nn.Linear(dim, dim, bias=bias, **kw)
@@ -107,15 +110,19 @@ class Attention(nn.Module):
             proj.reset_parameters()
 
     def forward(self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                is_causal: bool = False) -> torch.Tensor:
+                is_causal: bool = False, *, need_weights: bool = False):
         """``x``: ``(batch, T, dim)`` or ``(T, dim)``; ``context``: ``(batch, S, dim)`` or ``None``;
-        ``mask``: broadcastable to ``(batch, T, S)``, boolean (``True`` = attend) or additive."""
+        ``mask``: broadcastable to ``(batch, T, S)``, boolean (``True`` = attend) or additive. With
+        ``need_weights=True`` returns ``(output, weights)``, the weights ``(batch, T, S)`` before dropout."""
         w = self.q_proj.weight.dtype
         check_sequence(self, "x", x, dim=self.dim, dtype=w)
         context = x if context is None else context
         check_sequence(self, "context", context, dim=self.dim, dtype=w)
         q, k, v = self.q_proj(x), self.k_proj(context), self.v_proj(context)
-        return attention_weights(q, k, mask, is_causal) @ v
+        weights = attention_weights(q, k, mask, is_causal)
+        used = nn.functional.dropout(weights, self.dropout) if self.training and self.dropout else weights
+        out = used @ v
+        return (out, weights) if need_weights else out
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, bias={self.q_proj.bias is not None}"

@@ -8,10 +8,52 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrizations, parametrize
 
-from ._common import LayerShapeError, check_positive_int, check_sequence, factory
+from ._common import (
+    LayerDtypeError,
+    LayerShapeError,
+    check_positive_int,
+    check_probability,
+    check_sequence,
+    factory,
+    layer_name,
+)
 from .attention import attention_weights
 
 __all__ = ["MultiHeadAttention"]
+
+
+def _combine_masks(layer, x: torch.Tensor, mask, is_causal: bool, key_padding_mask) -> torch.Tensor | None:
+    """One mask for :func:`attention_weights` of shape broadcastable to ``(..., h, T, T)``: boolean (True = attend)
+    unless ``mask`` is additive, in which case the other masks become ``-inf`` entries."""
+    T = x.shape[-2]
+    name = layer_name(layer)
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor):
+            raise LayerDtypeError(f"{name}: Expected mask to be a torch.Tensor or None. Got {type(mask).__name__}.")
+        if mask.dtype != torch.bool and not mask.is_floating_point():
+            raise LayerDtypeError(f"{name}: Expected a boolean or floating mask. Got {mask.dtype}.")
+        if mask.dim() == 3:  # (batch, T, T): every head
+            mask = mask.unsqueeze(-3)
+    keep = None
+    if is_causal:
+        keep = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+    if key_padding_mask is not None:
+        kpm = key_padding_mask
+        if not isinstance(kpm, torch.Tensor) or kpm.dtype != torch.bool:
+            raise LayerDtypeError(f"{name}: Expected a boolean key_padding_mask (True = ignore the key). Got "
+                                  f"{kpm.dtype if isinstance(kpm, torch.Tensor) else type(kpm).__name__}.")
+        if tuple(kpm.shape) != tuple(x.shape[:-1]):
+            raise LayerShapeError(f"{name}: Expected key_padding_mask of shape {tuple(x.shape[:-1])} "
+                                  f"(batch, T). Got {tuple(kpm.shape)}.")
+        pad = ~kpm[..., None, None, :]  # (..., 1, 1, T)
+        keep = pad if keep is None else keep & pad
+    if keep is None:
+        return mask
+    if mask is None:
+        return keep
+    if mask.dtype == torch.bool:
+        return mask & keep
+    return mask.masked_fill(~keep, float("-inf"))
 
 
 class MultiHeadAttention(nn.Module):
@@ -51,6 +93,8 @@ class MultiHeadAttention(nn.Module):
         add the input to the output.
     stiefel : bool
         keep the projections on the Stiefel manifold.
+    dropout : float
+        probability of zeroing an attention weight in training mode.
     device, dtype :
         of the parameters.
 
@@ -71,7 +115,7 @@ class MultiHeadAttention(nn.Module):
     does_not_preserve: dict = {}
 
     def __init__(self, dim: int, n_heads: int, *, add_connection: bool = False, stiefel: bool = False,
-                 device=None, dtype=None) -> None:
+                 dropout: float = 0.0, device=None, dtype=None) -> None:
         super().__init__()
         kw = factory(device, dtype)
         self.dim = check_positive_int("dim", dim)
@@ -79,6 +123,7 @@ class MultiHeadAttention(nn.Module):
         if dim % n_heads:
             raise LayerShapeError(f"Expected n_heads to divide dim = {dim}. Got n_heads = {n_heads}.")
         self.head_dim = dim // n_heads
+        self.dropout = check_probability("dropout", dropout)
         self.add_connection = bool(add_connection)
         self.stiefel = bool(stiefel)
         shape = (n_heads, self.head_dim, dim)
@@ -106,14 +151,50 @@ class MultiHeadAttention(nn.Module):
         # (..., T, dim) x (h, e, dim) -> (..., h, T, e)
         return (x.unsqueeze(-3) @ w.mT)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape."""
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, is_causal: bool = False,
+                key_padding_mask: torch.Tensor | None = None, need_weights: bool = False,
+                average_attn_weights: bool = True):
+        """Self-attention of ``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape.
+
+        Parameters
+        ----------
+        mask : Tensor, optional
+            broadcastable to ``(batch, n_heads, T, T)`` (a ``(batch, T, T)``
+            mask applies to every head): boolean with ``True`` where a query
+            may attend (the convention of
+            :func:`torch.nn.functional.scaled_dot_product_attention`; the
+            opposite of :class:`torch.nn.MultiheadAttention`'s
+            ``attn_mask``), or floating and added to the scores.
+        is_causal : bool
+            each query attends to itself and earlier positions only
+            (combined with ``mask`` and ``key_padding_mask`` when given).
+        key_padding_mask : Tensor, optional
+            ``(batch, T)`` (or ``(T,)``) boolean, ``True`` at keys to ignore,
+            as :class:`torch.nn.MultiheadAttention` takes it.
+        need_weights : bool
+            also return the attention weights, ``(batch, T, T)`` averaged over
+            the heads or ``(batch, n_heads, T, T)`` with
+            ``average_attn_weights=False``.
+
+        A query that may attend to no key gets all-zero weights (torch's
+        :class:`~torch.nn.MultiheadAttention` returns NaN there). Dropout
+        (``dropout`` of the constructor) acts on the weights in training
+        mode only.
+        """
         wq = self.weight_q
         check_sequence(self, "x", x, dim=self.dim, dtype=wq.dtype)
+        T = x.shape[-2]
         q, k, v = self._project(x, wq), self._project(x, self.weight_k), self._project(x, self.weight_v)
-        heads = attention_weights(q, k) @ v  # (..., h, T, e)
+        keep = _combine_masks(self, x, mask, is_causal, key_padding_mask)
+        weights = attention_weights(q, k, keep)  # (..., h, T, T)
+        used = nn.functional.dropout(weights, self.dropout) if self.training and self.dropout else weights
+        heads = used @ v  # (..., h, T, e)
         out = heads.movedim(-3, -2).reshape(x.shape)
-        return x + out if self.add_connection else out
+        out = x + out if self.add_connection else out
+        if not need_weights:
+            return out
+        return out, (weights.mean(-3) if average_attn_weights else weights).reshape(*x.shape[:-2], *(
+            (T, T) if average_attn_weights else (self.n_heads, T, T)))
 
     def extra_repr(self) -> str:
         return (f"dim={self.dim}, n_heads={self.n_heads}, add_connection={self.add_connection}, "

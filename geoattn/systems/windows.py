@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch.utils.data import Dataset
 
@@ -41,7 +43,7 @@ class TrajectoryWindows(Dataset):
             )
         P = seq_len if prediction_window is None else prediction_window
         for name, v in (("seq_len", seq_len), ("prediction_window", P), ("stride", stride)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"Expected {name} to be a positive int. Got {v!r}.")
         n_steps = trajectories.shape[1]
         if seq_len + P > n_steps:
@@ -49,6 +51,7 @@ class TrajectoryWindows(Dataset):
                 f"Expected trajectories with at least seq_len + prediction_window = {seq_len + P} steps. Got {n_steps}."
             )
         self.data = trajectories if dtype is None else trajectories.to(dtype)
+        seq_len, P, stride = int(seq_len), int(P), int(stride)
         self.seq_len, self.prediction_window, self.stride = seq_len, P, stride
         self.starts = torch.arange(0, n_steps - seq_len - P + 1, stride)
 
