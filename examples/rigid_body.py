@@ -40,7 +40,7 @@ import torch
 
 from geoattn.experiments import ModelSpec, TrainConfig
 from geoattn.experiments.plots import plot_band, plot_sphere_trajectories
-from geoattn.experiments.runner import Experiment, experiment_parser, run, setup, spread_table, write_results
+from geoattn.experiments.runner import Experiment, experiment_parser, run, setup, write_results
 from geoattn.systems import RigidBody
 
 SEQ_LEN = 3
@@ -125,7 +125,8 @@ def main(argv=None) -> dict | None:
     columns += [(f"rel_error_t{t:g}", f"median rel. error at t={t:g}", ".3f") for t in exp.eval_times]
     columns += [("valid_time_median", "median time to 50% error", ".1f"), ("norm_min", "min ‖z‖", ".3f"),
                 ("norm_max", "max ‖z‖", ".3f"), ("diverged", "diverged rollouts", "d"),
-                ("max_abs_det_minus_one", "max abs(det J − 1), float64", ".1e"), ("train_seconds", "train s", ".0f")]
+                ("max_abs_det_minus_one", "max abs(det J − 1), float64", ".1e"),
+                ("max_spectral_radius", "max abs(λ) of J", ".2f"), ("train_seconds", "train s", ".0f")]
     table = write_results(
         out, exp, res, columns=columns, args=args,
         system={"inertia": [2.0, 1.0, 2.0 / 3.0], "A": body.A, "B": body.B, "C": body.C, "dt": DT,

@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import sys
 import time
 
@@ -55,6 +57,16 @@ def _progress(stream, quiet: bool):
     return report
 
 
+def _writable(path: str) -> bool:
+    """Whether ``path`` can be created or overwritten, checked before any claim runs."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder):
+        return False
+    if os.path.exists(path):
+        return os.access(path, os.W_OK)
+    return os.access(folder, os.W_OK)
+
+
 def _prove(args) -> int:
     from .symbolic import UnknownClaimError, all_claims, families, get_claim, run
     from .symbolic.report import dump, format_derivation, format_table
@@ -68,9 +80,15 @@ def _prove(args) -> int:
     try:
         claims = [get_claim(i) for i in args.ids] if args.ids else all_claims(args.family)
     except UnknownClaimError as exc:
-        print(f"geoattn prove: unknown claim id {exc.claim_id!r}. Known ids:", file=sys.stderr)
+        close = difflib.get_close_matches(exc.claim_id, exc.known, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        print(f"geoattn prove: unknown claim id {exc.claim_id!r}.{hint} Known ids:", file=sys.stderr)
         for known in exc.known:
             print(f"  {known}", file=sys.stderr)
+        return 2
+    if args.json and not _writable(args.json):
+        print(f"geoattn prove: Expected --json to name a file that can be written. Got {args.json!r} "
+              f"(its folder does not exist or is not writable).", file=sys.stderr)
         return 2
     if args.ids and args.family:
         claims = [c for c in claims if c.family == args.family]

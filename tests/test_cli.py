@@ -89,3 +89,22 @@ def test_module_entry_point_runs_whole_ledger(tmp_path):
     assert len(data["claims"]) == len(symbolic.all_claims())
     assert all(r["matches_expected"] for r in data["claims"])
     assert data["seconds"] < 60
+
+
+def test_unknown_id_suggests_the_closest(capsys):
+    assert main(["prove", "cayley.orthogonl"]) == 2
+    err = capsys.readouterr().err
+    assert "Did you mean 'cayley.orthogonal'" in err
+
+
+@pytest.mark.parametrize("bad", ["missing-folder/ledger.json", "."])
+def test_unwritable_json_path_exits_2_before_any_claim(bad, tmp_path, capsys, monkeypatch):
+    import geoattn.symbolic as S
+
+    def fail(*a, **k):  # no claim may run when the output cannot be written
+        raise AssertionError("claims ran")
+
+    monkeypatch.setattr(S, "run", fail)
+    path = str(tmp_path / bad) if bad != "." else str(tmp_path)  # a folder is not a file
+    assert main(["prove", "cayley.orthogonal", "--json", path]) == 2
+    assert "Expected --json to name a file that can be written" in capsys.readouterr().err
