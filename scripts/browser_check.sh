@@ -13,4 +13,5 @@ fi
 bash scripts/docs.sh
 .venv/bin/python -m pip install -q "selenium>=4.10"
 .venv/bin/python scripts/check_links.py docs/_build/html
+.venv/bin/python scripts/check_math.py docs/_build/html --self-test
 .venv/bin/python scripts/browser_check.py docs/_build/html --self-test --screenshots docs/_build/screenshots

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,3 +46,63 @@ def test_ci_runs_the_readme_test_command_verbatim():
     test_command = next(ln for ln in commands if "test" in ln.split("#")[0])
     ci_lines = [ln for ln in (root / ".ci" / "run").read_text().splitlines() if not ln.startswith("#")]
     assert test_command in ci_lines
+
+
+def _check_math():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_math", ROOT / "scripts" / "check_math.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("defect", ["prose", "ledger id", "nested", "eaten backslash", "control"])
+def test_math_check_catches_each_defect_class(defect):
+    m = _check_math()
+    assert m.page_problems(f"<html><body><p>ok</p>{m.BROKEN[defect]}</body></html>")
+    assert m.self_test() == []
+
+
+def test_math_check_passes_clean_formulas():
+    m = _check_math()
+    good = [r"\(\mathrm{Tr}(QAQ^T)\)", r"\(\ker(I + A) = \{0\},\ \text{so } I + A \text{ is invertible}\)",
+            r"\[\tilde\Lambda = \mathbb{I}_{2d}\otimes\Lambda\ \text{in the } q/p \text{ rearrangement}\]",
+            r"\(\sin x + \cos y\)", r"\(I \pm A\ \text{invertible (cayley.well_defined)}\)"]
+    for tex in good:
+        assert m.formula_problems(tex) == [], tex
+
+
+def _public_docstrings():
+    import importlib
+    import inspect
+    import pkgutil
+
+    import geoattn
+
+    for info in pkgutil.walk_packages(geoattn.__path__, "geoattn."):
+        if info.name.endswith("__main__"):  # importing it runs the command line
+            continue
+        mod = importlib.import_module(info.name)
+        yield info.name, mod.__doc__
+        for name, obj in vars(mod).items():
+            if getattr(obj, "__module__", None) != info.name or name.startswith("__"):
+                continue
+            yield f"{info.name}.{name}", getattr(obj, "__doc__", None)
+            if inspect.isclass(obj):
+                for attr, member in vars(obj).items():
+                    yield f"{info.name}.{name}.{attr}", getattr(member, "__doc__", None)
+
+
+def test_no_control_characters_in_docstrings():
+    """A backslash lost in a non-raw docstring turns ``\\tfrac12`` into a TAB and ``frac12`` on the page."""
+    import re
+
+    bad = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\t]")
+    found = [name for name, doc in _public_docstrings() if isinstance(doc, str) and bad.search(doc)]
+    assert found == []
+
+    def control():
+        """The weight \tfrac12."""  # noqa: the negative control: a non-raw docstring with a lost backslash
+
+    assert bad.search(control.__doc__)

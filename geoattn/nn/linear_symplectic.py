@@ -76,7 +76,7 @@ class LinearSymplecticAttention(nn.Module):
             self.weight.uniform_(-bound, bound)
 
     def free_parameters(self) -> int:
-        """Entries the map uses: :math:`T(T+1)/2`, the symmetric part of the stored :math:`T\times T` weight."""
+        r"""Entries the map uses: :math:`T(T+1)/2`, the symmetric part of the stored :math:`T\times T` weight."""
         return self.seq_len * (self.seq_len + 1) // 2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -188,7 +188,7 @@ def shape_evidence(ctx, build, concrete_sizes, *, expect_shape=None, name="produ
                 lambda: ok_shape,
             )
         )
-        deriv = Derivation(assumptions=[chain], steps=steps, conclusion=f"{name} is defined for all sizes")
+        deriv = Derivation(assumptions=[chain], steps=steps, conclusion=rf"{name}\ \text{{is defined for all sizes}}")
         return [prove_evidence(lambda: deriv, method="dimension-generic shape inference")]
     for size in concrete_sizes:
         fac = build(size)

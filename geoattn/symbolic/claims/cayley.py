@@ -44,7 +44,7 @@ def _well_defined_derivation() -> Derivation:
             Step(x.T * x, sp.ZeroMatrix(1, 1), "(I + A)x = 0 and x^T A x = 0"),
             Step(x, sp.ZeroMatrix(n, 1), r"x^T x = \sum_i x_i^2 = 0 forces x = 0 for real x"),
         ],
-        conclusion=r"\ker(I + A) = \{0\}, so I + A is invertible for every real skew-symmetric A",
+        conclusion=r"\ker(I + A) = \{0\},\ \text{so } I + A \text{ is invertible for every real skew-symmetric } A",
     )
 
 
@@ -122,7 +122,7 @@ def _orthogonal_derivation(eps: int | None = -1, matrix: str = "skew") -> Deriva
         )
     )
     return Derivation(
-        assumptions=[f"A is {matrix}", r"I \pm A invertible (cayley.well_defined)"],
+        assumptions=[rf"A\ \text{{is {matrix}}}", r"I \pm A\ \text{invertible (cayley.well_defined)}"],
         steps=steps,
         conclusion=r"\mathrm{Cayley}(A)^T\mathrm{Cayley}(A) = \mathbb{I}",
     )
@@ -187,7 +187,7 @@ def _det_one_derivation() -> Derivation:
     dplus = Determinant(I + A)
     dminus = Determinant(I - A)
     return Derivation(
-        assumptions=[r"A^T = -A", r"I + A invertible (cayley.well_defined)"],
+        assumptions=[r"A^T = -A", r"I + A\ \text{invertible (cayley.well_defined)}"],
         steps=[
             Step((I + A).T, I - A, "A^T = -A", lambda: same((I + A).T.subs(A.T, -A), I - A)),
             Step(

@@ -43,7 +43,7 @@ def _divergence_derivation() -> Derivation:
         steps=[
             Step(r"\nabla\cdot f", div, r"\partial f_i/\partial z_i, f_i does not depend on z_i", lambda: same(div, 0)),
         ],
-        conclusion=r"\nabla\cdot f = 0: the flow preserves volume (Liouville) for every A, B, C",
+        conclusion=r"\nabla\cdot f = 0\text{: the flow preserves volume (Liouville) for every } A, B, C",
     )
 
 
@@ -153,7 +153,7 @@ def _midpoint_derivation() -> Derivation:
                  lambda: same((2 * h * fm.T * mid).expand(), h * fm.T * (z0 + z1v))),
             Step(2 * h * fm.T * mid, sp.ZeroMatrix(1, 1), r"m^Tf(m) = 0 (the field conserves |z|^2)"),
         ],
-        conclusion=r"|z_1|^2 = |z_0|^2: the implicit midpoint rule keeps every quadratic invariant of such a field",
+        conclusion=r"|z_1|^2 = |z_0|^2\text{: the implicit midpoint rule keeps every quadratic invariant of such a field}",
     )
 
 

@@ -193,7 +193,8 @@ def _lift_orthogonal_derivation(block_name: str = r"\Lambda", cite: str = "cayle
             ),
         ],
         conclusion=r"\tilde\Lambda^T\tilde\Lambda = \mathbb{I}_{dT}"
-        + r" (the same holds for \mathbb{I}_d\otimes\Lambda^T, since \Lambda^T is orthogonal too)",
+        + r"\ \text{(the same holds for } \mathbb{I}_d\otimes\Lambda^T\text{, since } \Lambda^T"
+        + r"\text{ is orthogonal too)}",
     )
 
 
@@ -210,7 +211,7 @@ def _lift_symplectic_derivation(cite: str = "cayley.orthogonal") -> Derivation:
             r"\Lambda^T\Lambda = \mathbb{I}_T" + f" ({cite})",
             r"z^{(i)} = (q^{(i)}, p^{(i)}),\ q^{(i)}, p^{(i)}\in\mathbb{R}^d",
             r"\tilde\Lambda = \mathbb{I}_{2d}\otimes\Lambda = \mathrm{diag}(\mathbb{I}_d\otimes\Lambda,\ \mathbb{I}_d\otimes\Lambda)"
-            r" in the q/p rearrangement",
+            r"\ \text{in the } q/p \text{ rearrangement}",
         ],
         steps=[
             Step(
