@@ -81,13 +81,18 @@ def config(args) -> TrainConfig:
                        checkpoint_every=1 if args.quick else 100)
 
 
+def parser():
+    """The options of every experiment, and this one's recipe options."""
+    p = experiment_parser(__doc__.strip().splitlines()[0], "examples/results/coupled_oscillator")
+    p.add_argument("--input-noise", type=float, default=INPUT_NOISE,
+                   help=f"noise on the input windows, relative to their RMS (default {INPUT_NOISE}; the tutorial: 0)")
+    p.add_argument("--rollout-windows", type=int, default=1,
+                   help="train on this many windows predicted in a row (default 1)")
+    return p
+
+
 def main(argv=None) -> dict | None:
-    parser = experiment_parser(__doc__.strip().splitlines()[0], "examples/results/coupled_oscillator")
-    parser.add_argument("--input-noise", type=float, default=INPUT_NOISE,
-                        help=f"noise on the input windows, relative to their RMS (default {INPUT_NOISE}; the tutorial: 0)")
-    parser.add_argument("--rollout-windows", type=int, default=1,
-                        help="train on this many windows predicted in a row (default 1)")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     device, out, distributed = setup(args)
 
     osc = OSC

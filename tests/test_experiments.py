@@ -299,3 +299,42 @@ def test_structure_report_measures_the_expanding_direction():
     r = structure_report(Scale(), torch.randn(3, 1, 2, dtype=torch.float64), symplectic=True)
     assert r["max_abs_det_minus_one"] < 4 * EPS64 and r["max_spectral_radius"] == pytest.approx(2.0)
     assert r["max_symplecticity_error"] < 4 * EPS64  # det 1 in two dimensions is symplectic
+
+
+def _example(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_rigid_body_recipes():
+    """The default recipe, --budget scaling the optimiser steps, --paper the paper's schedule; the data grid and the
+    held-out values of v of the paper's setup."""
+    rb = _example("rigid_body")
+    parse = rb.experiment_parser("x", "out").parse_args
+    default, double, paper = rb.config(parse([])), rb.config(parse(["--budget", "2"])), rb.config(parse(["--paper"]))
+    steps_per_epoch = -(-1238 * 56 // default.batch_size)
+    assert abs(default.epochs * steps_per_epoch - rb.STEPS) < steps_per_epoch
+    assert abs(double.epochs - 2 * default.epochs) <= 1
+    assert (paper.batch_size, paper.epochs, paper.lr) == (16384, 500_000, 1e-2)
+    assert paper.lr_at(paper.epochs - 1) == pytest.approx(1e-6) and paper.loss == "relative"
+    v = rb.training_grid(False)
+    assert len(v) == 619 and float(v[0]) == pytest.approx(0.1) and float(v[-1]) <= 2 * torch.pi
+    held = rb.held_out(8)
+    assert torch.all(((held - 0.1) / 0.01 - ((held - 0.1) / 0.01).round()).abs() > 0.4)  # never on the grid
+    ics = rb.initial_conditions(held)
+    assert ics.shape == (16, 3) and torch.allclose(ics.norm(dim=-1), torch.ones(16, dtype=torch.float64))
+
+
+def test_oscillator_recipes():
+    co = _example("coupled_oscillator")
+    default = co.config(co.parser().parse_args([]))
+    tutorial = co.config(co.parser().parse_args(["--input-noise", "0", "--budget", "0.25"]))
+    assert (default.epochs, default.input_noise, default.batch_size) == (8000, 0.05, 1024)
+    assert (tutorial.epochs, tutorial.input_noise) == (2000, 0.0)  # the tutorial's 2,000 epochs on exact windows
+    for c in (default, tutorial):
+        assert c.lr_at(0) == pytest.approx(1e-2) and c.lr_at(c.epochs - 1) == pytest.approx(1e-6)
+    assert "--input-noise 0 --budget 0.25" in co.__doc__
