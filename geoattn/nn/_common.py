@@ -1,4 +1,4 @@
-"""Input checks and the shared sequence-layer base of :mod:`geoattn.nn`."""
+"""Input checks and error classes shared by the layers of :mod:`geoattn.nn` and the models of :mod:`geoattn.models`."""
 
 from __future__ import annotations
 

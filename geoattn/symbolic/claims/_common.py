@@ -49,7 +49,8 @@ def det_rules(expr):
 
 
 def prove_evidence(build: Callable[[], Derivation], method: str = "dimension-generic derivation") -> Evidence:
-    """Run a derivation; ``proved`` evidence, or ``None``-like failure detail."""
+    """Run the derivation ``build()`` and return ``proved`` evidence; a step that does not verify raises
+    :class:`~geoattn.symbolic.evidence.ProofFailed` (the caller records it as a failed proof)."""
     derivation = build().run()
     lemmas = len(derivation.lemmas)
     detail = f"{len(derivation.steps)} steps, {len(derivation.steps) - lemmas} verified by SymPy"
