@@ -96,7 +96,7 @@ def _reject_constant(name):
 
 
 @pytest.mark.parametrize("script, structured, stem, first_time, figures", [
-    ("rigid_body.py", "VPT (skew)", "vpt_skew", "rel_error_t12", ("rollout_error.png", "norm_max.png",
+    ("rigid_body.py", "VPT (skew)", "vpt_skew", "rel_error_t12", ("rollout_error.png", "norm_deviation.png",
                                                                    "trajectories.png")),
     ("coupled_oscillator.py", "LST", "lst", "rel_error_t10", ("rollout_error.png", "trajectories.png")),
 ])
