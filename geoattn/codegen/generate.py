@@ -32,7 +32,7 @@ import math
 
 import torch
 
-__all__ = [{names}]
+__all__ = [{names}, "N_OUTPUTS"]
 '''
 
 
@@ -72,7 +72,9 @@ def generate_module() -> str:
         sources=sources,
         names=", ".join(f'"{k.name}"' for k in KERNELS),
     )
-    return header + "\n\n" + "\n\n".join(generate_kernel(k) for k in KERNELS)
+    counts = "".join(f'    "{k.name}": {len(k.returns or k.outputs)},\n' for k in KERNELS)
+    table = f"#: how many tensors each kernel returns (read by the autograd wrappers)\nN_OUTPUTS = {{\n{counts}}}\n"
+    return header + "\n\n" + "\n\n".join(generate_kernel(k) for k in KERNELS) + "\n\n" + table
 
 
 def target_path() -> str:

@@ -327,9 +327,8 @@ class _ExpSkewTaylor(torch.autograd.Function):
 
 
 def _n_intermediates(dtype: torch.dtype) -> int:
-    """How many intermediates the forward Taylor kernel returns besides p(X): the VJP kernel's
-    arguments other than X and G."""
-    return _TAYLOR[dtype][1].__code__.co_argcount - 2
+    """How many intermediates the forward Taylor kernel returns besides p(X) (a generated constant)."""
+    return gen.N_OUTPUTS[_TAYLOR[dtype][0].__name__] - 1
 
 
 def _under_functorch(t: torch.Tensor) -> bool:

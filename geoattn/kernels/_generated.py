@@ -39,7 +39,7 @@ import math
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift"]
+__all__ = ["cayley_matrix", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "N_OUTPUTS"]
 
 
 def cayley_matrix(C):
@@ -442,3 +442,32 @@ def lift(Lam, d):
     eye = torch.eye(d, dtype=Lam.dtype, device=Lam.device)
     L = (eye.unsqueeze(-1).unsqueeze(-3) * Lam.mT.unsqueeze(-2).unsqueeze(-4)).flatten(-4, -3).flatten(-2, -1)
     return L
+
+
+#: how many tensors each kernel returns (read by the autograd wrappers)
+N_OUTPUTS = {
+    "cayley_matrix": 1,
+    "cayley_apply_solve": 1,
+    "cayley_apply_matrix": 1,
+    "cayley_vjp": 1,
+    "skew_from_lower": 1,
+    "upper_triangular_asymmetrize": 1,
+    "vp_correlation": 1,
+    "vp_correlation_lower": 1,
+    "lsa_update": 1,
+    "exp_skew_from_eigh": 1,
+    "cayley_from_eigh": 1,
+    "exp_skew_vjp": 1,
+    "exp_taylor16": 7,
+    "exp_taylor16_vjp": 1,
+    "exp_taylor9": 5,
+    "exp_taylor9_vjp": 1,
+    "vp_lowrank_skew": 1,
+    "cayley_minus_identity": 1,
+    "vp_lowrank_apply": 1,
+    "vp_lowrank_project": 1,
+    "vp_lowrank_cayley_vjp": 2,
+    "vp_lowrank_exp_vjp": 2,
+    "square_vjp": 1,
+    "lift": 1,
+}
