@@ -117,6 +117,7 @@ def main(argv=None) -> dict | None:
     exp = Experiment(
         name="rigid_body", models=MODELS, train_traj=train_traj, test_traj=test_traj, dt=DT, config=config(args),
         eval_times=tuple(t for t in EVAL_TIMES if t <= t_test), symplectic=False, rollout_metrics=norm_range,
+        steps=None if args.quick or args.paper else round(args.budget * STEPS),
     )
     res = run(exp, args, device)
     if res is None:  # not the main process

@@ -41,6 +41,7 @@ tensor(True)
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Callable
 
 import torch
@@ -273,7 +274,7 @@ def assert_preserves(module: torch.nn.Module, x: torch.Tensor, *, k: float = _DE
     """
     declared = getattr(module, "preserves", None)
     refuted = getattr(module, "does_not_preserve", None)
-    if not isinstance(declared, dict) or not isinstance(refuted, dict):
+    if not isinstance(declared, Mapping) or not isinstance(refuted, Mapping):
         raise TypeError(f"Expected a module with preserves and does_not_preserve mappings. Got "
                         f"{type(module).__name__}.")
     for prop in (*declared, *refuted):

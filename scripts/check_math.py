@@ -7,7 +7,8 @@ MathJax typesets almost anything, so a formula can render and still be wrong. Fo
 
 * no prose inside math: two or more words in a row outside ``\\text{}``-like groups (MathJax sets
   them as one italic run, "soI+Aisinvertible");
-* no ledger id inside math (``vp.map_volume`` sets as a product with subscripts);
+* no ledger id inside math outside ``\\text{}`` (``vp.map_volume_preserving.skew`` sets as a product with
+  subscripts); the ids are read from the ledger;
 * no nested math delimiters (``\\(`` inside a formula) and no control characters;
 
 and of the visible text outside code: no TeX command whose backslash was eaten by a Python string
@@ -31,7 +32,16 @@ TAG = re.compile(r"<[^>]+>")
 TEXT_GROUP = re.compile(r"\\(?:text|textrm|textit|texttt|mathrm|mathit|mathtt|operatorname|mbox|mathsf)\s*\{[^{}]*\}")
 COMMAND = re.compile(r"\\[A-Za-z]+")
 PROSE = re.compile(r"(?<![A-Za-z])[A-Za-z]{2,}(?:\s+[A-Za-z]{2,})+(?![A-Za-z])")
-LEDGER_ID = re.compile(r"(?<![\\A-Za-z])[a-z]{2,}\.[a-z]+_[a-z_]+")
+def _ledger_ids() -> re.Pattern:
+    """Every claim id of the ledger, longest first (``cayley.orthogonal`` as well as ``vp.map_volume_preserving``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from geoattn.symbolic.claim import all_claims
+
+    ids = sorted((c.id for c in all_claims()), key=len, reverse=True)
+    return re.compile(r"(?<![\\A-Za-z_.])(?:" + "|".join(re.escape(i) for i in ids) + r")(?![A-Za-z_])")
+
+
+LEDGER_ID = _ledger_ids()
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 EATEN = re.compile(r"(?<![\\A-Za-z])(?:frac\d|frac\{|heta\b|imes\b|ightarrow\b|mathbb\{)")
 
@@ -76,7 +86,8 @@ def page_problems(source: str) -> list[str]:
 #: one formula or text per defect class; each must be caught
 BROKEN = {
     "prose": r'<span class="math notranslate nohighlight">\(so I + A is invertible for every A\)</span>',
-    "ledger id": r'<span class="math notranslate nohighlight">\(\text{see } vp.map_volume_preserving\)</span>',
+    "ledger id": r'<span class="math notranslate nohighlight">\(\text{see } vp.map_volume_preserving.skew\)</span>',
+    "ledger id without underscore": r'<span class="math notranslate nohighlight">\(Q^TQ = I (cayley.orthogonal)\)</span>',
     "nested": r'<span class="math notranslate nohighlight">\(\(lsa_update\)\)</span>',
     "eaten backslash": "<p>the weight \\tfrac12 of \x09heta</p>".replace("\\tfrac", "\tfrac"),
     "control": '<span class="math notranslate nohighlight">\\(x\x07\\)</span>',

@@ -57,7 +57,8 @@ def _check_math():
     return mod
 
 
-@pytest.mark.parametrize("defect", ["prose", "ledger id", "nested", "eaten backslash", "control"])
+@pytest.mark.parametrize("defect", ["prose", "ledger id", "ledger id without underscore", "nested", "eaten backslash",
+                                    "control"])
 def test_math_check_catches_each_defect_class(defect):
     m = _check_math()
     assert m.page_problems(f"<html><body><p>ok</p>{m.BROKEN[defect]}</body></html>")
@@ -106,3 +107,35 @@ def test_no_control_characters_in_docstrings():
         """The weight \tfrac12."""  # noqa: the negative control: a non-raw docstring with a lost backslash
 
     assert bad.search(control.__doc__)
+
+
+def _escaped_docstrings(source: str, filename: str = "<src>") -> list[str]:
+    """Docstrings written as non-raw literals with a backslash before a letter (``\\nabla`` is a newline and
+    ``abla``, ``\\tfrac`` a TAB): they must be raw strings."""
+    import ast
+    import re
+
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(
+                    first.value.value, str):
+                seg = ast.get_source_segment(source, first.value) or ""
+                prefix = re.match(r"[A-Za-z]*", seg).group(0).lower()
+                if "r" not in prefix and re.search(r"(?<!\\)(?:\\\\)*\\[A-Za-z]", seg):
+                    found.append(f"{filename}:{first.lineno}")
+    return found
+
+
+def test_docstrings_with_backslash_escapes_are_raw():
+    found = []
+    for path in sorted((ROOT / "geoattn").rglob("*.py")) + sorted((ROOT / "examples").glob("*.py")):
+        found += _escaped_docstrings(path.read_text(), str(path.relative_to(ROOT)))
+    assert found == []
+    # negative controls: a non-raw \nabla and \tfrac are caught; raw strings and doubled backslashes are not
+    assert _escaped_docstrings('def f():\n    """grad \\nabla f"""\n') == ["<src>:2"]
+    assert _escaped_docstrings('"""weight \\tfrac12"""\n') == ["<src>:1"]
+    assert _escaped_docstrings('def f():\n    r"""grad \\nabla f"""\n') == []
+    assert _escaped_docstrings('def f():\n    """grad \\\\nabla f"""\n') == []

@@ -98,7 +98,7 @@ def _reject_constant(name):
 @pytest.mark.parametrize("script, structured, stem, first_time, figures", [
     ("rigid_body.py", "VPT (skew)", "vpt_skew", "rel_error_t12", ("rollout_error.png", "norm_deviation.png",
                                                                    "trajectories.png")),
-    ("coupled_oscillator.py", "LST", "lst", "rel_error_t10", ("rollout_error.png", "trajectories.png")),
+    ("coupled_oscillator.py", "LST", "lst", "rel_error_t9", ("rollout_error.png", "trajectories.png")),
 ])
 def test_example_quick_run_writes_outputs(script, structured, stem, first_time, figures, tmp_path):
     out = tmp_path / "out"
@@ -261,6 +261,21 @@ def test_load_model_refuses_what_is_not_a_model_file(tmp_path):
         ModelSpec("ResNetIntegrator", {"sys_dim": 3, "activation": torch.nn.Tanh()})
     with pytest.raises(ModelFileError, match="the spec's class"):
         save_model(tmp_path / "x.pt", _model(0), ModelSpec("ResNetIntegrator", {"sys_dim": 4}))
+    spec = ModelSpec("LinearSymplecticTransformer", {"sys_dim": 4, "seq_len": 3, "n_sympnet": 1})
+    with pytest.raises(ModelFileError, match="Expected a model built from the spec"):
+        save_model(tmp_path / "x.pt", _model(0), ModelSpec("LinearSymplecticTransformer", {"sys_dim": 4, "seq_len": 4}))
+    import numpy as np
+
+    with pytest.raises(ModelFileError, match="Expected plain data in metadata"):
+        save_model(tmp_path / "x.pt", _model(0), spec, metadata={"loss": np.float64(0.1)})
+    with pytest.raises(ModelFileError, match="without 'dtype'"):
+        ModelSpec("ResNetIntegrator", {"sys_dim": 3, "dtype": "float64"})
+    torch.save({"format": "geoattn.model", "version": 1}, tmp_path / "partial.pt")
+    with pytest.raises(ModelFileError, match="without"):
+        load_model(tmp_path / "partial.pt")
+    save_model(tmp_path / "ok.pt", _model(0), spec)
+    with pytest.raises(ModelFileError, match="map_location"):
+        load_model(tmp_path / "ok.pt", map_location={"cuda:0": "cpu"})
 
 
 def test_summaries_and_strict_json(tmp_path):
@@ -270,7 +285,8 @@ def test_summaries_and_strict_json(tmp_path):
     s = summarise(runs)
     assert set(s) == {"err", "n"}  # strings and identifiers are not summarised
     assert s["err"]["median"] == 0.5 and s["err"]["max"] == float("inf")  # a NaN (diverged) counts as infinite
-    assert s["n"] == {"median": 3.0, "min": 2.0, "max": 4.0, "seeds": [2, 4, 3]}
+    assert s["n"] == {"median": 3, "min": 2, "max": 4, "nonfinite_seeds": 0, "seeds": [2, 4, 3]}
+    assert isinstance(s["n"]["median"], int) and s["err"]["nonfinite_seeds"] == 1
     assert spread_cell(s["err"], ".2f") == "0.50 [0.25, diverged]" and spread_cell(s["n"], "d") == "3 [2, 4]"
     write_json(tmp_path / "m.json", {"s": s})
     text = (tmp_path / "m.json").read_text()

@@ -527,3 +527,24 @@ def test_numpy_integers_and_parametrized_names_in_messages():
         layer(torch.randn(2, 4, 5))
     with pytest.raises(TypeError, match=r"dtype torch.float32. Got torch.float64 \(convert"):
         layer(torch.randn(2, 4, 3, dtype=torch.float64))
+
+
+def test_multihead_three_dimensional_and_unbatched_masks():
+    from geoattn.nn import MultiHeadAttention
+
+    torch.manual_seed(1)
+    B, T, dim, h = 2, 4, 4, 2  # batch = n_heads: a per-head mask must not pass for a per-sample one
+    layer = MultiHeadAttention(dim, h, dtype=torch.float64)
+    ref = _torch_mha(layer)
+    x = torch.randn(B, T, dim, dtype=torch.float64)
+    keep = (torch.rand(B, T, T) < 0.6) | torch.eye(T, dtype=torch.bool)
+    out = layer(x, keep)
+    expected = ref(x, x, x, attn_mask=~keep.repeat_interleave(h, 0), need_weights=False)[0]
+    tol = 64 * T * torch.finfo(torch.float64).eps
+    torch.testing.assert_close(out, expected, rtol=tol, atol=tol)
+    # unbatched input: the same as a batch of one
+    torch.testing.assert_close(layer(x[0], keep[0]), out[0], rtol=tol, atol=tol)
+    with pytest.raises(ValueError, match=r"Expected a 3-D mask of shape \(batch, T, T\) with batch = 2"):
+        layer(x, torch.ones(3, T, T, dtype=torch.bool))
+    with pytest.raises(ValueError, match="for a batched x"):
+        layer(x[0], keep)

@@ -86,3 +86,11 @@ def test_assert_preserves_catches_a_false_declaration():
         assert_preserves(odd, torch.randn(2, 1, 3))
     with pytest.raises(TypeError, match="preserves and does_not_preserve"):
         assert_preserves(nn.Linear(3, 3), torch.randn(2, 3))
+
+
+def test_class_level_declarations_are_read_only():
+    """Shared by every instance (and by subclasses that inherit them): nobody may change them in place."""
+    with pytest.raises(TypeError):
+        M.ResNetIntegrator.preserves["volume"] = ("x",)
+    with pytest.raises(TypeError):
+        N.OrthonormalAttention.does_not_preserve["volume"] = ()

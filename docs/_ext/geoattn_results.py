@@ -4,7 +4,9 @@ On ``builder-inited`` every ``benchmarks/results/<name>-<device>.json`` written 
 scripts becomes ``_generated/bench-<name>-<device>.md`` (a Markdown table) and
 ``_generated/bench-<name>-<device>.png`` (ratios against the reference, forward + backward, at the
 largest batch; the Cayley forms get a table only), which ``benchmarks.md`` includes. Nothing is typed by hand, so the page shows
-exactly what the last benchmark run measured.
+exactly what the last benchmark run measured. ``_generated/preserves.md`` is the table of what each
+public layer and model preserves, read from their ``preserves`` / ``does_not_preserve``
+declarations (``api.md`` includes it).
 """
 
 from __future__ import annotations
@@ -113,6 +115,8 @@ def _plot(title: str, series: dict, path: Path, ylabel: str = "ratio") -> None:
 
 def _preserves_table() -> str:
     """What each public layer and model preserves, read from its ``preserves`` / ``does_not_preserve``."""
+    import torch
+
     import geoattn.models as M
     import geoattn.nn as N
 
@@ -136,6 +140,13 @@ def _preserves_table() -> str:
         ("StandardTransformerIntegrator", M.StandardTransformerIntegrator(4, 3)),
         ("ResNetIntegrator", M.ResNetIntegrator(3)),
     ]
+
+    public = {name for mod in (N, M) for name in mod.__all__
+              if isinstance(getattr(mod, name), type) and issubclass(getattr(mod, name), torch.nn.Module)}
+    covered = {label.split("(")[0] for label, _ in variants} | {"Skew", "Integrator"}  # a parametrization; the base
+    if public - covered:
+        raise RuntimeError(f"Expected the preserves table to cover every public layer and model. Missing "
+                           f"{sorted(public - covered)}.")
 
     def cell(d: dict) -> str:
         return "; ".join(f"{prop} ({', '.join(f'`{i}`' for i in ids)})" for prop, ids in d.items()) or "–"

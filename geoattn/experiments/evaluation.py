@@ -62,10 +62,11 @@ def structure_report(model: torch.nn.Module, windows: torch.Tensor, *, symplecti
     Returns ``{"max_abs_det_minus_one", "median_abs_det_minus_one",
     "max_spectral_radius"}`` and, with ``symplectic=True``,
     ``"max_symplecticity_error"``. The spectral radius is the largest
-    :math:`|\lambda|` of the window map's Jacobian: an eigenvalue above 1
-    is a direction a rollout expands at every window (a volume-preserving
-    or symplectic map whose eigenvalues are not all on the unit circle has
-    one, since their product is 1).
+    :math:`|\lambda|` of the window map's Jacobian at the given windows: an
+    eigenvalue above 1 is a direction in which the linearised map expands
+    near them (a volume-preserving or symplectic map whose eigenvalues are
+    not all on the unit circle has one, since their product is 1); whether a
+    rollout grows depends on the product of the Jacobians along it.
     """
     J = jacobian(model, windows)
     det = torch.linalg.det(J)

@@ -30,6 +30,24 @@ class ModelFileError(ValueError):
     """A file that is not a geoattn model file, or names something :mod:`geoattn.models` does not export."""
 
 
+def _check_plain(where: str, v) -> None:
+    """Refuse anything ``torch.load(weights_only=True)`` would not read back (numpy scalars, objects)."""
+    if v is None or type(v) in (str, int, float, bool) or isinstance(v, torch.Tensor):  # numpy scalars subclass float
+        return
+    if isinstance(v, (list, tuple)):
+        for i, x in enumerate(v):
+            _check_plain(f"{where}[{i}]", x)
+        return
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if not isinstance(k, str):
+                raise ModelFileError(f"Expected string keys in {where}. Got {k!r}.")
+            _check_plain(f"{where}[{k!r}]", x)
+        return
+    raise ModelFileError(f"Expected plain data in {where} (str, int, float, bool, None, tensors, lists, dicts). "
+                         f"Got {type(v).__name__}: {v!r}.")
+
+
 def _model_class(name: str) -> type[torch.nn.Module]:
     cls = getattr(_models, name, None) if name in _models.__all__ else None
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
@@ -62,8 +80,12 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         _model_class(self.cls)
+        if not isinstance(self.kwargs, dict):
+            raise ModelFileError(f"Expected kwargs to be a dict. Got {type(self.kwargs).__name__}.")
         for k, v in self.kwargs.items():
-            if not (v is None or isinstance(v, (str, int, float, bool))):
+            if k in ("device", "dtype"):
+                raise ModelFileError(f"Expected kwargs without {k!r} (build() and load_model() set it). Got {k}={v!r}.")
+            if not (v is None or type(v) in (str, int, float, bool)):
                 raise ModelFileError(f"Expected constructor arguments of plain types (str, int, float, bool, None). "
                                      f"Got {k}={v!r}.")
 
@@ -74,9 +96,20 @@ class ModelSpec:
 
 def save_model(path: str | os.PathLike, model: torch.nn.Module, spec: ModelSpec, *,
                metadata: dict[str, Any] | None = None) -> None:
-    """Write ``model`` (built from ``spec``) and ``metadata`` to ``path``, atomically, with CPU tensors."""
+    """Write ``model`` (built from ``spec``) and ``metadata`` to ``path``, atomically, with CPU tensors.
+
+    The model must have the spec's class and parameter shapes, and ``metadata``
+    must be plain data (what ``torch.load(weights_only=True)`` reads back):
+    both are checked here rather than when the file is read.
+    """
     if type(model).__name__ != spec.cls:
         raise ModelFileError(f"Expected a {spec.cls} (the spec's class). Got {type(model).__name__}.")
+    fresh = {k: tuple(v.shape) for k, v in spec.build(device="meta").state_dict().items()}
+    have = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    if fresh != have:
+        raise ModelFileError(f"Expected a model built from the spec {spec}. Got parameters that differ from its "
+                             f"(e.g. {sorted(set(fresh.items()) ^ set(have.items()))[:3]}).")
+    _check_plain("metadata", metadata or {})
     dtype = next(model.parameters()).dtype
     data = {
         "format": _FORMAT,
@@ -111,9 +144,15 @@ def load_model(path: str | os.PathLike, *, map_location=None) -> torch.nn.Module
     >>> torch.equal(again(x), model(x)), again.metadata["seed"]
     (True, 0)
     """
+    if map_location is not None and not isinstance(map_location, (str, torch.device)):
+        raise ModelFileError(f"Expected map_location to be a device (str or torch.device). Got {map_location!r}.")
     data = torch.load(path, map_location=map_location, weights_only=True)
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        raise ModelFileError(f"Expected a geoattn model file (format {_FORMAT!r}). Got {os.fspath(path)!r}.")
+    missing = [k for k in ("class", "kwargs", "dtype", "state_dict", "metadata")
+               if not isinstance(data, dict) or k not in data]
+    if not isinstance(data, dict) or data.get("format") != _FORMAT or missing:
+        raise ModelFileError(f"Expected a geoattn model file (format {_FORMAT!r}). Got {os.fspath(path)!r}"
+                             + (f" without {missing}." if isinstance(data, dict) and data.get("format") == _FORMAT
+                                else "."))
     if data.get("version") != _VERSION:
         raise ModelFileError(f"Expected model file version {_VERSION}. Got {data.get('version')!r}.")
     dtype = getattr(torch, data["dtype"], None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import json
 import math
 import platform
@@ -18,7 +19,7 @@ import torch
 from ..systems import TrajectoryWindows
 from .evaluation import diverged, relative_error, rollout_trajectories, structure_report, valid_time
 from .io import ModelSpec, save_model
-from .training import TrainConfig, init_distributed, is_main_process, train
+from .training import TrainConfig, init_distributed, is_main_process, train, world_size
 
 __all__ = [
     "experiment_parser",
@@ -48,7 +49,9 @@ def experiment_parser(description: str, default_out: str) -> argparse.ArgumentPa
     p.add_argument("--no-resume", action="store_true", help="ignore existing checkpoints and start over")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    p.add_argument("--models", nargs="*", default=None, help="train only these models (names as in the table)")
+    p.add_argument("--models", nargs="*", default=None,
+                   help="train only these models (names as in the table); a later run without --models picks up "
+                        "their finished checkpoints and writes the whole table")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
@@ -110,6 +113,9 @@ class Experiment:
     ``rollout_metrics(pred, ref)`` adds system-specific figures per seed (for
     instance the range of :math:`|z|`); it gets float64 rollouts
     ``(n_test, n, d)`` with NaN after divergence, and their references.
+    With ``steps``, each model trains for that many optimiser steps (its
+    epochs follow from its own number of windows, which depends on its
+    ``seq_len``) instead of ``config.epochs``.
     """
 
     name: str
@@ -121,6 +127,12 @@ class Experiment:
     eval_times: tuple[float, ...]
     symplectic: bool
     rollout_metrics: Callable[[torch.Tensor, torch.Tensor], dict] = lambda pred, ref: {}
+    steps: int | None = None
+
+    def __post_init__(self) -> None:
+        for t in self.eval_times:
+            if abs(t / self.dt - round(t / self.dt)) > 1e-9:
+                raise ValueError(f"Expected evaluation times on the grid of dt = {self.dt}. Got t = {t}.")
 
 
 def _median(x: torch.Tensor) -> float:
@@ -155,9 +167,15 @@ def run(exp: Experiment, args, device: torch.device) -> dict | None:
     Checkpoints (``out/checkpoints/<model>-seed<k>.pt``) make an interrupted
     run resume where it stopped. Returns ``{"runs": {model: [per-seed row]},
     "pred": {model: seed-0 rollouts}, "error": {model: (seeds, n) median error
-    curves}, "loss": {model: [per-seed loss history]}}`` on the main process,
-    ``None`` on the others.
+    curves}, "states": {model: (seeds, n_test, n) norms of the rollout states},
+    "loss": {model: [per-seed loss history]}}`` on the main process, ``None``
+    on the others.
     """
+    unknown = [m for m in args.models or () if m not in exp.models]
+    if unknown:
+        close = {m: difflib.get_close_matches(m, list(exp.models), n=1) for m in unknown}
+        hints = ", ".join(f"{m!r}" + (f" (did you mean {c[0]!r}?)" if c else "") for m, c in close.items())
+        raise SystemExit(f"Expected --models among {list(exp.models)}. Got {hints}.")
     out = Path(args.out)
     (out / "models").mkdir(parents=True, exist_ok=True)
     res: dict = {"runs": {}, "pred": {}, "error": {}, "states": {}, "loss": {}}
@@ -171,6 +189,9 @@ def run(exp: Experiment, args, device: torch.device) -> dict | None:
             config = dataclasses.replace(exp.config, seed=seed)
             x, y = TrajectoryWindows(exp.train_traj, model.seq_len, config.rollout_windows * model.seq_len,
                                      dtype=torch.float32).tensors()
+            steps_per_epoch = math.ceil(x.shape[0] // world_size() / config.batch_size)
+            if exp.steps is not None:
+                config = dataclasses.replace(config, epochs=max(1, round(exp.steps / steps_per_epoch)))
             tag = f"{_slug(name)}-seed{seed}"
             hist = train(model, x, y, config, checkpoint=out / "checkpoints" / f"{tag}.pt",
                          resume=not args.no_resume, progress=not args.no_progress and is_main_process(),
@@ -178,7 +199,6 @@ def run(exp: Experiment, args, device: torch.device) -> dict | None:
             if not is_main_process():
                 continue
             stored, free = count_parameters(model)
-            steps_per_epoch = math.ceil(x.shape[0] / config.batch_size)
             row = {"model": name, "seed": seed, "parameters_stored": stored, "parameters_free": free,
                    "final_train_loss": hist["loss"][-1], "epochs": config.epochs,
                    "optimiser_steps": config.epochs * steps_per_epoch,
@@ -204,7 +224,9 @@ def summarise(runs: list[dict]) -> dict:
     """Per numeric figure of the per-seed ``runs``: ``{"median", "min", "max", "seeds"}``.
 
     NaN counts as :math:`+\\infty` (a diverged rollout); the median is the
-    lower median (an observed value, so counts stay integers).
+    lower median (an observed value; integer figures stay integers).
+    ``nonfinite_seeds`` counts the seeds whose value is not finite, which
+    strict JSON writes as ``null``.
     """
     out: dict = {}
     for key in runs[0]:
@@ -213,8 +235,9 @@ def summarise(runs: list[dict]) -> dict:
             continue
         t = torch.tensor(vals, dtype=torch.float64)
         t_inf = torch.where(torch.isnan(t), torch.full_like(t, math.inf), t)
-        out[key] = {"median": float(t_inf.median()), "min": float(t_inf.min()), "max": float(t_inf.max()),
-                    "seeds": vals}
+        cast = int if all(isinstance(v, int) for v in vals) else float
+        out[key] = {"median": cast(t_inf.median()), "min": cast(t_inf.min()), "max": cast(t_inf.max()),
+                    "nonfinite_seeds": int((~torch.isfinite(t)).sum()), "seeds": vals}
     return out
 
 

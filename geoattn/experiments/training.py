@@ -28,7 +28,10 @@ def relative_l2_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     if pred.shape != target.shape:
         raise ValueError(f"Expected pred and target of the same shape. Got {tuple(pred.shape)} and "
                          f"{tuple(target.shape)}.")
-    return ((pred - target).flatten(1).norm(dim=1) / target.flatten(1).norm(dim=1)).mean()
+    norm = target.flatten(1).norm(dim=1)
+    if not torch.compiler.is_compiling() and bool((norm == 0).any()):
+        raise ValueError("Expected every target window to be nonzero (the loss divides by its norm). Got a zero one.")
+    return ((pred - target).flatten(1).norm(dim=1) / norm).mean()
 
 
 def _loss(name: str, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -60,7 +63,7 @@ class TrainConfig:
     inputs' root mean square to every input window (the targets stay
     clean): it trains the map on windows that are not exact pieces of a
     trajectory, which a rollout meets as soon as it makes an error. The
-    noise is drawn from the epoch's generator, so resuming reproduces it.
+    noise is drawn from a generator of (seed, epoch, rank), so resuming reproduces it.
     ``rollout_windows`` :math:`K > 1` trains on :math:`K` windows predicted
     in a row, each from the previous prediction (targets of
     :math:`K\cdot T` states): the loss then sees how errors grow in a
@@ -91,8 +94,10 @@ class TrainConfig:
             raise ValueError(f"Expected final_lr_fraction in (0, 1]. Got {self.final_lr_fraction!r}.")
         if self.loss not in _LOSSES:
             raise ValueError(f"Expected loss to be one of {_LOSSES}. Got {self.loss!r}.")
-        if not self.input_noise >= 0:
-            raise ValueError(f"Expected a nonnegative input_noise. Got {self.input_noise!r}.")
+        if not (self.input_noise >= 0 and math.isfinite(self.input_noise)):
+            raise ValueError(f"Expected a finite nonnegative input_noise. Got {self.input_noise!r}.")
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise ValueError(f"Expected two Adam betas in [0, 1). Got {self.betas!r}.")
         if self.schedule not in _SCHEDULES:
             raise ValueError(f"Expected schedule to be one of {_SCHEDULES}. Got {self.schedule!r}.")
 
@@ -125,6 +130,11 @@ def is_main_process() -> bool:
     return not dist.is_initialized() or dist.get_rank() == 0
 
 
+def world_size() -> int:
+    """The number of processes training together (1 without a process group)."""
+    return _world()[1]
+
+
 def _world() -> tuple[int, int]:
     if dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
@@ -141,7 +151,34 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
     return state
 
 
-def _save(path: Path, model: nn.Module, optimizer, epoch: int, history: dict, config: TrainConfig) -> None:
+def _data_shape(inputs: torch.Tensor, targets: torch.Tensor) -> list[int]:
+    return [*inputs.shape, *targets.shape]
+
+
+def _check_resumable(path: Path, state: dict, config: TrainConfig, inputs: torch.Tensor, targets: torch.Tensor) -> None:
+    """Refuse a checkpoint written by a different recipe or on different data (resuming it would mix two runs).
+
+    Fields a checkpoint lacks take their defaults (checkpoints of older versions); ``checkpoint_every`` may differ.
+    """
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    stored = TrainConfig(**{k: v for k, v in state.get("config", {}).items() if k in known})
+    diffs = [f"{f.name}: {getattr(stored, f.name)!r} != {getattr(config, f.name)!r}"
+             for f in dataclasses.fields(TrainConfig) if f.name != "checkpoint_every"
+             and _plain(getattr(stored, f.name)) != _plain(getattr(config, f.name))]
+    shape = state.get("data_shape")
+    if shape is not None and list(shape) != _data_shape(inputs, targets):
+        diffs.append(f"data shape: {list(shape)} != {_data_shape(inputs, targets)}")
+    if diffs:
+        raise ValueError(f"Expected the checkpoint {os.fspath(path)!r} to come from the same recipe and data. Got "
+                         f"{'; '.join(diffs)}. Pass resume=False (--no-resume) or another output folder.")
+
+
+def _plain(v):
+    return list(v) if isinstance(v, (tuple, list)) else v
+
+
+def _save(path: Path, model: nn.Module, optimizer, epoch: int, history: dict, config: TrainConfig,
+          data_shape: list[int]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     torch.save(
         {
@@ -150,6 +187,7 @@ def _save(path: Path, model: nn.Module, optimizer, epoch: int, history: dict, co
             "epoch": epoch,
             "history": history,
             "config": dataclasses.asdict(config),
+            "data_shape": data_shape,
         },
         tmp,
     )
@@ -174,7 +212,8 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
     checkpoint : path, optional
         written (by rank 0) every ``config.checkpoint_every`` epochs and at the
         end, atomically; with ``resume=True`` an existing file is loaded and
-        training continues after its epoch. Shuffling depends only on
+        training continues after its epoch (a file written with another
+        recipe or other data is refused with a ``ValueError``). Shuffling depends only on
         ``(seed, epoch)``, so a resumed run continues exactly as an
         uninterrupted one.
     progress : bool
@@ -203,7 +242,10 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
     start = 0
     path = Path(checkpoint) if checkpoint is not None else None
     if path is not None and resume and path.exists():
-        state = load_checkpoint(path, model, optimizer, map_location=p0.device)
+        state = torch.load(path, map_location=p0.device, weights_only=True)
+        _check_resumable(path, state, config, inputs, targets)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
         history = state["history"]
         start = state["epoch"] + 1
     net = model
@@ -226,12 +268,13 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
             group["lr"] = config.lr_at(epoch)
         g = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
         order = torch.randperm(n, generator=g)[rank * per_rank:(rank + 1) * per_rank].to(p0.device)
+        noise = torch.Generator().manual_seed((config.seed * 1_000_003 + epoch) * 1009 + rank)  # its own per rank
         total, count = torch.zeros((), dtype=torch.float64, device=p0.device), 0
         for i in range(0, per_rank, config.batch_size):
             idx = order[i:i + config.batch_size]
             x = inputs[idx]
             if config.input_noise:
-                x = x + (config.input_noise * scale) * torch.randn(x.shape, generator=g, dtype=x.dtype).to(x.device)
+                x = x + (config.input_noise * scale) * torch.randn(x.shape, generator=noise, dtype=x.dtype).to(x.device)
             loss = _loss(config.loss, _chain(net, x, config.rollout_windows), targets[idx])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -250,7 +293,7 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
         history["seconds_total"] = seconds_before + time.perf_counter() - t0
         if path is not None and rank == 0 and ((epoch + 1) % config.checkpoint_every == 0 or last):
             path.parent.mkdir(parents=True, exist_ok=True)
-            _save(path, model, optimizer, epoch, history, config)
+            _save(path, model, optimizer, epoch, history, config, _data_shape(inputs, targets))
     if bar is not None:
         bar.close()
     if dist.is_initialized():

@@ -2,10 +2,14 @@ r"""Volume-preserving feed-forward layers: residual maps with strictly triangula
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import math
 
 import torch
 from torch import nn
+
+from ..nn._common import NOTHING_PRESERVED as _NOTHING
 
 from ..nn._common import check_positive_int, factory
 from ._common import Chain, check_nonnegative_int, check_state, make_activation
@@ -45,8 +49,8 @@ class TriangularResidual(nn.Module):
     """
 
     #: what the map preserves: property -> ledger ids (see :func:`geoattn.testing.assert_preserves`)
-    preserves = {"volume": ("models.triangular_residual_det_one",)}
-    does_not_preserve: dict = {}
+    preserves = MappingProxyType({"volume": ("models.triangular_residual_det_one",)})
+    does_not_preserve = _NOTHING
 
     def __init__(self, sys_dim: int, *, lower: bool = True, activation="tanh", bias: bool = True,
                  device=None, dtype=None) -> None:
@@ -130,8 +134,8 @@ class VolumePreservingFeedForward(Chain):
     """
 
     #: what the map preserves: property -> ledger ids (see :func:`geoattn.testing.assert_preserves`)
-    preserves = {"volume": ("models.triangular_residual_det_one",)}
-    does_not_preserve: dict = {}
+    preserves = MappingProxyType({"volume": ("models.triangular_residual_det_one",)})
+    does_not_preserve = _NOTHING
 
     def __init__(self, sys_dim: int, *, n_blocks: int = 1, n_linear: int = 1, activation="tanh",
                  device=None, dtype=None) -> None:

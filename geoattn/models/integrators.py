@@ -2,10 +2,14 @@ r"""Sequence-to-sequence integrators: a window of states in, the next window out
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import math
 
 import torch
 from torch import nn
+
+from ..nn._common import NOTHING_PRESERVED as _NOTHING
 
 from ..nn import LinearSymplecticAttention, MultiHeadAttention, VolumePreservingAttention
 from ..nn._common import LayerShapeError, check_positive_int, check_sequence
@@ -38,8 +42,8 @@ class Integrator(nn.Module):
     seq_len: int
     #: what the map preserves / is refuted to preserve: property -> ledger ids
     #: (see :func:`geoattn.testing.assert_preserves`); subclasses declare theirs
-    preserves: dict = {}
-    does_not_preserve: dict = {}
+    preserves = _NOTHING
+    does_not_preserve = _NOTHING
 
     def _check(self, x: torch.Tensor) -> None:
         check_sequence(self, "x", x, dim=self.sys_dim, seq_len=self.seq_len, dtype=self._dtype())
@@ -210,8 +214,8 @@ class LinearSymplecticTransformer(Integrator):
     >>> assert_symplectic(model, torch.randn(2, 3, 4))
     """
 
-    preserves = {"symplectic": ("lsa.map_symplectic", "models.gradient_layer_symplectic",
-                                "symplectic.product_structure")}
+    preserves = MappingProxyType({"symplectic": ("lsa.map_symplectic", "models.gradient_layer_symplectic",
+                                "symplectic.product_structure")})
 
     def __init__(self, sys_dim: int, seq_len: int, *, n_sympnet: int = 2, depth: int = 1,
                  upscaling_dim: int | None = None, activation="tanh", device=None, dtype=None) -> None:
@@ -382,7 +386,7 @@ class VolumePreservingFeedForwardIntegrator(Integrator):
     >>> assert_volume_preserving(model, torch.randn(4, 1, 3))
     """
 
-    preserves = {"volume": ("models.triangular_residual_det_one",)}
+    preserves = MappingProxyType({"volume": ("models.triangular_residual_det_one",)})
 
     def __init__(self, sys_dim: int, seq_len: int = 1, *, n_blocks: int = 1, n_linear: int = 1, activation="tanh",
                  device=None, dtype=None) -> None:
@@ -417,7 +421,7 @@ class SympNetIntegrator(Integrator):
         of the parameters.
     """
 
-    preserves = {"symplectic": ("models.gradient_layer_symplectic",)}
+    preserves = MappingProxyType({"symplectic": ("models.gradient_layer_symplectic",)})
 
     def __init__(self, sys_dim: int, seq_len: int = 1, *, n_layers: int = 4, upscaling_dim: int | None = None,
                  activation="tanh", device=None, dtype=None) -> None:

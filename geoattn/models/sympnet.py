@@ -2,10 +2,14 @@ r"""SympNet gradient layers: symplectic shears :math:`p \mapsto p + \nabla V(q)`
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import math
 
 import torch
 from torch import nn
+
+from ..nn._common import NOTHING_PRESERVED as _NOTHING
 
 from ..nn._common import LayerShapeError, check_positive_int, factory
 from ._common import Chain, check_even_sys_dim, check_state, make_activation
@@ -50,8 +54,8 @@ class GradientLayer(nn.Module):
     """
 
     #: what the map preserves: property -> ledger ids (see :func:`geoattn.testing.assert_preserves`)
-    preserves = {"symplectic": ("models.gradient_layer_symplectic",)}
-    does_not_preserve: dict = {}
+    preserves = MappingProxyType({"symplectic": ("models.gradient_layer_symplectic",)})
+    does_not_preserve = _NOTHING
 
     def __init__(self, sys_dim: int, upscaling_dim: int, *, update: str = "p", activation="tanh",
                  device=None, dtype=None) -> None:
@@ -116,8 +120,8 @@ class SympNet(Chain):
     """
 
     #: what the map preserves: property -> ledger ids (see :func:`geoattn.testing.assert_preserves`)
-    preserves = {"symplectic": ("models.gradient_layer_symplectic",)}
-    does_not_preserve: dict = {}
+    preserves = MappingProxyType({"symplectic": ("models.gradient_layer_symplectic",)})
+    does_not_preserve = _NOTHING
 
     def __init__(self, sys_dim: int, *, n_layers: int = 2, upscaling_dim: int | None = None, activation="tanh",
                  device=None, dtype=None) -> None:

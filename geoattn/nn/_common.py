@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import numbers
+from types import MappingProxyType
 
 import torch
 from torch import nn
 
 __all__ = ["LayerShapeError", "LayerDtypeError", "check_sequence", "check_positive_int", "check_probability",
-           "factory", "layer_name"]
+           "factory", "layer_name",
+           "NOTHING_PRESERVED"]
+
+
+#: an empty, read-only ``preserves`` / ``does_not_preserve`` mapping (see :func:`geoattn.testing.assert_preserves`)
+NOTHING_PRESERVED = MappingProxyType({})
 
 
 class LayerShapeError(ValueError):

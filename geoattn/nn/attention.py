@@ -2,10 +2,13 @@ r"""Single-head scaled dot-product attention (seed 002)."""
 
 from __future__ import annotations
 
+
 import math
 
 import torch
 from torch import nn
+
+from ._common import NOTHING_PRESERVED as _NOTHING
 
 from ._common import LayerDtypeError, LayerShapeError, check_positive_int, check_probability, check_sequence, factory
 
@@ -93,8 +96,8 @@ class Attention(nn.Module):
 
     #: what the map preserves / is refuted to preserve: property -> ledger ids
     #: (see :func:`geoattn.testing.assert_preserves`); nothing for this one
-    preserves: dict = {}
-    does_not_preserve: dict = {}
+    preserves = _NOTHING
+    does_not_preserve = _NOTHING
 
     def __init__(self, dim: int, *, bias: bool = False, dropout: float = 0.0, device=None, dtype=None) -> None:
         super().__init__()
@@ -112,7 +115,8 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                 is_causal: bool = False, *, need_weights: bool = False):
         """``x``: ``(batch, T, dim)`` or ``(T, dim)``; ``context``: ``(batch, S, dim)`` or ``None``;
-        ``mask``: broadcastable to ``(batch, T, S)``, boolean (``True`` = attend) or additive. With
+        ``mask``: broadcastable to ``(batch, T, S)``, boolean (``True`` = attend) or additive; ``is_causal=True``
+        builds the causal mask itself and refuses a ``mask`` beside it (combine them into one mask). With
         ``need_weights=True`` returns ``(output, weights)``, the weights ``(batch, T, S)`` before dropout."""
         w = self.q_proj.weight.dtype
         check_sequence(self, "x", x, dim=self.dim, dtype=w)

@@ -2,10 +2,14 @@ r"""Linear symplectic attention (seed 004)."""
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import math
 
 import torch
 from torch import nn
+
+from ._common import NOTHING_PRESERVED as _NOTHING
 
 from .. import kernels as K
 from ._common import LayerShapeError, check_positive_int, check_sequence, factory
@@ -56,8 +60,8 @@ class LinearSymplecticAttention(nn.Module):
 
     #: what the layer map preserves / is refuted to preserve: property -> ledger ids
     #: (see :func:`geoattn.testing.assert_preserves`)
-    preserves = {"symplectic": ("lsa.map_symplectic",)}
-    does_not_preserve: dict = {}
+    preserves = MappingProxyType({"symplectic": ("lsa.map_symplectic",)})
+    does_not_preserve = _NOTHING
 
     def __init__(self, seq_len: int, *, update: str = "p", device=None, dtype=None) -> None:
         super().__init__()

@@ -2,10 +2,13 @@ r"""Multi-head attention (seed 001)."""
 
 from __future__ import annotations
 
+
 import math
 
 import torch
 from torch import nn
+
+from ._common import NOTHING_PRESERVED as _NOTHING
 from torch.nn.utils import parametrizations, parametrize
 
 from ._common import (
@@ -32,7 +35,12 @@ def _combine_masks(layer, x: torch.Tensor, mask, is_causal: bool, key_padding_ma
             raise LayerDtypeError(f"{name}: Expected mask to be a torch.Tensor or None. Got {type(mask).__name__}.")
         if mask.dtype != torch.bool and not mask.is_floating_point():
             raise LayerDtypeError(f"{name}: Expected a boolean or floating mask. Got {mask.dtype}.")
-        if mask.dim() == 3:  # (batch, T, T): every head
+        if mask.dim() == 3:  # (batch, T, T): every head of each sample
+            if x.dim() != 3 or mask.shape[0] not in (1, x.shape[0]):
+                raise LayerShapeError(
+                    f"{name}: Expected a 3-D mask of shape (batch, T, T) with batch = {x.shape[0] if x.dim() == 3 else 1} "
+                    f"for a batched x (per-head masks are 4-D: (batch, n_heads, T, T)). Got {tuple(mask.shape)} for x "
+                    f"of shape {tuple(x.shape)}.")
             mask = mask.unsqueeze(-3)
     keep = None
     if is_causal:
@@ -111,8 +119,8 @@ class MultiHeadAttention(nn.Module):
 
     #: what the map preserves / is refuted to preserve: property -> ledger ids
     #: (see :func:`geoattn.testing.assert_preserves`); nothing for this one
-    preserves: dict = {}
-    does_not_preserve: dict = {}
+    preserves = _NOTHING
+    does_not_preserve = _NOTHING
 
     def __init__(self, dim: int, n_heads: int, *, add_connection: bool = False, stiefel: bool = False,
                  dropout: float = 0.0, device=None, dtype=None) -> None:
@@ -159,8 +167,9 @@ class MultiHeadAttention(nn.Module):
         Parameters
         ----------
         mask : Tensor, optional
-            broadcastable to ``(batch, n_heads, T, T)`` (a ``(batch, T, T)``
-            mask applies to every head): boolean with ``True`` where a query
+            ``(T, T)``, ``(batch, T, T)`` (every head of each sample) or
+            broadcastable to ``(batch, n_heads, T, T)`` (per head; torch's
+            ``(batch * n_heads, T, T)`` layout is not accepted): boolean with ``True`` where a query
             may attend (the convention of
             :func:`torch.nn.functional.scaled_dot_product_attention`; the
             opposite of :class:`torch.nn.MultiheadAttention`'s
@@ -174,7 +183,9 @@ class MultiHeadAttention(nn.Module):
         need_weights : bool
             also return the attention weights, ``(batch, T, T)`` averaged over
             the heads or ``(batch, n_heads, T, T)`` with
-            ``average_attn_weights=False``.
+            ``average_attn_weights=False``; they are the weights before
+            dropout (torch's :class:`~torch.nn.MultiheadAttention` returns
+            them after dropout in training mode).
 
         A query that may attend to no key gets all-zero weights (torch's
         :class:`~torch.nn.MultiheadAttention` returns NaN there). Dropout

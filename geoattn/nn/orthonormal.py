@@ -2,6 +2,8 @@ r"""Attention with the orthonormal (exponential) activation (seed 003)."""
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import math
 
 import torch
@@ -57,8 +59,9 @@ class OrthonormalAttention(nn.Module):
 
     #: what the layer map preserves / is refuted to preserve: property -> ledger ids
     #: (see :func:`geoattn.testing.assert_preserves`)
-    preserves = {"orthogonal_attention": ("exp.orthogonal",)}
-    does_not_preserve = {"volume": ("exp.map_volume_preserving",), "symplectic": ("exp.map_symplectic",)}
+    preserves = MappingProxyType({"orthogonal_attention": ("exp.orthogonal",)})
+    does_not_preserve = MappingProxyType({"volume": ("exp.map_volume_preserving",),
+                                          "symplectic": ("exp.map_symplectic",)})
 
     def __init__(self, dim: int, *, device=None, dtype=None) -> None:
         super().__init__()

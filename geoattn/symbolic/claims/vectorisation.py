@@ -177,7 +177,7 @@ def _lift_orthogonal_derivation(block_name: str = r"\Lambda", cite: str = "cayle
     M = KroneckerProduct(Identity(d), L)
     combined = combine_kronecker(M.T * M)
     return Derivation(
-        assumptions=[r"\Lambda^T\Lambda = \mathbb{I}_T" + f" ({cite})", r"\tilde\Lambda = \mathbb{I}_d\otimes\Lambda"],
+        assumptions=[r"\Lambda^T\Lambda = \mathbb{I}_T" + rf"\ \text{{({cite})}}", r"\tilde\Lambda = \mathbb{I}_d\otimes\Lambda"],
         steps=[
             Step(
                 M.T * M,
@@ -208,7 +208,7 @@ def _lift_symplectic_derivation(cite: str = "cayley.orthogonal") -> Derivation:
     mtm = collapsed.blocks[0, 1]
     return Derivation(
         assumptions=[
-            r"\Lambda^T\Lambda = \mathbb{I}_T" + f" ({cite})",
+            r"\Lambda^T\Lambda = \mathbb{I}_T" + rf"\ \text{{({cite})}}",
             r"z^{(i)} = (q^{(i)}, p^{(i)}),\ q^{(i)}, p^{(i)}\in\mathbb{R}^d",
             r"\tilde\Lambda = \mathbb{I}_{2d}\otimes\Lambda = \mathrm{diag}(\mathbb{I}_d\otimes\Lambda,\ \mathbb{I}_d\otimes\Lambda)"
             r"\ \text{in the } q/p \text{ rearrangement}",

@@ -189,7 +189,7 @@ register(
         family="volume_preserving",
         expected=Level.REFUTED,
         checker=lambda ctx: shape_evidence(
-            ctx, _weighting_factors("T"), sizes(d=[2, 3], T=[2, 3]), name="(z^(i))^T A z^(j)"
+            ctx, _weighting_factors("T"), sizes(d=[2, 3], T=[2, 3]), name="(z^{(i)})^T A z^{(j)}"
         ),
         notes="z^(i) lies in R^d, so A must be d x d; the product is defined only when d = T.",
     )
@@ -211,7 +211,7 @@ register(
             _weighting_factors("d"),
             sizes(d=[2, 3], T=[2, 3]),
             expect_shape=lambda s: (1, 1),
-            name="(z^(i))^T A z^(j)",
+            name="(z^{(i)})^T A z^{(j)}",
         ),
     )
 )
