@@ -18,6 +18,21 @@ def _plt():
     return plt
 
 
+def _finish(plt, fig, ax, path, *, ylabel: str, title: str, log: bool, train_end: float | None) -> None:
+    """Axes over time: the end of the training data, labels, legend; saved as PNG and closed."""
+    if train_end is not None:
+        ax.axvline(train_end, color="0.5", ls=":", lw=1, label="end of training data")
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel("t")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def plot_curves(t: torch.Tensor, curves: dict[str, torch.Tensor], path: str | Path, *, ylabel: str, title: str,
                 log: bool = True, train_end: float | None = None) -> None:
     """One line per model of a quantity over time (mean over trajectories); saved as PNG."""
@@ -25,17 +40,7 @@ def plot_curves(t: torch.Tensor, curves: dict[str, torch.Tensor], path: str | Pa
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
     for name, y in curves.items():
         ax.plot(t[: y.shape[-1]].numpy(), y.numpy(), label=name, lw=1.2)
-    if train_end is not None:
-        ax.axvline(train_end, color="0.5", ls=":", lw=1, label="end of training data")
-    if log:
-        ax.set_yscale("log")
-    ax.set_xlabel("t")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish(plt, fig, ax, path, ylabel=ylabel, title=title, log=log, train_end=train_end)
 
 
 def plot_band(t: torch.Tensor, curves: dict[str, torch.Tensor], path: str | Path, *, ylabel: str, title: str,
@@ -58,17 +63,7 @@ def plot_band(t: torch.Tensor, curves: dict[str, torch.Tensor], path: str | Path
         if c.shape[0] > 1:
             ax.fill_between(t[:n].numpy(), c.amin(0).numpy(), c.amax(0).numpy(), color=line.get_color(), alpha=0.2,
                             lw=0)
-    if train_end is not None:
-        ax.axvline(train_end, color="0.5", ls=":", lw=1, label="end of training data")
-    if log:
-        ax.set_yscale("log")
-    ax.set_xlabel("t")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish(plt, fig, ax, path, ylabel=ylabel, title=title, log=log, train_end=train_end)
 
 
 def plot_sphere_trajectories(ref: torch.Tensor, preds: dict[str, torch.Tensor], path: str | Path) -> None:

@@ -360,7 +360,24 @@ class ResNetIntegrator(Integrator):
         return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, width={self.width}, depth={self.depth}"
 
 
-class VolumePreservingFeedForwardIntegrator(Integrator):
+class _PerStepIntegrator(Integrator):
+    """An integrator that applies one per-state network ``net`` to every time step of the window."""
+
+    def __init__(self, sys_dim: int, seq_len: int, build_net) -> None:
+        super().__init__()
+        self.sys_dim = check_positive_int("sys_dim", sys_dim)
+        self.seq_len = check_positive_int("seq_len", seq_len)
+        self.net = build_net()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check(x)
+        return self.net(x)
+
+    def extra_repr(self) -> str:
+        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}"
+
+
+class VolumePreservingFeedForwardIntegrator(_PerStepIntegrator):
     r"""A :class:`~geoattn.models.VolumePreservingFeedForward` on every time step, as an integrator.
 
     With ``seq_len=1`` (the default) it is a one-step map
@@ -390,21 +407,11 @@ class VolumePreservingFeedForwardIntegrator(Integrator):
 
     def __init__(self, sys_dim: int, seq_len: int = 1, *, n_blocks: int = 1, n_linear: int = 1, activation="tanh",
                  device=None, dtype=None) -> None:
-        super().__init__()
-        self.sys_dim = check_positive_int("sys_dim", sys_dim)
-        self.seq_len = check_positive_int("seq_len", seq_len)
-        self.net = VolumePreservingFeedForward(sys_dim, n_blocks=n_blocks, n_linear=n_linear, activation=activation,
-                                               device=device, dtype=dtype)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check(x)
-        return self.net(x)
-
-    def extra_repr(self) -> str:
-        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}"
+        super().__init__(sys_dim, seq_len, lambda: VolumePreservingFeedForward(
+            sys_dim, n_blocks=n_blocks, n_linear=n_linear, activation=activation, device=device, dtype=dtype))
 
 
-class SympNetIntegrator(Integrator):
+class SympNetIntegrator(_PerStepIntegrator):
     r"""A :class:`~geoattn.models.SympNet` as a one-step integrator (``seq_len=1`` by default).
 
     What it preserves: the symplectic structure (every layer is a gradient shear), hence volume.
@@ -425,15 +432,5 @@ class SympNetIntegrator(Integrator):
 
     def __init__(self, sys_dim: int, seq_len: int = 1, *, n_layers: int = 4, upscaling_dim: int | None = None,
                  activation="tanh", device=None, dtype=None) -> None:
-        super().__init__()
-        self.sys_dim = check_positive_int("sys_dim", sys_dim)
-        self.seq_len = check_positive_int("seq_len", seq_len)
-        self.net = SympNet(sys_dim, n_layers=n_layers, upscaling_dim=upscaling_dim, activation=activation,
-                           device=device, dtype=dtype)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check(x)
-        return self.net(x)
-
-    def extra_repr(self) -> str:
-        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}"
+        super().__init__(sys_dim, seq_len, lambda: SympNet(
+            sys_dim, n_layers=n_layers, upscaling_dim=upscaling_dim, activation=activation, device=device, dtype=dtype))
