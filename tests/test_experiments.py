@@ -354,3 +354,32 @@ def test_oscillator_recipes():
     for c in (default, tutorial):
         assert c.lr_at(0) == pytest.approx(1e-2) and c.lr_at(c.epochs - 1) == pytest.approx(1e-6)
     assert "--input-noise 0 --budget 0.25" in co.__doc__
+
+
+@pytest.mark.parametrize("experiment", ["rigid_body", "coupled_oscillator"])
+def test_checked_in_models_load_and_match_their_metrics(experiment):
+    """Every trained model of the last default run is checked in and loads with its architecture; its metadata
+    matches the metrics file, and it reproduces the figure the run reported for it (the relative error of its
+    rollouts at the first evaluation time)."""
+    from geoattn.experiments import relative_error, rollout_trajectories
+
+    folder = ROOT / "examples" / "results" / experiment
+    metrics = json.loads((folder / "metrics.json").read_text(), parse_constant=_reject_constant)
+    ex = _example(experiment)
+    first = min(float(k.removeprefix("rel_error_t")) for k in metrics["runs"][next(iter(metrics["runs"]))][0]
+                if k.startswith("rel_error_t"))
+    system = ex.RigidBody() if experiment == "rigid_body" else ex.OSC
+    if experiment == "rigid_body":
+        ics = ex.initial_conditions(torch.tensor(metrics["system"]["held_out_v"], dtype=torch.float64))
+    else:
+        ics = system.initial_conditions(ex.N_TEST, seed=1)
+    ref = system.trajectories(ics, t_end=first, dt=metrics["system"]["dt"])
+    for name, runs in metrics["runs"].items():
+        for row in runs:
+            stem = "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
+            model = load_model(folder / "models" / f"{stem}-seed{row['seed']}.pt")
+            assert model.metadata["final_train_loss"] == row["final_train_loss"] and model.metadata["seed"] == row["seed"]
+            pred = rollout_trajectories(model, ref, ref.shape[1] - model.seq_len)
+            err = relative_error(pred, ref)[:, -1]
+            err = torch.where(torch.isfinite(err), err, torch.full_like(err, float("inf")))
+            assert float(err.median()) == pytest.approx(row[f"rel_error_t{first:g}"], rel=1e-9)
