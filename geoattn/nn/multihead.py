@@ -187,6 +187,8 @@ class MultiHeadAttention(nn.Module):
             dropout (torch's :class:`~torch.nn.MultiheadAttention` returns
             them after dropout in training mode).
 
+        Notes
+        -----
         A query that may attend to no key gets all-zero weights (torch's
         :class:`~torch.nn.MultiheadAttention` returns NaN there). Dropout
         (``dropout`` of the constructor) acts on the weights in training
