@@ -16,7 +16,9 @@ A case is one (subject, input) pair. Its outcome is
 * ``silently wrong``: a result that fails its check.
 
 For non-finite input, a clear error or a result that is non-finite exactly in the affected samples
-counts as correct. The summary test prints the counts; none may be obscure or silently wrong.
+counts as correct. A second set runs every subject under ``torch.func.vmap`` (must equal the batched
+call), on the ``meta`` device (shapes only) and on integer input (refused, or equal to the float64
+result). The summary tests print the counts; none may be obscure or silently wrong.
 """
 
 from __future__ import annotations
@@ -249,3 +251,60 @@ def test_harness_catches_a_one_percent_error_wherever_it_counts_correct(subject)
                 continue
             outcome = run_case((name, perturbed, kind, check, growth, structured), input_case, dtype)
             assert outcome != "correct", (name, input_case[0], dtype)
+
+
+# --- devices, transforms and non-floating input: one case per (subject, transform)
+def _meta(fn):
+    return fn.to("meta") if isinstance(fn, torch.nn.Module) else fn
+
+
+def run_transform_case(subject, transform: str) -> str:
+    name, build, kind, check, growth_of, structured = subject
+    fn, ref = build(torch.float64)
+    x = _base(kind, torch.float64)
+    try:
+        with torch.no_grad():
+            if transform == "vmap":
+                y, expected = torch.func.vmap(fn)(x), fn(x)
+            elif transform == "meta":
+                y = _meta(fn)(x.to("meta"))
+                ok = y.device.type == "meta" and y.shape == x.shape
+                return "correct" if ok else f"silently wrong: meta result {y.device} {tuple(y.shape)}"
+            else:  # integer input: refused, or computed as the float64 reference of the same numbers
+                xi = (x * 10).round().long()
+                y, expected = fn(xi), ref(xi.double())
+    except Exception as exc:  # noqa: BLE001 - the classification is the point
+        return "clear error" if _clear(exc) else f"obscure: {type(exc).__name__}: {str(exc)[:120]}"
+    n = x.shape[-2]
+    if y.shape != expected.shape or not _close(y, expected, torch.float64, n * x.shape[-1], 1.0):
+        return f"silently wrong: {transform} result differs"
+    return "correct"
+
+
+TRANSFORMS = ["vmap", "meta", "integer input"]
+TRANSFORM_CASES = [(s, t) for s in SUBJECTS for t in TRANSFORMS]
+
+
+@pytest.mark.parametrize("subject, transform", TRANSFORM_CASES, ids=[f"{s[0]}-{t}" for s, t in TRANSFORM_CASES])
+def test_transform_case(subject, transform):
+    outcome = run_transform_case(subject, transform)
+    assert outcome in ("correct", "clear error"), outcome
+
+
+def test_transform_summary(capsys):
+    counts = collections.Counter(run_transform_case(s, t).split(":")[0] for s, t in TRANSFORM_CASES)
+    with capsys.disabled():
+        print(f"\ndevices, transforms, integer input: {len(TRANSFORM_CASES)} tried, "
+              + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    assert counts["correct"] + counts["clear error"] == len(TRANSFORM_CASES)
+
+
+def test_transform_harness_catches_a_batch_coupled_kernel():
+    """Negative control: a kernel whose samples see each other gives a different result under vmap."""
+    def coupled(S):
+        return K.cayley(S) + S.abs().mean() * 0.01  # under vmap the mean is one sample's
+
+    check = SUBJECTS[0][3]
+    outcome = run_transform_case(("coupled", lambda dt: (coupled, _cayley_reference), "skew", check, NORM, True),
+                                 "vmap")
+    assert outcome.startswith("silently wrong")
