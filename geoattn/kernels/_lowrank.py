@@ -91,7 +91,7 @@ def _exp(s: torch.Tensor) -> torch.Tensor:
 
 def _small_factors(x: torch.Tensor, A: torch.Tensor, activation: str):
     """``Q, R, W = f(S) - I`` of the low-rank form (``S`` too for the exponential)."""
-    from . import CAYLEY_MAX_NORM, _cayley_eigh, _large_skew
+    from ._functions import CAYLEY_MAX_NORM, _cayley_eigh, _large_skew
 
     Q, R = torch.linalg.qr(x)
     S = gen.vp_lowrank_skew(R, A)
@@ -139,7 +139,8 @@ def _sum_to(g: torch.Tensor, shape: torch.Size) -> torch.Tensor:
 
 def vp_full(x: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
     """The ``T x T`` form: :math:`f(C)^T x` with ``C = x A x^T`` skew-symmetrised, differentiable by autograd."""
-    from . import CAYLEY_MAX_NORM, _Cayley, _large_skew, exp_skew
+    from . import exp_skew
+    from ._functions import CAYLEY_MAX_NORM, _Cayley, _large_skew
 
     C = gen.vp_correlation(x, A)
     C = 0.5 * (C - C.mT)

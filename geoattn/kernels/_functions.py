@@ -1,0 +1,356 @@
+r"""The autograd Functions behind :mod:`geoattn.kernels`, their design Notes, and the choice of method.
+
+Note [custom backward passes]
+-----------------------------
+``cayley`` uses the derived vector-Jacobian product
+
+.. math:: \frac{\partial L}{\partial C} = -\tfrac12 (I + \Lambda)^T G (I + \Lambda)^T,
+   \qquad \Lambda = \mathrm{Cayley}(C),
+
+(ledger claim ``cayley.vjp``), two batched products instead of triangular
+solves. It is built from differentiable operations on the saved output, so
+double backward works. ``exp_skew`` computes :math:`\exp(S)` by scaling
+and squaring a Taylor polynomial, with the backward derived from the same
+scheme (see Note [scaling and squaring]), or from the Hermitian
+eigendecomposition :math:`iS = U\,\mathrm{diag}(\theta)\,U^H` with the
+Daleckii--Krein backward (``exp_skew.vjp``); when a graph of the backward is
+requested (double backward) both use the block-exponential form of the
+Frechet derivative instead (see Note [exp_skew backward]).
+
+``cayley`` and the eigendecomposition path of ``exp_skew`` define
+``setup_context`` and ``generate_vmap_rule``, so ``torch.func`` transforms
+(``vmap``, ``vjp``, ``jacrev``) compose with them; ``exp_skew`` takes the
+eigendecomposition path inside those transforms.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import _generated as gen
+from ._checks import skew_tolerance
+
+class _Cayley(torch.autograd.Function):
+    # Note [Cayley cost]
+    # The forward is one batched LAPACK solve, as in the naive composition;
+    # only the backward is cheaper (two batched products on the saved output
+    # instead of a solve with the saved factorisation and a product). On CPU
+    # a batched solve of small matrices costs a few microseconds per matrix
+    # (per-matrix LAPACK calls), so the forward dominates and the saving is
+    # largest where the naive backward's solve is (T around 8).
+    # benchmarks/cayley_forms.py measures the exact alternatives against the
+    # solve: Cholesky of the normal matrix (I - C)(I - C)^T, Gauss-Jordan
+    # without pivoting, block inversion by Schur complements, the solve over
+    # cache-sized chunks of the batch, and at T = 3 the adjugate. At T = 16
+    # none is faster by a useful margin on one CPU thread, and the unpivoted
+    # ones lose accuracy as |C| grows (error ~ |C|^2 u instead of |C| u), so
+    # the solve stays.
+    #
+    # Note [Cayley at large norms]
+    # The solve's orthogonality error grows like u ||C|| (float32, T = 3: 1, 9, 69, 607 T eps at
+    # entries of size 1, 10, 100, 1000; 0.2 absolute at 1e6). Skew samples with
+    # max(||C||_1, ||C||_inf) > CAYLEY_MAX_NORM = 16 are recomputed from the eigendecomposition
+    # i C = U diag(theta) U^H, Cayley(C) = Re(U diag((1 + i theta)/(1 - i theta)) U^H)
+    # (cayley.eigh_form), with the same antisymmetrised theta and Newton--Schulz polish as exp_skew
+    # (Note [real part at large norms]): orthogonal to a few eps at every magnitude. The
+    # decision is per sample (``big``), so it never depends on the rest of the batch; inside
+    # torch.func transforms, torch.compile and on the meta device the solve serves every sample.
+    # The backward needs only the output, so both forms share it.
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(c, big=None):
+        # large samples are not solved at all: I + C may round to a singular matrix for odd T
+        lam = gen.cayley_matrix(c if big is None else c.masked_fill(big[..., None, None], 0))
+        if big is not None:
+            lam[big] = _cayley_eigh(c[big])  # boolean-mask assignment: any memory layout of lam
+        return lam
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (lam,) = ctx.saved_tensors
+        if _constant(grad):
+            return _cayley_vjp_constant(lam, grad), None
+        # an expanded gradient that is not constant: batched products of expanded operands take
+        # a slow path, so it is copied first
+        return gen.cayley_vjp(lam, grad.contiguous()), None
+
+
+# Note [constant incoming gradient]
+# -------------------------------
+# loss = out.sum() (or out.mean()) hands the backward one number expanded to the output's shape:
+# every stride is zero. The Cayley VJP -1/2 P G P (P = I + Lam^T) with G = c 1 1^T is then the
+# rank-one matrix -c/2 (P 1)(1^T P): two row/column sums and an outer product instead of two
+# batched products (the same expression, associated differently: cayley.vjp).
+def _constant(g: torch.Tensor) -> bool:
+    """True when ``g`` is one number expanded (every stride zero), as the gradient of ``out.sum()`` is."""
+    return g.dim() >= 2 and g.numel() > 0 and all(st == 0 for st in g.stride()) and not _traced(g)
+
+
+def _cayley_vjp_constant(lam: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """``-1/2 P (c 1 1^T) P = -c/2 (P 1)(1^T P)`` with ``P = I + Lam^T`` (Note [constant incoming gradient])."""
+    c = g[(0,) * g.dim()]
+    rows = lam.sum(-2) + 1  # P 1: row sums of I + Lam^T are the column sums of Lam, plus one
+    cols = lam.sum(-1) + 1  # 1^T P: column sums of I + Lam^T are the row sums of Lam, plus one
+    return (rows.unsqueeze(-1) * cols.unsqueeze(-2)) * (-0.5 * c)
+
+
+def _newton_schulz(e: torch.Tensor) -> torch.Tensor:
+    """One Newton--Schulz step ``E (3I - E^T E) / 2`` towards the nearest orthogonal matrix."""
+    r = e.mT @ e
+    r.mul_(-0.5).diagonal(dim1=-2, dim2=-1).add_(1.5)
+    return e @ r
+
+
+def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.complex64 if dtype == torch.float32 else torch.complex128
+
+
+def _eigh_skew(s: torch.Tensor):
+    """``theta, U`` with ``i S = U diag(theta) U^H``, theta antisymmetrised (Note [real part at large norms])."""
+    theta, u = torch.linalg.eigh(s.to(_complex_dtype(s.dtype)) * 1j)
+    return 0.5 * (theta - theta.flip(-1)), u
+
+
+def _cayley_eigh(c: torch.Tensor) -> torch.Tensor:
+    """Cayley(C) of skew C from its eigendecomposition, polished (Note [Cayley at large norms])."""
+    theta, u = _eigh_skew(c)
+    return _newton_schulz(gen.cayley_from_eigh(u, theta).to(c.dtype))
+
+
+#: skew samples above this norm take the eigendecomposition in cayley (Note [Cayley at large norms])
+CAYLEY_MAX_NORM = 16.0
+
+
+def _traced(t: torch.Tensor) -> bool:
+    """Inside a torch.func transform, under torch.compile or on the meta device: no data-dependent branches."""
+    # is_compiling first: dynamo cannot trace the functorch query
+    return torch.compiler.is_compiling() or t.device.type == "meta" or _under_functorch(t)
+
+
+def _large_skew(c: torch.Tensor, bound: float) -> torch.Tensor | None:
+    """Per matrix: skew (up to the check's tolerance), finite and of norm above ``bound``; None if none is.
+
+    Screened cheaply: every matrix has norm <= T max|c_ij|, and for skew matrices ||C||_1 = ||C||_inf,
+    so the row-sum norm decides; the skew check runs only on a batch that has a large matrix.
+    """
+    if c.numel() == 0 or _traced(c):
+        return None
+    screen = float(torch.maximum(c.detach().max(), -c.detach().min()))
+    if screen * c.shape[-1] <= bound:  # a nan anywhere makes the screen nan: then every sample is measured
+        return None
+    norm = c.abs().sum(-1).amax(-1)
+    big = torch.isfinite(norm) & (norm > bound)
+    if not bool(big.any()):
+        return None
+    big &= (c + c.mT).abs().amax(dim=(-2, -1)) <= skew_tolerance(c)
+    return big if bool(big.any()) else None
+
+
+class _ExpSkewEigh(torch.autograd.Function):
+    # Note [exp_skew backward]
+    # The first-order backward is the Daleckii--Krein formula on the saved
+    # eigendecomposition (ledger exp_skew.vjp): O(T^3) in complex arithmetic.
+    # That formula is not differentiable as written (U and theta are saved
+    # without a graph), so when a graph of the backward is requested
+    # (create_graph=True, or a torch.func transform that nests gradients) the
+    # backward switches to the exact identity
+    #     vjp(S, G) = [exp([[S^T, G], [0, S^T]])]_{12},
+    # the Frechet derivative of exp at S^T in direction G, which is the adjoint
+    # of the Frechet derivative at S.  It costs a 2T x 2T exponential, but it
+    # is built from differentiable torch operations, so double backward works.
+    # The Taylor path (_ExpSkewTaylor) does the same.
+    generate_vmap_rule = True
+
+    # Note [real part at large norms]
+    # The eigenvalues of iS come in pairs +-theta (sorted: theta_i = -theta_{n+1-i}), and
+    # exp(S) is real because the phases e^{-i theta} of a pair conjugate each other. The
+    # computed eigenvalues pair only up to rounding of size u ||S||, so at large norms the
+    # phases drift apart (float32, ||S|| = 1e4: the imaginary part of U diag(e^{-i theta}) U^H
+    # reaches 3e-3, and dropping it costs orthogonality 1e-4; at 1e6 it is lost entirely).
+    # theta is therefore antisymmetrised, (theta - flip(theta)) / 2: the phases of a pair are
+    # then exact conjugates and the imaginary part is of the size of the eigenvector error.
+    # One Newton--Schulz step E (3I - E^T E) / 2 towards the orthogonal polar factor squares
+    # what remains away; at small norms both change E by rounding only.
+    @staticmethod
+    def forward(s):
+        theta, u = _eigh_skew(s)
+        e = gen.exp_skew_from_eigh(u, theta).to(s.dtype)
+        return _newton_schulz(e), u, theta
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (s,) = inputs
+        _, u, theta = output
+        ctx.mark_non_differentiable(u, theta)
+        ctx.save_for_backward(s, u, theta)
+
+    @staticmethod
+    def backward(ctx, grad, _grad_u=None, _grad_theta=None):
+        s, u, theta = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            return _exp_frechet_adjoint(s, grad)
+        return gen.exp_skew_vjp(u, theta, grad.to(u.dtype)).to(grad.dtype)
+
+
+# Note [scaling and squaring]
+# ---------------------------
+# exp(S) = exp(X)^(2^k) with X = S / 2^k, k the smallest integer with
+# ||X||_1, ||X||_inf <= 1/2 (ledger exp_skew.scaling_squaring); exp(X) is the Taylor
+# polynomial of the degree fixed per dtype (exp_skew.taylor_form,
+# exp_skew.taylor_remainder), so only batched products and in-place sums run.
+# Each sample has its own k, so its result does not depend on the rest of the batch:
+# the batch is squared max(k) times and a sample keeps its square only while
+# step < k (torch.where), in the backward likewise. The backward runs the squarings
+# in reverse with the generated square_vjp (exp_skew.square_vjp) and ends with the
+# derivative of the Taylor scheme (exp_skew.taylor_vjp); every intermediate is saved
+# by the forward. Division by 2^k is exact in binary floating point.
+#
+# Note [large norms]
+# ------------------
+# Each squaring adds rounding: the orthogonality error of the Taylor path grows about
+# linearly with ||S|| (measured in float32: 0.5, 2.2, 5.8, 20, 81, 380 T eps at
+# ||S||_1 = 0.5, 2, 8, 32, 128, 1000, T = 4). Samples that needed more than
+# POLISH_SQUARINGS = 3 squarings get one Newton--Schulz step E (3I - E^T E) / 2 towards
+# the orthogonal polar factor, which squares that error (two batched products; the
+# backward treats the step as the identity, an error of the size of the defect it
+# removes). Above TAYLOR_MAX_NORM = 512 (float32: a defect near sqrt(T eps), beyond what
+# one step repairs) a sample goes to the eigendecomposition, which stays orthogonal at
+# every norm (Note [real part at large norms]). Both decisions are per sample, so they
+# never change a sample's result through its batch. Non-finite samples stay on the
+# Taylor path, where inf and nan propagate.
+_TAYLOR = {
+    torch.float64: (gen.exp_taylor16, gen.exp_taylor16_vjp),
+    torch.float32: (gen.exp_taylor9, gen.exp_taylor9_vjp),
+}
+
+#: samples above this norm take the eigendecomposition path under method="auto" (Note [large norms])
+TAYLOR_MAX_NORM = 512.0
+#: samples with more squarings than this get one Newton--Schulz step (Note [large norms])
+POLISH_SQUARINGS = 3
+
+
+def _norms(s: torch.Tensor) -> torch.Tensor:
+    """max(||S||_1, ||S||_inf) per matrix, shape ``s.shape[:-2]``."""
+    a = s.abs()
+    return torch.maximum(a.sum(-2).amax(-1), a.sum(-1).amax(-1))
+
+
+def _squarings(s: torch.Tensor) -> torch.Tensor:
+    """Per matrix, the smallest k >= 0 with max(||S||_1, ||S||_inf) / 2^k <= 1/2 (0 for non-finite norms).
+
+    Both norms: the forward bound is on X, the backward's on X^T (equal for skew S).
+    """
+    norm = _norms(s)
+    m, e = torch.frexp(norm)  # norm = m 2^e, 1/2 <= m < 1
+    k = torch.where(m == 0.5, e, e + 1).clamp_min(0)
+    return torch.where(torch.isfinite(norm) & (norm > 0.5), k, torch.zeros_like(k))
+
+
+class _ExpSkewTaylor(torch.autograd.Function):
+    @staticmethod
+    def forward(s, k):
+        fwd, _ = _TAYLOR[s.dtype]
+        scale = torch.ldexp(torch.ones((), dtype=s.dtype), -k.to(s.dtype))[..., None, None]
+        x = s * scale
+        parts = fwd(x)
+        e = parts[-1]
+        squares = []
+        kmax = int(k.max()) if k.numel() else 0
+        for step in range(kmax):
+            squares.append(e)
+            e = torch.where((k > step)[..., None, None], e @ e, e)
+        if kmax > POLISH_SQUARINGS:
+            e = torch.where((k > POLISH_SQUARINGS)[..., None, None], _newton_schulz(e), e)
+        return (e, x, scale, *parts[:-1], *squares)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        s, k = inputs
+        e, x, scale, *rest = output
+        ctx.n_parts = _n_intermediates(s.dtype)
+        ctx.mark_non_differentiable(x, scale, *rest)
+        ctx.save_for_backward(s, k, x, scale, *rest)
+
+    @staticmethod
+    def backward(ctx, grad, *_unused):
+        s, k, x, scale, *rest = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            return _exp_frechet_adjoint(s, grad), None
+        parts, squares = rest[: ctx.n_parts], rest[ctx.n_parts :]
+        g = grad.contiguous()  # out.sum() gives an expanded gradient: see _Cayley.backward
+        for step in reversed(range(len(squares))):
+            g = torch.where((k > step)[..., None, None], gen.square_vjp(squares[step], g), g)
+        _, vjp = _TAYLOR[s.dtype]
+        return vjp(x, *parts, g) * scale, None
+
+
+def _n_intermediates(dtype: torch.dtype) -> int:
+    """How many intermediates the forward Taylor kernel returns besides p(X) (a generated constant)."""
+    return gen.N_OUTPUTS[_TAYLOR[dtype][0].__name__] - 1
+
+
+def _under_functorch(t: torch.Tensor) -> bool:
+    check = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    return bool(check(t)) if check is not None else False
+
+
+def _exp_frechet_adjoint(s: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    n = s.shape[-1]
+    st = s.mT
+    top = torch.cat([st, g], dim=-1)
+    bottom = torch.cat([torch.zeros_like(st), st], dim=-1)
+    return torch.linalg.matrix_exp(torch.cat([top, bottom], dim=-2))[..., :n, n:]
+
+
+def _exp_skew_auto(S: torch.Tensor) -> torch.Tensor:
+    """Per sample: Taylor path up to TAYLOR_MAX_NORM, eigendecomposition above (Note [large norms])."""
+    norm = _norms(S)
+    big = torch.isfinite(norm) & (norm > TAYLOR_MAX_NORM)
+    if not bool(big.any()):
+        return _ExpSkewTaylor.apply(S, _squarings(S))[0]
+    if bool(big.all()):
+        return _ExpSkewEigh.apply(S)[0]
+    flat = S.reshape(-1, *S.shape[-2:])
+    big = big.reshape(-1)
+    small_idx, big_idx = (~big).nonzero().squeeze(-1), big.nonzero().squeeze(-1)
+    small = flat[small_idx]
+    parts = torch.cat([_ExpSkewTaylor.apply(small, _squarings(small))[0], _ExpSkewEigh.apply(flat[big_idx])[0]])
+    order = torch.argsort(torch.cat([small_idx, big_idx]))
+    return parts[order].reshape(S.shape)
+
+
+
+
+def exp_skew_path(S: torch.Tensor, method: str) -> tuple[str, str]:
+    """How :func:`geoattn.kernels.exp_skew` computes ``S``: ``("taylor" | "eigh" | "per-sample", reason)``.
+
+    The one place the method is chosen; the reason says why, as torch records
+    why a fast path was not taken.
+    """
+    if method not in ("auto", "taylor", "eigh"):
+        raise ValueError(f"Expected method in ('auto', 'taylor', 'eigh'). Got {method!r}.")
+    traced = _traced(S)
+    if method == "taylor" and traced:
+        raise ValueError(
+            "Expected method 'auto' or 'eigh' inside torch.func transforms, torch.compile or on the meta device "
+            "(the Taylor path's number of squarings depends on the data). Got method='taylor'."
+        )
+    if method != "auto":
+        return method, "requested"
+    if traced:
+        return "eigh", "traced (torch.func, torch.compile or meta): the number of squarings may not depend on the data"
+    return "per-sample", f"Taylor up to norm {TAYLOR_MAX_NORM:g}, eigendecomposition above (Note [large norms])"
+
+
+def run_exp_skew(S: torch.Tensor, path: str) -> torch.Tensor:
+    """``exp(S)`` along a path of :func:`exp_skew_path`."""
+    if path == "eigh":
+        return _ExpSkewEigh.apply(S)[0]
+    if path == "taylor":
+        return _ExpSkewTaylor.apply(S, _squarings(S))[0]
+    return _exp_skew_auto(S)
