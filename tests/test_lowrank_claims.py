@@ -12,6 +12,8 @@ import torch
 from geoattn.symbolic import Derivation, Level, ProofFailed, Step, get_claim
 from geoattn.symbolic import expressions as ex
 from geoattn.symbolic.claim import CheckContext
+from geoattn.symbolic.claims import _lowrank_cayley as lc
+from geoattn.symbolic.claims import _lowrank_exact as lx
 from geoattn.symbolic.claims import lowrank as lr
 from geoattn.symbolic.strategies import exact_check, search_counterexample
 
@@ -36,7 +38,7 @@ def test_claim_reaches_expected_verdict(claim_id):
 def test_cayley_vjp_has_symbolic_identity_and_dual_confirmation():
     v = get_claim("vp.lowrank_cayley_vjp").check()
     checked = [e for e in v.evidence if e.level is Level.CHECKED]
-    assert checked and checked[0].sizes == lr.EXACT_SIZES
+    assert checked and checked[0].sizes == lc.EXACT_SIZES
     assert "dual-number gradient" in v.strongest.detail
 
 
@@ -80,9 +82,9 @@ def test_wrong_cayley_binding_is_refuted():
     assert any(e != 0 for e in v.counterexample.residual)
     with pytest.raises(ProofFailed):
         lr.cayley_vjp_derivation(bad).run()
-    ok, _ = exact_check(lr.cayley_vjp_field_identity(bad), lr.EXACT_SIZES)
+    ok, _ = exact_check(lc.cayley_vjp_field_identity(bad), lc.EXACT_SIZES)
     assert not ok
-    ok, _ = exact_check(lr.cayley_vjp_field_identity(), lr.EXACT_SIZES)
+    ok, _ = exact_check(lc.cayley_vjp_field_identity(), lc.EXACT_SIZES)
     assert ok
 
 
@@ -124,24 +126,26 @@ def test_wrong_chain_rule_reference_is_caught_by_dual_numbers():
         return lr.chain_rule_gradient(x, A, G, lam, (e + lam).T * (x * G.T) * (e + lam).T)
 
     ctx = CheckContext(claim_id="neg.dual")
-    bad = lr.reference_dual_evidence(ctx, lr.alg.cayley, wrong_reference, lr.DUAL_SIZE, what="wrong")
+    bad = lr.reference_dual_evidence(ctx, lr.alg.cayley, wrong_reference, lc.DUAL_SIZE, what="wrong")
     assert bad is not None and bad.level is Level.ERROR
     assert any(e != 0 for e in bad.counterexample.residual)
-    good = lr.reference_dual_evidence(ctx, lr.alg.cayley, lr.cayley_chain_reference, lr.DUAL_SIZE, what="Cayley")
+    good = lr.reference_dual_evidence(ctx, lr.alg.cayley, lx.cayley_chain_reference, lc.DUAL_SIZE, what="Cayley")
     assert good is None
 
 
 def test_exp_polynomial_part_is_not_vacuous():
     # K2 with the wrong sign of -S would break part (ii)/(iii): check the identity sees K2 at all
     ident = lr.exp_vjp_identity()
-    size = lr.FORM_SIZES[0]
+    size = lx.FORM_SIZES[0]
     assert search_counterexample(ident, [size], seed=3, points=2) is None
-    orig = lr._poly_phi
+    from geoattn.symbolic.claims import _lowrank_exp as le  # where exp_vjp_identity looks _poly_phi up
+
+    orig = le._poly_phi
     try:
-        lr._poly_phi = lambda coeffs, X: orig(coeffs, -X)
+        le._poly_phi = lambda coeffs, X: orig(coeffs, -X)
         assert search_counterexample(lr.exp_vjp_identity(), [size], seed=3, points=2) is not None
     finally:
-        lr._poly_phi = orig
+        le._poly_phi = orig
 
 
 # -- float64 cross-check of the generated kernels ---------------------------------------------

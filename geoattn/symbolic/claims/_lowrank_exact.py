@@ -1,0 +1,283 @@
+"""Exact evaluation for the low-rank claims: orthonormal rational points, chain-rule references by exact
+dual numbers, and the Taylor polynomials that stand in for ``exp``."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import sympy as sp
+from sympy.matrices.expressions import (
+    MatrixSymbol,
+    Trace,
+)
+
+from .. import algebra as alg
+from .. import expressions as ex
+from ..evidence import Evidence, Level, Step
+from ..strategies import MatrixIdentity, search_counterexample
+from ._common import same
+from ._free_algebra import Q, R, nc_transpose, to_nc
+
+T, d, k = ex.T, ex.d, ex.k
+x, A, Gy = ex.x, ex.A, ex.Gy
+Qf, Rf, Sd, Wd = ex.Qf, ex.Rf, ex.Sd, ex.Wd
+I_k = ex.I_k
+Lam = MatrixSymbol("Lam", T, T)
+Cbar = MatrixSymbol("Cbar", T, T)
+
+SOURCE = "kernel {} (geoattn.symbolic.expressions, Note [low-rank form])"
+
+
+# ---------------------------------------------------------------------------
+# explicit points: orthonormal Q, bindings, references
+# ---------------------------------------------------------------------------
+
+
+def _sizes(size: dict) -> dict:
+    return {T: size["T"], d: size["d"], k: size["k"]}
+
+
+def _orthonormal(Km: sp.Matrix, kk: int) -> sp.Matrix:
+    """The first ``kk`` columns of Cayley(K) for skew ``K``: exactly orthonormal (rational if ``K`` is)."""
+    return alg.cayley(Km)[:, :kk]
+
+
+def _project(size: dict, **v) -> dict:
+    """Replace the skew ``K`` by ``Q`` and zero the rows of ``R`` from ``size["r"]`` on (rank-deficient ``R``)."""
+    out = dict(v)
+    out["Q"] = _orthonormal(out.pop("K"), size["k"])
+    rank = size.get("r", size["k"])
+    out["R"] = sp.Matrix(size["k"], size["d"], lambda i, j: out["R"][i, j] if i < rank else 0)
+    return out
+
+
+def _q_of(size: dict, Q=None, K=None) -> sp.Matrix:
+    return Q if Q is not None else _orthonormal(K, size["k"])
+
+
+def run_bindings(bindings, values: dict, sizes: dict) -> dict:
+    """Evaluate a kernel's bindings in order at explicit matrices; returns name -> matrix."""
+    table = {}
+    for _, expr in bindings:
+        for s in sp.sympify(expr).atoms(MatrixSymbol):
+            table.setdefault(s.name, s)
+    env = dict(values)
+    out = {}
+    for name, expr in bindings:
+        out[name] = ex.evaluate(expr, env, sizes)
+        if name in table:
+            env[table[name]] = out[name]
+    return out
+
+
+def _skew_part(m: sp.Matrix) -> sp.Matrix:
+    return (m - m.T) / 2
+
+
+def _vec(*mats) -> sp.Matrix:
+    return sp.Matrix.vstack(*[alg.vec_rows(m) for m in mats])
+
+
+def _cancel(m: sp.Matrix) -> sp.Matrix:
+    return m.applyfunc(lambda e: sp.cancel(sp.together(e)) if e.free_symbols else e)
+
+
+def kernel_small_factors(Rm, Am, size, W_of: Callable[[sp.Matrix], sp.Matrix] | None = None):
+    """The small factors of the low-rank form as the kernels compute them.
+
+    Parameters
+    ----------
+    Rm, Am:
+        explicit ``k x d`` and ``d x d`` matrices.
+    size:
+        the sizes ``{"T", "k", "d"}``.
+    W_of:
+        ``S -> W`` in place of the kernel cayley_minus_identity (e.g. ``p(S) - I``).
+
+    Returns
+    -------
+    tuple
+        ``S`` (kernel vp_lowrank_skew) and ``W``.
+    """
+    n = _sizes(size)
+    S_ = run_bindings(ex.LOWRANK_S, {Rf: Rm, A: Am}, n)["S"]
+    W_ = ex.evaluate(ex.CAYLEY_MINUS_I, {Sd: S_}, n) if W_of is None else W_of(S_)
+    return S_, W_
+
+
+def chain_rule_gradient(xm, Am, Gm, lam, Cb) -> tuple[sp.Matrix, sp.Matrix]:
+    r"""``(x̄, Ā)`` of :math:`\langle\bar y, \Lambda^Tx\rangle`, :math:`\Lambda = f(xAx^T)`, from
+    :math:`\Lambda` and :math:`\bar C`: :math:`\bar x = \Lambda\bar y + \bar CxA^T + \bar C^TxA`,
+    :math:`\bar A = \mathrm{skew}(x^T\bar Cx)`."""
+    return lam * Gm + Cb * xm * Am.T + Cb.T * xm * Am, _skew_part(xm.T * Cb * xm)
+
+
+def cayley_chain_reference(xm, Am, Gm):
+    r"""The chain rule of proved pieces for the Cayley activation, in ``T x T`` form:
+    :math:`\Lambda = \mathrm{Cayley}(xAx^T)`, :math:`\bar\Lambda = x\bar y^T`,
+    :math:`\bar C = -\tfrac12(I + \Lambda)^T\bar\Lambda(I + \Lambda)^T` (``cayley.vjp``)."""
+    e = sp.eye(xm.rows)
+    lam = alg.cayley(xm * Am * xm.T)
+    Cb = -sp.Rational(1, 2) * (e + lam).T * (xm * Gm.T) * (e + lam).T
+    return chain_rule_gradient(xm, Am, Gm, lam, Cb)
+
+
+def dual_gradient(xm, Am, Gm, f: Callable) -> tuple[sp.Matrix, sp.Matrix]:
+    r"""``(x̄, skew(Ā))`` of :math:`\langle\bar y, f(xAx^T)^Tx\rangle` from exact Jacobians (dual numbers),
+    independent of any chain-rule formula. ``f`` maps a ``T x T`` matrix (or a
+    :class:`~geoattn.symbolic.algebra.Dual`) to one."""
+    Tn, dn = xm.shape
+    gv = alg.vec_rows(Gm)
+    jx = alg.jacobian_rows(lambda z: f(z * Am * z.T).T * z, xm)
+    ja = alg.jacobian_rows(lambda a: f(xm * a * xm.T).T * xm, Am)
+    gx = alg.unvec_rows(jx.T * gv, Tn, dn)
+    gA = alg.unvec_rows(ja.T * gv, dn, dn)
+    return gx, _skew_part(gA)
+
+
+def _taylor_coeffs(m: int) -> list[sp.Rational]:
+    return [1 / sp.factorial(j) for j in range(m + 1)]
+
+
+def _poly(coeffs, X):
+    """``sum_j a_j X^j`` for an explicit matrix or a :class:`~geoattn.symbolic.algebra.Dual`."""
+    out = sp.eye(X.rows) * coeffs[0]
+    P = None
+    for a in coeffs[1:]:
+        P = X if P is None else P * X
+        out = out + P * a
+    return out
+
+
+def _poly_frechet(coeffs, X, E):
+    """``L_p(X, E) = sum_j a_j sum_{i<j} X^i E X^{j-1-i}`` for explicit matrices."""
+    pw = [sp.eye(X.rows)]
+    for _ in range(len(coeffs)):
+        pw.append(pw[-1] * X)
+    out = sp.zeros(E.rows, E.cols)
+    for j, a in enumerate(coeffs):
+        for i in range(j):
+            out += a * pw[i] * E * pw[j - 1 - i]
+    return out
+
+
+def _poly_phi(coeffs, X):
+    """``((p(z) - p(0))/z)(X) = sum_{j>=1} a_j X^{j-1}``, the polynomial analogue of phi."""
+    return _poly(list(coeffs[1:]), X)
+
+
+
+# ---------------------------------------------------------------------------
+# the backward passes: shared pieces
+# ---------------------------------------------------------------------------
+
+
+def _calculus_steps() -> tuple[list[Step], dict]:
+    """Matrix-calculus steps (SymPy) for the outer and inner chain rules; returns them and the gradients."""
+    outer = Trace(Gy.T * Lam.T * x)
+    inner = Trace(Cbar.T * x * A * x.T)
+    g_out_x, g_lam = outer.diff(x), outer.diff(Lam)
+    g_in_x, g_in_A = inner.diff(x), inner.diff(A)
+    M = MatrixSymbol("M", d, d)
+    g_skew = Trace(M.T * (A - A.T) / 2).diff(A)
+    steps = [
+        Step(
+            r"\nabla_x\langle\bar y, \Lambda^Tx\rangle,\ \nabla_\Lambda\langle\bar y, \Lambda^Tx\rangle",
+            r"\Lambda\bar y,\ x\bar y^T",
+            "SymPy matrix calculus",
+            lambda: same(g_out_x, Lam * Gy) and same(g_lam, x * Gy.T),
+        ),
+        Step(
+            r"\nabla_x\langle\bar C, xAx^T\rangle,\ \nabla_A\langle\bar C, xAx^T\rangle",
+            r"\bar CxA^T + \bar C^TxA,\ x^T\bar Cx",
+            "SymPy matrix calculus (chain rule through C = x A x^T)",
+            lambda: same(g_in_x, Cbar * x * A.T + Cbar.T * x * A) and same(g_in_A, x.T * Cbar * x),
+        ),
+        Step(
+            r"\nabla_A\langle M, \tfrac12(A - A^T)\rangle",
+            r"\tfrac12(M - M^T)",
+            "SymPy matrix calculus: the forward uses the skew part of A (vp.lowrank_form), so its gradient "
+            "in A is the skew part of x^T Cbar x",
+            lambda: same(g_skew, (M - M.T) / 2),
+        ),
+    ]
+    grads = {"gx": g_out_x + g_in_x, "gA0": g_in_A, "lam_bar": g_lam}
+    return steps, grads
+
+
+def _reference_images(grads: dict, Cbar_img, lam_img) -> tuple[sp.Expr, sp.Expr]:
+    """Free-algebra images of the chain-rule gradient at x = QR, given images of Cbar and Lambda."""
+    env = {"x": Q * R, "Lam": lam_img, "Cbar": Cbar_img}
+    gx = to_nc(grads["gx"], env)
+    ga0 = to_nc(grads["gA0"], env)
+    return gx, (ga0 - nc_transpose(ga0)) / 2
+
+
+def reference_dual_evidence(ctx, f: Callable, reference: Callable, size: dict, *, what: str) -> Evidence | None:
+    """Confirm a ``T x T`` chain-rule reference against exact dual-number Jacobians at one rational point.
+
+    Parameters
+    ----------
+    ctx:
+        the :class:`~geoattn.symbolic.claim.CheckContext` (its seed picks the point).
+    f:
+        the activation on ``T x T`` matrices (and :class:`~geoattn.symbolic.algebra.Dual`).
+    reference:
+        ``reference(x, A, Gy) -> (gx, gA)``, the chain rule to confirm.
+    size:
+        ``{"T", "k", "d", "r"}``; the point is ``x = QR`` with orthonormal ``Q``.
+    what:
+        a name for the messages.
+
+    Returns
+    -------
+    Evidence or None
+        ``None`` when the reference equals :func:`dual_gradient` of ``f``; otherwise ``error``
+        evidence with the exact point (the checker itself would be wrong).
+    """
+
+    def residual(size, R, A, G, Q=None, K=None):
+        xm = _q_of(size, Q, K) * R
+        gx, ga = reference(xm, A, G)
+        dx, da = dual_gradient(xm, A, G, f)
+        return _vec(gx - dx, ga - da)
+
+    ident = MatrixIdentity(
+        f"{what} chain-rule reference - dual-number gradient",
+        variables=lambda s: {
+            "K": alg.skew("q", s["T"]),
+            "R": alg.general("r", s["k"], s["d"]),
+            "A": alg.skew("a", s["d"]),
+            "G": alg.general("g", s["T"], s["d"]),
+        },
+        residual=residual,
+        project=_project,
+    )
+    ce = search_counterexample(ident, [size], seed=ctx.seed_for("dual"), points=1)
+    if ce is None:
+        return None
+    return Evidence(
+        Level.ERROR,
+        "chain-rule reference against dual numbers",
+        counterexample=ce,
+        detail=f"the {what} chain-rule reference disagrees with the exact dual-number gradient",
+    )
+
+
+def _dual_note(size: dict) -> str:
+    return "; the chain-rule reference agrees with the exact dual-number gradient at a rational point (" + ",".join(
+        f"{k_}={v}" for k_, v in size.items()
+    ) + ")"
+
+
+FORM_SIZES = [
+    {"T": 3, "k": 2, "d": 2, "r": 2},
+    {"T": 4, "k": 3, "d": 3, "r": 2},
+    {"T": 2, "k": 2, "d": 3, "r": 2},
+    {"T": 4, "k": 2, "d": 3, "r": 1},
+]
+DEEP_SIZES = [{"T": 5, "k": 3, "d": 4, "r": 3}, {"T": 6, "k": 4, "d": 4, "r": 3}]
+
+
+def _random_sizes(ctx) -> list[dict]:
+    return FORM_SIZES + (DEEP_SIZES if ctx.depth > 1 else [])
