@@ -508,7 +508,7 @@ def test_eigh_form_claims_and_a_wrong_mobius_map_is_refuted():
 
     from geoattn.symbolic import get_claim
     from geoattn.symbolic import expressions as ex
-    from geoattn.symbolic.claims.kernels import _check_eigh_form, _eigh_form_identity
+    from geoattn.symbolic.claims.kernels_spectral import _check_eigh_form, _eigh_form_identity
     from geoattn.symbolic.claim import CheckContext
     from geoattn.symbolic import algebra as alg
 

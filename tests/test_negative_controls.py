@@ -123,7 +123,8 @@ def test_crashing_checker_is_an_error():
 
 
 def test_wrong_backward_formulas_are_refuted():
-    from geoattn.symbolic.claims.kernels import exp_vjp_identity, make_vjp_claim
+    from geoattn.symbolic.claims.kernels import make_vjp_claim
+    from geoattn.symbolic.claims.kernels_spectral import exp_vjp_identity
 
     # -1/2 (I + C)^T G (I + C)^T: the forward output must be used, not C
     assert make_vjp_claim("input", "neg.vjp").check().level is Level.REFUTED

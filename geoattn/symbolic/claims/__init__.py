@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     cayley,
     exponential,
     kernels,
+    kernels_spectral,
     linear_symplectic,
     models,
     multihead,

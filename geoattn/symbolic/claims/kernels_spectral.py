@@ -1,0 +1,193 @@
+"""The eigendecomposition forms of the kernels: ``exp_skew.eigh_form``, ``cayley.eigh_form`` and the
+Daleckii--Krein backward ``exp_skew.vjp`` (family ``kernels``; the expressions are the ones
+``geoattn codegen`` prints, as in :mod:`geoattn.symbolic.claims.kernels`)."""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.matrices.expressions import Identity, MatrixSymbol
+
+from .. import algebra as alg
+from .. import expressions as ex
+from ..claim import Claim, register
+from ..evidence import Derivation, Evidence, Level, Step
+from ..strategies import MatrixIdentity, exact_evidence
+from ._common import standard
+from .kernels import _ev
+
+T, d = ex.T, ex.d
+I = Identity(T)
+C, x, A, W, q, Lam, G = ex.C, ex.x, ex.A, ex.W, ex.q, ex.Lam, ex.G
+H = MatrixSymbol("H", T, T)
+
+
+# ---------------------------------------------------------------------------
+# exp_skew.eigh_form, exp_skew.vjp
+# ---------------------------------------------------------------------------
+
+
+def _eig_data(S: sp.Matrix):
+    """Exact ``U, theta`` with ``i S = U diag(theta) U^H`` (U unitary)."""
+    Hm = sp.I * S
+    cols, thetas = [], []
+    for val, _, vecs in Hm.eigenvects():
+        for v in sp.GramSchmidt(vecs, orthonormal=True):
+            cols.append(v)
+            thetas.append(val)
+    U = sp.Matrix.hstack(*cols).applyfunc(sp.simplify)
+    return U, sp.Matrix(thetas)
+
+
+def _eigh_form_identity(expr=None, reference=None, name: str = "E(U, theta) - exp(S)") -> MatrixIdentity:
+    expr = ex.EXP_SKEW_FROM_EIGH if expr is None else expr
+    reference = (lambda S: S.exp()) if reference is None else reference
+
+    def residual(size, S):
+        U, th = _eig_data(S)
+        got = _ev(expr, {ex.U: U, ex.theta: th}, size)
+        return (got - reference(S)).applyfunc(lambda v: sp.simplify(sp.expand_complex(v)))
+
+    return MatrixIdentity(name, variables=lambda s: {"S": alg.skew("s", s["T"])}, residual=residual)
+
+
+def _check_eigh_form(ctx, ident: MatrixIdentity | None = None) -> list[Evidence]:
+    ident = ident or _eigh_form_identity()
+    ev = standard(ctx, ident=ident, random_sizes=[{"T": 2}, {"T": 3}], points=1)
+    if ev and ev[0].level is Level.REFUTED:
+        return ev
+    # symbolic at T = 2: S = [[0, s], [-s, 0]], i S has eigenvalues -s, s
+    return [exact_evidence(ident, [{"T": 1}, {"T": 2}], method="exact symbolic identity at explicit sizes", seed=ctx.seed_for("x"))]
+
+
+register(
+    Claim(
+        id="exp_skew.eigh_form",
+        title="exp of skew S from the eigendecomposition of iS",
+        statement="For skew S with i S = U diag(theta) U^H (U unitary, theta real), "
+        "exp(S) = Re(U diag(exp(-i theta)) U^H).",
+        latex=r"iS = U\,\mathrm{diag}(\theta)\,U^H \implies \exp(S) = \operatorname{Re}\left(U\,\mathrm{diag}(e^{-i\theta})\,U^H\right)",
+        source="kernel exp_skew (geoattn.symbolic.expressions)",
+        family="kernels",
+        expected=Level.CHECKED,
+        checker=_check_eigh_form,
+        notes="Exact symbolic identity at T <= 2 and exact evaluation at a rational 3 x 3 point; for all T it "
+        "is exp(U D U^H) = U exp(D) U^H, which is not mechanised here.",
+    )
+)
+
+register(
+    Claim(
+        id="cayley.eigh_form",
+        title="Cayley of skew C from the eigendecomposition of iC",
+        statement="For skew C with i C = U diag(theta) U^H (U unitary, theta real), "
+        "Cayley(C) = Re(U diag((1 + i theta)/(1 - i theta)) U^H).",
+        latex=r"iC = U\,\mathrm{diag}(\theta)\,U^H \implies \mathrm{Cayley}(C) = "
+        r"\operatorname{Re}\left(U\,\mathrm{diag}\left(\tfrac{1 + i\theta}{1 - i\theta}\right)U^H\right)",
+        source="kernel cayley at large norms (geoattn.symbolic.expressions)",
+        family="kernels",
+        expected=Level.CHECKED,
+        checker=lambda ctx: _check_eigh_form(
+            ctx, _eigh_form_identity(ex.CAYLEY_FROM_EIGH, alg.cayley, "L(U, theta) - Cayley(S)")
+        ),
+        notes="Exact symbolic identity at T <= 2 and exact evaluation at a rational 3 x 3 point; for all T it "
+        "is f(U D U^H) = U f(D) U^H for f(z) = (1 - z)/(1 + z) at the eigenvalues -i theta of C.",
+    )
+)
+
+
+def _exp_vjp_derivation() -> Derivation:
+    t, lj, lk = sp.symbols("t lambda_j lambda_k")
+    integral = sp.integrate(sp.exp(t * lj) * sp.exp((1 - t) * lk), (t, 0, 1))
+    phi = (sp.exp(lj) - sp.exp(lk)) / (lj - lk)
+    a, b = sp.symbols("a b", real=True)
+    stable = ex.expm_divided_difference(conj=False)(a, b)
+    lhs = (sp.exp(-sp.I * a) - sp.exp(-sp.I * b)) / (-sp.I * (a - b))
+
+    def integral_ok():
+        generic = integral.args[0][0] if isinstance(integral, sp.Piecewise) else integral
+        return sp.simplify(generic - phi) == 0
+
+    def stable_ok():
+        sinc_arg = (a - b) / 2
+        as_sin = stable.subs(sp.sinc(sinc_arg), sp.sin(sinc_arg) / sinc_arg)
+        off = sp.simplify(sp.expand((lhs - as_sin).rewrite(sp.exp))) == 0
+        diag = sp.simplify(stable.subs(b, a) - sp.exp(-sp.I * a)) == 0
+        return off and diag
+
+    return Derivation(
+        assumptions=[r"iS = U\,\mathrm{diag}(\theta)U^H,\ S = U\,\mathrm{diag}(\lambda)U^H,\ \lambda_j = -i\theta_j",
+                     r"\hat X := U^HXU"],
+        steps=[
+            Step(r"D\exp(S)[H]", r"\int_0^1 e^{tS}He^{(1-t)S}\,dt", "integral representation of the derivative of exp"),
+            Step(r"U^H D\exp(S)[H]\,U", r"\int_0^1 e^{tD}\hat He^{(1-t)D}\,dt", r"e^{tS} = Ue^{tD}U^H"),
+            Step(
+                r"\left[\int_0^1 e^{tD}\hat He^{(1-t)D}dt\right]_{jk}",
+                sp.Symbol(r"\hat H_{jk}") * phi,
+                r"SymPy integration, \lambda_j \ne \lambda_k (e^{\lambda_j} at \lambda_j = \lambda_k)",
+                integral_ok,
+            ),
+            Step(lhs, stable, r"stable form with \lambda = -i\theta (both branches)", stable_ok),
+            Step(
+                r"\frac{\partial\langle G, \exp(S)\rangle}{\partial S}",
+                ex.EXP_SKEW_VJP,
+                r"adjoint of H \mapsto U(\hat H\circ\Phi)U^H under \mathrm{Re}\,\mathrm{Tr}(X^HY): "
+                r"G \mapsto \mathrm{Re}\,U(\hat G\circ\bar\Phi)U^H",
+            ),
+        ],
+        conclusion=r"\frac{\partial L}{\partial S} = \operatorname{Re}\left(U\,(U^HGU\circ\bar\Phi)\,U^H\right),\quad "
+        r"\Phi_{jk} = e^{-i(\theta_j + \theta_k)/2}\,\mathrm{sinc}\tfrac{\theta_j - \theta_k}{2}",
+    )
+
+
+def exp_vjp_identity(conj: bool = True) -> MatrixIdentity:
+    """At T = 2: <G, Dexp(S)[H]> (integral formula, closed-form rotations) - <VJP, H>.
+
+    ``conj=False`` uses Phi instead of its conjugate: a false variant (negative control).
+    """
+    expr = ex.EXP_SKEW_VJP
+    if not conj:
+        expr = expr.replace(
+            lambda e: isinstance(e, ex.PairMatrix), lambda e: ex.PairMatrix(e.vec, ex.expm_divided_difference(False))
+        )
+
+    def residual(size, s, Gm, Hm):
+        sv = s[0, 0]
+        tt = sp.Symbol("t", real=True)
+
+        def rot(a):
+            return sp.Matrix([[sp.cos(a), sp.sin(a)], [-sp.sin(a), sp.cos(a)]])
+
+        dexp = (rot(tt * sv) * Hm * rot((1 - tt) * sv)).applyfunc(lambda e: sp.integrate(e, (tt, 0, 1)))
+        U = sp.Matrix([[1, 1], [sp.I, -sp.I]]) / sp.sqrt(2)
+        th = sp.Matrix([-sv, sv])
+        vjp = _ev(expr, {ex.U: U, ex.theta: th, G: Gm}, size)
+        res = (Gm.T * dexp).trace() - (vjp.T * Hm).trace()
+        res = res.replace(sp.sinc, lambda z: sp.sin(z) / z)  # sinc(0) = 1 is already evaluated
+        return sp.simplify(sp.expand_complex(res))
+
+    return MatrixIdentity(
+        "<G, Dexp(S)[H]> - <VJP, H> (T = 2)",
+        variables=lambda sz: {"s": alg.general("s", 1, 1), "Gm": alg.general("g", 2, 2), "Hm": alg.general("h", 2, 2)},
+        residual=residual,
+    )
+
+
+register(
+    Claim(
+        id="exp_skew.vjp",
+        title="vector-Jacobian product of exp on skew matrices",
+        statement="For i S = U diag(theta) U^H, the gradient of <G, exp(S)> is Re(U (U^H G U o conj(Phi)) U^H) with "
+        "Phi_jk = exp(-i(theta_j + theta_k)/2) sinc((theta_j - theta_k)/2).",
+        latex=r"\frac{\partial\langle G, e^S\rangle}{\partial S} = \operatorname{Re}\left(U(U^HGU\circ\bar\Phi)U^H\right)",
+        source="kernel exp_skew backward (geoattn.symbolic.expressions)",
+        family="kernels",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=exp_vjp_identity(),
+            random_sizes=[{"T": 2}],
+            points=1,
+            prove=_exp_vjp_derivation,
+        ),
+    )
+)
