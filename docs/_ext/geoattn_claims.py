@@ -62,9 +62,9 @@ def _mixed(rule: str) -> list:
 
 def _kernel_sources(claim_id: str) -> list[tuple[str, str]]:
     from geoattn.kernels import _generated as gen
-    from geoattn.symbolic import expressions as ex
+    from geoattn.symbolic import kernel_table as kt
 
-    return [(k.name, inspect.getsource(getattr(gen, k.name))) for k in ex.KERNELS if claim_id in k.claims]
+    return [(k.name, inspect.getsource(getattr(gen, k.name))) for k in kt.KERNELS if claim_id in k.claims]
 
 
 class ClaimDirective(SphinxDirective):

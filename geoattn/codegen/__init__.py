@@ -1,7 +1,7 @@
 """Code generation: batched PyTorch source from the verified SymPy expressions.
 
 ``generate_module()`` prints every kernel of
-:data:`geoattn.symbolic.expressions.KERNELS`; ``write()`` updates
+:data:`geoattn.symbolic.kernel_table.KERNELS`; ``write()`` updates
 ``geoattn/kernels/_generated.py`` and ``check()`` compares it with a fresh
 generation (``geoattn codegen`` and ``geoattn codegen --check``).
 """

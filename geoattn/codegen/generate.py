@@ -7,7 +7,8 @@ import os
 
 import sympy as sp
 
-from ..symbolic.expressions import KERNELS, KernelSpec, expressions_hash
+from ..symbolic.kernel_spec import KernelSpec
+from ..symbolic.kernel_table import KERNELS, expressions_hash
 from .printer import TorchKernelPrinter, common_scalar, factor_sums
 
 __all__ = ["generate_kernel", "generate_module", "target_path", "write", "check"]

@@ -46,7 +46,7 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
-from ..symbolic.expressions import PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
+from ..symbolic.nodes import PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
 
 __all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "CodegenError"]
 

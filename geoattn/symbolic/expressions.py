@@ -1,40 +1,36 @@
 """The SymPy expressions that the torch kernels are generated from.
 
-Each :class:`KernelSpec` names a kernel, its inputs (matrix symbols of
+Each :class:`~geoattn.symbolic.kernel_spec.KernelSpec` names a kernel, its inputs (matrix symbols of
 symbolic size, in the **row layout** used by the layers: ``x`` is
 ``(..., T, d)``, i.e. ``x = Z^T`` per sample), its outputs as matrix
 expressions, and the ledger claims that verify those expressions. The claims
 of the ``kernels`` family check every expression here against the seeds'
 column-convention formulas, so what runs is what was checked.
 
-Besides SymPy's own matrix expressions a few small nodes are needed, each with
-an explicit-matrix meaning (``explicit``) so that the claims can evaluate them:
-
-* :class:`StrictLower`, :class:`StrictUpper`: ``tril(X, -1)``, ``triu(X, 1)``;
-* :class:`RealPart`: entrywise real part;
-* :class:`VectorMap`: a scalar function applied entrywise to a vector;
-* :class:`PairMatrix`: the matrix ``[f(v_j, v_k)]_{jk}`` built from a vector.
+Besides SymPy's own matrix expressions a few small nodes are needed
+(:mod:`geoattn.symbolic.nodes`); :func:`~geoattn.symbolic.interpreter.evaluate`
+computes any expression at explicit matrices, and
+:mod:`geoattn.symbolic.kernel_table` lists the kernels built from these
+expressions. The names of those modules are re-exported here.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
-
 import sympy as sp
 from sympy.matrices.expressions import (
-    KroneckerProduct,
     Adjoint,
     DiagMatrix,
     HadamardProduct,
     Identity,
     Inverse,
-    MatrixExpr,
+    KroneckerProduct,
     MatrixSymbol,
     Trace,
 )
 
-from .algebra import UnaryMatrixExpr
+from .interpreter import evaluate
+from .kernel_spec import KernelSpec
+from .nodes import PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
 
 __all__ = [
     "StrictLower",
@@ -43,9 +39,6 @@ __all__ = [
     "VectorMap",
     "PairMatrix",
     "KernelSpec",
-    "KERNELS",
-    "kernel",
-    "expressions_hash",
     "lsa_gradient_row_layout",
     "expm_divided_difference",
     "TAYLOR_SCHEMES",
@@ -59,116 +52,6 @@ __all__ = [
 # symbolic sizes: T sequence length, d feature size (n for phase space halves)
 T = sp.Symbol("T", integer=True, positive=True)
 d = sp.Symbol("d", integer=True, positive=True)
-
-
-class StrictLower(UnaryMatrixExpr):
-    """The strictly lower triangle of a square matrix (zeros elsewhere)."""
-
-    @staticmethod
-    def explicit(m: sp.Matrix) -> sp.Matrix:
-        """The strict lower triangle of an explicit matrix."""
-        return sp.Matrix(m.rows, m.cols, lambda i, j: m[i, j] if i > j else 0)
-
-    def _latex(self, printer):
-        return r"\mathrm{tril}_{-1}\left(%s\right)" % printer._print(self.arg)
-
-
-class StrictUpper(UnaryMatrixExpr):
-    """The strictly upper triangle of a square matrix (zeros elsewhere)."""
-
-    @staticmethod
-    def explicit(m: sp.Matrix) -> sp.Matrix:
-        """The strict upper triangle of an explicit matrix."""
-        return sp.Matrix(m.rows, m.cols, lambda i, j: m[i, j] if i < j else 0)
-
-    def _latex(self, printer):
-        return r"\mathrm{triu}_{1}\left(%s\right)" % printer._print(self.arg)
-
-
-class RealPart(UnaryMatrixExpr):
-    """Entrywise real part."""
-
-    @staticmethod
-    def explicit(m: sp.Matrix) -> sp.Matrix:
-        """The entrywise real part of an explicit matrix."""
-        return m.applyfunc(sp.re)
-
-    def _latex(self, printer):
-        return r"\operatorname{Re}\left(%s\right)" % printer._print(self.arg)
-
-
-class _VectorFunction(MatrixExpr):
-    """Base of matrices built entrywise from a column vector ``vec`` and a ``Lambda`` ``fn``."""
-
-    def __new__(cls, vec, fn: sp.Lambda):
-        return super().__new__(cls, vec, fn)
-
-    @property
-    def vec(self):
-        return self.args[0]
-
-    @property
-    def fn(self) -> sp.Lambda:
-        return self.args[1]
-
-
-class VectorMap(_VectorFunction):
-    """``[f(v_j)]_j`` for a column vector ``v`` and a scalar ``Lambda`` ``f``."""
-
-    @property
-    def shape(self):
-        return self.vec.shape
-
-    def explicit(self, v: sp.Matrix) -> sp.Matrix:
-        """The entrywise image of an explicit vector."""
-        return v.applyfunc(self.fn)
-
-    def _latex(self, printer):
-        (a,) = self.fn.variables
-        return r"\left[%s\right]_{%s = %s_j}" % (printer._print(self.fn.expr), printer._print(a), printer._print(self.vec))
-
-
-class PairMatrix(_VectorFunction):
-    """``[f(v_j, v_k)]_{jk}`` for a column vector ``v`` and ``f = Lambda((a, b), ...)``."""
-
-    @property
-    def shape(self):
-        return (self.vec.shape[0], self.vec.shape[0])
-
-    def explicit(self, v: sp.Matrix) -> sp.Matrix:
-        """The matrix of pair values of an explicit vector."""
-        return sp.Matrix(v.rows, v.rows, lambda j, k: self.fn(v[j], v[k]))
-
-    def _latex(self, printer):
-        return r"\left[%s\right]_{jk}" % printer._print(self.fn.expr)
-
-
-@dataclass
-class KernelSpec:
-    """One generated kernel: ``outputs`` as expressions of ``inputs``.
-
-    ``inputs`` maps argument names to matrix symbols (a ``k x 1`` symbol is
-    passed as a tensor of shape ``(..., k)``); ``dims`` says how to read each
-    size symbol off the arguments (e.g. ``{T: ("C", -1)}``); ``claims`` are the
-    ledger ids that verify the outputs.
-    """
-
-    name: str
-    doc: str
-    inputs: dict[str, MatrixSymbol]
-    outputs: list[tuple[str, object]]
-    dims: dict
-    claims: list[str] = field(default_factory=list)
-    complex_inputs: tuple[str, ...] = ()
-    size_args: tuple[str, ...] = ()
-    #: print sums as in-place accumulations into the first (freshly computed) term
-    accumulate: bool = False
-    #: the outputs returned (default: all, in order)
-    returns: tuple[str, ...] = ()
-
-    def source_text(self) -> str:
-        outs = "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.outputs)
-        return f"{self.name}({', '.join(self.inputs)}): {outs}"
 
 
 # ---------------------------------------------------------------------------
@@ -363,39 +246,6 @@ Ek = MatrixSymbol("E", T, T)
 SQUARE_VJP = G * Ek.T + Ek.T * G
 
 
-def _taylor_specs() -> list["KernelSpec"]:
-    specs = []
-    for dtype, (m, r) in TAYLOR_SCHEMES.items():
-        fwd = taylor_ps_bindings(m, r)
-        specs.append(
-            KernelSpec(
-                f"exp_taylor{m}",
-                f"Taylor polynomial of exp of degree {m} (the {dtype} scheme), Paterson--Stockmeyer with "
-                f"X^2..X^{r}; returns the intermediates the backward needs, then p(X).",
-                {"X": X},
-                fwd,
-                {T: ("X", -1)},
-                ["exp_skew.taylor_form", "exp_skew.taylor_remainder"],
-                accumulate=True,
-            )
-        )
-        saved = {"X": X, **{n: MatrixSymbol(n, T, T) for n in taylor_names(m, r)[:-1]}, "G": G}
-        specs.append(
-            KernelSpec(
-                f"exp_taylor{m}_vjp",
-                f"Gradient of <G, p(X)> for the degree-{m} scheme, from the forward intermediates.",
-                saved,
-                taylor_ps_vjp_bindings(m, r),
-                {T: ("X", -1)},
-                ["exp_skew.taylor_vjp", "exp_skew.taylor_remainder"],
-                accumulate=True,
-                returns=("gX",),
-            )
-        )
-    return specs
-
-
-#: the lift Lambda-tilde = I_d (x) Lambda^T acting on row-stacked vectors (vec.right_multiplication)
 LIFT = KroneckerProduct(Identity(d), Lam.T)
 
 # linear-time volume-preserving attention
@@ -459,268 +309,3 @@ LOWRANK_EXP_VJP = [
 ]
 
 
-def _lowrank_specs() -> list["KernelSpec"]:
-    return [
-        KernelSpec(
-            "vp_lowrank_skew",
-            "The small skew matrix S = R A R^T of the low-rank form (skew-symmetrised), from x = Q R.",
-            {"R": Rf, "A": A},
-            LOWRANK_S,
-            {},
-            ["vp.lowrank_form"],
-            returns=("S",),
-        ),
-        KernelSpec(
-            "cayley_minus_identity",
-            "Cayley(S) - I = -2 (I + S)^{-1} S, batched.",
-            {"S": Sd},
-            [("W", CAYLEY_MINUS_I)],
-            {k: ("S", -1)},
-            ["vp.lowrank_form"],
-        ),
-        KernelSpec(
-            "vp_lowrank_apply",
-            "Row-layout layer output x + Q W^T R = Lambda^T x with Lambda = I + Q W Q^T (W = f(S) - I).",
-            {"x": x, "Q": Qf, "W": Wd, "R": Rf},
-            [("K", LOWRANK_K), ("y", LOWRANK_APPLY)],
-            {},
-            ["vp.lowrank_form"],
-            returns=("y",),
-        ),
-        KernelSpec(
-            "vp_lowrank_project",
-            "Y1 = Q^T Gy: the incoming gradient in the basis of Q.",
-            {"Q": Qf, "Gy": Gy},
-            [("Y1", Qf.T * Gy)],
-            {},
-            ["vp.lowrank_exp_vjp"],
-        ),
-        KernelSpec(
-            "vp_lowrank_cayley_vjp",
-            "Gradients of <Gy, y> with respect to x and A for the Cayley activation, from Q, R, W = Cayley(S) - I.",
-            {"Q": Qf, "R": Rf, "W": Wd, "A": A, "Gy": Gy},
-            LOWRANK_CAYLEY_VJP,
-            {d: ("R", -1), k: ("R", -2)},
-            ["vp.lowrank_cayley_vjp"],
-            returns=("gx", "gA"),
-        ),
-        KernelSpec(
-            "vp_lowrank_exp_vjp",
-            "Gradients of <Gy, y> with respect to x and A for the exponential activation, from Q, R, "
-            "W = exp(S) - I, Y1 = Q^T Gy, K1 = L_exp(-S, R Y1^T) and K2 = phi(-S) R.",
-            {"Q": Qf, "R": Rf, "W": Wd, "A": A, "Gy": Gy, "Y1": Y1, "K1": K1, "K2": K2},
-            LOWRANK_EXP_VJP,
-            {d: ("R", -1)},
-            ["vp.lowrank_exp_vjp"],
-            returns=("gx", "gA"),
-        ),
-    ]
-
-
-KERNELS: list[KernelSpec] = [
-    KernelSpec(
-        "cayley_matrix",
-        "Cayley transform Lambda = (I - C)(I + C)^{-1} = (I + C)^{-1}(I - C), batched over leading dims.",
-        {"C": C},
-        [("Lam", CAYLEY)],
-        {T: ("C", -1)},
-        ["cayley.orthogonal", "kernels.cayley_left_solve"],
-    ),
-    KernelSpec(
-        "cayley_apply_solve",
-        "Row-layout layer output (x^T Cayley(C))^T = 2 (I - C)^{-1} x - x for skew C, without forming Cayley(C).",
-        {"C": C, "x": x},
-        [("y", CAYLEY_APPLY_SOLVE)],
-        {T: ("C", -1)},
-        ["cayley.apply_form"],
-    ),
-    KernelSpec(
-        "cayley_apply_matrix",
-        "Row-layout layer output (x^T Lam)^T = Lam^T x from the formed matrix Lam = Cayley(C).",
-        {"Lam": Lam, "x": x},
-        [("y", CAYLEY_APPLY_MATRIX)],
-        {},
-        ["cayley.orthogonal", "cayley.apply_form"],
-    ),
-    KernelSpec(
-        "cayley_vjp",
-        "Gradient of <G, Cayley(C)> with respect to C, from the forward output Lam = Cayley(C).",
-        {"Lam": Lam, "G": G},
-        CAYLEY_VJP_BINDINGS,
-        {T: ("Lam", -1)},
-        ["cayley.vjp"],
-        accumulate=True,
-        returns=("gC",),
-    ),
-    KernelSpec(
-        "skew_from_lower",
-        "Copy the strict lower triangle to the upper one, negated (tensor_mat_skew_sym_assign).",
-        {"C": C},
-        [("S", skew_from_lower_expr(C))],
-        {},
-        ["vp.lower_assign_skew", "kernels.triangle_forms"],
-    ),
-    KernelSpec(
-        "upper_triangular_asymmetrize",
-        "Keep the strict upper triangle, put its negated transpose below (seed 003).",
-        {"C": C},
-        [("S", uta_expr(C))],
-        {},
-        ["exp.uta_skew", "kernels.triangle_forms"],
-    ),
-    KernelSpec(
-        "vp_correlation",
-        "Row-layout volume-preserving correlations Z^T A Z = x A x^T (Z = x^T).",
-        {"x": x, "A": A},
-        [("C", VP_CORRELATION)],
-        {},
-        ["vp.skew_weighting", "kernels.row_layout"],
-    ),
-    KernelSpec(
-        "vp_correlation_lower",
-        "Row-layout skew_from_lower(Z^T A Z) for the arbitrary weighting.",
-        {"x": x, "A": A},
-        [("C", VP_CORRELATION_LOWER)],
-        {},
-        ["vp.lower_assign_skew", "kernels.row_layout"],
-    ),
-    KernelSpec(
-        "lsa_update",
-        "Linear symplectic attention update in the row layout: the gradient of 1/2 Tr(Q A Q^T), q = Q^T.",
-        {"q": q, "A": W},
-        [("dq", LSA_UPDATE)],
-        {},
-        ["lsa.gradient", "kernels.lsa_row_layout"],
-    ),
-    KernelSpec(
-        "exp_skew_from_eigh",
-        "exp(S) for skew S from the eigendecomposition i S = U diag(theta) U^H.",
-        {"U": U, "theta": theta},
-        [("E", EXP_SKEW_FROM_EIGH)],
-        {},
-        ["exp_skew.eigh_form"],
-        complex_inputs=("U",),
-    ),
-    KernelSpec(
-        "cayley_from_eigh",
-        "Cayley(C) for skew C from the eigendecomposition i C = U diag(theta) U^H (used at large norms).",
-        {"U": U, "theta": theta},
-        [("Lam", CAYLEY_FROM_EIGH)],
-        {},
-        ["cayley.eigh_form"],
-        complex_inputs=("U",),
-    ),
-    KernelSpec(
-        "exp_skew_vjp",
-        "Gradient of <G, exp(S)> with respect to S (Daleckii-Krein), from i S = U diag(theta) U^H.",
-        {"U": U, "theta": theta, "G": G},
-        [("gS", EXP_SKEW_VJP)],
-        {},
-        ["exp_skew.vjp"],
-        complex_inputs=("U",),
-    ),
-    *_taylor_specs(),
-    *_lowrank_specs(),
-    KernelSpec(
-        "square_vjp",
-        "Gradient of <G, E^2> with respect to E: one step of the squaring phase, backwards.",
-        {"E": Ek, "G": G},
-        [("gE", SQUARE_VJP)],
-        {},
-        ["exp_skew.square_vjp"],
-        accumulate=True,
-    ),
-    KernelSpec(
-        "lift",
-        "The lift I_d (x) Lambda^T of Z -> Z Lambda to row-stacked vectors (for analysis and tests).",
-        {"Lam": Lam},
-        [("L", LIFT)],
-        {d: ("d", None)},
-        ["vec.right_multiplication", "lift.orthogonal", "lift.symplectic"],
-        size_args=("d",),
-    ),
-]
-
-
-def kernel(name: str) -> KernelSpec:
-    """The :class:`KernelSpec` called ``name``."""
-    for k in KERNELS:
-        if k.name == name:
-            return k
-    raise KeyError(f"Expected a kernel name in {[k.name for k in KERNELS]}. Got {name!r}.")
-
-
-def expressions_hash() -> str:
-    """SHA-256 of every kernel's source expressions (the generated header records it)."""
-    text = "\n".join(k.source_text() for k in KERNELS)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def evaluate(expr, values: dict, sizes: dict | None = None) -> sp.Matrix:
-    """Evaluate a kernel expression at explicit matrices.
-
-    ``values`` maps matrix symbols to explicit :class:`sympy.Matrix` (vectors
-    as ``k x 1``); ``sizes`` maps size symbols to integers. This interpreter is
-    independent of the torch printer, so the claims check the expressions'
-    meaning, and the printer is checked against it by the tests.
-    """
-    from sympy.matrices.expressions import (
-        HadamardProduct,
-        MatAdd,
-        MatMul,
-        MatPow,
-        Transpose,
-        ZeroMatrix,
-    )
-
-    sizes = sizes or {}
-
-    def dim(s):
-        return int(sp.sympify(s).xreplace(sizes))
-
-    def rec(e):
-        if e in values:
-            return values[e]
-        if isinstance(e, Identity):
-            return sp.eye(dim(e.shape[0]))
-        if isinstance(e, ZeroMatrix):
-            return sp.zeros(dim(e.shape[0]), dim(e.shape[1]))
-        if isinstance(e, MatAdd):
-            out = rec(e.args[0])
-            for a in e.args[1:]:
-                out = out + rec(a)
-            return out
-        if isinstance(e, MatMul):
-            coeff, mats = e.as_coeff_matrices()
-            out = rec(mats[0])
-            for m in mats[1:]:
-                out = out * rec(m)
-            return coeff * out
-        if isinstance(e, Transpose):
-            return rec(e.arg).T
-        if isinstance(e, MatPow) and e.exp.is_Integer and e.exp >= 0:
-            return rec(e.base) ** int(e.exp)
-        if isinstance(e, Adjoint):
-            return rec(e.arg).H
-        if isinstance(e, Inverse):
-            return rec(e.arg).inv()
-        if isinstance(e, HadamardProduct):
-            out = rec(e.args[0])
-            for a in e.args[1:]:
-                out = out.multiply_elementwise(rec(a))
-            return out
-        if isinstance(e, DiagMatrix):
-            v = rec(e.args[0])
-            return sp.diag(*list(v))
-        if isinstance(e, KroneckerProduct):
-            out = rec(e.args[0])
-            for a in e.args[1:]:
-                out = sp.kronecker_product(out, rec(a))
-            return out
-        if isinstance(e, (StrictLower, StrictUpper, RealPart)):
-            return type(e).explicit(rec(e.arg))
-        if isinstance(e, (VectorMap, PairMatrix)):
-            return e.explicit(rec(e.vec))
-        raise TypeError(f"Expected a kernel expression node. Got {type(e).__name__}: {e}.")
-
-    return sp.Matrix(rec(expr))

@@ -6,6 +6,7 @@ import sympy as sp
 
 from .. import algebra as alg
 from .. import expressions as ex
+from ..kernel_table import kernel as kernel_spec
 from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity
@@ -89,7 +90,7 @@ def exp_vjp_derivation(bindings=None) -> Derivation:
     E, F = nc("e^{-sS}"), nc("e^{-(1-s)S}")
     Y1 = nc("Y1")
     Y1t = nc_transpose(Y1)
-    project = compose(ex.kernel("vp_lowrank_project").outputs)["Y1"]
+    project = compose(kernel_spec("vp_lowrank_project").outputs)["Y1"]
     lam = 1 + Q * W * Qt
     cbar = Q * K1 * Qt + Q * K2 * nc_transpose(G - Q * Y1)
     ref_gx, ref_gA = _reference_images(grads, cbar, lam)
@@ -204,7 +205,7 @@ def exp_vjp_identity(bindings=None) -> MatrixIdentity:
     front end's block matrix ``B`` minus those ``K1, K2``.
     """
     bindings = ex.LOWRANK_EXP_VJP if bindings is None else bindings
-    project_expr = ex.kernel("vp_lowrank_project").outputs[0][1]
+    project_expr = kernel_spec("vp_lowrank_project").outputs[0][1]
 
     def kernel(Qm, R, W_, A, G, K1m, K2m, n):
         Y1m = ex.evaluate(project_expr, {Qf: Qm, Gy: G}, n)

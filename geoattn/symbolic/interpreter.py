@@ -1,0 +1,83 @@
+"""An interpreter of the kernel expressions at explicit matrices, independent of the torch printer."""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.matrices.expressions import (
+    Adjoint,
+    DiagMatrix,
+    HadamardProduct,
+    Identity,
+    Inverse,
+    KroneckerProduct,
+    MatAdd,
+    MatMul,
+    MatPow,
+    Transpose,
+    ZeroMatrix,
+)
+
+from .nodes import PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
+
+__all__ = ["evaluate"]
+
+
+def evaluate(expr, values: dict, sizes: dict | None = None) -> sp.Matrix:
+    """Evaluate a kernel expression at explicit matrices.
+
+    ``values`` maps matrix symbols to explicit :class:`sympy.Matrix` (vectors
+    as ``k x 1``); ``sizes`` maps size symbols to integers. This interpreter is
+    independent of the torch printer, so the claims check the expressions'
+    meaning, and the printer is checked against it by the tests.
+    """
+    sizes = sizes or {}
+
+    def dim(s):
+        return int(sp.sympify(s).xreplace(sizes))
+
+    def rec(e):
+        if e in values:
+            return values[e]
+        if isinstance(e, Identity):
+            return sp.eye(dim(e.shape[0]))
+        if isinstance(e, ZeroMatrix):
+            return sp.zeros(dim(e.shape[0]), dim(e.shape[1]))
+        if isinstance(e, MatAdd):
+            out = rec(e.args[0])
+            for a in e.args[1:]:
+                out = out + rec(a)
+            return out
+        if isinstance(e, MatMul):
+            coeff, mats = e.as_coeff_matrices()
+            out = rec(mats[0])
+            for m in mats[1:]:
+                out = out * rec(m)
+            return coeff * out
+        if isinstance(e, Transpose):
+            return rec(e.arg).T
+        if isinstance(e, MatPow) and e.exp.is_Integer and e.exp >= 0:
+            return rec(e.base) ** int(e.exp)
+        if isinstance(e, Adjoint):
+            return rec(e.arg).H
+        if isinstance(e, Inverse):
+            return rec(e.arg).inv()
+        if isinstance(e, HadamardProduct):
+            out = rec(e.args[0])
+            for a in e.args[1:]:
+                out = out.multiply_elementwise(rec(a))
+            return out
+        if isinstance(e, DiagMatrix):
+            v = rec(e.args[0])
+            return sp.diag(*list(v))
+        if isinstance(e, KroneckerProduct):
+            out = rec(e.args[0])
+            for a in e.args[1:]:
+                out = sp.kronecker_product(out, rec(a))
+            return out
+        if isinstance(e, (StrictLower, StrictUpper, RealPart)):
+            return type(e).explicit(rec(e.arg))
+        if isinstance(e, (VectorMap, PairMatrix)):
+            return e.explicit(rec(e.vec))
+        raise TypeError(f"Expected a kernel expression node. Got {type(e).__name__}: {e}.")
+
+    return sp.Matrix(rec(expr))
