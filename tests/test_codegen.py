@@ -203,3 +203,31 @@ def test_eigh_kernels_match_sympy_interpreter():
     g = gen.exp_skew_vjp(U, theta, Gt.to(torch.complex128))
     want_g = _float(ex.evaluate(ex.EXP_SKEW_VJP, {ex.U: Us, ex.theta: ths, ex.G: Gs}, {ex.T: 3})).real
     assert_close64(g.real, want_g, 3, k)
+
+
+def test_node_protocol_dispatch_and_declared_unsupported_nodes():
+    """A node prints through its own _torchcode, else the first _print_<Class> along its MRO; a node nobody
+    declared fails with a reason (never a wrong kernel), and declared-unsupported ones say why."""
+    import sympy as sp
+    from sympy.matrices.expressions import MatrixSymbol, ZeroMatrix
+
+    from geoattn.codegen.printer import CodegenError, TorchKernelPrinter
+    from geoattn.symbolic.algebra import UnaryMatrixExpr
+
+    n = sp.Symbol("n", integer=True, positive=True)
+    X = MatrixSymbol("X", n, n)
+
+    class Doubled(UnaryMatrixExpr):  # a new node that carries its own printing
+        def _torchcode(self, printer):
+            return f"2 * {printer.wrap(printer.print_arg(self.arg))}"
+
+    class Unknown(UnaryMatrixExpr):  # a new node without one
+        pass
+
+    printer = TorchKernelPrinter({X: "X"}, {n: ("X", -1)}, "X")
+    printer.bind("Y", Doubled(X))
+    assert printer.lines[-1].endswith("2 * X")
+    with pytest.raises(CodegenError, match="Expected a supported matrix node. Got Unknown"):
+        TorchKernelPrinter({X: "X"}, {n: ("X", -1)}, "X").bind("Y", Unknown(X))
+    with pytest.raises(CodegenError, match="Expected no zero matrix"):
+        TorchKernelPrinter({X: "X"}, {n: ("X", -1)}, "X").bind("Y", ZeroMatrix(n, n))

@@ -31,22 +31,18 @@ from collections import Counter
 
 import sympy as sp
 from sympy.matrices.expressions import (
-    Adjoint,
     DiagMatrix,
-    HadamardProduct,
     Identity,
     Inverse,
-    KroneckerProduct,
     MatAdd,
     MatMul,
-    MatPow,
     MatrixExpr,
     MatrixSymbol,
     Transpose,
     ZeroMatrix,
 )
 
-from ..symbolic.nodes import PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
+from ..symbolic.nodes import PairMatrix, VectorMap
 
 __all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "CodegenError"]
 
@@ -205,57 +201,80 @@ class TorchKernelPrinter:
         code = self._print_node(expr)
         return self._temp(expr, code) if isinstance(expr, MatrixExpr) else code
 
+    # Note [node protocol]: a node prints through its own ``_torchcode(printer)`` when it has one (the
+    # custom nodes of geoattn.symbolic.nodes: the method lives beside their ``_latex`` and ``explicit``),
+    # otherwise through the first ``_print_<Class>`` along its class's MRO, as SymPy's printers
+    # dispatch. Nodes this printer does not support are declared by a ``_print_<Class>`` that raises,
+    # so an unsupported node fails with a reason, never with a wrong kernel.
+    printmethod = "_torchcode"
+
     def _print_node(self, expr) -> str:
-        if isinstance(expr, MatrixSymbol):
-            if expr not in self.names:
-                raise CodegenError(f"Expected {expr} to be an argument or an earlier output. Got an unbound symbol.")
-            return self.names[expr]
-        if isinstance(expr, Identity):
-            return self._eye_name(expr.shape[0])
-        if isinstance(expr, ZeroMatrix):
-            raise CodegenError(f"Expected no zero matrix (simplify it away). Got {expr}.")
-        if isinstance(expr, MatAdd):
-            return self._print_add(expr)
-        if isinstance(expr, MatMul):
-            return self._print_mul(expr)
-        if isinstance(expr, Transpose):
-            return f"{_wrap(self._print(expr.arg))}.mT"
-        if isinstance(expr, Adjoint):
-            return f"{_wrap(self._print(expr.arg))}.mH"
-        if isinstance(expr, Inverse):
-            raise CodegenError(f"Expected an inverse inside a product (printed as a solve). Got a bare inverse {expr}.")
-        if isinstance(expr, MatPow):  # Inverse is a MatPow: handled above
-            if expr.exp != 2:
-                raise CodegenError(f"Expected only squares among matrix powers (bind higher powers). Got {expr}.")
-            base = _wrap(self._print(expr.base))
-            return f"{base} @ {base}"
-        if isinstance(expr, StrictLower):
-            return f"torch.tril({self._print(expr.arg)}, -1)"
-        if isinstance(expr, StrictUpper):
-            return f"torch.triu({self._print(expr.arg)}, 1)"
-        if isinstance(expr, RealPart):
-            return f"{_wrap(self._print(expr.arg))}.real"
-        if isinstance(expr, HadamardProduct):
-            return " * ".join(_wrap(self._print(a)) for a in expr.args)
-        if isinstance(expr, VectorMap):
-            (a,) = expr.fn.variables
-            return self._scalar(expr.fn.expr, {a: self._print(expr.vec)})
-        if isinstance(expr, PairMatrix):
-            a, b = expr.fn.variables
-            v = self._print(expr.vec)
-            return self._scalar(expr.fn.expr, {a: f"{v}.unsqueeze(-1)", b: f"{v}.unsqueeze(-2)"})
-        if isinstance(expr, DiagMatrix):
-            raise CodegenError(f"Expected DiagMatrix inside a product (a column scaling). Got it alone: {expr}.")
-        if isinstance(expr, KroneckerProduct):
-            # batched Kronecker product: (..., m, n) x (..., p, q) -> (..., m p, n q)
-            out = self._print(expr.args[0])
-            for b in expr.args[1:]:
-                out = (
-                    f"({_wrap(out)}.unsqueeze(-1).unsqueeze(-3) * {_wrap(self._print(b))}.unsqueeze(-2).unsqueeze(-4))"
-                    ".flatten(-4, -3).flatten(-2, -1)"
-                )
-            return out
+        own = getattr(expr, self.printmethod, None)
+        if callable(own):
+            return own(self)
+        for cls in type(expr).__mro__:
+            method = getattr(self, f"_print_{cls.__name__}", None)
+            if method is not None:
+                return method(expr)
         raise CodegenError(f"Expected a supported matrix node. Got {type(expr).__name__}: {expr}.")
+
+    # -- the interface the nodes' _torchcode uses --------------------------------
+    def print_arg(self, expr) -> str:
+        """The code of a sub-expression (bound to a temporary when it is a matrix)."""
+        return self._print(expr)
+
+    @staticmethod
+    def wrap(code: str) -> str:
+        """``code`` in parentheses unless it is a name or a call."""
+        return _wrap(code)
+
+    def scalar(self, expr, env: dict) -> str:
+        """Elementwise code of a scalar SymPy expression whose symbols ``env`` maps to tensors' code."""
+        return self._scalar(expr, env)
+
+    # -- SymPy's nodes -------------------------------------------------------------
+    def _print_MatrixSymbol(self, expr) -> str:
+        if expr not in self.names:
+            raise CodegenError(f"Expected {expr} to be an argument or an earlier output. Got an unbound symbol.")
+        return self.names[expr]
+
+    def _print_Identity(self, expr) -> str:
+        return self._eye_name(expr.shape[0])
+
+    def _print_Transpose(self, expr) -> str:
+        return f"{_wrap(self._print(expr.arg))}.mT"
+
+    def _print_Adjoint(self, expr) -> str:
+        return f"{_wrap(self._print(expr.arg))}.mH"
+
+    def _print_MatPow(self, expr) -> str:
+        if expr.exp != 2:
+            raise CodegenError(f"Expected only squares among matrix powers (bind higher powers). Got {expr}.")
+        base = _wrap(self._print(expr.base))
+        return f"{base} @ {base}"
+
+    def _print_HadamardProduct(self, expr) -> str:
+        return " * ".join(_wrap(self._print(a)) for a in expr.args)
+
+    def _print_KroneckerProduct(self, expr) -> str:
+        # batched Kronecker product: (..., m, n) x (..., p, q) -> (..., m p, n q)
+        out = self._print(expr.args[0])
+        for b in expr.args[1:]:
+            out = (
+                f"({_wrap(out)}.unsqueeze(-1).unsqueeze(-3) * {_wrap(self._print(b))}.unsqueeze(-2).unsqueeze(-4))"
+                ".flatten(-4, -3).flatten(-2, -1)"
+            )
+        return out
+
+    # -- declared unsupported where they stand alone ------------------------------
+    def _print_ZeroMatrix(self, expr) -> str:
+        raise CodegenError(f"Expected no zero matrix (simplify it away). Got {expr}.")
+
+    def _print_Inverse(self, expr) -> str:  # before MatPow in the MRO
+        raise CodegenError(f"Expected an inverse inside a product (printed as a solve). Got a bare inverse {expr}.")
+
+    def _print_DiagMatrix(self, expr) -> str:
+        raise CodegenError(f"Expected DiagMatrix inside a product (a column scaling). Got it alone: {expr}.")
 
     def _eye_name(self, size) -> str:
         """``eye`` for the first identity size used, ``eye_<size>`` for others (fixed once printed)."""
@@ -263,7 +282,7 @@ class TorchKernelPrinter:
             self.needs_eye[size] = "eye" if not self.needs_eye else f"eye_{sp.sstr(size)}"
         return self.needs_eye[size]
 
-    def _print_add(self, expr) -> str:
+    def _print_MatAdd(self, expr) -> str:
         out = []
         for term in expr.args:
             coeff, mats = _split(term)
@@ -282,7 +301,7 @@ class TorchKernelPrinter:
             text += f" {sign} {body}"
         return text
 
-    def _print_mul(self, expr) -> str:
+    def _print_MatMul(self, expr) -> str:
         coeff, mats = expr.as_coeff_matrices()
         code = self._print_factors(list(mats))
         if coeff == 1:

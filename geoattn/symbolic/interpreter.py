@@ -17,7 +17,6 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
-from .nodes import PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
 
 __all__ = ["evaluate"]
 
@@ -74,10 +73,9 @@ def evaluate(expr, values: dict, sizes: dict | None = None) -> sp.Matrix:
             for a in e.args[1:]:
                 out = sp.kronecker_product(out, rec(a))
             return out
-        if isinstance(e, (StrictLower, StrictUpper, RealPart)):
-            return type(e).explicit(rec(e.arg))
-        if isinstance(e, (VectorMap, PairMatrix)):
-            return e.explicit(rec(e.vec))
+        own = getattr(e, "_evaluate", None)  # the nodes of geoattn.symbolic.nodes carry their meaning
+        if callable(own):
+            return own(rec)
         raise TypeError(f"Expected a kernel expression node. Got {type(e).__name__}: {e}.")
 
     return sp.Matrix(rec(expr))

@@ -5,8 +5,10 @@ r"""The matrix-expression nodes the kernels need beyond SymPy's own, each with a
 * :class:`VectorMap`: a scalar function applied entrywise to a vector;
 * :class:`PairMatrix`: the matrix ``[f(v_j, v_k)]_{jk}`` built from a vector.
 
-Each carries its ``explicit`` meaning (what :func:`geoattn.symbolic.interpreter.evaluate` computes)
-beside its ``_latex``; the torch printer handles each in a ``_print_<Class>`` method.
+Each node carries its whole meaning beside its ``_latex``: ``explicit`` (what
+:func:`geoattn.symbolic.interpreter.evaluate` computes) and ``_torchcode`` (what
+:class:`geoattn.codegen.printer.TorchKernelPrinter` prints, through its ``printmethod`` as SymPy's
+printers call ``_latex`` or ``_pythoncode``). Adding a node touches its class only.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from .algebra import UnaryMatrixExpr
 __all__ = ["StrictLower", "StrictUpper", "RealPart", "VectorMap", "PairMatrix"]
 
 
-class StrictLower(UnaryMatrixExpr):
+class _Unary(UnaryMatrixExpr):
+    """A node of one matrix argument whose explicit meaning is ``explicit(arg)``."""
+
+    def _evaluate(self, rec):
+        return self.explicit(rec(self.arg))
+
+
+class StrictLower(_Unary):
     """The strictly lower triangle of a square matrix (zeros elsewhere)."""
 
     @staticmethod
@@ -30,8 +39,11 @@ class StrictLower(UnaryMatrixExpr):
     def _latex(self, printer):
         return r"\mathrm{tril}_{-1}\left(%s\right)" % printer._print(self.arg)
 
+    def _torchcode(self, printer):
+        return f"torch.tril({printer.print_arg(self.arg)}, -1)"
 
-class StrictUpper(UnaryMatrixExpr):
+
+class StrictUpper(_Unary):
     """The strictly upper triangle of a square matrix (zeros elsewhere)."""
 
     @staticmethod
@@ -42,8 +54,11 @@ class StrictUpper(UnaryMatrixExpr):
     def _latex(self, printer):
         return r"\mathrm{triu}_{1}\left(%s\right)" % printer._print(self.arg)
 
+    def _torchcode(self, printer):
+        return f"torch.triu({printer.print_arg(self.arg)}, 1)"
 
-class RealPart(UnaryMatrixExpr):
+
+class RealPart(_Unary):
     """Entrywise real part."""
 
     @staticmethod
@@ -53,6 +68,9 @@ class RealPart(UnaryMatrixExpr):
 
     def _latex(self, printer):
         return r"\operatorname{Re}\left(%s\right)" % printer._print(self.arg)
+
+    def _torchcode(self, printer):
+        return f"{printer.wrap(printer.print_arg(self.arg))}.real"
 
 
 class _VectorFunction(MatrixExpr):
@@ -64,6 +82,9 @@ class _VectorFunction(MatrixExpr):
     @property
     def vec(self):
         return self.args[0]
+
+    def _evaluate(self, rec):
+        return self.explicit(rec(self.vec))
 
     @property
     def fn(self) -> sp.Lambda:
@@ -81,6 +102,10 @@ class VectorMap(_VectorFunction):
         """The entrywise image of an explicit vector."""
         return v.applyfunc(self.fn)
 
+    def _torchcode(self, printer):
+        (a,) = self.fn.variables
+        return printer.scalar(self.fn.expr, {a: printer.print_arg(self.vec)})
+
     def _latex(self, printer):
         (a,) = self.fn.variables
         return r"\left[%s\right]_{%s = %s_j}" % (printer._print(self.fn.expr), printer._print(a), printer._print(self.vec))
@@ -96,6 +121,11 @@ class PairMatrix(_VectorFunction):
     def explicit(self, v: sp.Matrix) -> sp.Matrix:
         """The matrix of pair values of an explicit vector."""
         return sp.Matrix(v.rows, v.rows, lambda j, k: self.fn(v[j], v[k]))
+
+    def _torchcode(self, printer):
+        a, b = self.fn.variables
+        v = printer.print_arg(self.vec)
+        return printer.scalar(self.fn.expr, {a: f"{v}.unsqueeze(-1)", b: f"{v}.unsqueeze(-2)"})
 
     def _latex(self, printer):
         return r"\left[%s\right]_{jk}" % printer._print(self.fn.expr)
