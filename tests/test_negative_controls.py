@@ -117,7 +117,8 @@ def test_crashing_checker_is_an_error():
     def boom(ctx):
         raise RuntimeError("boom")
 
-    claim = Claim("neg.crash", "t", "s", "l", "000_x.txt", "cayley", Level.PROVED, boom)
+    claim = Claim(id="neg.crash", title="t", statement="s", latex="l", source="000_x.txt", family="cayley",
+                  expected=Level.PROVED, checker=boom)
     v = check(claim)
     assert v.level is Level.ERROR and "boom" in v.error
 

@@ -9,7 +9,7 @@ from torch import nn
 
 import geoattn.models as M
 import geoattn.nn as N
-from geoattn.symbolic.claim import all_claims
+from geoattn.symbolic import all_claims
 from geoattn.testing import PROPERTIES, assert_preserves
 
 # one instance per public module class (and per declared variant), with an input of the right shape

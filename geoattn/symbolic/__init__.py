@@ -8,17 +8,8 @@ Typical use::
     'proved'
 """
 
-from .claim import (
-    CheckContext,
-    Claim,
-    UnknownClaimError,
-    all_claims,
-    check,
-    families,
-    get_claim,
-    register,
-    run,
-)
+from .claim import CheckContext, Claim, UnknownClaimError, check, corrected, run
+from .ledger import all_claims, families, get_claim
 from .evidence import Counterexample, Derivation, Evidence, Level, ProofFailed, Step, Verdict
 from .strategies import MatrixIdentity, certify, exact_check, search_counterexample
 
@@ -40,7 +31,7 @@ __all__ = [
     "exact_check",
     "families",
     "get_claim",
-    "register",
+    "corrected",
     "run",
     "search_counterexample",
 ]

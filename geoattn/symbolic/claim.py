@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 import zlib
@@ -14,11 +15,8 @@ __all__ = [
     "Claim",
     "CheckContext",
     "UnknownClaimError",
-    "register",
-    "get_claim",
-    "all_claims",
-    "families",
     "check",
+    "corrected",
     "run",
 ]
 
@@ -44,7 +42,7 @@ class CheckContext:
         return base + self.depth - 1
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Claim:
     """A mathematical claim with a checker that computes its verdict.
 
@@ -61,7 +59,9 @@ class Claim:
     source:
         seed file and section, or ``"corrected form of <id>"``.
     family:
-        the proof script it belongs to (``cayley``, ``vectorisation``, ...).
+        the family it belongs to (``cayley``, ``vectorisation``, ...): set by
+        the ledger from the table :data:`geoattn.symbolic.claims.FAMILIES`,
+        not where the claim is declared.
     expected:
         the verdict recorded as a regression guard. The verdict itself is
         always computed by ``checker``; a mismatch makes ``geoattn prove``
@@ -77,14 +77,20 @@ class Claim:
     statement: str
     latex: str
     source: str
-    family: str
     expected: Level
     checker: Callable[[CheckContext], list[Evidence]] = field(repr=False)
     corrects: str | None = None
     notes: str = ""
+    family: str = ""
 
     def check(self, seed: int = 0, depth: int = 1) -> Verdict:
         return check(self, CheckContext(seed=seed, depth=depth))
+
+
+def corrected(original: Claim, claim: Claim, **changes) -> Claim:
+    """``claim`` (with ``changes``) declared as the corrected form of ``original``: its ``source`` and ``corrects``
+    are derived from ``original`` rather than repeated."""
+    return dataclasses.replace(claim, source=f"corrected form of {original.id}", corrects=original.id, **changes)
 
 
 class UnknownClaimError(KeyError):
@@ -97,57 +103,6 @@ class UnknownClaimError(KeyError):
 
     def __str__(self) -> str:
         return f"Expected one of the known claim ids ({', '.join(self.known)}). Got {self.claim_id!r}."
-
-
-_REGISTRY: dict[str, Claim] = {}
-_FAMILY_ORDER = [
-    "cayley",
-    "vectorisation",
-    "volume_preserving",
-    "exponential",
-    "linear_symplectic",
-    "multihead",
-    "kernels",
-    "models",
-    "systems",
-]
-
-
-def register(claim: Claim) -> Claim:
-    """Add ``claim`` to the ledger (ids are unique)."""
-    if claim.id in _REGISTRY and _REGISTRY[claim.id] is not claim:
-        raise ValueError(f"Expected a new claim id. Got duplicate {claim.id!r}.")
-    if claim.family not in _FAMILY_ORDER:
-        raise ValueError(f"Expected family in {_FAMILY_ORDER}. Got {claim.family!r}.")
-    _REGISTRY[claim.id] = claim
-    return claim
-
-
-def _load() -> None:
-    from . import claims  # noqa: F401  (registers every family)
-
-
-def get_claim(claim_id: str) -> Claim:
-    _load()
-    try:
-        return _REGISTRY[claim_id]
-    except KeyError:
-        raise UnknownClaimError(claim_id, _REGISTRY) from None
-
-
-def all_claims(family: str | None = None) -> list[Claim]:
-    """Every registered claim, grouped by family in ledger order."""
-    _load()
-    out = sorted(_REGISTRY.values(), key=lambda c: _FAMILY_ORDER.index(c.family))
-    if family is not None:
-        if family not in _FAMILY_ORDER:
-            raise ValueError(f"Expected family in {_FAMILY_ORDER}. Got {family!r}.")
-        out = [c for c in out if c.family == family]
-    return out
-
-
-def families() -> list[str]:
-    return list(_FAMILY_ORDER)
 
 
 def check(claim: Claim, ctx: CheckContext | None = None) -> Verdict:

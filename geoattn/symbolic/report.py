@@ -10,7 +10,8 @@ from typing import Iterable, TextIO
 
 import sympy as sp
 
-from .claim import Claim, all_claims, run
+from .claim import Claim, run
+from .ledger import all_claims
 from .evidence import Level, Verdict
 
 __all__ = [

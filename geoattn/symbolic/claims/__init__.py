@@ -1,11 +1,21 @@
-"""The claim families of the ledger; importing this package registers them."""
+"""The claim families of the ledger: one table, in ledger order, of the modules that declare each family's claims.
 
-from . import (  # noqa: F401
+Every family module exports ``CLAIMS``, a plain list of :class:`~geoattn.symbolic.claim.Claim` values;
+the family of a claim is the one this table files its module under (:mod:`geoattn.symbolic.ledger`
+sets it). Helper modules (``_common``, ``_free_algebra``, ``_lowrank_*``) declare no claims.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import (
     cayley,
     exponential,
     kernels,
     kernels_spectral,
     linear_symplectic,
+    lowrank,
     models,
     multihead,
     systems,
@@ -15,4 +25,18 @@ from . import (  # noqa: F401
     vp_linear,
     vp_map,
 )
-from . import lowrank  # noqa: E402,F401
+
+__all__ = ["FAMILIES"]
+
+#: family -> the modules that declare its claims, in ledger order
+FAMILIES: dict[str, tuple[ModuleType, ...]] = {
+    "cayley": (cayley,),
+    "vectorisation": (vectorisation,),
+    "volume_preserving": (volume_preserving, vp_linear, vp_map),
+    "exponential": (exponential,),
+    "linear_symplectic": (linear_symplectic,),
+    "multihead": (multihead,),
+    "kernels": (kernels, kernels_spectral, taylor, lowrank),
+    "models": (models,),
+    "systems": (systems,),
+}

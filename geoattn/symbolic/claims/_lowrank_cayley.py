@@ -248,7 +248,6 @@ def make_cayley_vjp_claim(
         latex=r"\texttt{vp\_lowrank\_cayley\_vjp}(Q, R, W, A, \bar y) = "
         r"\left(\nabla_x\langle\bar y, y\rangle,\ \mathrm{skew}\,\nabla_A\langle\bar y, y\rangle\right)",
         source=SOURCE.format("vp_lowrank_cayley_vjp"),
-        family="kernels",
         expected=expected,
         checker=lambda ctx: _check_cayley_vjp(ctx, bindings),
         notes="The chain-rule reference is the T x T form (Cayley(C), cayley.vjp); it is itself checked "

@@ -291,7 +291,6 @@ def make_exp_vjp_claim(bindings=None, claim_id: str = "vp.lowrank_exp_vjp", expe
         r"\left(\nabla_x\langle\bar y, y\rangle,\ \mathrm{skew}\,\nabla_A\langle\bar y, y\rangle\right),\ "
         r"K_1 = L_{\exp}(-S, RY_1^T),\ K_2 = \varphi(-S)R",
         source=SOURCE.format("vp_lowrank_exp_vjp, vp_lowrank_project"),
-        family="kernels",
         expected=expected,
         checker=lambda ctx: _check_exp_vjp(ctx, bindings),
         notes="The exponential enters through stated lemmas (Frechet derivative, its adjoint, the integral "

@@ -9,10 +9,12 @@ import sympy as sp
 from sympy.matrices.expressions import Determinant, Identity, Inverse, MatrixSymbol, Transpose
 
 from .. import algebra as alg
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
 from ._common import det_rules, n, same, sizes, standard
+
+__all__ = ["CLAIMS", "orthogonality_identity", "make_cayley_orthogonal", "det_implication_identity"]
 
 SRC = "000_a6b1d30a66a64c9f.txt"
 
@@ -77,20 +79,6 @@ def _check_well_defined(ctx) -> list[Evidence]:
         )
     )
     return ev
-
-
-register(
-    Claim(
-        id="cayley.well_defined",
-        title="I + A invertible for skew A",
-        statement="I + A is invertible for every real skew-symmetric A, so Cayley(A) is defined.",
-        latex=r"A^T = -A \in \mathbb{R}^{n\times n} \implies \det(\mathbb{I} + A) \neq 0",
-        source=f"{SRC} (implicit in 'The Cayley Transform')",
-        family="cayley",
-        expected=Level.PROVED,
-        checker=_check_well_defined,
-    )
-)
 
 
 # ---------------------------------------------------------------------------
@@ -169,13 +157,9 @@ def make_cayley_orthogonal(structure: str = "skew", claim_id: str = "cayley.orth
         if structure == "skew"
         else rf"A\ \text{{{structure}}} \implies \mathrm{{Cayley}}(A)^T\mathrm{{Cayley}}(A) = \mathbb{{I}}",
         source=f"{SRC}, 'The Cayley Transform'",
-        family="cayley",
         expected=Level.PROVED if structure == "skew" else Level.REFUTED,
         checker=checker,
     )
-
-
-register(make_cayley_orthogonal("skew"))
 
 
 # ---------------------------------------------------------------------------
@@ -217,26 +201,6 @@ def _det_identity() -> MatrixIdentity:
     )
 
 
-register(
-    Claim(
-        id="cayley.det_one",
-        title="det Cayley(A) = 1",
-        statement="det Cayley(A) = 1 for skew-symmetric A (Cayley maps into SO(N)).",
-        latex=r"A^T = -A \implies \det\mathrm{Cayley}(A) = 1",
-        source=f"{SRC}, 'The Cayley Transform', footnote 4",
-        family="cayley",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_det_identity(),
-            random_sizes=sizes(n=range(2, ctx.bound(5) + 1)),
-            prove=_det_one_derivation,
-            exact_sizes=sizes(n=range(1, 4)),
-        ),
-    )
-)
-
-
 # ---------------------------------------------------------------------------
 # orthogonal.det_one (seed remark) and its corrected form
 # ---------------------------------------------------------------------------
@@ -269,25 +233,6 @@ def det_implication_identity(target: str) -> MatrixIdentity:
     )
 
 
-register(
-    Claim(
-        id="orthogonal.det_one",
-        title="orthogonal implies det 1",
-        statement="sigma(C)^T sigma(C) = I, which further implies det(sigma(C)) = 1.",
-        latex=r"\sigma(C)^T\sigma(C) = \mathbb{I} \implies \det\sigma(C) = 1",
-        source=f"{SRC}, 'Volume-Preserving Attention', remark",
-        family="cayley",
-        expected=Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=det_implication_identity("one"),
-            random_sizes=sizes(n=range(2, ctx.bound(3) + 1), reflect=[0, 1]),
-        ),
-        notes="Orthogonality gives det = +-1 only; det = 1 needs sigma to be Cayley or exp (cayley.det_one).",
-    )
-)
-
-
 def _det_pm_one_derivation() -> Derivation:
     Q = MatrixSymbol("Q", n, n)
     dq = sp.Symbol(r"\det Q")
@@ -313,26 +258,6 @@ def _det_pm_one_derivation() -> Derivation:
     )
 
 
-register(
-    Claim(
-        id="orthogonal.det_pm_one",
-        title="orthogonal implies det +-1",
-        statement="Q^T Q = I implies det Q = +1 or -1; det Q = 1 holds for Q = Cayley(A) (cayley.det_one).",
-        latex=r"Q^TQ = \mathbb{I} \implies \det Q \in \{-1, 1\}",
-        source="corrected form of orthogonal.det_one",
-        family="cayley",
-        expected=Level.PROVED,
-        corrects="orthogonal.det_one",
-        checker=lambda ctx: standard(
-            ctx,
-            ident=det_implication_identity("pm_one"),
-            random_sizes=sizes(n=range(1, ctx.bound(3) + 1), reflect=[0, 1]),
-            prove=_det_pm_one_derivation,
-        ),
-    )
-)
-
-
 # ---------------------------------------------------------------------------
 # the seed's argument for orthogonality: a curve of skew matrices through I
 # ---------------------------------------------------------------------------
@@ -344,21 +269,6 @@ def _curve_start_identity() -> MatrixIdentity:
         variables=lambda s: {},
         residual=lambda s: sp.eye(s["n"]) + sp.eye(s["n"]).T,
     )
-
-
-register(
-    Claim(
-        id="cayley.seed_curve_start",
-        title="seed's curve of skew matrices starts at I",
-        statement="Consider eps -> A(eps) in S_skew with A(0) = I and A'(0) = B.",
-        latex=r"\varepsilon\mapsto A(\varepsilon)\in\mathcal{S}_\mathrm{skew},\ A(0) = \mathbb{I}",
-        source=f"{SRC}, 'The Cayley Transform'",
-        family="cayley",
-        expected=Level.REFUTED,
-        checker=lambda ctx: standard(ctx, ident=_curve_start_identity(), random_sizes=[{"n": 1}, {"n": 2}], points=1),
-        notes="The identity is not skew-symmetric; the argument must start the curve at A(0) = 0.",
-    )
-)
 
 
 def _first_variation_derivation() -> Derivation:
@@ -403,7 +313,72 @@ def _first_variation_identity() -> MatrixIdentity:
     )
 
 
-register(
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    Claim(
+        id="cayley.well_defined",
+        title="I + A invertible for skew A",
+        statement="I + A is invertible for every real skew-symmetric A, so Cayley(A) is defined.",
+        latex=r"A^T = -A \in \mathbb{R}^{n\times n} \implies \det(\mathbb{I} + A) \neq 0",
+        source=f"{SRC} (implicit in 'The Cayley Transform')",
+        expected=Level.PROVED,
+        checker=_check_well_defined,
+    ),
+    make_cayley_orthogonal("skew"),
+    Claim(
+        id="cayley.det_one",
+        title="det Cayley(A) = 1",
+        statement="det Cayley(A) = 1 for skew-symmetric A (Cayley maps into SO(N)).",
+        latex=r"A^T = -A \implies \det\mathrm{Cayley}(A) = 1",
+        source=f"{SRC}, 'The Cayley Transform', footnote 4",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_det_identity(),
+            random_sizes=sizes(n=range(2, ctx.bound(5) + 1)),
+            prove=_det_one_derivation,
+            exact_sizes=sizes(n=range(1, 4)),
+        ),
+    ),
+    Claim(
+        id="orthogonal.det_one",
+        title="orthogonal implies det 1",
+        statement="sigma(C)^T sigma(C) = I, which further implies det(sigma(C)) = 1.",
+        latex=r"\sigma(C)^T\sigma(C) = \mathbb{I} \implies \det\sigma(C) = 1",
+        source=f"{SRC}, 'Volume-Preserving Attention', remark",
+        expected=Level.REFUTED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=det_implication_identity("one"),
+            random_sizes=sizes(n=range(2, ctx.bound(3) + 1), reflect=[0, 1]),
+        ),
+        notes="Orthogonality gives det = +-1 only; det = 1 needs sigma to be Cayley or exp (cayley.det_one).",
+    ),
+    Claim(
+        id="orthogonal.det_pm_one",
+        title="orthogonal implies det +-1",
+        statement="Q^T Q = I implies det Q = +1 or -1; det Q = 1 holds for Q = Cayley(A) (cayley.det_one).",
+        latex=r"Q^TQ = \mathbb{I} \implies \det Q \in \{-1, 1\}",
+        source="corrected form of orthogonal.det_one",
+        expected=Level.PROVED,
+        corrects="orthogonal.det_one",
+        checker=lambda ctx: standard(
+            ctx,
+            ident=det_implication_identity("pm_one"),
+            random_sizes=sizes(n=range(1, ctx.bound(3) + 1), reflect=[0, 1]),
+            prove=_det_pm_one_derivation,
+        ),
+    ),
+    Claim(
+        id="cayley.seed_curve_start",
+        title="seed's curve of skew matrices starts at I",
+        statement="Consider eps -> A(eps) in S_skew with A(0) = I and A'(0) = B.",
+        latex=r"\varepsilon\mapsto A(\varepsilon)\in\mathcal{S}_\mathrm{skew},\ A(0) = \mathbb{I}",
+        source=f"{SRC}, 'The Cayley Transform'",
+        expected=Level.REFUTED,
+        checker=lambda ctx: standard(ctx, ident=_curve_start_identity(), random_sizes=[{"n": 1}, {"n": 2}], points=1),
+        notes="The identity is not skew-symmetric; the argument must start the curve at A(0) = 0.",
+    ),
     Claim(
         id="cayley.first_variation",
         title="first variation of Cayley at 0",
@@ -411,7 +386,6 @@ register(
         "and the first variation of Cayley^T Cayley vanishes.",
         latex=r"\frac{d}{d\varepsilon}\Big|_{0}\mathrm{Cayley}(\varepsilon B) = -2B",
         source="corrected form of cayley.seed_curve_start",
-        family="cayley",
         expected=Level.PROVED,
         corrects="cayley.seed_curve_start",
         checker=lambda ctx: standard(
@@ -420,5 +394,5 @@ register(
             random_sizes=sizes(n=range(2, 4)),
             prove=_first_variation_derivation,
         ),
-    )
-)
+    ),
+]

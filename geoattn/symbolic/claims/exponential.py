@@ -18,11 +18,13 @@ import sympy as sp
 from sympy.matrices.expressions import Determinant, Identity, MatrixSymbol, Trace
 
 from .. import algebra as alg
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import T, same, sizes, standard
 from .vectorisation import _lift_symplectic_derivation
+
+__all__ = ["CLAIMS", "exp_map_identity"]
 
 SRC = "003_cbccd72b407c9f4d.txt"
 
@@ -70,27 +72,6 @@ def _uta_identity() -> MatrixIdentity:
     )
 
 
-register(
-    Claim(
-        id="exp.uta_skew",
-        title="upper_triangular_asymmetrize is skew",
-        statement="upper_triangular_asymmetrize(A) (a_ij above, -a_ji below, 0 on the diagonal) is skew-symmetric.",
-        latex=r"\mathtt{upper\_triangular\_asymmetrize}(A)^T = -\mathtt{upper\_triangular\_asymmetrize}(A)",
-        source=f"{SRC}, definition of upper_triangular_asymmetrize",
-        family="exponential",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_uta_identity(),
-            random_sizes=sizes(T=[2, 3, 4]),
-            prove=_uta_derivation,
-            exact_sizes=sizes(T=range(1, ctx.bound(5) + 1)),
-            always_exact=True,
-        ),
-    )
-)
-
-
 def _exp_orthogonal_derivation() -> Derivation:
     E = alg.MatExp(S)
     return Derivation(
@@ -121,26 +102,6 @@ def _exp_orthogonal_identity() -> MatrixIdentity:
     )
 
 
-register(
-    Claim(
-        id="exp.orthogonal",
-        title="exp(uta(A)) is orthogonal",
-        statement="exp(upper_triangular_asymmetrize(A)) is orthogonal (orthonormal).",
-        latex=r"\sigma(A) = \exp(\mathtt{upper\_triangular\_asymmetrize}(A)) \implies \sigma(A)^T\sigma(A) = \mathbb{I}",
-        source=f"{SRC}, 'the matrix Lambda(Z) is orthonormal'",
-        family="exponential",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_exp_orthogonal_identity(),
-            random_sizes=[{"T": 2}],
-            points=2,
-            prove=_exp_orthogonal_derivation,
-        ),
-    )
-)
-
-
 def _exp_det_derivation() -> Derivation:
     tr = Trace(S)
     return Derivation(
@@ -163,22 +124,6 @@ def _exp_det_identity() -> MatrixIdentity:
     )
 
 
-register(
-    Claim(
-        id="exp.det_one",
-        title="det exp(uta(A)) = 1",
-        statement="The orthonormal activation has determinant 1 (it lies in SO(T)).",
-        latex=r"\det\exp(\mathtt{upper\_triangular\_asymmetrize}(A)) = 1",
-        source=f"{SRC} (with the remark of 000 on det sigma(C))",
-        family="exponential",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_exp_det_identity(), random_sizes=[{"T": 2}], points=2, prove=_exp_det_derivation
-        ),
-    )
-)
-
-
 # ---------------------------------------------------------------------------
 # exp.lift_symplectic
 # ---------------------------------------------------------------------------
@@ -196,27 +141,6 @@ def _exp_lift_identity() -> MatrixIdentity:
         variables=lambda s: {"A": alg.general("a", s["T"], s["T"])},
         residual=residual,
     )
-
-
-register(
-    Claim(
-        id="exp.lift_symplectic",
-        title="exp lift preserves extended J",
-        statement="Lambda-tilde(Z) = block-diag(Lambda(Z), ...) with Lambda = exp(uta((P^Q Z)^T (P^K Z))) satisfies "
-        "Lambda-tilde^T J Lambda-tilde = J for the q/p rearrangement, at each fixed Z.",
-        latex=r"\tilde\Lambda(Z)^T\mathbb{J}\tilde\Lambda(Z) = \mathbb{J}",
-        source=f"{SRC}, 'extended symplectic structure'",
-        family="exponential",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_exp_lift_identity(),
-            random_sizes=[{"n": 1, "T": 2}],
-            points=2,
-            prove=lambda: _lift_symplectic_derivation(cite="exp.orthogonal"),
-        ),
-    )
-)
 
 
 # ---------------------------------------------------------------------------
@@ -288,7 +212,6 @@ def _exp_map_claim(kind: str) -> Claim:
         statement=f"The layer map Z -> Z exp(upper_triangular_asymmetrize((P^Q Z)^T (P^K Z))) is {word}.",
         latex=r"Z\mapsto Z\exp(\mathtt{upper\_triangular\_asymmetrize}((P^QZ)^T(P^KZ)))\ \text{is " + word + "}",
         source=f"{SRC}, 'symplectic transformation that is transformer-like'",
-        family="exponential",
         expected=Level.REFUTED,
         checker=lambda ctx: standard(
             ctx,
@@ -299,10 +222,6 @@ def _exp_map_claim(kind: str) -> Claim:
         notes="See Note [exact points for exp]; the Jacobian has a term from dLambda/dZ, as in "
         "vp.map_volume_preserving.arbitrary.",
     )
-
-
-register(_exp_map_claim("symplectic"))
-register(_exp_map_claim("volume"))
 
 
 def _frozen_exp_claim(kind: str) -> Claim:
@@ -327,7 +246,6 @@ def _frozen_exp_claim(kind: str) -> Claim:
         statement=statement,
         latex=latex,
         source=f"corrected form of {base}",
-        family="exponential",
         expected=Level.PROVED,
         corrects=base,
         checker=lambda ctx: standard(
@@ -340,5 +258,68 @@ def _frozen_exp_claim(kind: str) -> Claim:
     )
 
 
-register(_frozen_exp_claim("symplectic"))
-register(_frozen_exp_claim("volume"))
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    Claim(
+        id="exp.uta_skew",
+        title="upper_triangular_asymmetrize is skew",
+        statement="upper_triangular_asymmetrize(A) (a_ij above, -a_ji below, 0 on the diagonal) is skew-symmetric.",
+        latex=r"\mathtt{upper\_triangular\_asymmetrize}(A)^T = -\mathtt{upper\_triangular\_asymmetrize}(A)",
+        source=f"{SRC}, definition of upper_triangular_asymmetrize",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_uta_identity(),
+            random_sizes=sizes(T=[2, 3, 4]),
+            prove=_uta_derivation,
+            exact_sizes=sizes(T=range(1, ctx.bound(5) + 1)),
+            always_exact=True,
+        ),
+    ),
+    Claim(
+        id="exp.orthogonal",
+        title="exp(uta(A)) is orthogonal",
+        statement="exp(upper_triangular_asymmetrize(A)) is orthogonal (orthonormal).",
+        latex=r"\sigma(A) = \exp(\mathtt{upper\_triangular\_asymmetrize}(A)) \implies \sigma(A)^T\sigma(A) = \mathbb{I}",
+        source=f"{SRC}, 'the matrix Lambda(Z) is orthonormal'",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_exp_orthogonal_identity(),
+            random_sizes=[{"T": 2}],
+            points=2,
+            prove=_exp_orthogonal_derivation,
+        ),
+    ),
+    Claim(
+        id="exp.det_one",
+        title="det exp(uta(A)) = 1",
+        statement="The orthonormal activation has determinant 1 (it lies in SO(T)).",
+        latex=r"\det\exp(\mathtt{upper\_triangular\_asymmetrize}(A)) = 1",
+        source=f"{SRC} (with the remark of 000 on det sigma(C))",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=_exp_det_identity(), random_sizes=[{"T": 2}], points=2, prove=_exp_det_derivation
+        ),
+    ),
+    Claim(
+        id="exp.lift_symplectic",
+        title="exp lift preserves extended J",
+        statement="Lambda-tilde(Z) = block-diag(Lambda(Z), ...) with Lambda = exp(uta((P^Q Z)^T (P^K Z))) satisfies "
+        "Lambda-tilde^T J Lambda-tilde = J for the q/p rearrangement, at each fixed Z.",
+        latex=r"\tilde\Lambda(Z)^T\mathbb{J}\tilde\Lambda(Z) = \mathbb{J}",
+        source=f"{SRC}, 'extended symplectic structure'",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_exp_lift_identity(),
+            random_sizes=[{"n": 1, "T": 2}],
+            points=2,
+            prove=lambda: _lift_symplectic_derivation(cite="exp.orthogonal"),
+        ),
+    ),
+    _exp_map_claim("symplectic"),
+    _exp_map_claim("volume"),
+    _frozen_exp_claim("symplectic"),
+    _frozen_exp_claim("volume"),
+]

@@ -11,10 +11,12 @@ from sympy.matrices.expressions import Identity, Inverse, MatrixSymbol, Trace, T
 
 from .. import algebra as alg
 from .. import expressions as ex
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import same, sizes, standard
+
+__all__ = ["CLAIMS", "vjp_identity", "make_vjp_claim"]
 
 T, d = ex.T, ex.d
 I = Identity(T)
@@ -57,22 +59,6 @@ def _left_solve_identity() -> MatrixIdentity:
         residual=residual,
         valid=lambda s, Cm: (sp.eye(s["T"]) + Cm).det() != 0,
     )
-
-
-register(
-    Claim(
-        id="kernels.cayley_left_solve",
-        title="Cayley as a left solve",
-        statement="(I + C)^-1 (I - C) = (I - C)(I + C)^-1 for every C with I + C invertible.",
-        latex=r"(I + C)^{-1}(I - C) = (I - C)(I + C)^{-1}",
-        source="kernel cayley_matrix (geoattn.symbolic.expressions)",
-        family="kernels",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_left_solve_identity(), random_sizes=sizes(T=[1, 2, 3, 4]), prove=_left_solve_derivation
-        ),
-    )
-)
 
 
 def _apply_form_derivation() -> Derivation:
@@ -119,23 +105,6 @@ def _apply_form_identity() -> MatrixIdentity:
         variables=lambda s: {"Cm": alg.skew("c", s["T"]), "X": alg.general("x", s["T"], s["d"])},
         residual=residual,
     )
-
-
-register(
-    Claim(
-        id="cayley.apply_form",
-        title="Cayley applied without forming it",
-        statement="For skew C, Z Cayley(C) = 2 Z (I + C)^-1 - Z; in the row layout x = Z^T this is "
-        "2 (I - C)^-1 x - x.",
-        latex=r"Z(I - C)(I + C)^{-1} = 2Z(I + C)^{-1} - Z",
-        source="kernel cayley_apply (geoattn.symbolic.expressions)",
-        family="kernels",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_apply_form_identity(), random_sizes=sizes(T=[2, 3, 4], d=[1, 3]), prove=_apply_form_derivation
-        ),
-    )
-)
 
 
 # ---------------------------------------------------------------------------
@@ -244,7 +213,6 @@ def make_vjp_claim(form: str = "exact", claim_id: str = "cayley.vjp") -> Claim:
         if exact
         else r"\frac{\partial L}{\partial C} = -\tfrac12(I + C)^TG(I + C)^T",
         source="kernel cayley backward (geoattn.symbolic.expressions)",
-        family="kernels",
         expected=Level.PROVED if exact else Level.REFUTED,
         checker=lambda ctx: standard(
             ctx,
@@ -253,9 +221,6 @@ def make_vjp_claim(form: str = "exact", claim_id: str = "cayley.vjp") -> Claim:
             prove=_vjp_derivation if exact else None,
         ),
     )
-
-
-register(make_vjp_claim())
 
 
 # ---------------------------------------------------------------------------
@@ -276,26 +241,6 @@ def _triangle_identity() -> MatrixIdentity:
     )
 
 
-register(
-    Claim(
-        id="kernels.triangle_forms",
-        title="triangle maps as tril/triu expressions",
-        statement="skew_from_lower(C) = tril(C, -1) - tril(C, -1)^T and "
-        "upper_triangular_asymmetrize(C) = triu(C, 1) - triu(C, 1)^T.",
-        latex=r"\mathrm{skew\_from\_lower}(C) = \mathrm{tril}_{-1}(C) - \mathrm{tril}_{-1}(C)^T",
-        source="kernels skew_from_lower, upper_triangular_asymmetrize",
-        family="kernels",
-        expected=Level.CHECKED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_triangle_identity(),
-            random_sizes=sizes(T=[2, 3]),
-            exact_sizes=sizes(T=range(1, ctx.bound(8) + 1)),
-        ),
-    )
-)
-
-
 def _row_layout_derivation() -> Derivation:
     Z = MatrixSymbol("Z", d, T)
     Am = MatrixSymbol("A", d, d)
@@ -310,20 +255,6 @@ def _row_layout_derivation() -> Derivation:
         ],
         conclusion=r"\text{vp\_correlation} = xAx^T,\ \text{layer output } (Z\Lambda)^T = \Lambda^Tx",
     )
-
-
-register(
-    Claim(
-        id="kernels.row_layout",
-        title="row layout of the correlations",
-        statement="With x = Z^T (batch-first layout), Z^T A Z = x A x^T and (Z Lambda)^T = Lambda^T x.",
-        latex=r"Z^TAZ = xAx^T,\quad (Z\Lambda)^T = \Lambda^Tx",
-        source="kernels vp_correlation, vp_correlation_lower",
-        family="kernels",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, prove=_row_layout_derivation),
-    )
-)
 
 
 def _lsa_row_derivation() -> Derivation:
@@ -346,7 +277,56 @@ def _lsa_row_derivation() -> Derivation:
     )
 
 
-register(
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    Claim(
+        id="kernels.cayley_left_solve",
+        title="Cayley as a left solve",
+        statement="(I + C)^-1 (I - C) = (I - C)(I + C)^-1 for every C with I + C invertible.",
+        latex=r"(I + C)^{-1}(I - C) = (I - C)(I + C)^{-1}",
+        source="kernel cayley_matrix (geoattn.symbolic.expressions)",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=_left_solve_identity(), random_sizes=sizes(T=[1, 2, 3, 4]), prove=_left_solve_derivation
+        ),
+    ),
+    Claim(
+        id="cayley.apply_form",
+        title="Cayley applied without forming it",
+        statement="For skew C, Z Cayley(C) = 2 Z (I + C)^-1 - Z; in the row layout x = Z^T this is "
+        "2 (I - C)^-1 x - x.",
+        latex=r"Z(I - C)(I + C)^{-1} = 2Z(I + C)^{-1} - Z",
+        source="kernel cayley_apply (geoattn.symbolic.expressions)",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=_apply_form_identity(), random_sizes=sizes(T=[2, 3, 4], d=[1, 3]), prove=_apply_form_derivation
+        ),
+    ),
+    make_vjp_claim(),
+    Claim(
+        id="kernels.triangle_forms",
+        title="triangle maps as tril/triu expressions",
+        statement="skew_from_lower(C) = tril(C, -1) - tril(C, -1)^T and "
+        "upper_triangular_asymmetrize(C) = triu(C, 1) - triu(C, 1)^T.",
+        latex=r"\mathrm{skew\_from\_lower}(C) = \mathrm{tril}_{-1}(C) - \mathrm{tril}_{-1}(C)^T",
+        source="kernels skew_from_lower, upper_triangular_asymmetrize",
+        expected=Level.CHECKED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_triangle_identity(),
+            random_sizes=sizes(T=[2, 3]),
+            exact_sizes=sizes(T=range(1, ctx.bound(8) + 1)),
+        ),
+    ),
+    Claim(
+        id="kernels.row_layout",
+        title="row layout of the correlations",
+        statement="With x = Z^T (batch-first layout), Z^T A Z = x A x^T and (Z Lambda)^T = Lambda^T x.",
+        latex=r"Z^TAZ = xAx^T,\quad (Z\Lambda)^T = \Lambda^Tx",
+        source="kernels vp_correlation, vp_correlation_lower",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(ctx, prove=_row_layout_derivation),
+    ),
     Claim(
         id="kernels.lsa_row_layout",
         title="LSA update in the row layout",
@@ -354,8 +334,7 @@ register(
         "Abar q with q = Q^T.",
         latex=r"(\nabla_Q\tfrac12\mathrm{Tr}(QAQ^T))^T = \bar Aq",
         source="kernel lsa_update (geoattn.symbolic.expressions)",
-        family="kernels",
         expected=Level.PROVED,
         checker=lambda ctx: standard(ctx, prove=_lsa_row_derivation),
-    )
-)
+    ),
+]

@@ -9,11 +9,13 @@ from sympy.matrices.expressions import Identity, MatrixSymbol
 
 from .. import algebra as alg
 from .. import expressions as ex
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
 from ._common import standard
 from .kernels import _ev
+
+__all__ = ["CLAIMS", "exp_vjp_identity"]
 
 T, d = ex.T, ex.d
 I = Identity(T)
@@ -57,42 +59,6 @@ def _check_eigh_form(ctx, ident: MatrixIdentity | None = None) -> list[Evidence]
         return ev
     # symbolic at T = 2: S = [[0, s], [-s, 0]], i S has eigenvalues -s, s
     return [exact_evidence(ident, [{"T": 1}, {"T": 2}], method="exact symbolic identity at explicit sizes", seed=ctx.seed_for("x"))]
-
-
-register(
-    Claim(
-        id="exp_skew.eigh_form",
-        title="exp of skew S from the eigendecomposition of iS",
-        statement="For skew S with i S = U diag(theta) U^H (U unitary, theta real), "
-        "exp(S) = Re(U diag(exp(-i theta)) U^H).",
-        latex=r"iS = U\,\mathrm{diag}(\theta)\,U^H \implies \exp(S) = \operatorname{Re}\left(U\,\mathrm{diag}(e^{-i\theta})\,U^H\right)",
-        source="kernel exp_skew (geoattn.symbolic.expressions)",
-        family="kernels",
-        expected=Level.CHECKED,
-        checker=_check_eigh_form,
-        notes="Exact symbolic identity at T <= 2 and exact evaluation at a rational 3 x 3 point; for all T it "
-        "is exp(U D U^H) = U exp(D) U^H, which is not mechanised here.",
-    )
-)
-
-register(
-    Claim(
-        id="cayley.eigh_form",
-        title="Cayley of skew C from the eigendecomposition of iC",
-        statement="For skew C with i C = U diag(theta) U^H (U unitary, theta real), "
-        "Cayley(C) = Re(U diag((1 + i theta)/(1 - i theta)) U^H).",
-        latex=r"iC = U\,\mathrm{diag}(\theta)\,U^H \implies \mathrm{Cayley}(C) = "
-        r"\operatorname{Re}\left(U\,\mathrm{diag}\left(\tfrac{1 + i\theta}{1 - i\theta}\right)U^H\right)",
-        source="kernel cayley at large norms (geoattn.symbolic.expressions)",
-        family="kernels",
-        expected=Level.CHECKED,
-        checker=lambda ctx: _check_eigh_form(
-            ctx, _eigh_form_identity(ex.CAYLEY_FROM_EIGH, alg.cayley, "L(U, theta) - Cayley(S)")
-        ),
-        notes="Exact symbolic identity at T <= 2 and exact evaluation at a rational 3 x 3 point; for all T it "
-        "is f(U D U^H) = U f(D) U^H for f(z) = (1 - z)/(1 + z) at the eigenvalues -i theta of C.",
-    )
-)
 
 
 def _exp_vjp_derivation() -> Derivation:
@@ -172,7 +138,35 @@ def exp_vjp_identity(conj: bool = True) -> MatrixIdentity:
     )
 
 
-register(
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    Claim(
+        id="exp_skew.eigh_form",
+        title="exp of skew S from the eigendecomposition of iS",
+        statement="For skew S with i S = U diag(theta) U^H (U unitary, theta real), "
+        "exp(S) = Re(U diag(exp(-i theta)) U^H).",
+        latex=r"iS = U\,\mathrm{diag}(\theta)\,U^H \implies \exp(S) = \operatorname{Re}\left(U\,\mathrm{diag}(e^{-i\theta})\,U^H\right)",
+        source="kernel exp_skew (geoattn.symbolic.expressions)",
+        expected=Level.CHECKED,
+        checker=_check_eigh_form,
+        notes="Exact symbolic identity at T <= 2 and exact evaluation at a rational 3 x 3 point; for all T it "
+        "is exp(U D U^H) = U exp(D) U^H, which is not mechanised here.",
+    ),
+    Claim(
+        id="cayley.eigh_form",
+        title="Cayley of skew C from the eigendecomposition of iC",
+        statement="For skew C with i C = U diag(theta) U^H (U unitary, theta real), "
+        "Cayley(C) = Re(U diag((1 + i theta)/(1 - i theta)) U^H).",
+        latex=r"iC = U\,\mathrm{diag}(\theta)\,U^H \implies \mathrm{Cayley}(C) = "
+        r"\operatorname{Re}\left(U\,\mathrm{diag}\left(\tfrac{1 + i\theta}{1 - i\theta}\right)U^H\right)",
+        source="kernel cayley at large norms (geoattn.symbolic.expressions)",
+        expected=Level.CHECKED,
+        checker=lambda ctx: _check_eigh_form(
+            ctx, _eigh_form_identity(ex.CAYLEY_FROM_EIGH, alg.cayley, "L(U, theta) - Cayley(S)")
+        ),
+        notes="Exact symbolic identity at T <= 2 and exact evaluation at a rational 3 x 3 point; for all T it "
+        "is f(U D U^H) = U f(D) U^H for f(z) = (1 - z)/(1 + z) at the eigenvalues -i theta of C.",
+    ),
     Claim(
         id="exp_skew.vjp",
         title="vector-Jacobian product of exp on skew matrices",
@@ -180,7 +174,6 @@ register(
         "Phi_jk = exp(-i(theta_j + theta_k)/2) sinc((theta_j - theta_k)/2).",
         latex=r"\frac{\partial\langle G, e^S\rangle}{\partial S} = \operatorname{Re}\left(U(U^HGU\circ\bar\Phi)U^H\right)",
         source="kernel exp_skew backward (geoattn.symbolic.expressions)",
-        family="kernels",
         expected=Level.PROVED,
         checker=lambda ctx: standard(
             ctx,
@@ -189,5 +182,5 @@ register(
             points=1,
             prove=_exp_vjp_derivation,
         ),
-    )
-)
+    ),
+]

@@ -20,11 +20,13 @@ from sympy.matrices.expressions import (
 )
 
 from .. import algebra as alg
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import T, n, same, sizes, standard
 from .vectorisation import canon_sums
+
+__all__ = ["CLAIMS", "reweighting_identity", "make_reweighting", "map_symplectic_identity", "make_map_symplectic"]
 
 SRC = "004_c1f7b079d5720ca3.txt"
 
@@ -64,27 +66,6 @@ def _gradient_identity() -> MatrixIdentity:
         return {"Q": alg.general("q", s["n"], s["T"]), "A": alg.general("a", s["T"], s["T"])}
 
     return MatrixIdentity("grad_Q F - Q (A + A^T)/2 (entrywise derivatives)", variables=variables, residual=residual)
-
-
-register(
-    Claim(
-        id="lsa.gradient",
-        title="gradient of 1/2 Tr(QAQ^T)",
-        statement="The gradient of F(Q) = 1/2 Tr(Q A Q^T) is 1/2 Q (A + A^T) =: Q Abar.",
-        latex=r"\nabla_Q\tfrac12\mathrm{Tr}(QAQ^T) = \tfrac12Q(A + A^T) =: Q\bar A",
-        source=f"{SRC}, gradient of F",
-        family="linear_symplectic",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_gradient_identity(),
-            random_sizes=sizes(n=[1, 2], T=[2, 3]),
-            prove=_gradient_derivation,
-            exact_sizes=sizes(n=range(1, 4), T=range(1, 4)),
-            always_exact=True,
-        ),
-    )
-)
 
 
 # ---------------------------------------------------------------------------
@@ -132,7 +113,6 @@ def make_reweighting(symmetrize: bool = True, claim_id: str = "lsa.reweighting")
         + ("" if symmetrize else " with Abar replaced by a general A"),
         latex=r"Q\bar A = \left[\sum_{i}\bar a_{1i}q^{(i)}, \ldots, \sum_i\bar a_{Ti}q^{(i)}\right]",
         source=f"{SRC}, 'So the map performs'",
-        family="linear_symplectic",
         expected=Level.PROVED if symmetrize else Level.REFUTED,
         checker=lambda ctx: standard(
             ctx,
@@ -142,9 +122,6 @@ def make_reweighting(symmetrize: bool = True, claim_id: str = "lsa.reweighting")
             exact_sizes=sizes(n=[1, 2], T=[1, 2, 3]),
         ),
     )
-
-
-register(make_reweighting())
 
 
 # ---------------------------------------------------------------------------
@@ -224,7 +201,6 @@ def make_map_symplectic(symmetrize: bool = True, claim_id: str = "lsa.map_symple
         "product structure" + ("" if symmetrize else ", with a non-symmetric A in place of Abar"),
         latex=r"(Q, P)\mapsto(Q, P + Q\bar A),\ (Q, P)\mapsto(Q + P\bar A, P)\ \text{symplectic}",
         source=f"{SRC}, LinearSymplecticAttentionQ / LinearSymplecticAttentionP",
-        family="linear_symplectic",
         expected=Level.PROVED if symmetrize else Level.REFUTED,
         checker=lambda ctx: standard(
             ctx,
@@ -235,9 +211,6 @@ def make_map_symplectic(symmetrize: bool = True, claim_id: str = "lsa.map_symple
             exact_sizes=sizes(n=[1], T=[1, 2]),
         ),
     )
-
-
-register(make_map_symplectic())
 
 
 # ---------------------------------------------------------------------------
@@ -303,28 +276,6 @@ def _product_structure_identity() -> MatrixIdentity:
     )
 
 
-register(
-    Claim(
-        id="symplectic.product_structure",
-        title="product structure = pulled-back J",
-        statement="J-hat([z], [z~]) = sum_i z^(i)^T J_2n z~^(i) is the big-vector form J pulled back through the "
-        "rearrangement (rows stacked, q rows then p rows).",
-        latex=r"\hat{\mathbb{J}}([z],[\tilde z]) = \sum_{i=1}^T (z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)} = Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec}",
-        source=f"{SRC}, 'symplectic product structure' remark",
-        family="linear_symplectic",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_product_structure_identity(),
-            random_sizes=sizes(n=[1, 2], T=[2, 3]),
-            prove=_product_structure_derivation,
-            exact_sizes=sizes(n=range(1, 4), T=range(1, 4)),
-            always_exact=True,
-        ),
-    )
-)
-
-
 def _nondegenerate_derivation() -> Derivation:
     N = n * T
     I = Identity(N)
@@ -350,17 +301,52 @@ def _nondegenerate_identity() -> MatrixIdentity:
     return MatrixIdentity("[J + J^T; J^2 + I]", variables=lambda s: {}, residual=residual)
 
 
-register(
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    Claim(
+        id="lsa.gradient",
+        title="gradient of 1/2 Tr(QAQ^T)",
+        statement="The gradient of F(Q) = 1/2 Tr(Q A Q^T) is 1/2 Q (A + A^T) =: Q Abar.",
+        latex=r"\nabla_Q\tfrac12\mathrm{Tr}(QAQ^T) = \tfrac12Q(A + A^T) =: Q\bar A",
+        source=f"{SRC}, gradient of F",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_gradient_identity(),
+            random_sizes=sizes(n=[1, 2], T=[2, 3]),
+            prove=_gradient_derivation,
+            exact_sizes=sizes(n=range(1, 4), T=range(1, 4)),
+            always_exact=True,
+        ),
+    ),
+    make_reweighting(),
+    make_map_symplectic(),
+    Claim(
+        id="symplectic.product_structure",
+        title="product structure = pulled-back J",
+        statement="J-hat([z], [z~]) = sum_i z^(i)^T J_2n z~^(i) is the big-vector form J pulled back through the "
+        "rearrangement (rows stacked, q rows then p rows).",
+        latex=r"\hat{\mathbb{J}}([z],[\tilde z]) = \sum_{i=1}^T (z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)} = Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec}",
+        source=f"{SRC}, 'symplectic product structure' remark",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_product_structure_identity(),
+            random_sizes=sizes(n=[1, 2], T=[2, 3]),
+            prove=_product_structure_derivation,
+            exact_sizes=sizes(n=range(1, 4), T=range(1, 4)),
+            always_exact=True,
+        ),
+    ),
     Claim(
         id="symplectic.product_structure_nondegenerate",
         title="product structure skew and non-degenerate",
         statement="The symplectic product structure is a skew-symmetric non-degenerate bilinear form.",
         latex=r"\mathbb{J}^T = -\mathbb{J},\quad \mathbb{J}^2 = -\mathbb{I}",
         source=f"{SRC}, 'symplectic product structure' remark",
-        family="linear_symplectic",
         expected=Level.PROVED,
         checker=lambda ctx: standard(
             ctx, ident=_nondegenerate_identity(), random_sizes=sizes(n=[1, 2], T=[1, 2, 3]), points=1, prove=_nondegenerate_derivation
         ),
-    )
-)
+    ),
+]

@@ -11,10 +11,12 @@ from __future__ import annotations
 import sympy as sp
 
 from .. import algebra as alg
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Level
 from ..strategies import MatrixIdentity
 from ._common import sizes, standard
+
+__all__ = ["CLAIMS", "make_gradient_claim"]
 
 SRC = "geoattn.models"
 
@@ -35,26 +37,6 @@ def _triangular_identity() -> MatrixIdentity:
 
     return MatrixIdentity("det(I + D tril_{-1}(L)) - 1, det(I + D triu_1(L)) - 1", variables=variables,
                           residual=residual)
-
-
-register(
-    Claim(
-        id="models.triangular_residual_det_one",
-        title="triangular residual layer has det J = 1",
-        statement="For L strictly lower (or upper) triangular and any diagonal D, det(I + D L) = 1: the map "
-        "x -> x + sigma(Lx + b) is volume-preserving for every activation.",
-        latex=r"\det(\mathbb{I} + DL) = 1,\ D\text{ diagonal},\ L\text{ strictly triangular}",
-        source=f"{SRC}.TriangularResidual / VolumePreservingFeedForward",
-        family="models",
-        expected=Level.CHECKED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_triangular_identity(),
-            random_sizes=sizes(n=range(1, 5)),
-            exact_sizes=sizes(n=range(1, ctx.bound(5) + 1)),
-        ),
-    )
-)
 
 
 def _gradient_identity(symmetric: bool = True) -> MatrixIdentity:
@@ -86,7 +68,6 @@ def make_gradient_claim(symmetric: bool = True, claim_id: str = "models.gradient
         latex=r"\begin{pmatrix}\mathbb{I} & 0\\ K^TDK & \mathbb{I}\end{pmatrix}^T\mathbb{J}_{2n}"
         r"\begin{pmatrix}\mathbb{I} & 0\\ K^TDK & \mathbb{I}\end{pmatrix} = \mathbb{J}_{2n}",
         source=f"{SRC}.GradientLayer",
-        family="models",
         expected=Level.CHECKED if symmetric else Level.REFUTED,
         checker=lambda ctx: standard(
             ctx,
@@ -97,4 +78,22 @@ def make_gradient_claim(symmetric: bool = True, claim_id: str = "models.gradient
     )
 
 
-register(make_gradient_claim())
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    Claim(
+        id="models.triangular_residual_det_one",
+        title="triangular residual layer has det J = 1",
+        statement="For L strictly lower (or upper) triangular and any diagonal D, det(I + D L) = 1: the map "
+        "x -> x + sigma(Lx + b) is volume-preserving for every activation.",
+        latex=r"\det(\mathbb{I} + DL) = 1,\ D\text{ diagonal},\ L\text{ strictly triangular}",
+        source=f"{SRC}.TriangularResidual / VolumePreservingFeedForward",
+        expected=Level.CHECKED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_triangular_identity(),
+            random_sizes=sizes(n=range(1, 5)),
+            exact_sizes=sizes(n=range(1, ctx.bound(5) + 1)),
+        ),
+    ),
+    make_gradient_claim(),
+]

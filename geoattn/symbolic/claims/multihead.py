@@ -7,11 +7,13 @@ from sympy import IndexedBase, Sum
 from sympy.matrices.expressions import MatrixSymbol
 
 from .. import algebra as alg
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import T, d, same, shape_evidence, sizes, standard
 from .vectorisation import canon_sums
+
+__all__ = ["CLAIMS", "softmax_cols", "softmax_rows"]
 
 SRC0 = "000_a6b1d30a66a64c9f.txt"
 SRC1 = "001_88fd5834a23f94ea.txt"
@@ -43,44 +45,6 @@ def _projection_factors(corrected: bool):
         return [p, ("Z", N, s["T"])]
 
     return build
-
-
-register(
-    Claim(
-        id="mha.projection_shapes",
-        title="projections are N x (N/n_heads)",
-        statement="P_i in R^{N x (N / n_heads)} for Z in R^{N x T}, applied as P_i Z.",
-        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{N\times(N\div\mathtt{n\_heads})},\ Z\in\mathbb{R}^{N\times T},\ P_iZ",
-        source=f"{SRC1}, 'Written as an equation'",
-        family="multihead",
-        expected=Level.REFUTED,
-        checker=lambda ctx: shape_evidence(
-            ctx, _projection_factors(False), sizes(m=[2], h=[1, 2], T=[3]), name="P_i Z"
-        ),
-        notes="Sizes: m = N / n_heads is the head dimension, h = n_heads, N = m h. P_i Z needs P_i to have N "
-        "columns; with N x m projections it is defined only for one head.",
-    )
-)
-
-register(
-    Claim(
-        id="mha.projection_shapes.corrected",
-        title="projections are (N/n_heads) x N",
-        statement="P_i in R^{(N / n_heads) x N}, so that P_i Z in R^{(N / n_heads) x T}.",
-        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times N},\ P_iZ\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times T}",
-        source="corrected form of mha.projection_shapes",
-        family="multihead",
-        expected=Level.PROVED,
-        corrects="mha.projection_shapes",
-        checker=lambda ctx: shape_evidence(
-            ctx,
-            _projection_factors(True),
-            sizes(m=[2], h=[1, 2], T=[3]),
-            expect_shape=lambda s: (s["m"], s["T"]),
-            name="P_i Z",
-        ),
-    )
-)
 
 
 def _output_shape_derivation() -> Derivation:
@@ -116,27 +80,6 @@ def _output_shape_identity() -> MatrixIdentity:
         return sp.Matrix([[stacked.rows - m * h, stacked.cols - t]])
 
     return MatrixIdentity("shape(stacked heads) - (N, T)", variables=lambda s: {}, residual=residual)
-
-
-register(
-    Claim(
-        id="mha.output_shape",
-        title="concatenated heads have the input's size",
-        statement="Concatenating the heads' outputs gives an array of the same size as the input.",
-        latex=r"\mathrm{MultiHeadAttention}(Z)\in\mathbb{R}^{N\times T}\ \text{for}\ Z\in\mathbb{R}^{N\times T}",
-        source=f"{SRC1}, 'concatenated together'",
-        family="multihead",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_output_shape_identity(),
-            random_sizes=sizes(m=[1, 2, 3], h=[1, 2, 4], T=[3]),
-            points=1,
-            prove=_output_shape_derivation,
-        ),
-        notes="Holds with the corrected projection shapes (mha.projection_shapes.corrected).",
-    )
-)
 
 
 # ---------------------------------------------------------------------------
@@ -183,22 +126,6 @@ def _stochastic_identity() -> MatrixIdentity:
     )
 
 
-register(
-    Claim(
-        id="softmax.stochastic",
-        title="softmax gives probability vectors",
-        statement="Column (resp. row) softmax gives probability vectors: positive entries summing to 1.",
-        latex=r"\sum_{i=1}^T[\mathrm{softmax}(c)]_i = 1,\quad [\mathrm{softmax}(c)]_i > 0",
-        source=f"{SRC0}, footnote 3; {SRC1}; {SRC2}",
-        family="multihead",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_stochastic_identity(), random_sizes=sizes(T=[2, 3]), points=2, prove=_stochastic_derivation
-        ),
-    )
-)
-
-
 def _singular_derivation() -> Derivation:
     i, j = sp.symbols("i j", integer=True)
     entry = sp.exp(0) / Sum(sp.exp(0), (j, 0, T - 1)).doit()
@@ -225,26 +152,6 @@ def _singular_identity() -> MatrixIdentity:
         variables=lambda s: {},
         residual=lambda s: softmax_cols(sp.zeros(s["T"], s["T"])).det(),
     )
-
-
-register(
-    Claim(
-        id="softmax.can_be_singular",
-        title="softmax matrix can be singular",
-        statement="A stochastic (softmax) matrix can have identical columns, so det(softmax(C)) can be 0.",
-        latex=r"\exists C:\ \det\mathrm{softmax}(C) = 0",
-        source=f"{SRC0}, remark in 'Volume-Preserving Attention'",
-        family="multihead",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_singular_identity(),
-            random_sizes=sizes(T=[2, 3, 4, 5]),
-            points=1,
-            prove=_singular_derivation,
-        ),
-    )
-)
 
 
 # ---------------------------------------------------------------------------
@@ -281,25 +188,6 @@ def _multiplicative_identity() -> MatrixIdentity:
     )
 
 
-register(
-    Claim(
-        id="attention.multiplicative_matrix",
-        title="C = Z^T W Z entrywise",
-        statement="For multiplicative attention the correlation matrix is C = Z^T W Z, [C]_ij = z^(i)^T W z^(j).",
-        latex=r"C = Z^TWZ,\quad [C]_{ij} = (z^{(i)})^TWz^{(j)}",
-        source=f"{SRC0}, introduction",
-        family="multihead",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_multiplicative_identity(),
-            random_sizes=sizes(d=[1, 2], T=[2, 3]),
-            prove=_multiplicative_derivation,
-        ),
-    )
-)
-
-
 def _reweighting_identity() -> MatrixIdentity:
     def residual(size, Z, S):
         t = size["T"]
@@ -327,23 +215,6 @@ def _reweighting_derivation() -> Derivation:
         ],
         conclusion=r"Z\sigma(C) = \left[\sum_i p^{(1)}_iz^{(i)}, \ldots, \sum_i p^{(T)}_iz^{(i)}\right]",
     )
-
-
-register(
-    Claim(
-        id="attention.reweighting",
-        title="Z sigma(C) as a reweighting",
-        statement="The output Z sigma(C) is [sum_i p^(1)_i z^(i), ..., sum_i p^(T)_i z^(i)] with "
-        "p^(j) the j-th column of sigma(C).",
-        latex=r"Z\sigma(C) = \left[\sum_{i=1}^Tp^{(1)}_iz^{(i)}, \ldots, \sum_{i=1}^Tp^{(T)}_iz^{(i)}\right]",
-        source=f"{SRC0}, 'Reweighting of the Input Sequence'",
-        family="multihead",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_reweighting_identity(), random_sizes=sizes(d=[1, 2], T=[2, 3]), prove=_reweighting_derivation
-        ),
-    )
-)
 
 
 def _row_column_derivation() -> Derivation:
@@ -394,7 +265,105 @@ def _row_column_identity() -> MatrixIdentity:
     return MatrixIdentity("Y_col - Y_row^T", variables=variables, residual=residual)
 
 
-register(
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    Claim(
+        id="mha.projection_shapes",
+        title="projections are N x (N/n_heads)",
+        statement="P_i in R^{N x (N / n_heads)} for Z in R^{N x T}, applied as P_i Z.",
+        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{N\times(N\div\mathtt{n\_heads})},\ Z\in\mathbb{R}^{N\times T},\ P_iZ",
+        source=f"{SRC1}, 'Written as an equation'",
+        expected=Level.REFUTED,
+        checker=lambda ctx: shape_evidence(
+            ctx, _projection_factors(False), sizes(m=[2], h=[1, 2], T=[3]), name="P_i Z"
+        ),
+        notes="Sizes: m = N / n_heads is the head dimension, h = n_heads, N = m h. P_i Z needs P_i to have N "
+        "columns; with N x m projections it is defined only for one head.",
+    ),
+    Claim(
+        id="mha.projection_shapes.corrected",
+        title="projections are (N/n_heads) x N",
+        statement="P_i in R^{(N / n_heads) x N}, so that P_i Z in R^{(N / n_heads) x T}.",
+        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times N},\ P_iZ\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times T}",
+        source="corrected form of mha.projection_shapes",
+        expected=Level.PROVED,
+        corrects="mha.projection_shapes",
+        checker=lambda ctx: shape_evidence(
+            ctx,
+            _projection_factors(True),
+            sizes(m=[2], h=[1, 2], T=[3]),
+            expect_shape=lambda s: (s["m"], s["T"]),
+            name="P_i Z",
+        ),
+    ),
+    Claim(
+        id="mha.output_shape",
+        title="concatenated heads have the input's size",
+        statement="Concatenating the heads' outputs gives an array of the same size as the input.",
+        latex=r"\mathrm{MultiHeadAttention}(Z)\in\mathbb{R}^{N\times T}\ \text{for}\ Z\in\mathbb{R}^{N\times T}",
+        source=f"{SRC1}, 'concatenated together'",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_output_shape_identity(),
+            random_sizes=sizes(m=[1, 2, 3], h=[1, 2, 4], T=[3]),
+            points=1,
+            prove=_output_shape_derivation,
+        ),
+        notes="Holds with the corrected projection shapes (mha.projection_shapes.corrected).",
+    ),
+    Claim(
+        id="softmax.stochastic",
+        title="softmax gives probability vectors",
+        statement="Column (resp. row) softmax gives probability vectors: positive entries summing to 1.",
+        latex=r"\sum_{i=1}^T[\mathrm{softmax}(c)]_i = 1,\quad [\mathrm{softmax}(c)]_i > 0",
+        source=f"{SRC0}, footnote 3; {SRC1}; {SRC2}",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=_stochastic_identity(), random_sizes=sizes(T=[2, 3]), points=2, prove=_stochastic_derivation
+        ),
+    ),
+    Claim(
+        id="softmax.can_be_singular",
+        title="softmax matrix can be singular",
+        statement="A stochastic (softmax) matrix can have identical columns, so det(softmax(C)) can be 0.",
+        latex=r"\exists C:\ \det\mathrm{softmax}(C) = 0",
+        source=f"{SRC0}, remark in 'Volume-Preserving Attention'",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_singular_identity(),
+            random_sizes=sizes(T=[2, 3, 4, 5]),
+            points=1,
+            prove=_singular_derivation,
+        ),
+    ),
+    Claim(
+        id="attention.multiplicative_matrix",
+        title="C = Z^T W Z entrywise",
+        statement="For multiplicative attention the correlation matrix is C = Z^T W Z, [C]_ij = z^(i)^T W z^(j).",
+        latex=r"C = Z^TWZ,\quad [C]_{ij} = (z^{(i)})^TWz^{(j)}",
+        source=f"{SRC0}, introduction",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_multiplicative_identity(),
+            random_sizes=sizes(d=[1, 2], T=[2, 3]),
+            prove=_multiplicative_derivation,
+        ),
+    ),
+    Claim(
+        id="attention.reweighting",
+        title="Z sigma(C) as a reweighting",
+        statement="The output Z sigma(C) is [sum_i p^(1)_i z^(i), ..., sum_i p^(T)_i z^(i)] with "
+        "p^(j) the j-th column of sigma(C).",
+        latex=r"Z\sigma(C) = \left[\sum_{i=1}^Tp^{(1)}_iz^{(i)}, \ldots, \sum_{i=1}^Tp^{(T)}_iz^{(i)}\right]",
+        source=f"{SRC0}, 'Reweighting of the Input Sequence'",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=_reweighting_identity(), random_sizes=sizes(d=[1, 2], T=[2, 3]), prove=_reweighting_derivation
+        ),
+    ),
     Claim(
         id="attention.row_column_equivalence",
         title="row and column conventions agree",
@@ -403,7 +372,6 @@ register(
         "P = W^T.",
         latex=r"V\,\mathrm{softmax}_\mathrm{col}(K^TQ/\sqrt d) = (\mathrm{softmax}_\mathrm{row}(QK^T/\sqrt d)V)^T",
         source=f"{SRC1}; {SRC2}",
-        family="multihead",
         expected=Level.PROVED,
         checker=lambda ctx: standard(
             ctx,
@@ -412,5 +380,5 @@ register(
             points=1,
             prove=_row_column_derivation,
         ),
-    )
-)
+    ),
+]

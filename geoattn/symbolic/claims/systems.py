@@ -14,10 +14,12 @@ import sympy as sp
 from sympy.matrices.expressions import MatrixSymbol
 
 from .. import algebra as alg
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import same, standard
+
+__all__ = ["CLAIMS", "field"]
 
 SRC = "rigid-body benchmark of the volume-preserving transformer"
 
@@ -45,20 +47,6 @@ def _divergence_derivation() -> Derivation:
         ],
         conclusion=r"\nabla\cdot f = 0\text{: the flow preserves volume (Liouville) for every } A, B, C",
     )
-
-
-register(
-    Claim(
-        id="rigid_body.divergence_free",
-        title="rigid-body flow is divergence-free",
-        statement="The vector field (A z2 z3, B z1 z3, C z1 z2) has zero divergence, so its flow preserves volume.",
-        latex=r"\nabla\cdot(Az_2z_3,\ Bz_1z_3,\ Cz_1z_2) = 0",
-        source=SRC,
-        family="systems",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, prove=_divergence_derivation),
-    )
-)
 
 
 # ---------------------------------------------------------------------------
@@ -98,38 +86,6 @@ def _invariant_derivation() -> Derivation:
 
 
 HALF = sp.Rational(1, 2)
-
-register(
-    Claim(
-        id="rigid_body.sphere_invariant",
-        title="rigid body with A=1, B=1/2, C=-1/2 stays on the sphere",
-        statement="The flow of z' = (A z2 z3, B z1 z3, C z1 z2) with A = 1, B = 1/2, C = -1/2 conserves |z|^2, "
-        "so trajectories from the unit sphere stay on it.",
-        latex=r"A = 1,\ B = \tfrac12,\ C = -\tfrac12:\quad \tfrac{d}{dt}|z|^2 = 0",
-        source=SRC,
-        family="systems",
-        expected=Level.REFUTED,
-        checker=lambda ctx: standard(ctx, ident=_invariant_identity((1, HALF, -HALF)), random_sizes=[{"n": 3}], points=3),
-    )
-)
-
-register(
-    Claim(
-        id="rigid_body.sphere_invariant.corrected",
-        title="rigid body stays on the sphere iff A + B + C = 0",
-        statement="The flow conserves |z|^2 when A + B + C = 0, as Euler's equations give for any moments of "
-        "inertia (A = (I2 - I3)/(I2 I3) and cyclic); geoattn.systems.RigidBody defaults to I = (2, 1, 2/3), "
-        "(A, B, C) = (1/2, -1, 1/2).",
-        latex=r"A + B + C = 0 \implies \tfrac{d}{dt}|z|^2 = 2(A + B + C)z_1z_2z_3 = 0",
-        source="corrected form of rigid_body.sphere_invariant",
-        family="systems",
-        expected=Level.PROVED,
-        corrects="rigid_body.sphere_invariant",
-        checker=lambda ctx: standard(
-            ctx, ident=_invariant_identity(None), random_sizes=[{"n": 3}], points=3, prove=_invariant_derivation
-        ),
-    )
-)
 
 
 # ---------------------------------------------------------------------------
@@ -173,7 +129,41 @@ def _midpoint_identity() -> MatrixIdentity:
                           residual=residual)
 
 
-register(
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    Claim(
+        id="rigid_body.divergence_free",
+        title="rigid-body flow is divergence-free",
+        statement="The vector field (A z2 z3, B z1 z3, C z1 z2) has zero divergence, so its flow preserves volume.",
+        latex=r"\nabla\cdot(Az_2z_3,\ Bz_1z_3,\ Cz_1z_2) = 0",
+        source=SRC,
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(ctx, prove=_divergence_derivation),
+    ),
+    Claim(
+        id="rigid_body.sphere_invariant",
+        title="rigid body with A=1, B=1/2, C=-1/2 stays on the sphere",
+        statement="The flow of z' = (A z2 z3, B z1 z3, C z1 z2) with A = 1, B = 1/2, C = -1/2 conserves |z|^2, "
+        "so trajectories from the unit sphere stay on it.",
+        latex=r"A = 1,\ B = \tfrac12,\ C = -\tfrac12:\quad \tfrac{d}{dt}|z|^2 = 0",
+        source=SRC,
+        expected=Level.REFUTED,
+        checker=lambda ctx: standard(ctx, ident=_invariant_identity((1, HALF, -HALF)), random_sizes=[{"n": 3}], points=3),
+    ),
+    Claim(
+        id="rigid_body.sphere_invariant.corrected",
+        title="rigid body stays on the sphere iff A + B + C = 0",
+        statement="The flow conserves |z|^2 when A + B + C = 0, as Euler's equations give for any moments of "
+        "inertia (A = (I2 - I3)/(I2 I3) and cyclic); geoattn.systems.RigidBody defaults to I = (2, 1, 2/3), "
+        "(A, B, C) = (1/2, -1, 1/2).",
+        latex=r"A + B + C = 0 \implies \tfrac{d}{dt}|z|^2 = 2(A + B + C)z_1z_2z_3 = 0",
+        source="corrected form of rigid_body.sphere_invariant",
+        expected=Level.PROVED,
+        corrects="rigid_body.sphere_invariant",
+        checker=lambda ctx: standard(
+            ctx, ident=_invariant_identity(None), random_sizes=[{"n": 3}], points=3, prove=_invariant_derivation
+        ),
+    ),
     Claim(
         id="midpoint.quadratic_invariant",
         title="implicit midpoint keeps |z|^2",
@@ -181,9 +171,8 @@ register(
         "so the generated rigid-body trajectories stay on the unit sphere up to the Newton tolerance.",
         latex=r"z_1 = z_0 + hf(\tfrac{z_0 + z_1}2),\ z^Tf(z) \equiv 0 \implies |z_1|^2 = |z_0|^2",
         source="geoattn.systems.RigidBody (implicit midpoint, dt = 0.2)",
-        family="systems",
         expected=Level.PROVED,
         checker=lambda ctx: standard(ctx, ident=_midpoint_identity(), random_sizes=[{"n": 3}], points=3,
                                      prove=_midpoint_derivation),
-    )
-)
+    ),
+]

@@ -35,10 +35,21 @@ from sympy.matrices.expressions import MatrixSymbol, Trace
 
 from .. import algebra as alg
 from .. import expressions as ex
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import same, standard
+
+__all__ = [
+    "CLAIMS",
+    "run_scheme",
+    "scheme_polynomial",
+    "scheme_vjp_polynomial",
+    "make_taylor_form_claim",
+    "make_taylor_vjp_claim",
+    "remainder_bounds",
+    "make_remainder_claim",
+]
 
 T = ex.T
 X, G, E = ex.X, ex.G, ex.Ek
@@ -171,7 +182,6 @@ def make_taylor_form_claim(bindings_for=None, claim_id: str = "exp_skew.taylor_f
         "polynomials sum_{j<=16} X^j/j! and sum_{j<=9} X^j/j!.",
         latex=r"\texttt{exp\_taylor}m(X) = \sum_{j=0}^{m} \frac{X^j}{j!},\quad m \in \{16, 9\}",
         source="kernels exp_taylor16, exp_taylor9 (geoattn.symbolic.expressions)",
-        family="kernels",
         expected=Level.PROVED,
         checker=lambda ctx: standard(
             ctx,
@@ -181,9 +191,6 @@ def make_taylor_form_claim(bindings_for=None, claim_id: str = "exp_skew.taylor_f
             prove=lambda: _form_derivation(ex.TAYLOR_SCHEMES, bindings_for),
         ),
     )
-
-
-register(make_taylor_form_claim())
 
 
 # ---------------------------------------------------------------------------
@@ -234,7 +241,6 @@ def make_taylor_vjp_claim(vjp_bindings_for=None, claim_id: str = "exp_skew.taylo
         latex=r"\texttt{exp\_taylor}m\texttt{\_vjp} = \nabla_X\langle G, p_m(X)\rangle"
         r" = \sum_{j=1}^{m}\frac{1}{j!}\sum_{i=0}^{j-1}(X^T)^iG(X^T)^{j-1-i}",
         source="kernels exp_taylor16_vjp, exp_taylor9_vjp (geoattn.symbolic.expressions)",
-        family="kernels",
         expected=Level.PROVED,
         checker=lambda ctx: standard(
             ctx,
@@ -244,9 +250,6 @@ def make_taylor_vjp_claim(vjp_bindings_for=None, claim_id: str = "exp_skew.taylo
             prove=lambda: _vjp_derivation(ex.TAYLOR_SCHEMES, vjp_bindings_for),
         ),
     )
-
-
-register(make_taylor_vjp_claim())
 
 
 # ---------------------------------------------------------------------------
@@ -309,13 +312,9 @@ def make_remainder_claim(theta=ex.TAYLOR_THETA, claim_id: str = "exp_skew.taylor
         "Frechet derivatives approximate that of exp, to within the unit roundoff of float64 and float32.",
         latex=r"\|X\|_1\le\tfrac12 \implies \|e^X - p_m(X)\|_1,\ \|L_{\exp} - L_{p_m}\|_1 < u",
         source="kernel exp_skew (Note [Taylor scheme for exp_skew])",
-        family="kernels",
         expected=Level.PROVED,
         checker=lambda ctx: standard(ctx, prove=lambda: _remainder_derivation(ex.TAYLOR_SCHEMES, theta)),
     )
-
-
-register(make_remainder_claim())
 
 
 # ---------------------------------------------------------------------------
@@ -333,20 +332,6 @@ def _square_vjp_derivation() -> Derivation:
         ],
         conclusion=r"\nabla_E\langle G, E^2\rangle = GE^T + E^TG",
     )
-
-
-register(
-    Claim(
-        id="exp_skew.square_vjp",
-        title="backward of a squaring",
-        statement="The gradient of <G, E^2> with respect to E is G E^T + E^T G.",
-        latex=r"\nabla_E\langle G, E^2\rangle = GE^T + E^TG",
-        source="kernel square_vjp (geoattn.symbolic.expressions)",
-        family="kernels",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, prove=_square_vjp_derivation),
-    )
-)
 
 
 def _scaling_derivation() -> Derivation:
@@ -371,15 +356,27 @@ def _scaling_derivation() -> Derivation:
     )
 
 
-register(
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    make_taylor_form_claim(),
+    make_taylor_vjp_claim(),
+    make_remainder_claim(),
+    Claim(
+        id="exp_skew.square_vjp",
+        title="backward of a squaring",
+        statement="The gradient of <G, E^2> with respect to E is G E^T + E^T G.",
+        latex=r"\nabla_E\langle G, E^2\rangle = GE^T + E^TG",
+        source="kernel square_vjp (geoattn.symbolic.expressions)",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(ctx, prove=_square_vjp_derivation),
+    ),
     Claim(
         id="exp_skew.scaling_squaring",
         title="scaling and squaring",
         statement="exp(S) = exp(S / 2^k)^(2^k) for every square S and k >= 0.",
         latex=r"\exp(S) = \exp(S/2^k)^{2^k}",
         source="kernel exp_skew (Note [scaling and squaring])",
-        family="kernels",
         expected=Level.PROVED,
         checker=lambda ctx: standard(ctx, prove=_scaling_derivation),
-    )
-)
+    ),
+]

@@ -6,16 +6,20 @@ Rows of ``Z`` (``d x T``) are stacked into ``Z_vec``; right multiplication
 
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 from sympy import KroneckerDelta, Sum
 from sympy.matrices.expressions import BlockMatrix, Identity, KroneckerProduct, MatrixSymbol, ZeroMatrix, block_collapse
 from sympy.matrices.expressions.kronecker import combine_kronecker
 
 from .. import algebra as alg
-from ..claim import Claim, register
+from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import T, d, same, sizes, standard
+
+__all__ = ["CLAIMS", "canon_sums", "vec_identity", "make_vec_claim", "lift_identity", "make_lift_claim"]
 
 SRC0 = "000_a6b1d30a66a64c9f.txt"
 SRC3 = "003_cbccd72b407c9f4d.txt"
@@ -138,34 +142,30 @@ def make_vec_claim(form: str, claim_id: str | None = None) -> Claim:
         statement=f"vec_r(Z Lambda) = M vec_r(Z) with M the '{form}' Kronecker form",
         latex=r"\mathrm{vec}_r(Z\Lambda) = M\,\mathrm{vec}_r(Z)",
         source=SRC0,
-        family="vectorisation",
         expected=Level.PROVED if true else Level.REFUTED,
         checker=checker,
     )
 
 
-_seed = make_vec_claim("seed", "vec.seed_formula")
-_seed.title = "Z Lambda as (Lambda (x) I_T) Z_vec"
-_seed.statement = (
-    "With the rows of Z stacked into Z_vec, the layer output Z Lambda(Z) is (Lambda(Z) (x) I_T) Z_vec "
-    "(drawn as block-diag(Lambda, ..., Lambda))."
-)
-_seed.latex = r"\mathrm{vec}_r(Z\Lambda(Z)) = (\Lambda(Z)\otimes\mathbb{I}_T)\,Z_\mathrm{vec}"
-_seed.source = f"{SRC0}, 'How is Structure Preserved?'"
-_seed.notes = (
-    "Lambda (x) I_T is T^2 x T^2 while Z_vec has dT entries, so the formula is ill-formed unless d = T; "
+_seed = dataclasses.replace(
+    make_vec_claim("seed", "vec.seed_formula"),
+    title="Z Lambda as (Lambda (x) I_T) Z_vec",
+    statement="With the rows of Z stacked into Z_vec, the layer output Z Lambda(Z) is (Lambda(Z) (x) I_T) Z_vec "
+    "(drawn as block-diag(Lambda, ..., Lambda)).",
+    latex=r"\mathrm{vec}_r(Z\Lambda(Z)) = (\Lambda(Z)\otimes\mathbb{I}_T)\,Z_\mathrm{vec}",
+    source=f"{SRC0}, 'How is Structure Preserved?'",
+    notes="Lambda (x) I_T is T^2 x T^2 while Z_vec has dT entries, so the formula is ill-formed unless d = T; "
     "even then it is wrong. The block-diagonal drawing is I_d (x) Lambda, also wrong: the blocks are Lambda^T "
-    "(vec.right_multiplication)."
+    "(vec.right_multiplication).",
 )
-register(_seed)
 
-_exact = make_vec_claim("exact", "vec.right_multiplication")
-_exact.title = "Z Lambda as (I_d (x) Lambda^T) Z_vec"
-_exact.statement = "With the rows of Z stacked into Z_vec, vec_r(Z Lambda) = (I_d (x) Lambda^T) Z_vec."
-_exact.latex = r"\mathrm{vec}_r(Z\Lambda) = (\mathbb{I}_d\otimes\Lambda^T)\,\mathrm{vec}_r(Z)"
-_exact.source = "corrected form of vec.seed_formula"
-_exact.corrects = "vec.seed_formula"
-register(_exact)
+_exact = corrected(
+    _seed,
+    make_vec_claim("exact", "vec.right_multiplication"),
+    title="Z Lambda as (I_d (x) Lambda^T) Z_vec",
+    statement="With the rows of Z stacked into Z_vec, vec_r(Z Lambda) = (I_d (x) Lambda^T) Z_vec.",
+    latex=r"\mathrm{vec}_r(Z\Lambda) = (\mathbb{I}_d\otimes\Lambda^T)\,\mathrm{vec}_r(Z)",
+)
 
 
 # ---------------------------------------------------------------------------
@@ -285,11 +285,15 @@ def make_lift_claim(kind: str, block: str = "cayley", claim_id: str | None = Non
         statement=statement,
         latex=latex,
         source=f"{SRC0}, 'How is Structure Preserved?'; {SRC3}",
-        family="vectorisation",
         expected=Level.PROVED if true else Level.REFUTED,
         checker=checker,
     )
 
 
-register(make_lift_claim("orthogonal", claim_id="lift.orthogonal"))
-register(make_lift_claim("symplectic", claim_id="lift.symplectic"))
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    _seed,
+    _exact,
+    make_lift_claim("orthogonal", claim_id="lift.orthogonal"),
+    make_lift_claim("symplectic", claim_id="lift.symplectic"),
+]

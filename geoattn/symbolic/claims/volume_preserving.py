@@ -14,10 +14,12 @@ import sympy as sp
 from sympy.matrices.expressions import MatrixSymbol, Transpose
 
 from .. import algebra as alg
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import T, d, same, shape_evidence, sizes, standard
+
+__all__ = ["CLAIMS", "make_skew_weighting", "seed_lower_assignment"]
 
 SRC = "000_a6b1d30a66a64c9f.txt"
 SEC = "'Volume-Preserving Attention'"
@@ -63,7 +65,6 @@ def make_skew_weighting(structure: str = "skew", claim_id: str = "vp.skew_weight
         statement=f"Z^T A Z is skew-symmetric when A is {structure}.",
         latex=r"A^T = -A \implies (Z^TAZ)^T = -Z^TAZ",
         source=f"{SRC}, 'First approach: scalar products with a skew-symmetric weighting'",
-        family="volume_preserving",
         expected=Level.PROVED if true else Level.REFUTED,
         checker=lambda ctx: standard(
             ctx,
@@ -73,9 +74,6 @@ def make_skew_weighting(structure: str = "skew", claim_id: str = "vp.skew_weight
             exact_sizes=sizes(d=[1, 2], T=[1, 2]),
         ),
     )
-
-
-register(make_skew_weighting())
 
 
 # ---------------------------------------------------------------------------
@@ -142,29 +140,6 @@ def _lower_assign_identity() -> MatrixIdentity:
     )
 
 
-register(
-    Claim(
-        id="vp.lower_assign_skew",
-        title="lower-triangle assignment is skew",
-        statement="Arranging the correlations (z^(i))^T A z^(j), i > j, into C (negated above the diagonal) "
-        "gives a skew-symmetric matrix, equal to computing Z^T A Z and copying the lower triangle to the "
-        "upper one negated.",
-        latex=r"C = \mathrm{skew\_from\_lower}(Z^TAZ),\quad C^T = -C",
-        source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
-        family="volume_preserving",
-        expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_lower_assign_identity(),
-            random_sizes=sizes(d=[2, 3], T=[2, 3, 4]),
-            prove=_lower_assign_derivation,
-            exact_sizes=sizes(d=range(1, 4), T=range(1, ctx.bound(4) + 1)),
-            always_exact=True,
-        ),
-    )
-)
-
-
 # ---------------------------------------------------------------------------
 # shapes of the arbitrary weighting
 # ---------------------------------------------------------------------------
@@ -178,45 +153,6 @@ def _weighting_factors(a_rows: str):
     return build
 
 
-register(
-    Claim(
-        id="vp.arbitrary_weighting_shape",
-        title="arbitrary weighting A is T x T",
-        statement="This arbitrary T x T matrix A constitutes the learnable parameters; correlations are "
-        "(z^(i))^T A z^(j).",
-        latex=r"A\in\mathbb{R}^{T\times T},\quad (z^{(i)})^TAz^{(j)},\ z^{(i)}\in\mathbb{R}^d",
-        source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
-        family="volume_preserving",
-        expected=Level.REFUTED,
-        checker=lambda ctx: shape_evidence(
-            ctx, _weighting_factors("T"), sizes(d=[2, 3], T=[2, 3]), name="(z^{(i)})^T A z^{(j)}"
-        ),
-        notes="z^(i) lies in R^d, so A must be d x d; the product is defined only when d = T.",
-    )
-)
-
-register(
-    Claim(
-        id="vp.arbitrary_weighting_shape.corrected",
-        title="arbitrary weighting A is d x d",
-        statement="The arbitrary weighting A is a d x d matrix; (z^(i))^T A z^(j) is a scalar, the (i, j) entry "
-        "of the T x T matrix Z^T A Z.",
-        latex=r"A\in\mathbb{R}^{d\times d},\quad (z^{(i)})^TAz^{(j)} = [Z^TAZ]_{ij}",
-        source="corrected form of vp.arbitrary_weighting_shape",
-        family="volume_preserving",
-        expected=Level.PROVED,
-        corrects="vp.arbitrary_weighting_shape",
-        checker=lambda ctx: shape_evidence(
-            ctx,
-            _weighting_factors("d"),
-            sizes(d=[2, 3], T=[2, 3]),
-            expect_shape=lambda s: (1, 1),
-            name="(z^{(i)})^T A z^{(j)}",
-        ),
-    )
-)
-
-
 def _index_range_identity() -> MatrixIdentity:
     # number of correlations the seed lists (i > j, i <= d) minus the number of
     # strictly-lower entries of the T x T matrix C
@@ -225,24 +161,6 @@ def _index_range_identity() -> MatrixIdentity:
         variables=lambda s: {},
         residual=lambda s: sp.Integer(s["d"] * (s["d"] - 1) // 2 - s["T"] * (s["T"] - 1) // 2),
     )
-
-
-register(
-    Claim(
-        id="vp.arbitrary_correlation_indices",
-        title="correlations indexed up to z^(d)",
-        statement="The correlations (z^(2))^T A z^(1), ..., (z^(d))^T A z^(d-1) fill the strictly lower "
-        "triangle of the correlation matrix C.",
-        latex=r"\{(z^{(i)})^TAz^{(j)} : 1\le j<i\le d\} \text{ fills the lower triangle of } C\in\mathbb{R}^{T\times T}",
-        source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
-        family="volume_preserving",
-        expected=Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx, ident=_index_range_identity(), random_sizes=sizes(d=[2, 3], T=[2, 3]), points=1
-        ),
-        notes="There are T vectors z^(1..T); the indices run to T, not d (also in the displayed matrix).",
-    )
-)
 
 
 def _index_count_derivation() -> Derivation:
@@ -268,24 +186,6 @@ def _index_count_identity() -> MatrixIdentity:
     return MatrixIdentity("#pairs(j < i <= T) - #lower entries", variables=lambda s: {}, residual=residual)
 
 
-register(
-    Claim(
-        id="vp.arbitrary_correlation_indices.corrected",
-        title="correlations indexed up to z^(T)",
-        statement="The correlations (z^(i))^T A z^(j) for 1 <= j < i <= T are exactly the T(T-1)/2 strictly lower "
-        "entries of C in R^{T x T}.",
-        latex=r"\{(z^{(i)})^TAz^{(j)} : 1\le j<i\le T\} = \{C_{ij} : i > j\}",
-        source="corrected form of vp.arbitrary_correlation_indices",
-        family="volume_preserving",
-        expected=Level.PROVED,
-        corrects="vp.arbitrary_correlation_indices",
-        checker=lambda ctx: standard(
-            ctx, ident=_index_count_identity(), random_sizes=sizes(T=range(1, 7)), points=1, prove=_index_count_derivation
-        ),
-    )
-)
-
-
 _MOVED = ("correlation", "map_identity", "map_degree_bound", "make_map_claim")
 
 
@@ -296,3 +196,83 @@ def __getattr__(name: str):
 
         return getattr(vp_map, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    make_skew_weighting(),
+    Claim(
+        id="vp.lower_assign_skew",
+        title="lower-triangle assignment is skew",
+        statement="Arranging the correlations (z^(i))^T A z^(j), i > j, into C (negated above the diagonal) "
+        "gives a skew-symmetric matrix, equal to computing Z^T A Z and copying the lower triangle to the "
+        "upper one negated.",
+        latex=r"C = \mathrm{skew\_from\_lower}(Z^TAZ),\quad C^T = -C",
+        source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx,
+            ident=_lower_assign_identity(),
+            random_sizes=sizes(d=[2, 3], T=[2, 3, 4]),
+            prove=_lower_assign_derivation,
+            exact_sizes=sizes(d=range(1, 4), T=range(1, ctx.bound(4) + 1)),
+            always_exact=True,
+        ),
+    ),
+    Claim(
+        id="vp.arbitrary_weighting_shape",
+        title="arbitrary weighting A is T x T",
+        statement="This arbitrary T x T matrix A constitutes the learnable parameters; correlations are "
+        "(z^(i))^T A z^(j).",
+        latex=r"A\in\mathbb{R}^{T\times T},\quad (z^{(i)})^TAz^{(j)},\ z^{(i)}\in\mathbb{R}^d",
+        source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
+        expected=Level.REFUTED,
+        checker=lambda ctx: shape_evidence(
+            ctx, _weighting_factors("T"), sizes(d=[2, 3], T=[2, 3]), name="(z^{(i)})^T A z^{(j)}"
+        ),
+        notes="z^(i) lies in R^d, so A must be d x d; the product is defined only when d = T.",
+    ),
+    Claim(
+        id="vp.arbitrary_weighting_shape.corrected",
+        title="arbitrary weighting A is d x d",
+        statement="The arbitrary weighting A is a d x d matrix; (z^(i))^T A z^(j) is a scalar, the (i, j) entry "
+        "of the T x T matrix Z^T A Z.",
+        latex=r"A\in\mathbb{R}^{d\times d},\quad (z^{(i)})^TAz^{(j)} = [Z^TAZ]_{ij}",
+        source="corrected form of vp.arbitrary_weighting_shape",
+        expected=Level.PROVED,
+        corrects="vp.arbitrary_weighting_shape",
+        checker=lambda ctx: shape_evidence(
+            ctx,
+            _weighting_factors("d"),
+            sizes(d=[2, 3], T=[2, 3]),
+            expect_shape=lambda s: (1, 1),
+            name="(z^{(i)})^T A z^{(j)}",
+        ),
+    ),
+    Claim(
+        id="vp.arbitrary_correlation_indices",
+        title="correlations indexed up to z^(d)",
+        statement="The correlations (z^(2))^T A z^(1), ..., (z^(d))^T A z^(d-1) fill the strictly lower "
+        "triangle of the correlation matrix C.",
+        latex=r"\{(z^{(i)})^TAz^{(j)} : 1\le j<i\le d\} \text{ fills the lower triangle of } C\in\mathbb{R}^{T\times T}",
+        source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
+        expected=Level.REFUTED,
+        checker=lambda ctx: standard(
+            ctx, ident=_index_range_identity(), random_sizes=sizes(d=[2, 3], T=[2, 3]), points=1
+        ),
+        notes="There are T vectors z^(1..T); the indices run to T, not d (also in the displayed matrix).",
+    ),
+    Claim(
+        id="vp.arbitrary_correlation_indices.corrected",
+        title="correlations indexed up to z^(T)",
+        statement="The correlations (z^(i))^T A z^(j) for 1 <= j < i <= T are exactly the T(T-1)/2 strictly lower "
+        "entries of C in R^{T x T}.",
+        latex=r"\{(z^{(i)})^TAz^{(j)} : 1\le j<i\le T\} = \{C_{ij} : i > j\}",
+        source="corrected form of vp.arbitrary_correlation_indices",
+        expected=Level.PROVED,
+        corrects="vp.arbitrary_correlation_indices",
+        checker=lambda ctx: standard(
+            ctx, ident=_index_count_identity(), random_sizes=sizes(T=range(1, 7)), points=1, prove=_index_count_derivation
+        ),
+    ),
+]

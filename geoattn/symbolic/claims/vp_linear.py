@@ -26,13 +26,14 @@ from sympy.matrices.expressions import (
 )
 
 from .. import algebra as alg
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_check
 from ._common import T, d, same, standard
 from .volume_preserving import SEC, SRC
 
 __all__ = [
+    "CLAIMS",
     "SIZES",
     "LOW_RANK",
     "z_variable",
@@ -171,22 +172,6 @@ def push_through_identity(structure: str = "skew", gram: str = "right") -> Matri
     return MatrixIdentity(name, variables=lambda s: skew_variables(s, structure), residual=residual, valid=valid)
 
 
-register(Claim(
-    id="vp.push_through",
-    title="push-through: Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z",
-    statement="For every Z in R^{d x T} and skew A, Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z (any d, T and rank of Z).",
-    latex=r"Z\,(I_T - Z^TAZ)(I_T + Z^TAZ)^{-1} = (I_d - ZZ^TA)(I_d + ZZ^TA)^{-1}Z",
-    source=LINEAR_SRC,
-    family="volume_preserving",
-    expected=Level.PROVED,
-    checker=lambda ctx: standard(
-        ctx, ident=push_through_identity(), random_sizes=SIZES + LOW_RANK, points=2, prove=_push_through_derivation,
-        exact_sizes=[{"d": 2, "T": 1}, {"d": 2, "T": 2}][: ctx.depth], always_exact=True,
-    ),
-    notes="The identity holds for any A for which I + Z^T A Z is invertible; skewness makes both inverses exist.",
-))
-
-
 def _sylvester_derivation() -> Derivation:
     X, Y, O_td, O_dt = MatrixSymbol("X", d, T), MatrixSymbol("Y", T, d), ZeroMatrix(T, d), ZeroMatrix(d, T)
     B, U, L = (BlockMatrix([[Id, -X], [Y, It]]), BlockMatrix([[Id + X * Y, -X], [O_td, It]]),
@@ -254,18 +239,6 @@ def _check_invertible(ctx) -> list[Evidence]:
     return ev
 
 
-register(Claim(
-    id="vp.push_through_invertible",
-    title="I_d + Z Z^T A is invertible",
-    statement="For every Z in R^{d x T} and skew A, det(I_d + Z Z^T A) = det(I_T + Z^T A Z) != 0.",
-    latex=r"\det(I_d + ZZ^TA) = \det(I_T + Z^TAZ) \neq 0",
-    source=LINEAR_SRC,
-    family="volume_preserving",
-    expected=Level.PROVED,
-    checker=_check_invertible,
-))
-
-
 def _exp_push_derivation() -> Derivation:
     step, P = Zm * MatPow(Cs, k + 1), MatrixSymbol("P", d, T)  # P stands for ZC^k
 
@@ -304,13 +277,36 @@ def taylor_identity(degree: int = 6) -> MatrixIdentity:
     return MatrixIdentity(f"Z C^k - M^k Z, k = 1..{degree}", variables=lambda s: skew_variables(s), residual=residual)
 
 
-register(Claim(
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    Claim(
+    id="vp.push_through",
+    title="push-through: Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z",
+    statement="For every Z in R^{d x T} and skew A, Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z (any d, T and rank of Z).",
+    latex=r"Z\,(I_T - Z^TAZ)(I_T + Z^TAZ)^{-1} = (I_d - ZZ^TA)(I_d + ZZ^TA)^{-1}Z",
+    source=LINEAR_SRC,
+    expected=Level.PROVED,
+    checker=lambda ctx: standard(
+        ctx, ident=push_through_identity(), random_sizes=SIZES + LOW_RANK, points=2, prove=_push_through_derivation,
+        exact_sizes=[{"d": 2, "T": 1}, {"d": 2, "T": 2}][: ctx.depth], always_exact=True,
+    ),
+    notes="The identity holds for any A for which I + Z^T A Z is invertible; skewness makes both inverses exist.",
+),
+    Claim(
+    id="vp.push_through_invertible",
+    title="I_d + Z Z^T A is invertible",
+    statement="For every Z in R^{d x T} and skew A, det(I_d + Z Z^T A) = det(I_T + Z^T A Z) != 0.",
+    latex=r"\det(I_d + ZZ^TA) = \det(I_T + Z^TAZ) \neq 0",
+    source=LINEAR_SRC,
+    expected=Level.PROVED,
+    checker=_check_invertible,
+),
+    Claim(
     id="vp.exp_push_through",
     title="push-through: Z exp(Z^T A Z) = exp(Z Z^T A) Z",
     statement="For every Z in R^{d x T} and skew A, Z exp(Z^T A Z) = exp(Z Z^T A) Z.",
     latex=r"Z\exp(Z^TAZ) = \exp(ZZ^TA)\,Z",
     source=LINEAR_SRC,
-    family="volume_preserving",
     expected=Level.PROVED,
     checker=lambda ctx: standard(
         ctx, ident=taylor_identity(), random_sizes=SIZES + LOW_RANK, points=2, prove=_exp_push_derivation,
@@ -319,4 +315,5 @@ register(Claim(
     ),
     notes="The exact checks compare Z C^k with M^k Z for k <= 6; the residual of the degree-6 Taylor polynomial is the "
     "sum of these terms, each homogeneous of degree 2k+1 in Z, so it vanishes iff every term does.",
-))
+),
+]

@@ -41,7 +41,7 @@ from sympy.matrices.expressions import Determinant, Identity, KroneckerProduct, 
 from sympy.polys.matrices import DomainMatrix
 
 from .. import algebra as alg
-from ..claim import Claim, register
+from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, certify
 from ._common import T, d, same, sizes, standard
@@ -50,6 +50,7 @@ from .vp_flow import circle_evidence, divergence_evidence, exp_flow_derivation, 
 from .vp_linear import LOW_RANK, SIZES, cay, skew_variables, subs_chain, z_variable
 
 __all__ = [
+    "CLAIMS",
     "correlation",
     "map_identity",
     "map_degree_bound",
@@ -135,33 +136,6 @@ def invariant_identity(structure: str = "skew") -> MatrixIdentity:
     )
 
 
-register(Claim(
-    id="vp.map_invariant",
-    title="the layer map keeps C(Z) = Z^T A Z",
-    statement="For skew A and Lambda = Cayley(C(Z)), C(Z Lambda) = C(Z): the layer map keeps the correlation matrix.",
-    latex=r"C(Z\Lambda(Z)) = \Lambda^T Z^TAZ\Lambda = Z^TAZ,\quad \Lambda(Z) = \mathrm{Cayley}(Z^TAZ)",
-    source=f"{SRC}, {SEC}",
-    family="volume_preserving",
-    expected=Level.PROVED,
-    checker=lambda ctx: standard(
-        ctx, ident=invariant_identity(), random_sizes=SIZES[:3] + LOW_RANK, points=2, prove=_invariant_derivation
-    ),
-))
-
-register(Claim(
-    id="vp.map_invariant.exp",
-    title="the exponential layer map keeps C(Z)",
-    statement="For skew A and Lambda = exp(C(Z)), C(Z Lambda) = C(Z).",
-    latex=r"C(Z\exp(Z^TAZ)) = Z^TAZ",
-    source=f"{SRC}, {SEC} (exponential form)",
-    family="volume_preserving",
-    expected=Level.PROVED,
-    checker=lambda ctx: standard(ctx, prove=_invariant_exp_derivation) + [circle_evidence(ctx, "invariant")],
-    notes="exp of a nonzero rational matrix is transcendental, so there are no exact random points; the exact check "
-    "is at T = 2 (Note [exact points for exp at T = 2]).",
-))
-
-
 # ---------------------------------------------------------------------------
 # vp.map_inverse
 # ---------------------------------------------------------------------------
@@ -226,16 +200,12 @@ def make_inverse_claim(wrong_sign: bool = False, claim_id: str = "vp.map_inverse
         statement=f"The inverse of F(Z) = Z Cayley(Z^T A Z) is G(Y) = {inverse}{tail}",
         latex=r"F^{-1}(Y) = Y\Lambda(C(Y))" + ("" if wrong_sign else "^T"),
         source=f"{SRC}, {SEC}",
-        family="volume_preserving",
         expected=Level.REFUTED if wrong_sign else Level.PROVED,
         checker=lambda ctx: standard(
             ctx, ident=inverse_identity(wrong_sign), random_sizes=SIZES[:3] + LOW_RANK[:1], points=2,
             prove=None if wrong_sign else _inverse_derivation,
         ),
     )
-
-
-register(make_inverse_claim())
 
 
 # ---------------------------------------------------------------------------
@@ -352,7 +322,6 @@ def make_map_claim(weighting: str, claim_id: str | None = None) -> Claim:
         "(Jacobian determinant 1)" + (", for every d and T." if true else "."),
         latex=r"\det\frac{\partial\,\mathrm{vec}_r(Z\,\mathrm{Cayley}(C(Z)))}{\partial\,\mathrm{vec}_r(Z)} = 1",
         source=f"{SRC}, {SEC} and 'How is Structure Preserved?'",
-        family="volume_preserving",
         expected=Level.PROVED if true else Level.REFUTED,
         checker=lambda ctx: _check_map(ctx, weighting),
         notes="Proved by the flow argument of Note [map versus frozen matrix], which rests on stated lemmas: besides "
@@ -363,10 +332,6 @@ def make_map_claim(weighting: str, claim_id: str | None = None) -> Claim:
         if true
         else "C(Z Lambda) != C(Z) here, and the Jacobian picks up a term from dLambda/dZ.",
     )
-
-
-register(make_map_claim("skew"))
-register(make_map_claim("arbitrary"))
 
 
 def _frozen_derivation(arg: str = "C(Z_0)", cite: str = "cayley.det_one", fn: str = r"\mathrm{Cayley}") -> Derivation:
@@ -397,7 +362,37 @@ def _frozen_derivation(arg: str = "C(Z_0)", cite: str = "cayley.det_one", fn: st
     )
 
 
-register(
+def _check_exp_skew(ctx) -> list[Evidence]:
+    return standard(ctx, prove=exp_flow_derivation) + [divergence_evidence(ctx, (1, 2)), circle_evidence(ctx, "det")]
+
+
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [
+    Claim(
+    id="vp.map_invariant",
+    title="the layer map keeps C(Z) = Z^T A Z",
+    statement="For skew A and Lambda = Cayley(C(Z)), C(Z Lambda) = C(Z): the layer map keeps the correlation matrix.",
+    latex=r"C(Z\Lambda(Z)) = \Lambda^T Z^TAZ\Lambda = Z^TAZ,\quad \Lambda(Z) = \mathrm{Cayley}(Z^TAZ)",
+    source=f"{SRC}, {SEC}",
+    expected=Level.PROVED,
+    checker=lambda ctx: standard(
+        ctx, ident=invariant_identity(), random_sizes=SIZES[:3] + LOW_RANK, points=2, prove=_invariant_derivation
+    ),
+),
+    Claim(
+    id="vp.map_invariant.exp",
+    title="the exponential layer map keeps C(Z)",
+    statement="For skew A and Lambda = exp(C(Z)), C(Z Lambda) = C(Z).",
+    latex=r"C(Z\exp(Z^TAZ)) = Z^TAZ",
+    source=f"{SRC}, {SEC} (exponential form)",
+    expected=Level.PROVED,
+    checker=lambda ctx: standard(ctx, prove=_invariant_exp_derivation) + [circle_evidence(ctx, "invariant")],
+    notes="exp of a nonzero rational matrix is transcendental, so there are no exact random points; the exact check "
+    "is at T = 2 (Note [exact points for exp at T = 2]).",
+),
+    make_inverse_claim(),
+    make_map_claim("skew"),
+    make_map_claim("arbitrary"),
     Claim(
         id="vp.map_volume_preserving.frozen",
         title="frozen-input map volume-preserving",
@@ -405,7 +400,6 @@ register(
         "weighting.",
         latex=r"\det(\mathbb{I}_d\otimes\Lambda(Z_0)^T) = 1",
         source="corrected form of vp.map_volume_preserving.arbitrary",
-        family="volume_preserving",
         expected=Level.PROVED,
         corrects="vp.map_volume_preserving.arbitrary",
         checker=lambda ctx: standard(
@@ -414,22 +408,14 @@ register(
             random_sizes=sizes(d=[1, 2, 3], T=[2, 3]),
             prove=_frozen_derivation,
         ),
-    )
-)
-
-
-def _check_exp_skew(ctx) -> list[Evidence]:
-    return standard(ctx, prove=exp_flow_derivation) + [divergence_evidence(ctx, (1, 2)), circle_evidence(ctx, "det")]
-
-
-register(Claim(
+    ),
+    Claim(
     id="vp.map_volume_preserving.exp_skew",
     title="exponential layer map volume-preserving (skew weighting)",
     statement="The map Z -> Z exp(Z^T A Z) with A skew is volume-preserving (Jacobian determinant 1), for every d "
     "and T.",
     latex=r"\det\frac{\partial\,\mathrm{vec}_r(Z\exp(Z^TAZ))}{\partial\,\mathrm{vec}_r(Z)} = 1",
     source=f"{SRC}, {SEC} (exponential form)",
-    family="volume_preserving",
     expected=Level.PROVED,
     checker=_check_exp_skew,
     notes="The derivation's algebraic steps are verified by SymPy; the linear ODE, the divergence formula and "
@@ -437,4 +423,5 @@ register(Claim(
     "it is checked exactly only at explicit sizes, m = 1, 2 and d, T in {2, 3} (div(Z -> ZC) = 0 itself at "
     "m = 1); det J = 1 itself is checked exactly only at T = 2, where exp(C) is a rotation (Note [exact points "
     "for exp at T = 2]). No floating-point evaluation is used as evidence.",
-))
+),
+]

@@ -1,0 +1,60 @@
+"""The ledger: every claim of :data:`geoattn.symbolic.claims.FAMILIES`, looked up by id or by family.
+
+The table is built once, on first use (importing :mod:`geoattn.symbolic` does not load the claims).
+Imports point one way: this module imports the claims, which import :mod:`geoattn.symbolic.claim`;
+nothing imports this module back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+
+from .claim import Claim, UnknownClaimError
+
+__all__ = ["get_claim", "all_claims", "families"]
+
+
+@lru_cache(maxsize=1)
+def _ledger() -> tuple[dict[str, Claim], tuple[str, ...]]:
+    from .claims import FAMILIES
+
+    table: dict[str, Claim] = {}
+    for family, modules in FAMILIES.items():
+        for module in modules:
+            for claim in module.CLAIMS:
+                if claim.family not in ("", family):
+                    raise ValueError(f"Expected claim {claim.id!r} of module {module.__name__} to have no family or "
+                                     f"{family!r}. Got {claim.family!r}.")
+                if claim.id in table:
+                    raise ValueError(f"Expected unique claim ids. Got {claim.id!r} twice.")
+                table[claim.id] = dataclasses.replace(claim, family=family)
+    for claim in table.values():
+        if claim.corrects is not None:
+            original = table.get(claim.corrects)
+            if original is None or claim.source != f"corrected form of {claim.corrects}":
+                raise ValueError(f"Expected {claim.id!r} to correct a claim of the ledger, with source 'corrected "
+                                 f"form of {claim.corrects}'. Got corrects={claim.corrects!r}, source={claim.source!r}.")
+    return table, tuple(FAMILIES)
+
+
+def get_claim(claim_id: str) -> Claim:
+    """The claim with id ``claim_id`` (:class:`~geoattn.symbolic.claim.UnknownClaimError` if none)."""
+    table, _ = _ledger()
+    try:
+        return table[claim_id]
+    except KeyError:
+        raise UnknownClaimError(claim_id, table) from None
+
+
+def all_claims(family: str | None = None) -> list[Claim]:
+    """Every claim in ledger order (family by family, each family in declaration order), or one family's."""
+    table, names = _ledger()
+    if family is not None and family not in names:
+        raise ValueError(f"Expected family in {list(names)}. Got {family!r}.")
+    return [c for c in table.values() if family is None or c.family == family]
+
+
+def families() -> list[str]:
+    """The family names in ledger order."""
+    return list(_ledger()[1])
