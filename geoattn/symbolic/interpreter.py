@@ -21,15 +21,23 @@ from sympy.matrices.expressions import (
 __all__ = ["evaluate"]
 
 
-def evaluate(expr, values: dict, sizes: dict | None = None) -> sp.Matrix:
+def evaluate(expr, values: dict, sizes: dict | None = None, *, field=None):
     """Evaluate a kernel expression at explicit matrices.
 
     ``values`` maps matrix symbols to explicit :class:`sympy.Matrix` (vectors
     as ``k x 1``); ``sizes`` maps size symbols to integers. This interpreter is
     independent of the torch printer, so the claims check the expressions'
     meaning, and the printer is checked against it by the tests.
+
+    With ``field`` (a SymPy domain, e.g. a fraction field of polynomials) the
+    values are :class:`~sympy.polys.matrices.DomainMatrix` over it and so is
+    the result: arithmetic there keeps every entry reduced, which makes exact
+    symbolic identities fast (sums, products, transposes, inverses and
+    identities only).
     """
     sizes = sizes or {}
+    if field is not None:
+        return _evaluate_in_field(expr, values, sizes, field)
 
     def dim(s):
         return int(sp.sympify(s).xreplace(sizes))
@@ -79,3 +87,29 @@ def evaluate(expr, values: dict, sizes: dict | None = None) -> sp.Matrix:
         raise TypeError(f"Expected a kernel expression node. Got {type(e).__name__}: {e}.")
 
     return sp.Matrix(rec(expr))
+
+
+def _evaluate_in_field(expr, values: dict, sizes: dict, F):
+    from sympy.polys.matrices import DomainMatrix
+
+    def rec(e):
+        if e in values:
+            return values[e]
+        if isinstance(e, Identity):
+            return DomainMatrix.eye(int(sp.sympify(e.shape[0]).xreplace(sizes)), F)
+        if isinstance(e, MatAdd):
+            return sum((rec(a) for a in e.args[1:]), rec(e.args[0]))
+        if isinstance(e, MatMul):
+            coeff, mats = e.as_coeff_matrices()
+            out = rec(mats[0])
+            for m in mats[1:]:
+                out = out * rec(m)
+            return out * F.convert(coeff)
+        if isinstance(e, Transpose):
+            return rec(e.arg).transpose()
+        if isinstance(e, Inverse):
+            return rec(e.arg).inv()
+        raise TypeError(f"Expected a sum, product, transpose, inverse or identity over a field. Got "
+                        f"{type(e).__name__}: {e}.")
+
+    return rec(expr)

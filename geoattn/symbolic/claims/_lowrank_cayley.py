@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import sympy as sp
 from sympy.matrices.expressions import (
-    Identity,
-    Inverse,
-    MatAdd,
-    MatMul,
     MatrixSymbol,
-    Transpose,
 )
 from sympy.polys.matrices import DomainMatrix
 
@@ -118,41 +113,6 @@ def cayley_vjp_identity(bindings=None) -> MatrixIdentity:
     )
 
 
-def _field_evaluate(expr, values: dict, sizes: dict, F):
-    """Evaluate a kernel expression at :class:`~sympy.polys.matrices.DomainMatrix` values over the field ``F``.
-
-    The same expression objects as :func:`geoattn.symbolic.expressions.evaluate` interprets; arithmetic in
-    a fraction field of polynomials keeps every entry reduced, which makes the symbolic identity fast.
-    """
-
-    def dim(s):
-        return int(sp.sympify(s).xreplace(sizes))
-
-    def rec(e):
-        if e in values:
-            return values[e]
-        if isinstance(e, Identity):
-            return DomainMatrix.eye(dim(e.shape[0]), F)
-        if isinstance(e, MatAdd):
-            out = rec(e.args[0])
-            for a in e.args[1:]:
-                out = out + rec(a)
-            return out
-        if isinstance(e, MatMul):
-            coeff, mats = e.as_coeff_matrices()
-            out = rec(mats[0])
-            for m in mats[1:]:
-                out = out * rec(m)
-            return out * F.convert(coeff)
-        if isinstance(e, Transpose):
-            return rec(e.arg).transpose()
-        if isinstance(e, Inverse):
-            return rec(e.arg).inv()
-        raise TypeError(f"Expected a kernel expression node. Got {type(e).__name__}: {e}.")
-
-    return rec(expr)
-
-
 def cayley_vjp_field_identity(bindings=None) -> MatrixIdentity:
     """:func:`cayley_vjp_identity` computed in the field ``Q(symbols)`` (for the exact symbolic check)."""
     bindings = ex.LOWRANK_CAYLEY_VJP if bindings is None else bindings
@@ -180,13 +140,13 @@ def cayley_vjp_field_identity(bindings=None) -> MatrixIdentity:
         else:
             Qd = conv(Q)
         Rd, Ad, Gd = conv(R), conv(A), conv(G)
-        S0 = _field_evaluate(ex.LOWRANK_S[0][1], {Rf: Rd, ex.A: Ad}, n, F)
+        S0 = ex.evaluate(ex.LOWRANK_S[0][1], {Rf: Rd, ex.A: Ad}, n, field=F)
         S_ = half(S0 - S0.transpose())
-        W_ = _field_evaluate(ex.CAYLEY_MINUS_I, {Sd: S_}, n, F)
+        W_ = ex.evaluate(ex.CAYLEY_MINUS_I, {Sd: S_}, n, field=F)
         env = {Qf: Qd, Rf: Rd, Wd: W_, ex.A: Ad, Gy: Gd}
         out = {}
         for name, expr in bindings:
-            out[name] = _field_evaluate(expr, env, n, F)
+            out[name] = ex.evaluate(expr, env, n, field=F)
             if name in table:
                 env[table[name]] = out[name]
         xd = Qd * Rd
