@@ -35,7 +35,7 @@ PROSE = re.compile(r"(?<![A-Za-z])[A-Za-z]{2,}(?:\s+[A-Za-z]{2,})+(?![A-Za-z])")
 def _ledger_ids() -> re.Pattern:
     """Every claim id of the ledger, longest first (``cayley.orthogonal`` as well as ``vp.map_volume_preserving``)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from geoattn.symbolic.claim import all_claims
+    from geoattn.symbolic import all_claims
 
     ids = sorted((c.id for c in all_claims()), key=len, reverse=True)
     return re.compile(r"(?<![\\A-Za-z_.])(?:" + "|".join(re.escape(i) for i in ids) + r")(?![A-Za-z_])")
