@@ -224,9 +224,18 @@ def test_node_protocol_dispatch_and_declared_unsupported_nodes():
     class Unknown(UnaryMatrixExpr):  # a new node without one
         pass
 
+    class DoubledWithMeaning(Doubled):  # and its explicit meaning, for the interpreter
+        def _explicit_value(self, rec):
+            return 2 * rec(self.arg)
+
     printer = TorchKernelPrinter({X: "X"}, {n: ("X", -1)}, "X")
     printer.bind("Y", Doubled(X))
     assert printer.lines[-1].endswith("2 * X")
+    from geoattn.symbolic.interpreter import evaluate
+
+    assert evaluate(DoubledWithMeaning(X), {X: sp.Matrix([[1, 2], [3, 4]])}, {n: 2}) == sp.Matrix([[2, 4], [6, 8]])
+    with pytest.raises(TypeError, match="Expected a kernel expression node. Got Unknown"):
+        evaluate(Unknown(X), {X: sp.eye(2)}, {n: 2})
     with pytest.raises(CodegenError, match="Expected a supported matrix node. Got Unknown"):
         TorchKernelPrinter({X: "X"}, {n: ("X", -1)}, "X").bind("Y", Unknown(X))
     with pytest.raises(CodegenError, match="Expected no zero matrix"):

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geoattn import kernels as K
+from geoattn.kernels import _functions as F
 
 DTYPES = [torch.float32, torch.float64]
 
@@ -220,7 +221,7 @@ def test_exp_skew_gradcheck_both_methods(method, scale):
 
 def test_exp_skew_taylor_matches_eigh_at_large_norm():
     S = rand_skew([16], 6, torch.float64, 50.0)
-    k = int(K._squarings(S).max())
+    k = int(F._squarings(S).max())
     assert k >= 8
     tol = 8 * 6 * 2**k * eps(torch.float64)  # rounding grows with the 2^k squarings
     assert torch.allclose(K.exp_skew(S, method="taylor"), K.exp_skew(S, method="eigh"), atol=tol, rtol=0)
@@ -230,11 +231,11 @@ def test_squarings_is_the_smallest_that_reaches_one_half():
     for norm in [0.0, 0.3, 0.5, 0.51, 1.0, 7.9, 8.0, 1e6]:
         S = torch.zeros(2, 2, 2, dtype=torch.float64)
         S[1, 0, 1], S[1, 1, 0] = norm, -norm
-        k0, k = K._squarings(S).tolist()
+        k0, k = F._squarings(S).tolist()
         assert k0 == 0  # the zero matrix beside it needs none: each sample has its own k
         assert norm / 2**k <= 0.5
         assert k == 0 or norm / 2 ** (k - 1) > 0.5 or norm == 0
-    assert K._squarings(torch.zeros(0, 3, 3)).numel() == 0
+    assert F._squarings(torch.zeros(0, 3, 3)).numel() == 0
 
 
 def test_exp_skew_non_finite_input_gives_non_finite_output():
@@ -442,11 +443,9 @@ def test_exp_skew_polish_is_what_keeps_many_squarings_orthogonal(dtype, monkeypa
     """Negative control of Note [large norms]: without the Newton-Schulz step the Taylor path's
     orthogonality error grows with the squarings (here ||S|| ~ 300, eight or nine of them)."""
     S = rand_skew([8], 6, dtype, 100.0)
-    assert int(K._squarings(S).max()) > K.POLISH_SQUARINGS
+    assert int(F._squarings(S).max()) > F.POLISH_SQUARINGS
     eye = torch.eye(6, dtype=dtype)
     polished = K.exp_skew(S, method="taylor")
-    import geoattn.kernels._functions as F
-
     monkeypatch.setattr(F, "POLISH_SQUARINGS", 10**6)  # where the Taylor Function reads it
     raw = K.exp_skew(S, method="taylor")
     assert (polished.mT @ polished - eye).abs().max() <= 8 * 6 * eps(dtype)
@@ -538,3 +537,25 @@ def test_cayley_backward_of_sum_and_mean_losses_equals_the_dense_one(T):
     got = torch.autograd.grad(K.cayley(C), C, per_sample)[0]
     want = torch.autograd.grad(K.cayley(C), C, per_sample.contiguous())[0]
     assert (got - want).abs().max() <= 8 * tol
+
+
+
+def test_method_choices_return_their_reasons():
+    """The one place each method is chosen, and why (as torch records why a fast path was not taken)."""
+    S = torch.randn(2, 4, 4, dtype=torch.float64)
+    S = S - S.mT
+    assert F.exp_skew_path(S, "auto")[0] == "per-sample" and "512" in F.exp_skew_path(S, "auto")[1]
+    assert F.exp_skew_path(S.to("meta"), "auto") == (
+        "eigh", "traced (torch.func, torch.compile or meta): the number of squarings may not depend on the data")
+    assert F.exp_skew_path(S, "taylor") == ("taylor", "requested")
+    assert F.exp_skew_path(torch.zeros(0, 0), "taylor")[0] == "empty"
+    assert F.exp_skew_path(torch.zeros(2, 0, 0, device="meta"), "taylor")[0] == "empty"  # no refusal: nothing to do
+    with pytest.raises(ValueError, match="Expected method 'auto' or 'eigh' inside"):
+        F.exp_skew_path(S.to("meta"), "taylor")
+    with pytest.raises(ValueError, match="Expected method in"):
+        F.exp_skew_path(S, "pade")
+    assert F.cayley_apply_path(6, 3, "auto", large=False)[0] == "solve"
+    assert F.cayley_apply_path(3, 6, "auto", large=False)[0] == "matrix"
+    assert F.cayley_apply_path(6, 3, "auto", large=True)[0] == "matrix"
+    assert F.cayley_apply_path(6, 3, "matrix", large=False) == ("matrix", "requested")
+    assert K.exp_skew(torch.zeros(2, 0, 0, device="meta"), method="taylor").shape == (2, 0, 0)

@@ -124,3 +124,55 @@ def test_statements_have_sources_and_latex():
             assert c.source.startswith(("geoattn.", "rigid-body benchmark", "corrected form of")), c.source
         elif not c.corrects:
             assert re.search(r"\d{3}_[0-9a-f]+\.txt", c.source), c.source
+
+
+def test_ledger_order_is_pinned():
+    """The order of the ledger (the CLI's table, the JSON and the docs list claims in it); a change is a decision."""
+    ids = [c.id for c in symbolic.all_claims()]
+    kernels = [c.id for c in symbolic.all_claims("kernels")]
+    assert kernels[:3] == ["kernels.cayley_left_solve", "cayley.apply_form", "cayley.vjp"]
+    assert kernels[-3:] == ["vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp"]
+    assert ids[0] == "cayley.well_defined" and len(ids) == len(set(ids)) == 71
+    assert [f for f in symbolic.families()] == ["cayley", "vectorisation", "volume_preserving", "exponential",
+                                                "linear_symplectic", "multihead", "kernels", "models", "systems"]
+
+
+def test_every_claims_module_is_in_the_family_table():
+    import importlib
+    import pkgutil
+
+    import geoattn.symbolic.claims as C
+
+    listed = [m.__name__ for mods in C.FAMILIES.values() for m in mods]
+    assert len(listed) == len(set(listed))
+    declaring = {info.name for info in pkgutil.iter_modules(C.__path__, C.__name__ + ".")
+                 if hasattr(importlib.import_module(info.name), "CLAIMS")}
+    assert declaring == set(listed)
+
+
+@pytest.mark.parametrize("defect, match", [
+    ("duplicate", "Expected unique claim ids"),
+    ("family", "to declare no family"),
+    ("corrects", "Expected .* to correct a claim of the ledger"),
+])
+def test_ledger_builder_refuses_a_broken_table(defect, match, monkeypatch):
+    """Negative controls: a duplicated id, a claim that names its own family, a correction of nothing."""
+    import dataclasses
+    import types
+
+    import geoattn.symbolic.claims as C
+    from geoattn.symbolic import ledger
+
+    claim = symbolic.get_claim("cayley.orthogonal")
+    bad = {"duplicate": [dataclasses.replace(claim, family="")] * 2,
+           "family": [dataclasses.replace(claim, family="cayley")],
+           "corrects": [dataclasses.replace(claim, family="", corrects="no.such.claim")]}[defect]
+    monkeypatch.setattr(C, "FAMILIES", {"cayley": (types.SimpleNamespace(__name__="fake", CLAIMS=bad),)})
+    ledger._ledger.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=match):
+            ledger.all_claims()
+    finally:
+        monkeypatch.undo()
+        ledger._ledger.cache_clear()
+    assert len(symbolic.all_claims()) == 71

@@ -42,7 +42,6 @@ from sympy.matrices.expressions import (
     ZeroMatrix,
 )
 
-from ..symbolic.nodes import PairMatrix, VectorMap
 
 __all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "CodegenError"]
 
@@ -76,7 +75,7 @@ def factor_sums(expr):
     """Pull common leading/trailing matrix factors out of every sum (bottom-up)."""
     if not isinstance(expr, sp.Basic) or not expr.args:
         return expr
-    if isinstance(expr, (MatrixSymbol, Identity, ZeroMatrix, VectorMap, PairMatrix)):
+    if isinstance(expr, (MatrixSymbol, Identity, ZeroMatrix)) or getattr(expr, "codegen_atom", False):
         return expr
     new_args = [factor_sums(a) for a in expr.args]
     expr = expr.func(*new_args) if new_args != list(expr.args) else expr
@@ -98,7 +97,7 @@ def factor_sums(expr):
 
 def common_scalar(expr):
     """``c (X + Y)`` for a sum whose terms all carry the coefficient ``c`` (bottom-up)."""
-    if not isinstance(expr, sp.Basic) or not expr.args or isinstance(expr, (VectorMap, PairMatrix)):
+    if not isinstance(expr, sp.Basic) or not expr.args or getattr(expr, "codegen_atom", False):
         return expr
     new_args = [common_scalar(a) for a in expr.args]
     if new_args != list(expr.args):

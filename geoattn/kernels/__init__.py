@@ -28,14 +28,15 @@ from ._checks import (
     check_square,
     half_in_float32,
 )
+# The thresholds below are read where the Functions use them, in kernels._functions: patch them there.
 from ._functions import (  # noqa: F401  (the constants are part of the documented behaviour)
     CAYLEY_MAX_NORM,
     POLISH_SQUARINGS,
     TAYLOR_MAX_NORM,
     _Cayley,
     _large_skew,
-    _squarings,
     _traced,
+    cayley_apply_path,
     exp_skew_path,
     run_exp_skew,
 )
@@ -107,11 +108,8 @@ def cayley_apply(C: torch.Tensor, x: torch.Tensor, method: str = "auto", *, chec
     check_square("C", C)
     check_float("x", x)
     check_matmul("C", C, "x", x)
-    if method not in ("auto", "solve", "matrix"):
-        raise ValueError(f"Expected method in ('auto', 'solve', 'matrix'). Got {method!r}.")
     big = _large_skew(C, CAYLEY_MAX_NORM)
-    if method == "auto":
-        method = "solve" if x.shape[-1] < C.shape[-1] and big is None else "matrix"
+    method, _ = cayley_apply_path(C.shape[-1], x.shape[-1], method, large=big is not None)
     if method == "solve":
         if check and not _traced(C):
             check_skew("C", C)
@@ -208,9 +206,7 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
     path, _ = exp_skew_path(S, method)
     if check and not _traced(S):
         check_skew("S", S)
-    if S.shape[-1] == 0:
-        return S.clone()
-    return run_exp_skew(S, path)
+    return S.clone() if path == "empty" else run_exp_skew(S, path)
 
 
 @half_in_float32

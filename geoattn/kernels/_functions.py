@@ -30,6 +30,7 @@ import torch
 from . import _generated as gen
 from ._checks import skew_tolerance
 
+
 class _Cayley(torch.autograd.Function):
     # Note [Cayley cost]
     # The forward is one batched LAPACK solve, as in the naive composition;
@@ -324,16 +325,16 @@ def _exp_skew_auto(S: torch.Tensor) -> torch.Tensor:
     return parts[order].reshape(S.shape)
 
 
-
-
 def exp_skew_path(S: torch.Tensor, method: str) -> tuple[str, str]:
-    """How :func:`geoattn.kernels.exp_skew` computes ``S``: ``("taylor" | "eigh" | "per-sample", reason)``.
+    """How :func:`geoattn.kernels.exp_skew` computes ``S``: ``("taylor" | "eigh" | "per-sample" | "empty", reason)``.
 
     The one place the method is chosen; the reason says why, as torch records
     why a fast path was not taken.
     """
     if method not in ("auto", "taylor", "eigh"):
         raise ValueError(f"Expected method in ('auto', 'taylor', 'eigh'). Got {method!r}.")
+    if S.shape[-1] == 0:
+        return "empty", "T = 0: the empty matrix"
     traced = _traced(S)
     if method == "taylor" and traced:
         raise ValueError(
@@ -345,6 +346,19 @@ def exp_skew_path(S: torch.Tensor, method: str) -> tuple[str, str]:
     if traced:
         return "eigh", "traced (torch.func, torch.compile or meta): the number of squarings may not depend on the data"
     return "per-sample", f"Taylor up to norm {TAYLOR_MAX_NORM:g}, eigendecomposition above (Note [large norms])"
+
+
+def cayley_apply_path(T: int, d: int, method: str, *, large: bool) -> tuple[str, str]:
+    """How :func:`geoattn.kernels.cayley_apply` computes ``(x^T Cayley(C))^T``: ``("solve" | "matrix", reason)``."""
+    if method not in ("auto", "solve", "matrix"):
+        raise ValueError(f"Expected method in ('auto', 'solve', 'matrix'). Got {method!r}.")
+    if method != "auto":
+        return method, "requested"
+    if large:
+        return "matrix", f"a sample's norm exceeds {CAYLEY_MAX_NORM:g}: the Cayley matrix from the eigendecomposition"
+    if d < T:
+        return "solve", f"d = {d} < T = {T}: one solve with {d} right-hand sides instead of forming the T x T matrix"
+    return "matrix", f"d = {d} >= T = {T}: forming the T x T matrix is as cheap"
 
 
 def run_exp_skew(S: torch.Tensor, path: str) -> torch.Tensor:

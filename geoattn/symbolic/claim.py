@@ -84,6 +84,7 @@ class Claim:
     family: str = ""
 
     def check(self, seed: int = 0, depth: int = 1) -> Verdict:
+        """Compute this claim's verdict (see :func:`check`)."""
         return check(self, CheckContext(seed=seed, depth=depth))
 
 

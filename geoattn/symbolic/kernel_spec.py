@@ -34,5 +34,6 @@ class KernelSpec:
     returns: tuple[str, ...] = ()
 
     def source_text(self) -> str:
+        """One line naming the kernel, its inputs and its output expressions (hashed into the generated header)."""
         outs = "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.outputs)
         return f"{self.name}({', '.join(self.inputs)}): {outs}"

@@ -2,7 +2,8 @@
 
 The table is built once, on first use (importing :mod:`geoattn.symbolic` does not load the claims).
 Imports point one way: this module imports the claims, which import :mod:`geoattn.symbolic.claim`;
-nothing imports this module back.
+no claims module imports this one. The ledger holds copies of the declared claims with their
+``family`` filled in from the table (a declared claim names none).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ def _ledger() -> tuple[dict[str, Claim], tuple[str, ...]]:
     for family, modules in FAMILIES.items():
         for module in modules:
             for claim in module.CLAIMS:
-                if claim.family not in ("", family):
-                    raise ValueError(f"Expected claim {claim.id!r} of module {module.__name__} to have no family or "
-                                     f"{family!r}. Got {claim.family!r}.")
+                if claim.family:
+                    raise ValueError(f"Expected claim {claim.id!r} of module {module.__name__} to declare no family "
+                                     f"(the table files it under {family!r}). Got {claim.family!r}.")
                 if claim.id in table:
                     raise ValueError(f"Expected unique claim ids. Got {claim.id!r} twice.")
                 table[claim.id] = dataclasses.replace(claim, family=family)

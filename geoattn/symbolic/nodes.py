@@ -5,7 +5,7 @@ r"""The matrix-expression nodes the kernels need beyond SymPy's own, each with a
 * :class:`VectorMap`: a scalar function applied entrywise to a vector;
 * :class:`PairMatrix`: the matrix ``[f(v_j, v_k)]_{jk}`` built from a vector.
 
-Each node carries its whole meaning beside its ``_latex``: ``explicit`` (what
+Each node carries its whole meaning beside its ``_latex``: ``explicit`` and ``_explicit_value`` (what
 :func:`geoattn.symbolic.interpreter.evaluate` computes) and ``_torchcode`` (what
 :class:`geoattn.codegen.printer.TorchKernelPrinter` prints, through its ``printmethod`` as SymPy's
 printers call ``_latex`` or ``_pythoncode``). Adding a node touches its class only.
@@ -24,7 +24,7 @@ __all__ = ["StrictLower", "StrictUpper", "RealPart", "VectorMap", "PairMatrix"]
 class _Unary(UnaryMatrixExpr):
     """A node of one matrix argument whose explicit meaning is ``explicit(arg)``."""
 
-    def _evaluate(self, rec):
+    def _explicit_value(self, rec):
         return self.explicit(rec(self.arg))
 
 
@@ -81,13 +81,18 @@ class _VectorFunction(MatrixExpr):
 
     @property
     def vec(self):
+        """The column vector the node is built from."""
         return self.args[0]
 
-    def _evaluate(self, rec):
+    #: printed as a whole: the code generator does not rewrite its arguments (they are a Lambda and a vector)
+    codegen_atom = True
+
+    def _explicit_value(self, rec):
         return self.explicit(rec(self.vec))
 
     @property
     def fn(self) -> sp.Lambda:
+        """The scalar function, a :class:`sympy.Lambda`."""
         return self.args[1]
 
 
@@ -96,6 +101,7 @@ class VectorMap(_VectorFunction):
 
     @property
     def shape(self):
+        """That of ``vec``."""
         return self.vec.shape
 
     def explicit(self, v: sp.Matrix) -> sp.Matrix:
@@ -116,6 +122,7 @@ class PairMatrix(_VectorFunction):
 
     @property
     def shape(self):
+        """Square, of the length of ``vec``."""
         return (self.vec.shape[0], self.vec.shape[0])
 
     def explicit(self, v: sp.Matrix) -> sp.Matrix:

@@ -218,3 +218,10 @@ def shape_evidence(ctx, build, concrete_sizes, *, expect_shape=None, name="produ
             )
             return [Evidence(Level.REFUTED, "shape inference at explicit sizes", counterexample=ce)]
     return [Evidence(Level.ERROR, "shape inference", detail="generic mismatch but no concrete counterexample")]
+
+
+def kernel_eval(expr, values: dict, size: dict):
+    """A kernel expression at explicit matrices, with the sizes ``T`` and ``d`` (default 1) of ``size``."""
+    from .. import expressions as ex
+
+    return ex.evaluate(expr, values, {ex.T: size["T"], ex.d: size.get("d", 1)})

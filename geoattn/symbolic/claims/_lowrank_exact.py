@@ -270,6 +270,7 @@ def _dual_note(size: dict) -> str:
     ) + ")"
 
 
+#: (T, k, d, rank of R): k < T, T < d, k < min(T, d), rank-deficient R
 FORM_SIZES = [
     {"T": 3, "k": 2, "d": 2, "r": 2},
     {"T": 4, "k": 3, "d": 3, "r": 2},

@@ -14,7 +14,7 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import same, sizes, standard
+from ._common import kernel_eval as _ev, same, sizes, standard
 
 __all__ = ["CLAIMS", "vjp_identity", "make_vjp_claim"]
 
@@ -22,10 +22,6 @@ T, d = ex.T, ex.d
 I = Identity(T)
 C, x, A, W, q, Lam, G = ex.C, ex.x, ex.A, ex.W, ex.q, ex.Lam, ex.G
 H = MatrixSymbol("H", T, T)
-
-
-def _ev(expr, values, size):
-    return ex.evaluate(expr, values, {T: size["T"], d: size.get("d", 1)})
 
 
 # ---------------------------------------------------------------------------

@@ -12,8 +12,7 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
-from ._common import standard
-from .kernels import _ev
+from ._common import kernel_eval as _ev, standard
 
 __all__ = ["CLAIMS", "exp_vjp_identity"]
 

@@ -93,6 +93,7 @@ def _reweighting_derivation() -> Derivation:
 
 
 def reweighting_identity(symmetrize: bool = True) -> MatrixIdentity:
+    """Q A-bar minus the column-by-column reweighting the seed writes (``symmetrize=False``: A in place of A-bar)."""
     def residual(size, Q, A):
         abar = (A + A.T) / 2 if symmetrize else A
         t = size["T"]
@@ -106,6 +107,7 @@ def reweighting_identity(symmetrize: bool = True) -> MatrixIdentity:
 
 
 def make_reweighting(symmetrize: bool = True, claim_id: str = "lsa.reweighting") -> Claim:
+    """The claim; ``symmetrize=False`` is its false variant (negative control)."""
     return Claim(
         id=claim_id,
         title="Q Abar as a reweighting" + ("" if symmetrize else " (non-symmetric A)"),
@@ -168,6 +170,7 @@ def _map_symplectic_derivation() -> Derivation:
 
 
 def map_symplectic_identity(symmetrize: bool = True) -> MatrixIdentity:
+    """The symplecticity residuals of the p- and q-updates (``symmetrize=False``: with A in place of A-bar)."""
     def residual(size, Z, A):
         nn, t = size["n"], size["T"]
         abar = (A + A.T) / 2 if symmetrize else A
@@ -194,6 +197,7 @@ def map_symplectic_identity(symmetrize: bool = True) -> MatrixIdentity:
 
 
 def make_map_symplectic(symmetrize: bool = True, claim_id: str = "lsa.map_symplectic") -> Claim:
+    """The claim; ``symmetrize=False`` is its false variant (negative control)."""
     return Claim(
         id=claim_id,
         title="linear symplectic attention is symplectic" + ("" if symmetrize else " (non-symmetric A)"),

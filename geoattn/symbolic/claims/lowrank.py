@@ -262,7 +262,6 @@ def lowrank_form_identity(weighting: str = "skew") -> MatrixIdentity:
     )
 
 
-#: (T, k, d, rank of R): k < T, T < d, k < min(T, d), rank-deficient R
 def make_lowrank_form_claim(weighting: str = "skew", claim_id: str = "vp.lowrank_form") -> Claim:
     """The claim; ``weighting="general"`` is its false variant (a non-skew ``A``)."""
     skew = weighting == "skew"
@@ -291,7 +290,7 @@ def make_lowrank_form_claim(weighting: str = "skew", claim_id: str = "vp.lowrank
 
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
 CLAIMS = [
+    make_lowrank_form_claim(),
     make_cayley_vjp_claim(),
     make_exp_vjp_claim(),
-    make_lowrank_form_claim(),
 ]

@@ -59,6 +59,7 @@ def _gradient_identity(symmetric: bool = True) -> MatrixIdentity:
 
 
 def make_gradient_claim(symmetric: bool = True, claim_id: str = "models.gradient_layer_symplectic") -> Claim:
+    """The claim that a gradient layer is symplectic; ``symmetric=False`` is its false variant."""
     return Claim(
         id=claim_id,
         title="gradient layer is symplectic" + ("" if symmetric else " (K^T D W, W != K)"),

@@ -28,6 +28,7 @@ z1, z2, z3 = sp.symbols("z1 z2 z3", real=True)
 
 
 def field(A, B, C, z):
+    """The rigid body's vector field (A z2 z3, B z1 z3, C z1 z2) at the column ``z``."""
     return sp.Matrix([A * z[1] * z[2], B * z[0] * z[2], C * z[0] * z[1]])
 
 

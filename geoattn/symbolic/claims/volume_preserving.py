@@ -58,6 +58,7 @@ def _skew_weighting_identity(structure: str = "skew") -> MatrixIdentity:
 
 
 def make_skew_weighting(structure: str = "skew", claim_id: str = "vp.skew_weighting") -> Claim:
+    """The claim that the skew weighting gives a skew correlation; other ``structure`` values are false variants."""
     true = structure == "skew"
     return Claim(
         id=claim_id,
