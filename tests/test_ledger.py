@@ -154,9 +154,10 @@ def test_every_claims_module_is_in_the_family_table():
     ("duplicate", "Expected unique claim ids"),
     ("family", "to declare no family"),
     ("corrects", "Expected .* to correct a claim of the ledger"),
+    ("source", "to name its source"),
 ])
 def test_ledger_builder_refuses_a_broken_table(defect, match, monkeypatch):
-    """Negative controls: a duplicated id, a claim that names its own family, a correction of nothing."""
+    """Negative controls: a duplicated id, a claim that names its own family, a correction of nothing, no source."""
     import dataclasses
     import types
 
@@ -166,7 +167,8 @@ def test_ledger_builder_refuses_a_broken_table(defect, match, monkeypatch):
     claim = symbolic.get_claim("cayley.orthogonal")
     bad = {"duplicate": [dataclasses.replace(claim, family="")] * 2,
            "family": [dataclasses.replace(claim, family="cayley")],
-           "corrects": [dataclasses.replace(claim, family="", corrects="no.such.claim")]}[defect]
+           "corrects": [dataclasses.replace(claim, family="", corrects="no.such.claim")],
+           "source": [dataclasses.replace(claim, family="", source="")]}[defect]
     monkeypatch.setattr(C, "FAMILIES", {"cayley": (types.SimpleNamespace(__name__="fake", CLAIMS=bad),)})
     ledger._ledger.cache_clear()
     try:

@@ -76,9 +76,9 @@ class Claim:
     title: str
     statement: str
     latex: str
-    source: str
     expected: Level
     checker: Callable[[CheckContext], list[Evidence]] = field(repr=False)
+    source: str = ""  # a corrected claim gets it from corrected(); the ledger requires one
     corrects: str | None = None
     notes: str = ""
     family: str = ""

@@ -31,6 +31,8 @@ def _ledger() -> tuple[dict[str, Claim], tuple[str, ...]]:
                     raise ValueError(f"Expected unique claim ids. Got {claim.id!r} twice.")
                 table[claim.id] = dataclasses.replace(claim, family=family)
     for claim in table.values():
+        if not claim.source:
+            raise ValueError(f"Expected claim {claim.id!r} to name its source. Got none.")
         if claim.corrects is not None:
             original = table.get(claim.corrects)
             if original is None or claim.source != f"corrected form of {claim.corrects}":

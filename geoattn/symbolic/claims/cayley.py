@@ -9,7 +9,7 @@ import sympy as sp
 from sympy.matrices.expressions import Determinant, Identity, Inverse, MatrixSymbol, Transpose
 
 from .. import algebra as alg
-from ..claim import Claim
+from ..claim import Claim, corrected
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
 from ._common import det_rules, n, same, sizes, standard
@@ -313,6 +313,34 @@ def _first_variation_identity() -> MatrixIdentity:
     )
 
 
+_ORTHOGONAL_DET_ONE = Claim(
+    id="orthogonal.det_one",
+    title="orthogonal implies det 1",
+    statement="sigma(C)^T sigma(C) = I, which further implies det(sigma(C)) = 1.",
+    latex=r"\sigma(C)^T\sigma(C) = \mathbb{I} \implies \det\sigma(C) = 1",
+    source=f"{SRC}, 'Volume-Preserving Attention', remark",
+    expected=Level.REFUTED,
+    checker=lambda ctx: standard(
+        ctx,
+        ident=det_implication_identity("one"),
+        random_sizes=sizes(n=range(2, ctx.bound(3) + 1), reflect=[0, 1]),
+    ),
+    notes="Orthogonality gives det = +-1 only; det = 1 needs sigma to be Cayley or exp (cayley.det_one).",
+)
+
+
+_CAYLEY_SEED_CURVE_START = Claim(
+    id="cayley.seed_curve_start",
+    title="seed's curve of skew matrices starts at I",
+    statement="Consider eps -> A(eps) in S_skew with A(0) = I and A'(0) = B.",
+    latex=r"\varepsilon\mapsto A(\varepsilon)\in\mathcal{S}_\mathrm{skew},\ A(0) = \mathbb{I}",
+    source=f"{SRC}, 'The Cayley Transform'",
+    expected=Level.REFUTED,
+    checker=lambda ctx: standard(ctx, ident=_curve_start_identity(), random_sizes=[{"n": 1}, {"n": 2}], points=1),
+    notes="The identity is not skew-symmetric; the argument must start the curve at A(0) = 0.",
+)
+
+
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
 CLAIMS = [
     Claim(
@@ -340,59 +368,33 @@ CLAIMS = [
             exact_sizes=sizes(n=range(1, 4)),
         ),
     ),
-    Claim(
-        id="orthogonal.det_one",
-        title="orthogonal implies det 1",
-        statement="sigma(C)^T sigma(C) = I, which further implies det(sigma(C)) = 1.",
-        latex=r"\sigma(C)^T\sigma(C) = \mathbb{I} \implies \det\sigma(C) = 1",
-        source=f"{SRC}, 'Volume-Preserving Attention', remark",
-        expected=Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=det_implication_identity("one"),
-            random_sizes=sizes(n=range(2, ctx.bound(3) + 1), reflect=[0, 1]),
-        ),
-        notes="Orthogonality gives det = +-1 only; det = 1 needs sigma to be Cayley or exp (cayley.det_one).",
-    ),
-    Claim(
+    _ORTHOGONAL_DET_ONE,
+    corrected(_ORTHOGONAL_DET_ONE, Claim(
         id="orthogonal.det_pm_one",
         title="orthogonal implies det +-1",
         statement="Q^T Q = I implies det Q = +1 or -1; det Q = 1 holds for Q = Cayley(A) (cayley.det_one).",
         latex=r"Q^TQ = \mathbb{I} \implies \det Q \in \{-1, 1\}",
-        source="corrected form of orthogonal.det_one",
         expected=Level.PROVED,
-        corrects="orthogonal.det_one",
         checker=lambda ctx: standard(
             ctx,
             ident=det_implication_identity("pm_one"),
             random_sizes=sizes(n=range(1, ctx.bound(3) + 1), reflect=[0, 1]),
             prove=_det_pm_one_derivation,
         ),
-    ),
-    Claim(
-        id="cayley.seed_curve_start",
-        title="seed's curve of skew matrices starts at I",
-        statement="Consider eps -> A(eps) in S_skew with A(0) = I and A'(0) = B.",
-        latex=r"\varepsilon\mapsto A(\varepsilon)\in\mathcal{S}_\mathrm{skew},\ A(0) = \mathbb{I}",
-        source=f"{SRC}, 'The Cayley Transform'",
-        expected=Level.REFUTED,
-        checker=lambda ctx: standard(ctx, ident=_curve_start_identity(), random_sizes=[{"n": 1}, {"n": 2}], points=1),
-        notes="The identity is not skew-symmetric; the argument must start the curve at A(0) = 0.",
-    ),
-    Claim(
+    )),
+    _CAYLEY_SEED_CURVE_START,
+    corrected(_CAYLEY_SEED_CURVE_START, Claim(
         id="cayley.first_variation",
         title="first variation of Cayley at 0",
         statement="For a curve of skew matrices with A(0) = 0, A'(0) = B: d/de Cayley(A(e)) at 0 is -2B, "
         "and the first variation of Cayley^T Cayley vanishes.",
         latex=r"\frac{d}{d\varepsilon}\Big|_{0}\mathrm{Cayley}(\varepsilon B) = -2B",
-        source="corrected form of cayley.seed_curve_start",
         expected=Level.PROVED,
-        corrects="cayley.seed_curve_start",
         checker=lambda ctx: standard(
             ctx,
             ident=_first_variation_identity(),
             random_sizes=sizes(n=range(2, 4)),
             prove=_first_variation_derivation,
         ),
-    ),
+    )),
 ]

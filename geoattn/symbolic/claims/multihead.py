@@ -7,7 +7,7 @@ from sympy import IndexedBase, Sum
 from sympy.matrices.expressions import MatrixSymbol
 
 from .. import algebra as alg
-from ..claim import Claim
+from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import T, d, same, shape_evidence, sizes, standard
@@ -265,29 +265,30 @@ def _row_column_identity() -> MatrixIdentity:
     return MatrixIdentity("Y_col - Y_row^T", variables=variables, residual=residual)
 
 
+_MHA_PROJECTION_SHAPES = Claim(
+    id="mha.projection_shapes",
+    title="projections are N x (N/n_heads)",
+    statement="P_i in R^{N x (N / n_heads)} for Z in R^{N x T}, applied as P_i Z.",
+    latex=r"P^{(\cdot)}_i\in\mathbb{R}^{N\times(N\div\mathtt{n\_heads})},\ Z\in\mathbb{R}^{N\times T},\ P_iZ",
+    source=f"{SRC1}, 'Written as an equation'",
+    expected=Level.REFUTED,
+    checker=lambda ctx: shape_evidence(
+        ctx, _projection_factors(False), sizes(m=[2], h=[1, 2], T=[3]), name="P_i Z"
+    ),
+    notes="Sizes: m = N / n_heads is the head dimension, h = n_heads, N = m h. P_i Z needs P_i to have N "
+    "columns; with N x m projections it is defined only for one head.",
+)
+
+
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
 CLAIMS = [
-    Claim(
-        id="mha.projection_shapes",
-        title="projections are N x (N/n_heads)",
-        statement="P_i in R^{N x (N / n_heads)} for Z in R^{N x T}, applied as P_i Z.",
-        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{N\times(N\div\mathtt{n\_heads})},\ Z\in\mathbb{R}^{N\times T},\ P_iZ",
-        source=f"{SRC1}, 'Written as an equation'",
-        expected=Level.REFUTED,
-        checker=lambda ctx: shape_evidence(
-            ctx, _projection_factors(False), sizes(m=[2], h=[1, 2], T=[3]), name="P_i Z"
-        ),
-        notes="Sizes: m = N / n_heads is the head dimension, h = n_heads, N = m h. P_i Z needs P_i to have N "
-        "columns; with N x m projections it is defined only for one head.",
-    ),
-    Claim(
+    _MHA_PROJECTION_SHAPES,
+    corrected(_MHA_PROJECTION_SHAPES, Claim(
         id="mha.projection_shapes.corrected",
         title="projections are (N/n_heads) x N",
         statement="P_i in R^{(N / n_heads) x N}, so that P_i Z in R^{(N / n_heads) x T}.",
         latex=r"P^{(\cdot)}_i\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times N},\ P_iZ\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times T}",
-        source="corrected form of mha.projection_shapes",
         expected=Level.PROVED,
-        corrects="mha.projection_shapes",
         checker=lambda ctx: shape_evidence(
             ctx,
             _projection_factors(True),
@@ -295,7 +296,7 @@ CLAIMS = [
             expect_shape=lambda s: (s["m"], s["T"]),
             name="P_i Z",
         ),
-    ),
+    )),
     Claim(
         id="mha.output_shape",
         title="concatenated heads have the input's size",

@@ -14,7 +14,7 @@ import sympy as sp
 from sympy.matrices.expressions import MatrixSymbol, Transpose
 
 from .. import algebra as alg
-from ..claim import Claim
+from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import T, d, same, shape_evidence, sizes, standard
@@ -199,6 +199,36 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+_VP_ARBITRARY_WEIGHTING_SHAPE = Claim(
+    id="vp.arbitrary_weighting_shape",
+    title="arbitrary weighting A is T x T",
+    statement="This arbitrary T x T matrix A constitutes the learnable parameters; correlations are "
+    "(z^(i))^T A z^(j).",
+    latex=r"A\in\mathbb{R}^{T\times T},\quad (z^{(i)})^TAz^{(j)},\ z^{(i)}\in\mathbb{R}^d",
+    source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
+    expected=Level.REFUTED,
+    checker=lambda ctx: shape_evidence(
+        ctx, _weighting_factors("T"), sizes(d=[2, 3], T=[2, 3]), name="(z^{(i)})^T A z^{(j)}"
+    ),
+    notes="z^(i) lies in R^d, so A must be d x d; the product is defined only when d = T.",
+)
+
+
+_VP_ARBITRARY_CORRELATION_INDICES = Claim(
+    id="vp.arbitrary_correlation_indices",
+    title="correlations indexed up to z^(d)",
+    statement="The correlations (z^(2))^T A z^(1), ..., (z^(d))^T A z^(d-1) fill the strictly lower "
+    "triangle of the correlation matrix C.",
+    latex=r"\{(z^{(i)})^TAz^{(j)} : 1\le j<i\le d\} \text{ fills the lower triangle of } C\in\mathbb{R}^{T\times T}",
+    source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
+    expected=Level.REFUTED,
+    checker=lambda ctx: standard(
+        ctx, ident=_index_range_identity(), random_sizes=sizes(d=[2, 3], T=[2, 3]), points=1
+    ),
+    notes="There are T vectors z^(1..T); the indices run to T, not d (also in the displayed matrix).",
+)
+
+
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
 CLAIMS = [
     make_skew_weighting(),
@@ -220,28 +250,14 @@ CLAIMS = [
             always_exact=True,
         ),
     ),
-    Claim(
-        id="vp.arbitrary_weighting_shape",
-        title="arbitrary weighting A is T x T",
-        statement="This arbitrary T x T matrix A constitutes the learnable parameters; correlations are "
-        "(z^(i))^T A z^(j).",
-        latex=r"A\in\mathbb{R}^{T\times T},\quad (z^{(i)})^TAz^{(j)},\ z^{(i)}\in\mathbb{R}^d",
-        source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
-        expected=Level.REFUTED,
-        checker=lambda ctx: shape_evidence(
-            ctx, _weighting_factors("T"), sizes(d=[2, 3], T=[2, 3]), name="(z^{(i)})^T A z^{(j)}"
-        ),
-        notes="z^(i) lies in R^d, so A must be d x d; the product is defined only when d = T.",
-    ),
-    Claim(
+    _VP_ARBITRARY_WEIGHTING_SHAPE,
+    corrected(_VP_ARBITRARY_WEIGHTING_SHAPE, Claim(
         id="vp.arbitrary_weighting_shape.corrected",
         title="arbitrary weighting A is d x d",
         statement="The arbitrary weighting A is a d x d matrix; (z^(i))^T A z^(j) is a scalar, the (i, j) entry "
         "of the T x T matrix Z^T A Z.",
         latex=r"A\in\mathbb{R}^{d\times d},\quad (z^{(i)})^TAz^{(j)} = [Z^TAZ]_{ij}",
-        source="corrected form of vp.arbitrary_weighting_shape",
         expected=Level.PROVED,
-        corrects="vp.arbitrary_weighting_shape",
         checker=lambda ctx: shape_evidence(
             ctx,
             _weighting_factors("d"),
@@ -249,31 +265,17 @@ CLAIMS = [
             expect_shape=lambda s: (1, 1),
             name="(z^{(i)})^T A z^{(j)}",
         ),
-    ),
-    Claim(
-        id="vp.arbitrary_correlation_indices",
-        title="correlations indexed up to z^(d)",
-        statement="The correlations (z^(2))^T A z^(1), ..., (z^(d))^T A z^(d-1) fill the strictly lower "
-        "triangle of the correlation matrix C.",
-        latex=r"\{(z^{(i)})^TAz^{(j)} : 1\le j<i\le d\} \text{ fills the lower triangle of } C\in\mathbb{R}^{T\times T}",
-        source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
-        expected=Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx, ident=_index_range_identity(), random_sizes=sizes(d=[2, 3], T=[2, 3]), points=1
-        ),
-        notes="There are T vectors z^(1..T); the indices run to T, not d (also in the displayed matrix).",
-    ),
-    Claim(
+    )),
+    _VP_ARBITRARY_CORRELATION_INDICES,
+    corrected(_VP_ARBITRARY_CORRELATION_INDICES, Claim(
         id="vp.arbitrary_correlation_indices.corrected",
         title="correlations indexed up to z^(T)",
         statement="The correlations (z^(i))^T A z^(j) for 1 <= j < i <= T are exactly the T(T-1)/2 strictly lower "
         "entries of C in R^{T x T}.",
         latex=r"\{(z^{(i)})^TAz^{(j)} : 1\le j<i\le T\} = \{C_{ij} : i > j\}",
-        source="corrected form of vp.arbitrary_correlation_indices",
         expected=Level.PROVED,
-        corrects="vp.arbitrary_correlation_indices",
         checker=lambda ctx: standard(
             ctx, ident=_index_count_identity(), random_sizes=sizes(T=range(1, 7)), points=1, prove=_index_count_derivation
         ),
-    ),
+    )),
 ]
