@@ -13,9 +13,10 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
-from ._common import standard
 from ._free_algebra import Gt, Q, Qt, R, W, compose, nc_equal, to_nc
 from ._lowrank_exact import (
+    backward_evidence,
+    backward_variables,
     SOURCE,
     Gy,
     Qf,
@@ -27,7 +28,6 @@ from ._lowrank_exact import (
     _dual_note,
     _project,
     _q_of,
-    _random_sizes,
     _reference_images,
     _sizes,
     _vec,
@@ -102,12 +102,7 @@ def cayley_vjp_identity(bindings=None) -> MatrixIdentity:
 
     return MatrixIdentity(
         "vp_lowrank_cayley_vjp - (grad_x, skew grad_A) of <Gy, Cayley(xAx^T)^T x>, x = QR",
-        variables=lambda s: {
-            "K": alg.skew("q", s["T"]),
-            "R": alg.general("r", s["k"], s["d"]),
-            "A": alg.skew("a", s["d"]),
-            "G": alg.general("g", s["T"], s["d"]),
-        },
+        variables=backward_variables,
         residual=residual,
         project=_project,
     )
@@ -170,13 +165,7 @@ EXACT_SIZES = [{"T": 2, "k": 2, "d": 2, "r": 2}]
 
 
 def _check_cayley_vjp(ctx, bindings=None) -> list[Evidence]:
-    evidence = standard(
-        ctx,
-        ident=cayley_vjp_identity(bindings),
-        random_sizes=_random_sizes(ctx),
-        points=1 + ctx.depth,
-        prove=lambda: cayley_vjp_derivation(bindings),
-    )
+    evidence = backward_evidence(ctx, cayley_vjp_identity(bindings), lambda: cayley_vjp_derivation(bindings))
     if any(e.level is Level.REFUTED for e in evidence):
         return evidence
     exact = exact_evidence(

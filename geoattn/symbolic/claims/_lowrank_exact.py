@@ -15,7 +15,7 @@ from .. import algebra as alg
 from .. import expressions as ex
 from ..evidence import Evidence, Level, Step
 from ..strategies import MatrixIdentity, search_counterexample
-from ._common import same
+from ._common import same, standard
 from ._free_algebra import Q, R, nc_transpose, to_nc
 
 T, d, k = ex.T, ex.d, ex.k
@@ -244,12 +244,7 @@ def reference_dual_evidence(ctx, f: Callable, reference: Callable, size: dict, *
 
     ident = MatrixIdentity(
         f"{what} chain-rule reference - dual-number gradient",
-        variables=lambda s: {
-            "K": alg.skew("q", s["T"]),
-            "R": alg.general("r", s["k"], s["d"]),
-            "A": alg.skew("a", s["d"]),
-            "G": alg.general("g", s["T"], s["d"]),
-        },
+        variables=backward_variables,
         residual=residual,
         project=_project,
     )
@@ -282,3 +277,16 @@ DEEP_SIZES = [{"T": 5, "k": 3, "d": 4, "r": 3}, {"T": 6, "k": 4, "d": 4, "r": 3}
 
 def _random_sizes(ctx) -> list[dict]:
     return FORM_SIZES + (DEEP_SIZES if ctx.depth > 1 else [])
+
+
+def backward_variables(s: dict, **extra) -> dict:
+    """The symbolic inputs of a low-rank backward identity at sizes ``s``: ``Q`` from a skew ``K``, ``R``, a skew
+    ``A``, the incoming gradient ``G``, and ``extra`` (name -> matrix)."""
+    return {"K": alg.skew("q", s["T"]), "R": alg.general("r", s["k"], s["d"]), "A": alg.skew("a", s["d"]),
+            "G": alg.general("g", s["T"], s["d"]), **extra}
+
+
+def backward_evidence(ctx, ident, prove) -> list:
+    """The first stage of both low-rank backward checks: search, derivation (``standard``) with one point more per
+    depth; the caller adds its exact and dual-number evidence unless this already refutes."""
+    return standard(ctx, ident=ident, random_sizes=_random_sizes(ctx), points=1 + ctx.depth, prove=prove)

@@ -10,10 +10,11 @@ from ..kernel_table import kernel as kernel_spec
 from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import standard
 from ._free_algebra import K1, K2, PROJECTED, SKEW, An, G, Gt, Q, Qt, R, Rt, W, compose, nc, nc_equal, nc_transpose
 from ._lowrank_cayley import DUAL_SIZE
 from ._lowrank_exact import (
+    backward_evidence,
+    backward_variables,
     SOURCE,
     Gy,
     Qf,
@@ -27,7 +28,6 @@ from ._lowrank_exact import (
     _poly_phi,
     _project,
     _q_of,
-    _random_sizes,
     _reference_images,
     _sizes,
     _taylor_coeffs,
@@ -244,28 +244,15 @@ def exp_vjp_identity(bindings=None) -> MatrixIdentity:
     return MatrixIdentity(
         "[vp_lowrank_exp_vjp - chain rule (any W, K1, K2); the same with p = Taylor_3 end to end; "
         "blocks of p(B) - (K1, K2)] at x = QR",
-        variables=lambda s: {
-            "K": alg.skew("q", s["T"]),
-            "R": alg.general("r", s["k"], s["d"]),
-            "A": alg.skew("a", s["d"]),
-            "G": alg.general("g", s["T"], s["d"]),
-            "W": alg.general("w", s["k"], s["k"]),
-            "K1": alg.general("u", s["k"], s["k"]),
-            "K2": alg.general("v", s["k"], s["d"]),
-        },
+        variables=lambda s: backward_variables(s, W=alg.general("w", s["k"], s["k"]),
+                                               K1=alg.general("u", s["k"], s["k"]), K2=alg.general("v", s["k"], s["d"])),
         residual=residual,
         project=_project,
     )
 
 
 def _check_exp_vjp(ctx, bindings=None) -> list[Evidence]:
-    evidence = standard(
-        ctx,
-        ident=exp_vjp_identity(bindings),
-        random_sizes=_random_sizes(ctx),
-        points=1 + ctx.depth,
-        prove=lambda: exp_vjp_derivation(bindings),
-    )
+    evidence = backward_evidence(ctx, exp_vjp_identity(bindings), lambda: exp_vjp_derivation(bindings))
     if any(e.level is Level.REFUTED for e in evidence):
         return evidence
     bad = reference_dual_evidence(
