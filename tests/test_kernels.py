@@ -452,13 +452,19 @@ def test_exp_skew_polish_is_what_keeps_many_squarings_orthogonal(dtype, monkeypa
     assert (raw.mT @ raw - eye).abs().max() > 8 * 6 * eps(dtype)
 
 
-def test_exp_skew_empty_meta_vmap_and_compile():
+def _close(a, b, n):
+    """Within 8 n eps of the dtype, relative to the larger entry (the tolerance rule of the suite)."""
+    tol = 8 * n * torch.finfo(a.dtype).eps * max(1.0, float(b.abs().max()))
+    return bool((a - b).abs().max() <= tol)
+
+
+def test_exp_skew_empty_meta_and_vmap():
     assert K.exp_skew(torch.zeros(2, 0, 0)).shape == (2, 0, 0)
     m = K.exp_skew(torch.empty(3, 4, 4, device="meta"))
     assert m.shape == (3, 4, 4) and m.device.type == "meta"
     S = rand_skew([3], 4, torch.float64)
     v = torch.func.vmap(K.exp_skew)(S)  # default arguments: the check is skipped inside the transform
-    assert torch.allclose(v, K.exp_skew(S))
+    assert _close(v, K.exp_skew(S), 4)
     with pytest.raises(ValueError, match="inside torch.func"):
         torch.func.vmap(lambda s: K.exp_skew(s, method="taylor"))(S)
 
@@ -490,14 +496,16 @@ def test_cayley_sample_does_not_depend_on_its_batch_and_non_skew_input_keeps_the
     # a large non-skew matrix is not skew: it keeps the solve (the eigendecomposition form would be wrong)
     M = 100 * torch.randn(2, 4, 4, dtype=torch.float64)
     eye = torch.eye(4, dtype=torch.float64)
-    assert torch.allclose(K.cayley(M), torch.linalg.solve(eye + M, eye - M))
+    ref = torch.linalg.solve(eye + M, eye - M)
+    cond = float(torch.linalg.cond(eye + M).max())  # a general (non-normal) solve loses cond(I + M) digits
+    assert bool((K.cayley(M) - ref).abs().max() <= 8 * 4 * eps(torch.float64) * cond * float(ref.abs().max()))
 
 
 def test_cayley_and_cayley_apply_compose_with_vmap_and_meta():
     C = rand_skew([3], 5, torch.float64)
     x = torch.randn(3, 5, 2, dtype=torch.float64)
-    assert torch.allclose(torch.func.vmap(K.cayley_apply)(C, x), K.cayley_apply(C, x))
-    assert torch.allclose(torch.func.vmap(K.cayley)(C), K.cayley(C))
+    assert _close(torch.func.vmap(K.cayley_apply)(C, x), K.cayley_apply(C, x), 5)
+    assert _close(torch.func.vmap(K.cayley)(C), K.cayley(C), 5)
     meta = K.cayley_apply(torch.empty(3, 5, 5, device="meta"), torch.empty(3, 5, 2, device="meta"))
     assert meta.shape == (3, 5, 2) and meta.device.type == "meta"
 
@@ -536,7 +544,7 @@ def test_cayley_backward_of_sum_and_mean_losses_equals_the_dense_one(T):
     per_sample = torch.arange(1.0, 6.0, dtype=torch.float64)[:, None, None].expand(5, T, T)
     got = torch.autograd.grad(K.cayley(C), C, per_sample)[0]
     want = torch.autograd.grad(K.cayley(C), C, per_sample.contiguous())[0]
-    assert (got - want).abs().max() <= 8 * tol
+    assert torch.equal(got, want)  # the backward copies an expanded gradient first: the same computation
 
 
 

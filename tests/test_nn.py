@@ -446,7 +446,8 @@ def _torch_mha(layer):
     return ref.eval()
 
 
-@pytest.mark.parametrize("case", ["none", "bool", "additive", "causal", "padding", "bool+padding", "heads"])
+@pytest.mark.parametrize("case", ["none", "bool", "additive", "causal", "padding", "bool+padding", "heads",
+                                  "additive+padding", "additive+causal"])
 def test_multihead_masks_agree_with_torch(case):
     """Masks, is_causal, key_padding_mask and the returned weights agree with torch.nn.MultiheadAttention
     (whose boolean attn_mask is True where attention is *blocked*: the opposite of ours and of SDPA's)."""
@@ -475,6 +476,12 @@ def test_multihead_masks_agree_with_torch(case):
         ours_kw, ref_kw = {"key_padding_mask": pad}, {"key_padding_mask": pad}
     elif case == "bool+padding":
         ours_kw, ref_kw = {"mask": keep, "key_padding_mask": pad}, {"attn_mask": ~keep, "key_padding_mask": pad}
+    elif case == "additive+padding":
+        ours_kw, ref_kw = {"mask": additive, "key_padding_mask": pad}, {"attn_mask": additive, "key_padding_mask": pad}
+    elif case == "additive+causal":
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        ours_kw = {"mask": additive, "is_causal": True}
+        ref_kw = {"attn_mask": additive.masked_fill(~causal, float("-inf"))}
     elif case == "heads":
         per_head = torch.rand(B, h, T, T) < 0.7
         per_head |= torch.eye(T, dtype=torch.bool)
@@ -513,6 +520,13 @@ def test_multihead_mask_errors_and_dropout():
     out, w = att(x, need_weights=True)
     torch.testing.assert_close(out, w @ att.v_proj(x))
     torch.testing.assert_close(w.sum(-1), torch.ones(2, 3))
+    # in training mode the returned weights are those before dropout: still row-stochastic, not what was used
+    for layer in (att.train(), drop.train()):
+        torch.manual_seed(1)
+        out, w = layer(x, need_weights=True)
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+        if layer is att:
+            assert not torch.allclose(out, w @ att.v_proj(x))
 
 
 def test_numpy_integers_and_parametrized_names_in_messages():

@@ -54,7 +54,10 @@ __all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "CodegenError"]
 # faults of fresh memory) cost more than the products. In accumulate mode a
 # bound sum starts from a freshly computed term and adds the others in place,
 # multiples of the identity only on the diagonal. The first term is always a
-# new tensor (a product, or a scaled matrix), never an argument.
+# new tensor, never an argument: a product, a scaled matrix, or (when the sum
+# starts with a transposed argument) a contiguous clone of it. A single product
+# with a coefficient is printed as the product followed by an in-place scale;
+# a single factor is never scaled in place (it may be an argument).
 
 
 class CodegenError(ValueError):

@@ -28,11 +28,8 @@ from ._checks import (
     check_square,
     half_in_float32,
 )
-# The thresholds below are read where the Functions use them, in kernels._functions: patch them there.
-from ._functions import (  # noqa: F401  (the constants are part of the documented behaviour)
-    CAYLEY_MAX_NORM,
-    POLISH_SQUARINGS,
-    TAYLOR_MAX_NORM,
+# The thresholds (CAYLEY_MAX_NORM, TAYLOR_MAX_NORM, POLISH_SQUARINGS) live in kernels._functions, where they are read.
+from ._functions import (
     _Cayley,
     _large_skew,
     _traced,
@@ -41,7 +38,11 @@ from ._functions import (  # noqa: F401  (the constants are part of the document
     run_exp_skew,
 )
 
+#: the activations of :func:`vp_attention` (and of :class:`geoattn.nn.VolumePreservingAttention`)
+from ._lowrank import ACTIVATIONS as VP_ACTIVATIONS
+
 __all__ = [
+    "VP_ACTIVATIONS",
     "KernelShapeError",
     "KernelDtypeError",
     "cayley",
@@ -79,7 +80,7 @@ def cayley(C: torch.Tensor) -> torch.Tensor:
     True
     """
     check_square("C", C)
-    return _Cayley.apply(C, _large_skew(C, CAYLEY_MAX_NORM))
+    return _Cayley.apply(C, _large_skew(C))
 
 
 @half_in_float32
@@ -108,7 +109,7 @@ def cayley_apply(C: torch.Tensor, x: torch.Tensor, method: str = "auto", *, chec
     check_square("C", C)
     check_float("x", x)
     check_matmul("C", C, "x", x)
-    big = _large_skew(C, CAYLEY_MAX_NORM)
+    big = _large_skew(C)
     method, _ = cayley_apply_path(C.shape[-1], x.shape[-1], method, large=big is not None)
     if method == "solve":
         if check and not _traced(C):
@@ -281,7 +282,6 @@ def vp_attention(
     from ._lowrank import ACTIVATIONS, choose_method, vp_full, vp_lowrank
 
     check_float("x", x)
-    check_float("A", A)
     check_square("A", A)
     if x.dim() < 2:
         raise KernelShapeError(f"Expected x of shape (..., T, d). Got shape {tuple(x.shape)}.")
@@ -293,8 +293,6 @@ def vp_attention(
         raise KernelDtypeError(f"Expected x and A of one dtype. Got x {x.dtype} and A {A.dtype}.")
     if activation not in ACTIVATIONS:
         raise ValueError(f"Expected activation in {ACTIVATIONS}. Got {activation!r}.")
-    if method not in ("auto", "lowrank", "full"):
-        raise ValueError(f"Expected method in ('auto', 'lowrank', 'full'). Got {method!r}.")
     if check and not _traced(A):
         check_skew("A", A)
     form, _ = choose_method(x.shape[-2], x.shape[-1], method)

@@ -79,11 +79,16 @@ def skew_tolerance(t: torch.Tensor, k: float = 8.0) -> torch.Tensor:
     return k * n * eps * scale
 
 
+def skew_defect(t: torch.Tensor) -> torch.Tensor:
+    """Per matrix, ``max |t + t^T|`` (zero exactly for skew-symmetric matrices)."""
+    return (t.detach() + t.detach().mT).abs().amax(dim=(-2, -1))
+
+
 def check_skew(name: str, t: torch.Tensor) -> None:
     """Raise unless ``t + t^T`` vanishes up to :func:`skew_tolerance` (nothing to check when empty)."""
     if t.numel() == 0:
         return
-    defect = (t.detach() + t.detach().mT).abs().amax(dim=(-2, -1))
+    defect = skew_defect(t)
     tol = skew_tolerance(t)
     bad = defect > tol
     if bool(bad.any()):

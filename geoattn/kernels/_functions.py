@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from . import _generated as gen
-from ._checks import skew_tolerance
+from ._checks import skew_defect, skew_tolerance
 
 
 class _Cayley(torch.autograd.Function):
@@ -61,11 +61,7 @@ class _Cayley(torch.autograd.Function):
 
     @staticmethod
     def forward(c, big=None):
-        # large samples are not solved at all: I + C may round to a singular matrix for odd T
-        lam = gen.cayley_matrix(c if big is None else c.masked_fill(big[..., None, None], 0))
-        if big is not None:
-            lam[big] = _cayley_eigh(c[big])  # boolean-mask assignment: any memory layout of lam
-        return lam
+        return cayley_routed(c, big, gen.cayley_matrix)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -117,6 +113,19 @@ def _eigh_skew(s: torch.Tensor):
     return 0.5 * (theta - theta.flip(-1)), u
 
 
+def cayley_routed(c: torch.Tensor, big: torch.Tensor | None, solve, shift: float = 0.0) -> torch.Tensor:
+    """``solve(c)`` (a generated Cayley kernel, minus ``shift`` times I) on the samples not in ``big``, the
+    eigendecomposition on those in it. Large samples are not solved at all: I + C may round to a singular
+    matrix for odd T (Note [Cayley at large norms])."""
+    out = solve(c if big is None else c.masked_fill(big[..., None, None], 0))
+    if big is not None:
+        lam = _cayley_eigh(c[big])
+        if shift:
+            lam.diagonal(dim1=-2, dim2=-1).sub_(shift)
+        out[big] = lam  # boolean-mask assignment: any memory layout of out
+    return out
+
+
 def _cayley_eigh(c: torch.Tensor) -> torch.Tensor:
     """Cayley(C) of skew C from its eigendecomposition, polished (Note [Cayley at large norms])."""
     theta, u = _eigh_skew(c)
@@ -133,12 +142,14 @@ def _traced(t: torch.Tensor) -> bool:
     return torch.compiler.is_compiling() or t.device.type == "meta" or _under_functorch(t)
 
 
-def _large_skew(c: torch.Tensor, bound: float) -> torch.Tensor | None:
-    """Per matrix: skew (up to the check's tolerance), finite and of norm above ``bound``; None if none is.
+def _large_skew(c: torch.Tensor, bound: float | None = None) -> torch.Tensor | None:
+    """Per matrix: skew (up to the check's tolerance), finite and of norm above ``bound`` (default
+    :data:`CAYLEY_MAX_NORM`, read at call time); None if none is.
 
     Screened cheaply: every matrix has norm <= T max|c_ij|, and for skew matrices ||C||_1 = ||C||_inf,
     so the row-sum norm decides; the skew check runs only on a batch that has a large matrix.
     """
+    bound = CAYLEY_MAX_NORM if bound is None else bound
     if c.numel() == 0 or _traced(c):
         return None
     screen = float(torch.maximum(c.detach().max(), -c.detach().min()))
@@ -148,7 +159,7 @@ def _large_skew(c: torch.Tensor, bound: float) -> torch.Tensor | None:
     big = torch.isfinite(norm) & (norm > bound)
     if not bool(big.any()):
         return None
-    big &= (c + c.mT).abs().amax(dim=(-2, -1)) <= skew_tolerance(c)
+    big &= skew_defect(c) <= skew_tolerance(c)
     return big if bool(big.any()) else None
 
 

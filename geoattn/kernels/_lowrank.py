@@ -62,6 +62,7 @@ from __future__ import annotations
 import torch
 
 from . import _generated as gen
+from ._functions import _large_skew, cayley_routed
 
 __all__ = ["choose_method", "vp_lowrank", "vp_full", "ACTIVATIONS"]
 
@@ -74,6 +75,8 @@ def choose_method(T: int, d: int, method: str = "auto") -> tuple[str, str]:
 
     See Note [choice of form].
     """
+    if method not in ("auto", "lowrank", "full"):
+        raise ValueError(f"Expected method in ('auto', 'lowrank', 'full'). Got {method!r}.")
     if method == "lowrank":
         return "lowrank", "requested"
     if method == "full":
@@ -83,28 +86,16 @@ def choose_method(T: int, d: int, method: str = "auto") -> tuple[str, str]:
     return "full", f"d={d} >= T={T}: the T x T matrices are no larger than the d x d ones"
 
 
-def _exp(s: torch.Tensor) -> torch.Tensor:
-    from . import exp_skew
-
-    return exp_skew(s, check=False)
-
-
 def _small_factors(x: torch.Tensor, A: torch.Tensor, activation: str):
     """``Q, R, W = f(S) - I`` of the low-rank form (``S`` too for the exponential)."""
-    from ._functions import CAYLEY_MAX_NORM, _cayley_eigh, _large_skew
+    from . import exp_skew
 
     Q, R = torch.linalg.qr(x)
     S = gen.vp_lowrank_skew(R, A)
     if activation == "cayley":
-        big = _large_skew(S, CAYLEY_MAX_NORM)  # Note [Cayley at large norms]
-        # large samples are not solved at all (I + S may round to a singular matrix for odd k)
-        W = gen.cayley_minus_identity(S if big is None else S.masked_fill(big[..., None, None], 0))
-        if big is not None:
-            lam = _cayley_eigh(S[big])
-            lam.diagonal(dim1=-2, dim2=-1).sub_(1)
-            W[big] = lam  # W is a fresh tensor of S's batch shape
+        W = cayley_routed(S, _large_skew(S), gen.cayley_minus_identity, shift=1.0)  # Note [Cayley at large norms]
     else:
-        W = _exp(S)
+        W = exp_skew(S, check=False)
         W.diagonal(dim1=-2, dim2=-1).sub_(1)
     return Q, R, S, W
 
@@ -139,12 +130,11 @@ def _sum_to(g: torch.Tensor, shape: torch.Size) -> torch.Tensor:
 
 def vp_full(x: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
     """The ``T x T`` form: :math:`f(C)^T x` with ``C = x A x^T`` skew-symmetrised, differentiable by autograd."""
-    from . import exp_skew
-    from ._functions import CAYLEY_MAX_NORM, _Cayley, _large_skew
+    from . import cayley, exp_skew
 
     C = gen.vp_correlation(x, A)
     C = 0.5 * (C - C.mT)
-    lam = _Cayley.apply(C, _large_skew(C, CAYLEY_MAX_NORM)) if activation == "cayley" else exp_skew(C, check=False)
+    lam = cayley(C) if activation == "cayley" else exp_skew(C, check=False)
     return gen.cayley_apply_matrix(lam, x)
 
 

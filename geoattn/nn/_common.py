@@ -65,7 +65,7 @@ def check_sequence(layer: nn.Module, name: str, x, *, dim: int | None = None, se
     if dtype is not None and x.dtype != dtype:
         raise LayerDtypeError(
             f"{kind}: expected {name} to have the parameters' dtype {dtype}. Got {x.dtype} (convert one of the "
-            f"two: x.to({dtype}) or the layer's .to({x.dtype}))."
+            f"two: {name}.to({dtype}) or the layer's .to({x.dtype}))."
         )
     if x.dim() < 2:
         raise LayerShapeError(

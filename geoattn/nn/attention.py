@@ -2,17 +2,25 @@ r"""Single-head scaled dot-product attention (seed 002)."""
 
 from __future__ import annotations
 
-
 import math
 
 import torch
 from torch import nn
 
 from ._common import NOTHING_PRESERVED as _NOTHING
-
 from ._common import LayerDtypeError, LayerShapeError, check_positive_int, check_probability, check_sequence, factory
 
-__all__ = ["Attention", "attention_weights"]
+__all__ = ["Attention", "attention_weights", "check_mask"]
+
+
+def check_mask(mask, prefix: str = "") -> None:
+    """Refuse a ``mask`` that is neither None nor a boolean or floating tensor (``prefix`` names the layer)."""
+    if mask is None:
+        return
+    if not isinstance(mask, torch.Tensor):
+        raise LayerDtypeError(f"{prefix}Expected mask to be a torch.Tensor or None. Got {type(mask).__name__}.")
+    if mask.dtype != torch.bool and not mask.is_floating_point():
+        raise LayerDtypeError(f"{prefix}Expected a boolean or floating mask. Got {mask.dtype}.")
 
 
 def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None,
@@ -31,8 +39,7 @@ def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | Non
     if is_causal:
         mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
     if mask is not None:
-        if not isinstance(mask, torch.Tensor):
-            raise LayerDtypeError(f"Expected mask to be a torch.Tensor or None. Got {type(mask).__name__}.")
+        check_mask(mask)
         try:
             torch.broadcast_shapes(mask.shape, scores.shape)
         except RuntimeError:
@@ -41,10 +48,8 @@ def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | Non
             ) from None
         if mask.dtype == torch.bool:
             scores = scores.masked_fill(~mask, float("-inf"))
-        elif mask.is_floating_point():
-            scores = scores + mask.to(scores.dtype)
         else:
-            raise LayerDtypeError(f"Expected a boolean or floating mask. Got {mask.dtype}.")
+            scores = scores + mask.to(scores.dtype)
         empty = scores.amax(dim=-1, keepdim=True) == float("-inf")
         return torch.softmax(scores.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
     return torch.softmax(scores, dim=-1)

@@ -2,16 +2,14 @@ r"""Linear symplectic attention (seed 004)."""
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
+from types import MappingProxyType
 
 import torch
 from torch import nn
 
-from ._common import NOTHING_PRESERVED as _NOTHING
-
 from .. import kernels as K
+from ._common import NOTHING_PRESERVED as _NOTHING
 from ._common import LayerShapeError, check_positive_int, check_sequence, factory
 
 __all__ = ["LinearSymplecticAttention"]

@@ -2,15 +2,13 @@ r"""Multi-head attention (seed 001)."""
 
 from __future__ import annotations
 
-
 import math
 
 import torch
 from torch import nn
-
-from ._common import NOTHING_PRESERVED as _NOTHING
 from torch.nn.utils import parametrizations, parametrize
 
+from ._common import NOTHING_PRESERVED as _NOTHING
 from ._common import (
     LayerDtypeError,
     LayerShapeError,
@@ -20,7 +18,7 @@ from ._common import (
     factory,
     layer_name,
 )
-from .attention import attention_weights
+from .attention import attention_weights, check_mask
 
 __all__ = ["MultiHeadAttention"]
 
@@ -31,10 +29,7 @@ def _combine_masks(layer, x: torch.Tensor, mask, is_causal: bool, key_padding_ma
     T = x.shape[-2]
     name = layer_name(layer)
     if mask is not None:
-        if not isinstance(mask, torch.Tensor):
-            raise LayerDtypeError(f"{name}: Expected mask to be a torch.Tensor or None. Got {type(mask).__name__}.")
-        if mask.dtype != torch.bool and not mask.is_floating_point():
-            raise LayerDtypeError(f"{name}: Expected a boolean or floating mask. Got {mask.dtype}.")
+        check_mask(mask, f"{name}: ")
         if mask.dim() == 3:  # (batch, T, T): every head of each sample
             if x.dim() != 3 or mask.shape[0] not in (1, x.shape[0]):
                 raise LayerShapeError(
@@ -196,7 +191,6 @@ class MultiHeadAttention(nn.Module):
         """
         wq = self.weight_q
         check_sequence(self, "x", x, dim=self.dim, dtype=wq.dtype)
-        T = x.shape[-2]
         q, k, v = self._project(x, wq), self._project(x, self.weight_k), self._project(x, self.weight_v)
         keep = _combine_masks(self, x, mask, is_causal, key_padding_mask)
         weights = attention_weights(q, k, keep)  # (..., h, T, T)
@@ -206,8 +200,7 @@ class MultiHeadAttention(nn.Module):
         out = x + out if self.add_connection else out
         if not need_weights:
             return out
-        return out, (weights.mean(-3) if average_attn_weights else weights).reshape(*x.shape[:-2], *(
-            (T, T) if average_attn_weights else (self.n_heads, T, T)))
+        return out, (weights.mean(-3) if average_attn_weights else weights)
 
     def extra_repr(self) -> str:
         return (f"dim={self.dim}, n_heads={self.n_heads}, add_connection={self.add_connection}, "

@@ -116,8 +116,8 @@ class VolumePreservingAttention(nn.Module):
         super().__init__()
         kw = factory(device, dtype)
         self.dim = check_positive_int("dim", dim)
-        if activation not in ("cayley", "exp"):
-            raise ValueError(f"Expected activation 'cayley' or 'exp'. Got {activation!r}.")
+        if activation not in K.VP_ACTIVATIONS:
+            raise ValueError(f"Expected activation in {K.VP_ACTIVATIONS}. Got {activation!r}.")
         if activation == "exp" and not skew_sym:
             raise ValueError(
                 "Expected skew_sym=True with activation='exp' (the exponential of the lower-triangle assignment is "

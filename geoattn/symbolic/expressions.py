@@ -9,9 +9,9 @@ column-convention formulas, so what runs is what was checked.
 
 Besides SymPy's own matrix expressions a few small nodes are needed
 (:mod:`geoattn.symbolic.nodes`); :func:`~geoattn.symbolic.interpreter.evaluate`
-computes any expression at explicit matrices, and
+computes any expression at explicit matrices (both re-exported here), and
 :mod:`geoattn.symbolic.kernel_table` lists the kernels built from these
-expressions. The names of those modules are re-exported here.
+expressions.
 """
 
 from __future__ import annotations
@@ -246,6 +246,7 @@ Ek = MatrixSymbol("E", T, T)
 SQUARE_VJP = G * Ek.T + Ek.T * G
 
 
+#: the lift Lambda-tilde = I_d (x) Lambda^T acting on row-stacked vectors (vec.right_multiplication)
 LIFT = KroneckerProduct(Identity(d), Lam.T)
 
 # linear-time volume-preserving attention
@@ -284,13 +285,13 @@ CAYLEY_MINUS_I = -2 * Inverse(I_k + Sd) * Sd
 #: the layer output x + Q (f(S) - I)^T R, with the d x d factor bound first
 LOWRANK_K = Wd.T * Rf
 LOWRANK_APPLY = x + Qf * MatrixSymbol("K", k, d)
-#: the Cayley backward, from the saved factors
 _P1 = MatrixSymbol("P1", d, d)
 _P2 = MatrixSymbol("P2", d, d)
-#: the forward uses the skew part of A (S is skew-symmetrised), so the gradient is the skew part
 _GA0 = MatrixSymbol("gA0", d, d)
 _NR = MatrixSymbol("NR", k, d)
 _P2A = MatrixSymbol("P2A", d, d)
+#: the Cayley backward, from the saved factors; the forward uses the skew part of A (S is
+#: skew-symmetrised), so the gradient with respect to A is the skew part
 LOWRANK_CAYLEY_VJP = [
     ("Y1", Qf.T * Gy),
     ("NR", (I_k + Wd.T / 2) * Rf),

@@ -92,9 +92,6 @@ def _taylor_specs() -> list["KernelSpec"]:
     return specs
 
 
-#: the lift Lambda-tilde = I_d (x) Lambda^T acting on row-stacked vectors (vec.right_multiplication)
-
-
 def _lowrank_specs() -> list["KernelSpec"]:
     return [
         KernelSpec(

@@ -7,6 +7,7 @@ from typing import Callable, Sequence
 import sympy as sp
 from sympy.matrices.expressions import Determinant, Inverse, MatrixExpr, Transpose, ZeroMatrix
 
+from .. import expressions as ex
 from ..algebra import NotInAlgebra
 from ..evidence import Derivation, Evidence, Level, ProofFailed
 from ..strategies import MatrixIdentity, certify, exact_evidence, search_counterexample
@@ -222,6 +223,4 @@ def shape_evidence(ctx, build, concrete_sizes, *, expect_shape=None, name="produ
 
 def kernel_eval(expr, values: dict, size: dict):
     """A kernel expression at explicit matrices, with the sizes ``T`` and ``d`` (default 1) of ``size``."""
-    from .. import expressions as ex
-
     return ex.evaluate(expr, values, {ex.T: size["T"], ex.d: size.get("d", 1)})

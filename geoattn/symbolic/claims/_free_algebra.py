@@ -151,7 +151,8 @@ def nc_reduce(expr, rules=ORTHONORMAL, max_steps: int = 100_000) -> sp.Expr:
     while work:
         steps += 1
         if steps > max_steps:
-            raise RuntimeError("Expected the rewriting to terminate. Got more than max_steps rewrites.")
+            raise RuntimeError(f"Expected the rewriting to terminate within {max_steps} rewrites. Got more "
+                               f"(next term {work[-1]}).")
         term = work.pop()
         c, toks = _tokens(term)
         hit = None
@@ -178,7 +179,7 @@ def nc_equal(lhs, rhs, rules=ORTHONORMAL) -> bool:
 
 Q, Qt, R, Rt = nc("Q"), nc("Q^T"), nc("R"), nc("R^T")
 An, At, S, St = nc("A"), nc("A^T"), nc("S"), nc("S^T")
-W, Wt, G, Gt = nc("W"), nc("W^T"), nc("Gy"), nc("Gy^T")
+W, G, Gt = nc("W"), nc("Gy"), nc("Gy^T")
 K1, K2 = nc("K1"), nc("K2")
 Y1n = nc("Y1")
 #: Y1 = Q^T Gy (kernel vp_lowrank_project) as two more rules; no left side overlaps another, so the

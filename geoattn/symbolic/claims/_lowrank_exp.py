@@ -244,8 +244,9 @@ def exp_vjp_identity(bindings=None) -> MatrixIdentity:
     return MatrixIdentity(
         "[vp_lowrank_exp_vjp - chain rule (any W, K1, K2); the same with p = Taylor_3 end to end; "
         "blocks of p(B) - (K1, K2)] at x = QR",
-        variables=lambda s: backward_variables(s, W=alg.general("w", s["k"], s["k"]),
-                                               K1=alg.general("u", s["k"], s["k"]), K2=alg.general("v", s["k"], s["d"])),
+        variables=lambda s: backward_variables(
+            s, W=alg.general("w", s["k"], s["k"]), K1=alg.general("u", s["k"], s["k"]),
+            K2=alg.general("v", s["k"], s["d"])),
         residual=residual,
         project=_project,
     )

@@ -18,7 +18,7 @@ import sympy as sp
 from sympy.matrices.expressions import Determinant, Identity, MatrixSymbol, Trace
 
 from .. import algebra as alg
-from ..claim import Claim
+from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import T, same, sizes, standard
@@ -240,14 +240,12 @@ def _frozen_exp_claim(kind: str) -> Claim:
             return _frozen_derivation(r"\mathtt{upper\_triangular\_asymmetrize}((P^QZ_0)^T(P^KZ_0))", "exp.det_one", r"\exp")
         statement = "For each fixed Z0 the linear map Z -> Z Lambda(Z0), Lambda = exp(uta(...)), is volume-preserving."
         latex = r"\det(\mathbb{I}_{2n}\otimes\Lambda(Z_0)^T) = 1"
-    return Claim(
+    return corrected(_exp_map_claim(kind), Claim(
         id=f"{base}.frozen",
         title=f"frozen exp map {kind}",
         statement=statement,
         latex=latex,
-        source=f"corrected form of {base}",
         expected=Level.PROVED,
-        corrects=base,
         checker=lambda ctx: standard(
             ctx,
             ident=exp_map_identity(kind, frozen=True),
@@ -255,7 +253,7 @@ def _frozen_exp_claim(kind: str) -> Claim:
             points=2,
             prove=prove,
         ),
-    )
+    ))
 
 
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)

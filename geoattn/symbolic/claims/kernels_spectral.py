@@ -5,21 +5,18 @@ Daleckii--Krein backward ``exp_skew.vjp`` (family ``kernels``; the expressions a
 from __future__ import annotations
 
 import sympy as sp
-from sympy.matrices.expressions import Identity, MatrixSymbol
 
 from .. import algebra as alg
 from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
-from ._common import kernel_eval as _ev, standard
+from ._common import kernel_eval as _ev
+from ._common import standard
 
 __all__ = ["CLAIMS", "exp_vjp_identity"]
 
-T, d = ex.T, ex.d
-I = Identity(T)
-C, x, A, W, q, Lam, G = ex.C, ex.x, ex.A, ex.W, ex.q, ex.Lam, ex.G
-H = MatrixSymbol("H", T, T)
+T, G = ex.T, ex.G
 
 
 # ---------------------------------------------------------------------------

@@ -187,18 +187,6 @@ def _index_count_identity() -> MatrixIdentity:
     return MatrixIdentity("#pairs(j < i <= T) - #lower entries", variables=lambda s: {}, residual=residual)
 
 
-_MOVED = ("correlation", "map_identity", "map_degree_bound", "make_map_claim")
-
-
-def __getattr__(name: str):
-    """The layer-map helpers moved to :mod:`.vp_map`; importing them from here still works."""
-    if name in _MOVED:
-        from . import vp_map
-
-        return getattr(vp_map, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 _VP_ARBITRARY_WEIGHTING_SHAPE = Claim(
     id="vp.arbitrary_weighting_shape",
     title="arbitrary weighting A is T x T",

@@ -1,7 +1,7 @@
 r"""The flow argument for the volume of the layer map (seed 000).
 
-Derivations and exact corroborations used by :mod:`.vp_map` (no claims are
-registered here); the argument is Note [map versus frozen matrix] there. The
+Derivations and exact corroborations used by :mod:`.vp_map` (this module
+declares no ``CLAIMS``); the argument is Note [map versus frozen matrix] there. The
 divergence formula for ``Z -> Z C^m`` (``C = Z^T A Z``) is a stated lemma of
 the derivations (not verified by SymPy for general sizes) and is checked exactly
 at explicit sizes by :func:`divergence_identity`. Every use of the formula (the

@@ -5,8 +5,8 @@ the layer's ``T x T`` matrices can be pushed through ``Z``:
 ``Z Cayley(C) = Cayley(M) Z`` and ``Z exp(C) = exp(M) Z``, with
 ``det(I_d + M) = det(I_T + C) != 0`` (Sylvester's identity), so the layer needs the
 ``d x d`` Gram matrix ``Z Z^T`` and one ``d x d`` solve: ``O(T d^2)`` work and no
-``T x T`` tensor. The helpers here (``z_variable``, the size lists) are shared
-with :mod:`.vp_map` and :mod:`.vp_flow`.
+``T x T`` tensor. The helpers here (``z_variable``, ``skew_variables``, the size
+lists) are shared with :mod:`.vp_map`.
 """
 
 from __future__ import annotations
@@ -280,40 +280,40 @@ def taylor_identity(degree: int = 6) -> MatrixIdentity:
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
 CLAIMS = [
     Claim(
-    id="vp.push_through",
-    title="push-through: Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z",
-    statement="For every Z in R^{d x T} and skew A, Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z (any d, T and rank of Z).",
-    latex=r"Z\,(I_T - Z^TAZ)(I_T + Z^TAZ)^{-1} = (I_d - ZZ^TA)(I_d + ZZ^TA)^{-1}Z",
-    source=LINEAR_SRC,
-    expected=Level.PROVED,
-    checker=lambda ctx: standard(
-        ctx, ident=push_through_identity(), random_sizes=SIZES + LOW_RANK, points=2, prove=_push_through_derivation,
-        exact_sizes=[{"d": 2, "T": 1}, {"d": 2, "T": 2}][: ctx.depth], always_exact=True,
+        id="vp.push_through",
+        title="push-through: Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z",
+        statement="For every Z in R^{d x T} and skew A, Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z (any d, T and rank of Z).",
+        latex=r"Z\,(I_T - Z^TAZ)(I_T + Z^TAZ)^{-1} = (I_d - ZZ^TA)(I_d + ZZ^TA)^{-1}Z",
+        source=LINEAR_SRC,
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=push_through_identity(), random_sizes=SIZES + LOW_RANK, points=2, prove=_push_through_derivation,
+            exact_sizes=[{"d": 2, "T": 1}, {"d": 2, "T": 2}][: ctx.depth], always_exact=True,
+        ),
+        notes="The identity holds for any A for which I + Z^T A Z is invertible; skewness makes both inverses exist.",
     ),
-    notes="The identity holds for any A for which I + Z^T A Z is invertible; skewness makes both inverses exist.",
-),
     Claim(
-    id="vp.push_through_invertible",
-    title="I_d + Z Z^T A is invertible",
-    statement="For every Z in R^{d x T} and skew A, det(I_d + Z Z^T A) = det(I_T + Z^T A Z) != 0.",
-    latex=r"\det(I_d + ZZ^TA) = \det(I_T + Z^TAZ) \neq 0",
-    source=LINEAR_SRC,
-    expected=Level.PROVED,
-    checker=_check_invertible,
-),
-    Claim(
-    id="vp.exp_push_through",
-    title="push-through: Z exp(Z^T A Z) = exp(Z Z^T A) Z",
-    statement="For every Z in R^{d x T} and skew A, Z exp(Z^T A Z) = exp(Z Z^T A) Z.",
-    latex=r"Z\exp(Z^TAZ) = \exp(ZZ^TA)\,Z",
-    source=LINEAR_SRC,
-    expected=Level.PROVED,
-    checker=lambda ctx: standard(
-        ctx, ident=taylor_identity(), random_sizes=SIZES + LOW_RANK, points=2, prove=_exp_push_derivation,
-        exact_sizes=[{"d": 2, "T": 1}, {"d": 2, "T": 2}] + (DEEP_TAYLOR if ctx.depth > 1 else []),
-        always_exact=True, exact_method="exact symbolic Taylor identity Z p_6(C) = p_6(M) Z, degree by degree",
+        id="vp.push_through_invertible",
+        title="I_d + Z Z^T A is invertible",
+        statement="For every Z in R^{d x T} and skew A, det(I_d + Z Z^T A) = det(I_T + Z^T A Z) != 0.",
+        latex=r"\det(I_d + ZZ^TA) = \det(I_T + Z^TAZ) \neq 0",
+        source=LINEAR_SRC,
+        expected=Level.PROVED,
+        checker=_check_invertible,
     ),
-    notes="The exact checks compare Z C^k with M^k Z for k <= 6; the residual of the degree-6 Taylor polynomial is the "
-    "sum of these terms, each homogeneous of degree 2k+1 in Z, so it vanishes iff every term does.",
-),
+    Claim(
+        id="vp.exp_push_through",
+        title="push-through: Z exp(Z^T A Z) = exp(Z Z^T A) Z",
+        statement="For every Z in R^{d x T} and skew A, Z exp(Z^T A Z) = exp(Z Z^T A) Z.",
+        latex=r"Z\exp(Z^TAZ) = \exp(ZZ^TA)\,Z",
+        source=LINEAR_SRC,
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=taylor_identity(), random_sizes=SIZES + LOW_RANK, points=2, prove=_exp_push_derivation,
+            exact_sizes=[{"d": 2, "T": 1}, {"d": 2, "T": 2}] + (DEEP_TAYLOR if ctx.depth > 1 else []),
+            always_exact=True, exact_method="exact symbolic Taylor identity Z p_6(C) = p_6(M) Z, degree by degree",
+        ),
+        notes="The exact checks compare Z C^k with M^k Z for k <= 6; the residual of the degree-6 Taylor polynomial is the "
+        "sum of these terms, each homogeneous of degree 2k+1 in Z, so it vanishes iff every term does.",
+    ),
 ]

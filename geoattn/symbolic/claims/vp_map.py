@@ -41,13 +41,13 @@ from sympy.matrices.expressions import Determinant, Identity, KroneckerProduct, 
 from sympy.polys.matrices import DomainMatrix
 
 from .. import algebra as alg
-from ..claim import Claim
+from ..claim import Claim, corrected
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, certify
 from ._common import T, d, same, sizes, standard
 from .volume_preserving import SEC, SRC
 from .vp_flow import circle_evidence, divergence_evidence, exp_flow_derivation, volume_flow_derivation
-from .vp_linear import LOW_RANK, SIZES, cay, skew_variables, subs_chain, z_variable
+from .vp_linear import LOW_RANK, SIZES, cay, skew_variables, subs_chain
 
 __all__ = [
     "CLAIMS",
@@ -252,8 +252,7 @@ def map_identity(weighting: str, *, frozen: bool = False) -> MatrixIdentity:
     corr = correlation(weighting)
 
     def variables(s):
-        a = alg.skew("a", s["d"]) if weighting == "skew" else alg.general("a", s["d"], s["d"])
-        return {"Z": z_variable(s), "A": a}
+        return skew_variables(s, weighting)
 
     def residual(size, Z, A):
         if frozen:
@@ -366,62 +365,62 @@ def _check_exp_skew(ctx) -> list[Evidence]:
     return standard(ctx, prove=exp_flow_derivation) + [divergence_evidence(ctx, (1, 2)), circle_evidence(ctx, "det")]
 
 
+_ARBITRARY = make_map_claim("arbitrary")
+
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
 CLAIMS = [
     Claim(
-    id="vp.map_invariant",
-    title="the layer map keeps C(Z) = Z^T A Z",
-    statement="For skew A and Lambda = Cayley(C(Z)), C(Z Lambda) = C(Z): the layer map keeps the correlation matrix.",
-    latex=r"C(Z\Lambda(Z)) = \Lambda^T Z^TAZ\Lambda = Z^TAZ,\quad \Lambda(Z) = \mathrm{Cayley}(Z^TAZ)",
-    source=f"{SRC}, {SEC}",
-    expected=Level.PROVED,
-    checker=lambda ctx: standard(
-        ctx, ident=invariant_identity(), random_sizes=SIZES[:3] + LOW_RANK, points=2, prove=_invariant_derivation
+        id="vp.map_invariant",
+        title="the layer map keeps C(Z) = Z^T A Z",
+        statement="For skew A and Lambda = Cayley(C(Z)), C(Z Lambda) = C(Z): the layer map keeps the correlation matrix.",
+        latex=r"C(Z\Lambda(Z)) = \Lambda^T Z^TAZ\Lambda = Z^TAZ,\quad \Lambda(Z) = \mathrm{Cayley}(Z^TAZ)",
+        source=f"{SRC}, {SEC}",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(
+            ctx, ident=invariant_identity(), random_sizes=SIZES[:3] + LOW_RANK, points=2, prove=_invariant_derivation
+        ),
     ),
-),
     Claim(
-    id="vp.map_invariant.exp",
-    title="the exponential layer map keeps C(Z)",
-    statement="For skew A and Lambda = exp(C(Z)), C(Z Lambda) = C(Z).",
-    latex=r"C(Z\exp(Z^TAZ)) = Z^TAZ",
-    source=f"{SRC}, {SEC} (exponential form)",
-    expected=Level.PROVED,
-    checker=lambda ctx: standard(ctx, prove=_invariant_exp_derivation) + [circle_evidence(ctx, "invariant")],
-    notes="exp of a nonzero rational matrix is transcendental, so there are no exact random points; the exact check "
-    "is at T = 2 (Note [exact points for exp at T = 2]).",
-),
+        id="vp.map_invariant.exp",
+        title="the exponential layer map keeps C(Z)",
+        statement="For skew A and Lambda = exp(C(Z)), C(Z Lambda) = C(Z).",
+        latex=r"C(Z\exp(Z^TAZ)) = Z^TAZ",
+        source=f"{SRC}, {SEC} (exponential form)",
+        expected=Level.PROVED,
+        checker=lambda ctx: standard(ctx, prove=_invariant_exp_derivation) + [circle_evidence(ctx, "invariant")],
+        notes="exp of a nonzero rational matrix is transcendental, so there are no exact random points; the exact check "
+        "is at T = 2 (Note [exact points for exp at T = 2]).",
+    ),
     make_inverse_claim(),
     make_map_claim("skew"),
-    make_map_claim("arbitrary"),
-    Claim(
+    _ARBITRARY,
+    corrected(_ARBITRARY, Claim(
         id="vp.map_volume_preserving.frozen",
         title="frozen-input map volume-preserving",
         statement="For each fixed input Z0, the linear map Z -> Z Cayley(C(Z0)) is volume-preserving, for either "
         "weighting.",
         latex=r"\det(\mathbb{I}_d\otimes\Lambda(Z_0)^T) = 1",
-        source="corrected form of vp.map_volume_preserving.arbitrary",
         expected=Level.PROVED,
-        corrects="vp.map_volume_preserving.arbitrary",
         checker=lambda ctx: standard(
             ctx,
             ident=map_identity("arbitrary", frozen=True),
             random_sizes=sizes(d=[1, 2, 3], T=[2, 3]),
             prove=_frozen_derivation,
         ),
-    ),
+    )),
     Claim(
-    id="vp.map_volume_preserving.exp_skew",
-    title="exponential layer map volume-preserving (skew weighting)",
-    statement="The map Z -> Z exp(Z^T A Z) with A skew is volume-preserving (Jacobian determinant 1), for every d "
-    "and T.",
-    latex=r"\det\frac{\partial\,\mathrm{vec}_r(Z\exp(Z^TAZ))}{\partial\,\mathrm{vec}_r(Z)} = 1",
-    source=f"{SRC}, {SEC} (exponential form)",
-    expected=Level.PROVED,
-    checker=_check_exp_skew,
-    notes="The derivation's algebraic steps are verified by SymPy; the linear ODE, the divergence formula and "
-    "Liouville's theorem are stated lemmas. The divergence formula is not verified by SymPy for general d, T, m: "
-    "it is checked exactly only at explicit sizes, m = 1, 2 and d, T in {2, 3} (div(Z -> ZC) = 0 itself at "
-    "m = 1); det J = 1 itself is checked exactly only at T = 2, where exp(C) is a rotation (Note [exact points "
-    "for exp at T = 2]). No floating-point evaluation is used as evidence.",
-),
+        id="vp.map_volume_preserving.exp_skew",
+        title="exponential layer map volume-preserving (skew weighting)",
+        statement="The map Z -> Z exp(Z^T A Z) with A skew is volume-preserving (Jacobian determinant 1), for every d "
+        "and T.",
+        latex=r"\det\frac{\partial\,\mathrm{vec}_r(Z\exp(Z^TAZ))}{\partial\,\mathrm{vec}_r(Z)} = 1",
+        source=f"{SRC}, {SEC} (exponential form)",
+        expected=Level.PROVED,
+        checker=_check_exp_skew,
+        notes="The derivation's algebraic steps are verified by SymPy; the linear ODE, the divergence formula and "
+        "Liouville's theorem are stated lemmas. The divergence formula is not verified by SymPy for general d, T, m: "
+        "it is checked exactly only at explicit sizes, m = 1, 2 and d, T in {2, 3} (div(Z -> ZC) = 0 itself at "
+        "m = 1); det J = 1 itself is checked exactly only at T = 2, where exp(C) is a rotation (Note [exact points "
+        "for exp at T = 2]). No floating-point evaluation is used as evidence.",
+    ),
 ]
