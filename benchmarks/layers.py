@@ -94,14 +94,17 @@ def measure(fn, x, reps, device):
 
 
 def ratios(m, ref):
+    """Each timing and the memory of ``m`` relative to the reference ``ref`` measured in the same run."""
     return {f"ratio_{k}": m[k] / ref[k] for k in ("fwd", "fwd_bwd", "fwd_bwd_sum", "memory")}
 
 
 def sdpa(y):
+    """The reference: torch's scaled dot-product self-attention of ``y``."""
     return F.scaled_dot_product_attention(y, y, y)
 
 
 def line(name, B, dim, T, m, r=None):
+    """One row of the text table (timings in ms, ratios against the reference when ``r`` is given)."""
     cells = f"{name:<31}{B:>6}{dim:>4}{T:>5}{m['fwd'] * 1e3:>10.2f}"
     cells += f"{r['ratio_fwd']:>7.2f}" if r else f"{'':>7}"
     for k in ("fwd_bwd", "fwd_bwd_sum"):

@@ -79,9 +79,10 @@ def energy_drift(pred: torch.Tensor, ref: torch.Tensor) -> dict:
 
 
 def config(args) -> TrainConfig:
+    """The training recipe of ``args`` (``--quick`` or the default; ``--input-noise``, ``--rollout-windows``)."""
     epochs = 2 if args.quick else max(1, round(EPOCHS * args.budget))
     return TrainConfig(epochs=epochs, batch_size=64 if args.quick else BATCH, lr=LR, final_lr_fraction=LR_DECAY,
-                       loss="relative", schedule="exponential", betas=(0.9, 0.99), 
+                       loss="relative", schedule="exponential", betas=(0.9, 0.99),
                        input_noise=args.input_noise, rollout_windows=2 if args.quick else args.rollout_windows,
                        checkpoint_every=1 if args.quick else 100)
 
@@ -97,13 +98,13 @@ def parser():
 
 
 def main(argv=None) -> dict | None:
+    """Train, evaluate and write the results (``argv`` as on the command line)."""
     args = parser().parse_args(argv)
     device, out, distributed = setup(args)
 
-    osc = OSC
     t_train, t_test = (6.0, 12.0) if args.quick else (T_TRAIN, T_TEST)
-    train_traj = osc.trajectories(osc.initial_conditions(N_TRAIN, seed=0), t_end=t_train, dt=DT)
-    test_traj = osc.trajectories(osc.initial_conditions(2 if args.quick else N_TEST, seed=1), t_end=t_test, dt=DT)
+    train_traj = OSC.trajectories(OSC.initial_conditions(N_TRAIN, seed=0), t_end=t_train, dt=DT)
+    test_traj = OSC.trajectories(OSC.initial_conditions(2 if args.quick else N_TEST, seed=1), t_end=t_test, dt=DT)
     exp = Experiment(
         name="coupled_oscillator", models=MODELS, train_traj=train_traj, test_traj=test_traj, dt=DT,
         config=config(args), eval_times=tuple(t for t in EVAL_TIMES if t <= t_test), symplectic=True,
@@ -120,9 +121,9 @@ def main(argv=None) -> dict | None:
                 ("max_spectral_radius", "max abs(λ) of J", ".2f"), ("train_seconds", "train s", ".0f")]
     table = write_results(
         out, exp, res, columns=columns, args=args,
-        system={"m1": osc.m1, "m2": osc.m2, "k1": osc.k1, "k2": osc.k2, "k": osc.k, "dt": DT, "t_train": t_train,
+        system={"m1": OSC.m1, "m2": OSC.m2, "k1": OSC.k1, "k2": OSC.k2, "k": OSC.k, "dt": DT, "t_train": t_train,
                 "t_test": t_test, "train_trajectories": train_traj.shape[0], "test_trajectories": test_traj.shape[0],
-                "midpoint_energy_drift": float(invariant_drift(test_traj, osc.energy).max())},
+                "midpoint_energy_drift": float(invariant_drift(test_traj, OSC.energy).max())},
         extra_config={"distributed": distributed, "device": str(device), "seq_len": SEQ_LEN},
     )
     t = torch.arange(test_traj.shape[1]) * DT

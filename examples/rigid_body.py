@@ -93,7 +93,8 @@ def norm_range(pred: torch.Tensor, ref: torch.Tensor) -> dict:
 
 
 def config(args) -> TrainConfig:
-    n_windows = 1238 * (round(T_TRAIN / DT) + 1 - 2 * SEQ_LEN + 1)
+    """The training recipe of ``args``: ``--quick``, ``--paper`` or the default (whose epochs the runner sets per
+    model from :func:`steps`)."""
     if args.quick:
         return TrainConfig(epochs=2, batch_size=64, lr=LR, final_lr_fraction=LR_DECAY, loss="relative",
                            schedule="exponential", checkpoint_every=1)
@@ -101,13 +102,25 @@ def config(args) -> TrainConfig:
         return TrainConfig(epochs=max(1, round(500_000 * args.budget)), batch_size=16384, lr=1e-2,
                            final_lr_fraction=1e-4, loss="relative", schedule="exponential", betas=(0.9, 0.99),
                            checkpoint_every=500)
-    epochs = max(1, round(args.budget * STEPS / math.ceil(n_windows / BATCH)))
-    return TrainConfig(epochs=epochs, batch_size=BATCH, lr=LR, final_lr_fraction=LR_DECAY, loss="relative",
+    return TrainConfig(epochs=1, batch_size=BATCH, lr=LR, final_lr_fraction=LR_DECAY, loss="relative",
                        schedule="exponential", checkpoint_every=25)
 
 
+def steps(args) -> int | None:
+    """Optimiser steps per model in the default recipe (``--budget`` scales them); None for --quick and --paper."""
+    return None if args.quick or args.paper else round(args.budget * STEPS)
+
+
+def parser():
+    """The options of every experiment, and ``--paper``."""
+    p = experiment_parser(__doc__.strip().splitlines()[0], "examples/results/rigid_body")
+    p.add_argument("--paper", action="store_true", help="the paper's full training schedule (hours; for a GPU)")
+    return p
+
+
 def main(argv=None) -> dict | None:
-    args = experiment_parser(__doc__.strip().splitlines()[0], "examples/results/rigid_body").parse_args(argv)
+    """Train, evaluate and write the results (``argv`` as on the command line)."""
+    args = parser().parse_args(argv)
     device, out, distributed = setup(args)
 
     body = RigidBody.from_inertia(2.0, 1.0, 2.0 / 3.0)
@@ -117,7 +130,7 @@ def main(argv=None) -> dict | None:
     exp = Experiment(
         name="rigid_body", models=MODELS, train_traj=train_traj, test_traj=test_traj, dt=DT, config=config(args),
         eval_times=tuple(t for t in EVAL_TIMES if t <= t_test), symplectic=False, rollout_metrics=norm_range,
-        steps=None if args.quick or args.paper else round(args.budget * STEPS),
+        steps=steps(args),
     )
     res = run(exp, args, device)
     if res is None:  # not the main process
@@ -138,7 +151,7 @@ def main(argv=None) -> dict | None:
     t = torch.arange(test_traj.shape[1]) * DT
     plot_band(t, res["error"], out / "rollout_error.png", ylabel="median relative error over rollouts",
               title="rigid body: rollout error (median over seeds, band: min–max)", train_end=T_TRAIN)
-    plot_band(t, {k: (v - 1).abs().nan_to_num(nan=math.inf).amax(1) for k, v in res["states"].items()},
+    plot_band(t, {k: (v - 1).abs().nan_to_num(nan=math.inf).amax(1) for k, v in res["states"].items()},  # nan: diverged
               out / "norm_deviation.png", ylabel="max over rollouts of abs(‖z‖ − 1)", clip=(1e-4, 10.0),
               title="rigid body: distance from the sphere (median over seeds, band: min–max)", train_end=T_TRAIN)
     plot_sphere_trajectories(test_traj[::max(1, test_traj.shape[0] // 4)],

@@ -104,6 +104,7 @@ def self_test() -> list[str]:
 
 
 def main(argv=None) -> int:
+    """Check every page of the built site (after the self-test with ``--self-test``); 1 if any page fails."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root", help="the built site, e.g. docs/_build/html")
     ap.add_argument("--self-test", action="store_true", help="first require every defect class to be caught")

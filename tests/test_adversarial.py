@@ -225,7 +225,7 @@ def test_harness_catches_a_silently_wrong_kernel():
         raise RuntimeError("boom")
 
     check = SUBJECTS[0][3]
-    big = INPUTS[3]  # magnitude 1e4
+    big = next(i for i in INPUTS if i[0] == "magnitude 10000")
     nan = [i for i in INPUTS if i[0] == "nan in one sample"][0]
     assert run_case(("drift", lambda dt: (drifting, K.cayley), "skew", check, NORM, True), big,
                     torch.float64).startswith("silently wrong")

@@ -150,17 +150,15 @@ def load_model(path: str | os.PathLike, *, map_location=None) -> torch.nn.Module
     missing = [k for k in ("class", "kwargs", "dtype", "state_dict", "metadata")
                if not isinstance(data, dict) or k not in data]
     if not isinstance(data, dict) or data.get("format") != _FORMAT or missing:
-        raise ModelFileError(f"Expected a geoattn model file (format {_FORMAT!r}). Got {os.fspath(path)!r}"
-                             + (f" without {missing}." if isinstance(data, dict) and data.get("format") == _FORMAT
-                                else "."))
+        what = (f"a {type(data).__name__}" if not isinstance(data, dict)
+                else f"format {data.get('format')!r}" + (f" without {missing}" if missing else ""))
+        raise ModelFileError(f"Expected a geoattn model file (format {_FORMAT!r}). Got {what} in {os.fspath(path)!r}.")
     if data.get("version") != _VERSION:
         raise ModelFileError(f"Expected model file version {_VERSION}. Got {data.get('version')!r}.")
     dtype = getattr(torch, data["dtype"], None)
     if not isinstance(dtype, torch.dtype):
         raise ModelFileError(f"Expected a torch dtype name. Got {data['dtype']!r}.")
-    model = ModelSpec(data["class"], data["kwargs"]).build(dtype=dtype)
+    model = ModelSpec(data["class"], data["kwargs"]).build(device=map_location, dtype=dtype)
     model.load_state_dict(data["state_dict"])
-    if map_location is not None:
-        model.to(map_location)
     model.metadata = data["metadata"]
     return model.eval()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["plot_curves", "plot_band", "plot_sphere_trajectories", "plot_phase_trajectories"]
+__all__ = ["plot_band", "plot_sphere_trajectories", "plot_phase_trajectories"]
 
 
 def _plt():
@@ -33,16 +33,6 @@ def _finish(plt, fig, ax, path, *, ylabel: str, title: str, log: bool, train_end
     plt.close(fig)
 
 
-def plot_curves(t: torch.Tensor, curves: dict[str, torch.Tensor], path: str | Path, *, ylabel: str, title: str,
-                log: bool = True, train_end: float | None = None) -> None:
-    """One line per model of a quantity over time (mean over trajectories); saved as PNG."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
-    for name, y in curves.items():
-        ax.plot(t[: y.shape[-1]].numpy(), y.numpy(), label=name, lw=1.2)
-    _finish(plt, fig, ax, path, ylabel=ylabel, title=title, log=log, train_end=train_end)
-
-
 def plot_band(t: torch.Tensor, curves: dict[str, torch.Tensor], path: str | Path, *, ylabel: str, title: str,
               log: bool = True, train_end: float | None = None, clip: tuple[float, float] | None = None) -> None:
     """Per model, the median over seeds of a curve ``(seeds, n)`` with a band from its minimum to its maximum.
@@ -55,9 +45,8 @@ def plot_band(t: torch.Tensor, curves: dict[str, torch.Tensor], path: str | Path
     finite = [c[torch.isfinite(c)] for c in curves.values()]
     top = clip[1] if clip else max((float(f.max()) for f in finite if f.numel()), default=1.0)
     for name, c in curves.items():
-        c = c.double().nan_to_num(nan=top, posinf=top).clamp(max=top)
-        if clip:
-            c = c.clamp(*clip)
+        c = c.double().nan_to_num(nan=top, posinf=top)
+        c = c.clamp(*clip) if clip else c.clamp(max=top)
         n = c.shape[-1]
         line, = ax.plot(t[:n].numpy(), c.median(0).values.numpy(), label=name, lw=1.2)
         if c.shape[0] > 1:

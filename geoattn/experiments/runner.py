@@ -44,7 +44,6 @@ def experiment_parser(description: str, default_out: str) -> argparse.ArgumentPa
     p.add_argument("--budget", type=float, default=1.0,
                    help="scale the number of optimiser steps (1.0: the default run)")
     p.add_argument("--seeds", type=int, default=3, help="train every model with seeds 0, ..., K-1 (default 3)")
-    p.add_argument("--paper", action="store_true", help="the paper's full training schedule (hours; for a GPU)")
     p.add_argument("--quick", action="store_true", help="a tiny run (seconds) that exercises every step")
     p.add_argument("--no-resume", action="store_true", help="ignore existing checkpoints and start over")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
@@ -135,9 +134,14 @@ class Experiment:
                 raise ValueError(f"Expected evaluation times on the grid of dt = {self.dt}. Got t = {t}.")
 
 
+def _inf_if_nonfinite(x: torch.Tensor) -> torch.Tensor:
+    """NaN (a diverged rollout) as +inf, so that it sorts last: the rule of every median and extreme here."""
+    return torch.where(torch.isfinite(x), x, torch.full_like(x, math.inf))
+
+
 def _median(x: torch.Tensor) -> float:
     """Median with non-finite entries counted as +inf (a diverged rollout has an infinite error)."""
-    x = torch.where(torch.isfinite(x), x, torch.full_like(x, math.inf))
+    x = _inf_if_nonfinite(x)
     return float(x.median()) if x.numel() else math.nan
 
 
@@ -210,7 +214,7 @@ def run(exp: Experiment, args, device: torch.device) -> dict | None:
                                  "config": dataclasses.asdict(config), "final_train_loss": row["final_train_loss"]})
             res["runs"].setdefault(name, []).append(row)
             res["loss"].setdefault(name, []).append(hist["loss"])
-            curves.append(torch.where(torch.isfinite(err), err, torch.full_like(err, math.inf)).median(0).values)
+            curves.append(_inf_if_nonfinite(err).median(0).values)
             states.append(pred.norm(dim=-1))
             if seed == 0:
                 res["pred"][name] = pred
@@ -234,7 +238,7 @@ def summarise(runs: list[dict]) -> dict:
         if key in ("model", "seed") or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
             continue
         t = torch.tensor(vals, dtype=torch.float64)
-        t_inf = torch.where(torch.isnan(t), torch.full_like(t, math.inf), t)
+        t_inf = _inf_if_nonfinite(t)
         cast = int if all(isinstance(v, int) for v in vals) else float
         out[key] = {"median": cast(t_inf.median()), "min": cast(t_inf.min()), "max": cast(t_inf.max()),
                     "nonfinite_seeds": int((~torch.isfinite(t)).sum()), "seeds": vals}
@@ -263,6 +267,16 @@ def spread_table(summaries: dict[str, dict], columns: list[tuple[str, str, str]]
     return markdown_table(rows, [("model", "model", "")] + [(key, head, "") for key, head, _ in columns])
 
 
+def _recorded_config(exp: Experiment) -> dict:
+    """The recipe as run: with ``exp.steps`` the epochs differ per model (see each run's ``epochs``), so the steps
+    are recorded instead of the placeholder epochs."""
+    config = dataclasses.asdict(exp.config)
+    if exp.steps is not None:
+        del config["epochs"]
+        config["steps"] = exp.steps
+    return config
+
+
 def write_results(out: Path, exp: Experiment, res: dict, *, columns: list[tuple[str, str, str]], args,
                   system: dict, extra_config: dict) -> str:
     """Write ``metrics.json`` (strict JSON: per model the per-seed figures and their summary over seeds) and
@@ -272,7 +286,7 @@ def write_results(out: Path, exp: Experiment, res: dict, *, columns: list[tuple[
     write_json(out / "metrics.json", {
         "experiment": exp.name,
         "system": system,
-        "config": {**dataclasses.asdict(exp.config), "seeds": args.seeds, "budget": args.budget,
+        "config": {**_recorded_config(exp), "seeds": args.seeds, "budget": args.budget,
                    "paper": bool(getattr(args, "paper", False)), "quick": bool(args.quick), **extra_config},
         "models_spec": {name: {"class": spec.cls, "kwargs": spec.kwargs} for name, spec in exp.models.items()},
         "environment": environment(torch.get_num_threads()),

@@ -12,7 +12,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-__all__ = ["TrainConfig", "train", "relative_l2_loss", "init_distributed", "is_main_process", "load_checkpoint"]
+__all__ = ["TrainConfig", "train", "relative_l2_loss", "init_distributed", "is_main_process", "world_size",
+           "load_checkpoint"]
 
 _LOSSES = ("mse", "relative")
 _SCHEDULES = ("cosine", "exponential")
@@ -145,10 +146,14 @@ def load_checkpoint(path: str | os.PathLike, model: nn.Module, optimizer: torch.
                     map_location=None) -> dict:
     """Load a checkpoint written by :func:`train` into ``model`` (and ``optimizer``); returns its dict."""
     state = torch.load(path, map_location=map_location, weights_only=True)
+    _apply_checkpoint(state, model, optimizer)
+    return state
+
+
+def _apply_checkpoint(state: dict, model: nn.Module, optimizer) -> None:
     model.load_state_dict(state["model"])
     if optimizer is not None:
         optimizer.load_state_dict(state["optimizer"])
-    return state
 
 
 def _data_shape(inputs: torch.Tensor, targets: torch.Tensor) -> list[int]:
@@ -244,8 +249,7 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
     if path is not None and resume and path.exists():
         state = torch.load(path, map_location=p0.device, weights_only=True)
         _check_resumable(path, state, config, inputs, targets)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
+        _apply_checkpoint(state, model, optimizer)
         history = state["history"]
         start = state["epoch"] + 1
     net = model
@@ -299,6 +303,6 @@ def train(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, config:
     if dist.is_initialized():
         dist.barrier()
     history["seconds"] = time.perf_counter() - t0
-    history["seconds_total"] = seconds_before + history["seconds"]
+    history["seconds_total"] = seconds_before + (history["seconds"] if end > start else 0.0)
     history["epochs_run"] = end - start
     return history

@@ -2,15 +2,13 @@ r"""Volume-preserving feed-forward layers: residual maps with strictly triangula
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
+from types import MappingProxyType
 
 import torch
 from torch import nn
 
 from ..nn._common import NOTHING_PRESERVED as _NOTHING
-
 from ..nn._common import check_positive_int, factory
 from ._common import Chain, check_nonnegative_int, check_state, make_activation
 

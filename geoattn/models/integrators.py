@@ -2,16 +2,14 @@ r"""Sequence-to-sequence integrators: a window of states in, the next window out
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
+from types import MappingProxyType
 
 import torch
 from torch import nn
 
-from ..nn._common import NOTHING_PRESERVED as _NOTHING
-
 from ..nn import LinearSymplecticAttention, MultiHeadAttention, VolumePreservingAttention
+from ..nn._common import NOTHING_PRESERVED as _NOTHING
 from ..nn._common import LayerShapeError, check_positive_int, check_sequence
 from ._common import check_even_sys_dim, check_nonnegative_int, make_activation
 from .feedforward import VolumePreservingFeedForward

@@ -2,15 +2,13 @@ r"""SympNet gradient layers: symplectic shears :math:`p \mapsto p + \nabla V(q)`
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
+from types import MappingProxyType
 
 import torch
 from torch import nn
 
 from ..nn._common import NOTHING_PRESERVED as _NOTHING
-
 from ..nn._common import LayerShapeError, check_positive_int, factory
 from ._common import Chain, check_even_sys_dim, check_state, make_activation
 

@@ -2,9 +2,8 @@ r"""Attention with the orthonormal (exponential) activation (seed 003)."""
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 import math
+from types import MappingProxyType
 
 import torch
 from torch import nn
