@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import sympy as sp
@@ -60,30 +61,149 @@ def prove_evidence(build: Callable[[], Derivation], method: str = "dimension-gen
     return Evidence(Level.PROVED, method, derivation=derivation, detail=detail)
 
 
-def standard(
+@dataclass(frozen=True)
+class Grows:
+    """An integer range ``lo..hi`` (inclusive) whose upper end grows with the run's depth.
+
+    At depth 1 it is ``range(lo, hi + 1)``; at depth ``k`` the upper end is ``hi + k - 1``
+    (:meth:`~geoattn.symbolic.claim.CheckContext.bound`).
+    """
+
+    lo: int
+    hi: int
+
+    def at(self, ctx) -> range:
+        return range(self.lo, ctx.bound(self.hi) + 1)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Where a stage of a :class:`Policy` runs: explicit size dicts, or a grid of per-symbol values.
+
+    Build it with :func:`grid` (cartesian product, smallest total first; a :class:`Grows` value
+    grows with depth) or :func:`at_sizes` (the dicts as given).
+    """
+
+    fixed: tuple[dict, ...] = ()
+    ranges: tuple[tuple[str, object], ...] = ()
+
+    def at(self, ctx) -> list[dict]:
+        if not self.ranges:
+            return [dict(s) for s in self.fixed]
+        resolved = {k: (v.at(ctx) if isinstance(v, Grows) else v) for k, v in self.ranges}
+        return sizes(**resolved)
+
+    def __bool__(self) -> bool:
+        return bool(self.fixed or self.ranges)
+
+
+def grid(**ranges) -> Sizes:
+    """Every combination of the given values (a :class:`Grows` grows with depth)."""
+    return Sizes(ranges=tuple((k, v if isinstance(v, Grows) else tuple(v)) for k, v in ranges.items()))
+
+
+def at_sizes(*dicts: dict) -> Sizes:
+    """Exactly these sizes, in this order."""
+    return Sizes(fixed=tuple(dicts))
+
+
+NOWHERE = Sizes()
+
+
+# Note [evidence policy]
+# Every claim's checker is a Policy value, declared beside the claim: which identity to evaluate,
+# where to search for a counterexample (exact evaluation at random rational points), which
+# derivation proves it, where to check the symbolic identity exactly, where to certify it
+# (Schwartz--Zippel), and which independent evidence to add. The stages run in that order:
+# a counterexample ends the run; an exact check runs only while the claim is unproved unless
+# ``always_exact``; certification runs only while it is unproved and a degree bound is given.
+# Nothing is decided by keyword defaults hidden in a helper: a stage that is not declared does
+# not run.
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """The evidence policy of one claim; calling it with a check context runs it.
+
+    Parameters
+    ----------
+    identity:
+        the identity ``residual == 0`` the search, exact and certification stages evaluate.
+    search:
+        sizes for exact evaluation at ``points`` random rational points (a nonzero residual is
+        an exact counterexample and the verdict is ``refuted``).
+    points:
+        random points per search size, or a function of the check context.
+    prove:
+        the dimension-generic derivation (``proved`` when every step verifies).
+    exact:
+        sizes for the exact symbolic identity (``checked``).
+    always_exact:
+        run the exact stage even when proved.
+    certify:
+        sizes for certification at ``certify_points`` random integer points with the
+        Schwartz--Zippel ``degree_bound`` (``certified``), run only while unproved.
+    extra:
+        further checkers ``f(ctx) -> Evidence | list[Evidence]`` whose evidence is appended.
+    """
+
+    identity: MatrixIdentity | None = None
+    search: Sizes = NOWHERE
+    points: int | Callable[[object], int] = 3
+    prove: Callable[[], Derivation] | None = None
+    exact: Sizes = NOWHERE
+    exact_method: str = "exact symbolic identity at explicit sizes"
+    always_exact: bool = False
+    certify: Sizes = NOWHERE
+    certify_points: int = 6
+    degree_bound: Callable[[dict], int] | None = None
+    certify_method: str = "exact evaluation at random integer points"
+    extra: tuple[Callable[[object], Evidence | list[Evidence]], ...] = ()
+
+    def __call__(self, ctx) -> list[Evidence]:
+        evidence = self.run(ctx)
+        if evidence and evidence[0].level is Level.REFUTED and len(evidence) == 1:
+            return evidence
+        for more in self.extra:
+            got = more(ctx)
+            evidence.extend(got if isinstance(got, list) else [got])
+        return evidence
+
+    def run(self, ctx) -> list[Evidence]:
+        """The search, prove, exact and certify stages (without ``extra``)."""
+        points = self.points(ctx) if callable(self.points) else self.points
+        return _run_stages(
+            ctx,
+            ident=self.identity,
+            random_sizes=self.search.at(ctx),
+            points=points,
+            prove=self.prove,
+            exact_sizes=self.exact.at(ctx),
+            exact_method=self.exact_method,
+            certify_sizes=self.certify.at(ctx),
+            certify_points=self.certify_points,
+            degree_bound=self.degree_bound,
+            certify_method=self.certify_method,
+            always_exact=self.always_exact,
+        )
+
+
+def _run_stages(
     ctx,
     *,
-    ident: MatrixIdentity | None = None,
-    random_sizes: Sequence[dict] = (),
-    points: int = 3,
-    prove: Callable[[], Derivation] | None = None,
-    exact_sizes: Sequence[dict] = (),
-    exact_method: str = "exact symbolic identity at explicit sizes",
-    certify_sizes: Sequence[dict] = (),
-    certify_points: int = 6,
-    degree_bound: Callable[[dict], int] | None = None,
-    certify_method: str = "exact evaluation at random integer points",
-    always_exact: bool = False,
+    ident: MatrixIdentity | None,
+    random_sizes: Sequence[dict],
+    points: int,
+    prove: Callable[[], Derivation] | None,
+    exact_sizes: Sequence[dict],
+    exact_method: str,
+    certify_sizes: Sequence[dict],
+    certify_points: int,
+    degree_bound: Callable[[dict], int] | None,
+    certify_method: str,
+    always_exact: bool,
 ) -> list[Evidence]:
-    """The usual pipeline: search, then prove, then check, then certify.
-
-    1. exact evaluation of ``ident`` at random rational points of
-       ``random_sizes`` (a nonzero value is a counterexample: ``refuted``);
-    2. the derivation ``prove`` (``proved``);
-    3. the symbolic identity at ``exact_sizes`` (``checked``), skipped once
-       proved unless ``always_exact``;
-    4. certification at ``certify_sizes`` (``certified``) when still unproved.
-    """
+    """See Note [evidence policy]."""
     evidence: list[Evidence] = []
     if ident is not None and random_sizes:
         ce = search_counterexample(ident, list(random_sizes), seed=ctx.seed_for("search"), points=points)
@@ -224,3 +344,21 @@ def shape_evidence(ctx, build, concrete_sizes, *, expect_shape=None, name="produ
 def kernel_eval(expr, values: dict, size: dict):
     """A kernel expression at explicit matrices, with the sizes ``T`` and ``d`` (default 1) of ``size``."""
     return ex.evaluate(expr, values, {ex.T: size["T"], ex.d: size.get("d", 1)})
+
+
+def standard(ctx, *, ident=None, random_sizes=(), points=3, prove=None, exact_sizes=(), **kw) -> list[Evidence]:
+    """Transitional: the stages of :class:`Policy` from keyword arguments (to be removed)."""
+    return _run_stages(
+        ctx,
+        ident=ident,
+        random_sizes=list(random_sizes),
+        points=points,
+        prove=prove,
+        exact_sizes=list(exact_sizes),
+        exact_method=kw.get("exact_method", "exact symbolic identity at explicit sizes"),
+        certify_sizes=list(kw.get("certify_sizes", ())),
+        certify_points=kw.get("certify_points", 6),
+        degree_bound=kw.get("degree_bound"),
+        certify_method=kw.get("certify_method", "exact evaluation at random integer points"),
+        always_exact=kw.get("always_exact", False),
+    )

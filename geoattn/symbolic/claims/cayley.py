@@ -12,7 +12,7 @@ from .. import algebra as alg
 from ..claim import Claim, corrected
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
-from ._common import det_rules, n, same, sizes, standard
+from ._common import Grows, Policy, at_sizes, det_rules, grid, n, same
 
 __all__ = ["CLAIMS", "orthogonality_identity", "make_cayley_orthogonal", "det_implication_identity"]
 
@@ -61,24 +61,20 @@ def _sum_of_squares(size: dict) -> sp.Expr:
     return sp.expand((sp.eye(k) + a).det(method="berkowitz") - total)
 
 
-def _check_well_defined(ctx) -> list[Evidence]:
-    ev = standard(ctx, prove=_well_defined_derivation)
-    # independent exact evidence: det(I + A) is 1 plus a sum of squares
+def _sum_of_squares_evidence(ctx) -> Evidence:
+    """Independent exact evidence: det(I + A) is 1 plus a sum of squares."""
     bound = ctx.bound(5)
     ident = MatrixIdentity(
         "det(I + A) - 1 - sum_S Pf(A_S)^2",
         variables=lambda s: {},
         residual=lambda s: _sum_of_squares(s),
     )
-    ev.append(
-        exact_evidence(
-            ident,
-            [{"n": k} for k in range(1, bound + 1)],
-            method="sum-of-squares certificate det(I + A) = 1 + sum over even principal subsets S of Pf(A_S)^2",
-            seed=ctx.seed_for("sos"),
-        )
+    return exact_evidence(
+        ident,
+        [{"n": k} for k in range(1, bound + 1)],
+        method="sum-of-squares certificate det(I + A) = 1 + sum over even principal subsets S of Pf(A_S)^2",
+        seed=ctx.seed_for("sos"),
     )
-    return ev
 
 
 # ---------------------------------------------------------------------------
@@ -140,15 +136,6 @@ def make_cayley_orthogonal(structure: str = "skew", claim_id: str = "cayley.orth
     """
     eps = {"skew": -1, "symmetric": 1, "general": None}[structure]
 
-    def checker(ctx):
-        return standard(
-            ctx,
-            ident=orthogonality_identity(structure),
-            random_sizes=sizes(n=range(2, ctx.bound(4) + 1)),
-            prove=lambda: _orthogonal_derivation(eps, structure),
-            exact_sizes=sizes(n=range(1, ctx.bound(3) + 1)),
-        )
-
     return Claim(
         id=claim_id,
         title="Cayley of skew is orthogonal" if structure == "skew" else f"Cayley of {structure} A is orthogonal",
@@ -158,7 +145,12 @@ def make_cayley_orthogonal(structure: str = "skew", claim_id: str = "cayley.orth
         else rf"A\ \text{{{structure}}} \implies \mathrm{{Cayley}}(A)^T\mathrm{{Cayley}}(A) = \mathbb{{I}}",
         source=f"{SRC}, 'The Cayley Transform'",
         expected=Level.PROVED if structure == "skew" else Level.REFUTED,
-        checker=checker,
+        checker=Policy(
+            identity=orthogonality_identity(structure),
+            search=grid(n=Grows(2, 4)),
+            prove=lambda: _orthogonal_derivation(eps, structure),
+            exact=grid(n=Grows(1, 3)),
+        ),
     )
 
 
@@ -320,11 +312,7 @@ _ORTHOGONAL_DET_ONE = Claim(
     latex=r"\sigma(C)^T\sigma(C) = \mathbb{I} \implies \det\sigma(C) = 1",
     source=f"{SRC}, 'Volume-Preserving Attention', remark",
     expected=Level.REFUTED,
-    checker=lambda ctx: standard(
-        ctx,
-        ident=det_implication_identity("one"),
-        random_sizes=sizes(n=range(2, ctx.bound(3) + 1), reflect=[0, 1]),
-    ),
+    checker=Policy(identity=det_implication_identity("one"), search=grid(n=Grows(2, 3), reflect=[0, 1])),
     notes="Orthogonality gives det = +-1 only; det = 1 needs sigma to be Cayley or exp (cayley.det_one).",
 )
 
@@ -336,7 +324,7 @@ _CAYLEY_SEED_CURVE_START = Claim(
     latex=r"\varepsilon\mapsto A(\varepsilon)\in\mathcal{S}_\mathrm{skew},\ A(0) = \mathbb{I}",
     source=f"{SRC}, 'The Cayley Transform'",
     expected=Level.REFUTED,
-    checker=lambda ctx: standard(ctx, ident=_curve_start_identity(), random_sizes=[{"n": 1}, {"n": 2}], points=1),
+    checker=Policy(identity=_curve_start_identity(), search=at_sizes({"n": 1}, {"n": 2}), points=1),
     notes="The identity is not skew-symmetric; the argument must start the curve at A(0) = 0.",
 )
 
@@ -350,7 +338,7 @@ CLAIMS = [
         latex=r"A^T = -A \in \mathbb{R}^{n\times n} \implies \det(\mathbb{I} + A) \neq 0",
         source=f"{SRC} (implicit in 'The Cayley Transform')",
         expected=Level.PROVED,
-        checker=_check_well_defined,
+        checker=Policy(prove=_well_defined_derivation, extra=(_sum_of_squares_evidence,)),
     ),
     make_cayley_orthogonal("skew"),
     Claim(
@@ -360,12 +348,11 @@ CLAIMS = [
         latex=r"A^T = -A \implies \det\mathrm{Cayley}(A) = 1",
         source=f"{SRC}, 'The Cayley Transform', footnote 4",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_det_identity(),
-            random_sizes=sizes(n=range(2, ctx.bound(5) + 1)),
+        checker=Policy(
+            identity=_det_identity(),
+            search=grid(n=Grows(2, 5)),
             prove=_det_one_derivation,
-            exact_sizes=sizes(n=range(1, 4)),
+            exact=grid(n=range(1, 4)),
         ),
     ),
     _ORTHOGONAL_DET_ONE,
@@ -375,10 +362,9 @@ CLAIMS = [
         statement="Q^T Q = I implies det Q = +1 or -1; det Q = 1 holds for Q = Cayley(A) (cayley.det_one).",
         latex=r"Q^TQ = \mathbb{I} \implies \det Q \in \{-1, 1\}",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=det_implication_identity("pm_one"),
-            random_sizes=sizes(n=range(1, ctx.bound(3) + 1), reflect=[0, 1]),
+        checker=Policy(
+            identity=det_implication_identity("pm_one"),
+            search=grid(n=Grows(1, 3), reflect=[0, 1]),
             prove=_det_pm_one_derivation,
         ),
     )),
@@ -390,11 +376,6 @@ CLAIMS = [
         "and the first variation of Cayley^T Cayley vanishes.",
         latex=r"\frac{d}{d\varepsilon}\Big|_{0}\mathrm{Cayley}(\varepsilon B) = -2B",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_first_variation_identity(),
-            random_sizes=sizes(n=range(2, 4)),
-            prove=_first_variation_derivation,
-        ),
+        checker=Policy(identity=_first_variation_identity(), search=grid(n=range(2, 4)), prove=_first_variation_derivation),
     )),
 ]
