@@ -5,7 +5,7 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: ce034a7c2b4adc71a72dce8d64ad953cbf2933aeaad401abea32cf06c2bdfe2a
+expressions-sha256: 9fa4412c5208935e8b10cbb5a817567abd463e8759bb2c0ee626633116a93972
 printer-version: 2
 
 Sources (kernel: expression  [ledger claims]):
@@ -33,13 +33,19 @@ Sources (kernel: expression  [ledger claims]):
   vp_lowrank_exp_vjp: gx = Gy*(I + K2.T*R*A) + Q*(K1*R*A.T + W*Y1 - Y1*K2.T*R*A + K1.T*R*A); gA0 = R.T*K1*R; gA = (1/2)*gA0 - (1/2)*gA0.T  [vp.lowrank_exp_vjp]
   square_vjp: gE = G*E.T + E.T*G  [exp_skew.square_vjp]
   lift: L = KroneckerProduct(I, Lam.T)  [vec.right_multiplication, lift.orthogonal, lift.symplectic]
+  symattn_update_matrix_softmax: C = z*A*z.T; G = Softmax(C, all, False); U = G*z*A.T + G.T*z*A  [symattn.potential_gradient, symattn.layer_symplectic]
+  symattn_update_vector_softmax: C = z*A*z.T; G = Softmax(C, columns, False); U = G*z*A.T + G.T*z*A  [symattn.potential_gradient, symattn.layer_symplectic]
+  symattn_update_matrix_one_softmax: C = z*A*z.T; G = Softmax(C, all, True); U = G*z*A.T + G.T*z*A  [symattn.potential_gradient, symattn.layer_symplectic]
+  symattn_update_vector_one_softmax: C = z*A*z.T; G = Softmax(C, columns, True); U = G*z*A.T + G.T*z*A  [symattn.potential_gradient, symattn.layer_symplectic]
+  symattn_vjp_all: Cd = V*A*z.T + z*A*V.T; K = SoftmaxJVP(G, Cd, all); gz = G*V*A.T + K*z*A.T + G.T*V*A + K.T*z*A; gA = V.T*G*z + z.T*G*V + z.T*K*z  [symattn.layer_vjp]
+  symattn_vjp_columns: Cd = V*A*z.T + z*A*V.T; K = SoftmaxJVP(G, Cd, columns); gz = G*V*A.T + K*z*A.T + G.T*V*A + K.T*z*A; gA = V.T*G*z + z.T*G*V + z.T*K*z  [symattn.layer_vjp]
 """
 
 import math
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "N_OUTPUTS"]
+__all__ = ["cayley_matrix", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "N_OUTPUTS"]
 
 
 def cayley_matrix(C):
@@ -444,6 +450,106 @@ def lift(Lam, d):
     return L
 
 
+def symattn_update_matrix_softmax(z, A):
+    """Symplectic-attention update grad Sigma(z) for the matrix_softmax potential in the row layout (z: tokens as rows): C = z A z^T, G = the softmax of C, U = G z A^T + G^T z A; returns U and G.
+
+    Generated from:
+    C = z*A*z.T
+    G = Softmax(C, all, False)
+    U = G*z*A.T + G.T*z*A
+    Verified by: symattn.potential_gradient, symattn.layer_symplectic
+    """
+    C = (z @ A) @ z.mT
+    G = torch.softmax(C.flatten(-2), -1).view_as(C)
+    U = (G @ z) @ A.mT + (G.mT @ z) @ A
+    return U, G
+
+
+def symattn_update_vector_softmax(z, A):
+    """Symplectic-attention update grad Sigma(z) for the vector_softmax potential in the row layout (z: tokens as rows): C = z A z^T, G = the softmax of C, U = G z A^T + G^T z A; returns U and G.
+
+    Generated from:
+    C = z*A*z.T
+    G = Softmax(C, columns, False)
+    U = G*z*A.T + G.T*z*A
+    Verified by: symattn.potential_gradient, symattn.layer_symplectic
+    """
+    C = (z @ A) @ z.mT
+    G = torch.softmax(C, -2)
+    U = (G @ z) @ A.mT + (G.mT @ z) @ A
+    return U, G
+
+
+def symattn_update_matrix_one_softmax(z, A):
+    """Symplectic-attention update grad Sigma(z) for the matrix_one_softmax potential in the row layout (z: tokens as rows): C = z A z^T, G = the softmax of C, U = G z A^T + G^T z A; returns U and G.
+
+    Generated from:
+    C = z*A*z.T
+    G = Softmax(C, all, True)
+    U = G*z*A.T + G.T*z*A
+    Verified by: symattn.potential_gradient, symattn.layer_symplectic
+    """
+    C = (z @ A) @ z.mT
+    G = torch.softmax(torch.nn.functional.pad(C.flatten(-2), (0, 1)), -1)[..., :-1].view_as(C)
+    U = (G @ z) @ A.mT + (G.mT @ z) @ A
+    return U, G
+
+
+def symattn_update_vector_one_softmax(z, A):
+    """Symplectic-attention update grad Sigma(z) for the vector_one_softmax potential in the row layout (z: tokens as rows): C = z A z^T, G = the softmax of C, U = G z A^T + G^T z A; returns U and G.
+
+    Generated from:
+    C = z*A*z.T
+    G = Softmax(C, columns, True)
+    U = G*z*A.T + G.T*z*A
+    Verified by: symattn.potential_gradient, symattn.layer_symplectic
+    """
+    C = (z @ A) @ z.mT
+    G = torch.softmax(torch.nn.functional.pad(C, (0, 0, 0, 1)), -2)[..., :-1, :]
+    U = (G @ z) @ A.mT + (G.mT @ z) @ A
+    return U, G
+
+
+def symattn_vjp_all(z, A, V, G):
+    """VJP of the symplectic-attention update along V (softmax over all), from the saved softmax G: the gradients of <V, U> with respect to z and A.
+
+    Generated from:
+    Cd = V*A*z.T + z*A*V.T
+    K = SoftmaxJVP(G, Cd, all)
+    gz = G*V*A.T + K*z*A.T + G.T*V*A + K.T*z*A
+    gA = V.T*G*z + z.T*G*V + z.T*K*z
+    Verified by: symattn.layer_vjp
+    """
+    t0 = z.mT
+    t1 = V.mT
+    Cd = (V @ A) @ t0 + (z @ A) @ t1
+    K = G * (Cd - (G * Cd).sum((-2, -1), keepdim=True))
+    t2 = A.mT
+    gz = (G @ V) @ t2 + (K @ z) @ t2 + (G.mT @ V) @ A + (K.mT @ z) @ A
+    gA = (t1 @ G) @ z + (t0 @ G) @ V + (t0 @ K) @ z
+    return gz, gA
+
+
+def symattn_vjp_columns(z, A, V, G):
+    """VJP of the symplectic-attention update along V (softmax over columns), from the saved softmax G: the gradients of <V, U> with respect to z and A.
+
+    Generated from:
+    Cd = V*A*z.T + z*A*V.T
+    K = SoftmaxJVP(G, Cd, columns)
+    gz = G*V*A.T + K*z*A.T + G.T*V*A + K.T*z*A
+    gA = V.T*G*z + z.T*G*V + z.T*K*z
+    Verified by: symattn.layer_vjp
+    """
+    t0 = z.mT
+    t1 = V.mT
+    Cd = (V @ A) @ t0 + (z @ A) @ t1
+    K = G * (Cd - (G * Cd).sum(-2, keepdim=True))
+    t2 = A.mT
+    gz = (G @ V) @ t2 + (K @ z) @ t2 + (G.mT @ V) @ A + (K.mT @ z) @ A
+    gA = (t1 @ G) @ z + (t0 @ G) @ V + (t0 @ K) @ z
+    return gz, gA
+
+
 #: how many tensors each kernel returns (read by the autograd wrappers)
 N_OUTPUTS = {
     "cayley_matrix": 1,
@@ -470,4 +576,10 @@ N_OUTPUTS = {
     "vp_lowrank_exp_vjp": 2,
     "square_vjp": 1,
     "lift": 1,
+    "symattn_update_matrix_softmax": 2,
+    "symattn_update_vector_softmax": 2,
+    "symattn_update_matrix_one_softmax": 2,
+    "symattn_update_vector_one_softmax": 2,
+    "symattn_vjp_all": 2,
+    "symattn_vjp_columns": 2,
 }

@@ -56,6 +56,8 @@ from .expressions import (  # the expressions the kernels print
     x,
 )
 from .kernel_spec import KernelSpec
+from .symattn import ACTIVATIONS as SYMATTN_ACTIVATIONS
+from .symattn import Aw, Gw, V, update_bindings, vjp_bindings, z
 
 __all__ = ["KERNELS", "kernel", "expressions_hash"]
 
@@ -148,6 +150,36 @@ def _lowrank_specs() -> list["KernelSpec"]:
             returns=("gx", "gA"),
         ),
     ]
+
+
+def _symattn_specs() -> list[KernelSpec]:
+    specs = [
+        KernelSpec(
+            name=f"symattn_update_{activation}",
+            doc=f"Symplectic-attention update grad Sigma(z) for the {activation} potential in the row layout "
+            "(z: tokens as rows): C = z A z^T, G = the softmax of C, U = G z A^T + G^T z A; returns U and G.",
+            inputs={"z": z, "A": Aw},
+            outputs=update_bindings(activation),
+            dims={},
+            claims=["symattn.potential_gradient", "symattn.layer_symplectic"],
+            returns=("U", "G"),
+        )
+        for activation in SYMATTN_ACTIVATIONS
+    ]
+    specs += [
+        KernelSpec(
+            name=f"symattn_vjp_{over}",
+            doc=f"VJP of the symplectic-attention update along V (softmax over {over}), from the saved softmax G: "
+            "the gradients of <V, U> with respect to z and A.",
+            inputs={"z": z, "A": Aw, "V": V, "G": Gw},
+            outputs=vjp_bindings(over),
+            dims={},
+            claims=["symattn.layer_vjp"],
+            returns=("gz", "gA"),
+        )
+        for over in ("all", "columns")
+    ]
+    return specs
 
 
 KERNELS: list[KernelSpec] = [
@@ -272,6 +304,7 @@ KERNELS: list[KernelSpec] = [
         claims=["vec.right_multiplication", "lift.orthogonal", "lift.symplectic"],
         size_args=("d",),
     ),
+    *_symattn_specs(),
 ]
 
 

@@ -3,7 +3,10 @@ r"""The matrix-expression nodes the kernels need beyond SymPy's own, each with a
 * :class:`StrictLower`, :class:`StrictUpper`: ``tril(X, -1)``, ``triu(X, 1)``;
 * :class:`RealPart`: entrywise real part;
 * :class:`VectorMap`: a scalar function applied entrywise to a vector;
-* :class:`PairMatrix`: the matrix ``[f(v_j, v_k)]_{jk}`` built from a vector.
+* :class:`PairMatrix`: the matrix ``[f(v_j, v_k)]_{jk}`` built from a vector;
+* :class:`Softmax`: exp of every entry, normalised over all entries or over each column, optionally
+  with a ``1 +`` in the denominator (the "one softmax");
+* :class:`SoftmaxJVP`: the directional derivative of a :class:`Softmax` from its value.
 
 Each node carries its whole meaning beside its ``_latex``: ``explicit`` and ``_explicit_value`` (what
 :func:`geoattn.symbolic.interpreter.evaluate` computes) and ``_torchcode`` (what
@@ -14,11 +17,12 @@ printers call ``_latex`` or ``_pythoncode``). Adding a node touches its class on
 from __future__ import annotations
 
 import sympy as sp
+from sympy.core.symbol import Str
 from sympy.matrices.expressions import MatrixExpr
 
 from .algebra import UnaryMatrixExpr
 
-__all__ = ["StrictLower", "StrictUpper", "RealPart", "VectorMap", "PairMatrix"]
+__all__ = ["StrictLower", "StrictUpper", "RealPart", "VectorMap", "PairMatrix", "Softmax", "SoftmaxJVP"]
 
 
 class _Unary(UnaryMatrixExpr):
@@ -136,3 +140,125 @@ class PairMatrix(_VectorFunction):
 
     def _latex(self, printer):
         return r"\left[%s\right]_{jk}" % printer._print(self.fn.expr)
+
+
+#: how a :class:`Softmax` normalises: over every entry, or over each column (the index ``m`` of ``C_mn``)
+SOFTMAX_OVER = ("all", "columns")
+
+
+class Softmax(MatrixExpr):
+    r"""``exp`` of every entry of ``C``, normalised over ``over`` (``"all"`` entries or each of the ``"columns"``).
+
+    .. math::
+
+        \mathrm{softmax}_{\text{all}}(C)_{mn} = \frac{e^{C_{mn}}}{\epsilon + \sum_{m'n'} e^{C_{m'n'}}},\qquad
+        \mathrm{softmax}_{\text{columns}}(C)_{mn} = \frac{e^{C_{mn}}}{\epsilon + \sum_{m'} e^{C_{m'n}}},
+
+    with :math:`\epsilon = 1` for the one softmax (``one=True``) and 0 otherwise. In the row layout of the
+    kernels (``C = z A z^T`` with tokens as rows) a column is the dimension ``-2``.
+    """
+
+    def __new__(cls, arg, over: str = "all", one: bool = False):
+        if over not in SOFTMAX_OVER:
+            raise ValueError(f"Expected over in {SOFTMAX_OVER}. Got {over!r}.")
+        return super().__new__(cls, sp.sympify(arg), Str(over), sp.true if one else sp.false)
+
+    @property
+    def arg(self):
+        """The matrix of logits."""
+        return self.args[0]
+
+    @property
+    def over(self) -> str:
+        """``"all"`` or ``"columns"``."""
+        return self.args[1].name
+
+    @property
+    def one(self) -> bool:
+        """Whether the denominator has the extra ``1 +``."""
+        return bool(self.args[2])
+
+    @property
+    def shape(self):
+        """That of the logits."""
+        return self.arg.shape
+
+    def explicit(self, m: sp.Matrix) -> sp.Matrix:
+        """The softmax of an explicit matrix (entries ``exp(m_ij)``, kept exact)."""
+        e = m.applyfunc(sp.exp)
+        eps = 1 if self.one else 0
+        if self.over == "all":
+            total = eps + sum(e)
+            return e.applyfunc(lambda x: x / total)
+        cols = [eps + sum(e[:, j]) for j in range(e.cols)]
+        return sp.Matrix(e.rows, e.cols, lambda i, j: e[i, j] / cols[j])
+
+    def _explicit_value(self, rec):
+        return self.explicit(rec(self.arg))
+
+    def _latex(self, printer):
+        sub = r"\text{all}" if self.over == "all" else r"\text{col}"
+        sup = "^{+1}" if self.one else ""
+        return r"\mathrm{softmax}_{%s}%s\left(%s\right)" % (sub, sup, printer._print(self.arg))
+
+    def _torchcode(self, printer):
+        c = printer.print_arg(self.arg)
+        if self.over == "all":
+            if self.one:  # an extra zero logit carries the 1
+                return f"torch.softmax(torch.nn.functional.pad({c}.flatten(-2), (0, 1)), -1)[..., :-1].view_as({c})"
+            return f"torch.softmax({c}.flatten(-2), -1).view_as({c})"
+        if self.one:
+            return f"torch.softmax(torch.nn.functional.pad({c}, (0, 0, 0, 1)), -2)[..., :-1, :]"
+        return f"torch.softmax({c}, -2)"
+
+
+class SoftmaxJVP(MatrixExpr):
+    r"""The derivative of a softmax along ``D``, from its value ``G`` (the same for the one softmax).
+
+    .. math::
+
+        \text{all}:\ G\odot D - G\,\langle G, D\rangle,\qquad
+        \text{columns}:\ G\odot\bigl(D - \mathbf{1}\,\mathbf{1}^T(G\odot D)\bigr).
+
+    It is the Hessian of the potential ``f`` with :math:`\nabla f = G` applied to ``D`` (ledger
+    ``symattn.layer_vjp``).
+    """
+
+    def __new__(cls, g, direction, over: str = "all"):
+        if over not in SOFTMAX_OVER:
+            raise ValueError(f"Expected over in {SOFTMAX_OVER}. Got {over!r}.")
+        return super().__new__(cls, sp.sympify(g), sp.sympify(direction), Str(over))
+
+    @property
+    def over(self) -> str:
+        """``"all"`` or ``"columns"``."""
+        return self.args[2].name
+
+    @property
+    def shape(self):
+        """That of the softmax value."""
+        return self.args[0].shape
+
+    def explicit(self, g: sp.Matrix, dm: sp.Matrix) -> sp.Matrix:
+        """The derivative at explicit ``G`` and ``D``."""
+        h = g.multiply_elementwise(dm)
+        if self.over == "all":
+            inner = sum(h)
+            return sp.Matrix(g.rows, g.cols, lambda i, j: g[i, j] * (dm[i, j] - inner))
+        cols = [sum(h[:, j]) for j in range(h.cols)]
+        return sp.Matrix(g.rows, g.cols, lambda i, j: g[i, j] * (dm[i, j] - cols[j]))
+
+    def _explicit_value(self, rec):
+        return self.explicit(rec(self.args[0]), rec(self.args[1]))
+
+    def _latex(self, printer):
+        g, dm = (printer._print(a) for a in self.args[:2])
+        if self.over == "all":
+            return r"%s\odot %s - %s\langle %s, %s\rangle" % (g, dm, g, g, dm)
+        return r"%s\odot\left(%s - \mathbf{1}\mathbf{1}^T(%s\odot %s)\right)" % (g, dm, g, dm)
+
+    def _torchcode(self, printer):
+        g = printer.print_arg(self.args[0])
+        dm = printer.print_arg(self.args[1])
+        dims = "(-2, -1)" if self.over == "all" else "-2"
+        return f"{printer.wrap(g)} * ({dm} - ({g} * {dm}).sum({dims}, keepdim=True))"
