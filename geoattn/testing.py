@@ -57,6 +57,7 @@ __all__ = [
     "assert_orthogonal",
     "PROPERTIES",
     "assert_preserves",
+    "preserves_cases",
 ]
 
 Fn = Callable[[torch.Tensor], torch.Tensor]
@@ -294,3 +295,41 @@ def assert_preserves(module: torch.nn.Module, x: torch.Tensor, *, k: float = _DE
             continue
         raise AssertionError(f"{type(module).__name__} declares {prop!r} refuted ({', '.join(ids)}), but it holds at x; "
                              f"pass a generic x (random, full rank).")
+
+
+def preserves_cases() -> list[tuple[str, Callable[[], torch.nn.Module], tuple[int, ...]]]:
+    """One ``(label, build, input_shape)`` per public layer and model of :mod:`geoattn.nn` and
+    :mod:`geoattn.models` and per variant whose declarations differ (the preserves table of the docs and
+    the parametrized preserves test both read it). ``Skew`` (a parametrization) and ``Integrator`` (the
+    abstract base) have none."""
+    import geoattn.models as M
+    import geoattn.nn as N
+
+    return [
+        ("VolumePreservingAttention(dim)", lambda: N.VolumePreservingAttention(3), (2, 5, 3)),
+        ("VolumePreservingAttention(dim, activation='exp')", lambda: N.VolumePreservingAttention(3, activation="exp"),
+         (2, 5, 3)),
+        ("VolumePreservingAttention(dim, skew_sym=False)", lambda: N.VolumePreservingAttention(3, skew_sym=False),
+         (2, 5, 3)),
+        ("OrthonormalAttention", lambda: N.OrthonormalAttention(4), (2, 5, 4)),
+        ("LinearSymplecticAttention", lambda: N.LinearSymplecticAttention(3), (2, 3, 4)),
+        ("SymplecticAttention(dim)", lambda: N.SymplecticAttention(4), (2, 5, 4)),
+        ("SymplecticAttention(dim, activation='vector_one_softmax', symmetric=False)",
+         lambda: N.SymplecticAttention(4, activation="vector_one_softmax", symmetric=False, update="q"), (2, 5, 4)),
+        ("MultiHeadAttention", lambda: N.MultiHeadAttention(4, 2), (2, 3, 4)),
+        ("Attention", lambda: N.Attention(4), (2, 3, 4)),
+        ("TriangularResidual", lambda: M.TriangularResidual(3), (2, 4, 3)),
+        ("VolumePreservingFeedForward", lambda: M.VolumePreservingFeedForward(3, n_blocks=2), (2, 4, 3)),
+        ("GradientLayer", lambda: M.GradientLayer(4, 8), (2, 3, 4)),
+        ("SympNet", lambda: M.SympNet(4), (2, 3, 4)),
+        ("VolumePreservingTransformer(skew_sym=True)", lambda: M.VolumePreservingTransformer(3, 3, depth=2),
+         (2, 3, 3)),
+        ("VolumePreservingTransformer(skew_sym=False)", lambda: M.VolumePreservingTransformer(3, 3, skew_sym=False),
+         (2, 3, 3)),
+        ("LinearSymplecticTransformer", lambda: M.LinearSymplecticTransformer(4, 3), (2, 3, 4)),
+        ("SymplecticTransformer", lambda: M.SymplecticTransformer(4, 3, activation="vector_softmax"), (2, 3, 4)),
+        ("VolumePreservingFeedForwardIntegrator", lambda: M.VolumePreservingFeedForwardIntegrator(3), (2, 1, 3)),
+        ("SympNetIntegrator", lambda: M.SympNetIntegrator(4), (2, 1, 4)),
+        ("StandardTransformerIntegrator", lambda: M.StandardTransformerIntegrator(4, 3), (2, 3, 4)),
+        ("ResNetIntegrator", lambda: M.ResNetIntegrator(3), (2, 1, 3)),
+    ]

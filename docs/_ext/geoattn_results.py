@@ -119,27 +119,9 @@ def _preserves_table() -> str:
 
     import geoattn.models as M
     import geoattn.nn as N
+    from geoattn.testing import preserves_cases
 
-    variants = [
-        ("VolumePreservingAttention(dim)", N.VolumePreservingAttention(3)),
-        ("VolumePreservingAttention(dim, activation='exp')", N.VolumePreservingAttention(3, activation="exp")),
-        ("VolumePreservingAttention(dim, skew_sym=False)", N.VolumePreservingAttention(3, skew_sym=False)),
-        ("OrthonormalAttention", N.OrthonormalAttention(4)),
-        ("LinearSymplecticAttention", N.LinearSymplecticAttention(3)),
-        ("MultiHeadAttention", N.MultiHeadAttention(4, 2)),
-        ("Attention", N.Attention(4)),
-        ("TriangularResidual", M.TriangularResidual(3)),
-        ("VolumePreservingFeedForward", M.VolumePreservingFeedForward(3)),
-        ("GradientLayer", M.GradientLayer(4, 8)),
-        ("SympNet", M.SympNet(4)),
-        ("VolumePreservingTransformer(skew_sym=True)", M.VolumePreservingTransformer(3, 3)),
-        ("VolumePreservingTransformer(skew_sym=False)", M.VolumePreservingTransformer(3, 3, skew_sym=False)),
-        ("LinearSymplecticTransformer", M.LinearSymplecticTransformer(4, 3)),
-        ("VolumePreservingFeedForwardIntegrator", M.VolumePreservingFeedForwardIntegrator(3)),
-        ("SympNetIntegrator", M.SympNetIntegrator(4)),
-        ("StandardTransformerIntegrator", M.StandardTransformerIntegrator(4, 3)),
-        ("ResNetIntegrator", M.ResNetIntegrator(3)),
-    ]
+    variants = [(label, build()) for label, build, _ in preserves_cases()]
 
     public = {name for mod in (N, M) for name in mod.__all__
               if isinstance(getattr(mod, name), type) and issubclass(getattr(mod, name), torch.nn.Module)}

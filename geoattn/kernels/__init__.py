@@ -40,9 +40,11 @@ from ._functions import (
 
 #: the activations of :func:`vp_attention` (and of :class:`geoattn.nn.VolumePreservingAttention`)
 from ._lowrank import ACTIVATIONS as VP_ACTIVATIONS
+from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
 
 __all__ = [
     "VP_ACTIVATIONS",
+    "SYMATTN_ACTIVATIONS",
     "KernelShapeError",
     "KernelDtypeError",
     "cayley",
@@ -53,6 +55,8 @@ __all__ = [
     "vp_correlation_lower",
     "exp_skew",
     "lsa_update",
+    "symattn_update",
+    "symattn_potential",
     "lift",
     "vp_attention",
 ]
@@ -221,6 +225,59 @@ def lsa_update(q: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     check_square("A", A)
     check_matmul("A", A, "q", q)
     return gen.lsa_update(q, A)
+
+
+def _check_symattn(z: torch.Tensor, A: torch.Tensor, activation: str) -> None:
+    if activation not in SYMATTN_ACTIVATIONS:
+        raise KernelShapeError(f"Expected activation in {tuple(SYMATTN_ACTIVATIONS)}. Got {activation!r}.")
+    check_float("z", z)
+    check_float("A", A)
+    check_square("A", A)
+    if z.dim() < 2:
+        raise KernelShapeError(f"Expected z of shape (..., T, n). Got shape {tuple(z.shape)}.")
+    if A.shape[-1] != z.shape[-1]:
+        raise KernelShapeError(f"Expected A of shape ({z.shape[-1]}, {z.shape[-1]}) for z with n = {z.shape[-1]} "
+                               f"features. Got shape {tuple(A.shape)}.")
+    if z.dtype != A.dtype:
+        raise KernelDtypeError(f"Expected z and A of one dtype. Got {z.dtype} and {A.dtype}.")
+
+
+@half_in_float32
+def symattn_update(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax") -> torch.Tensor:
+    r"""The symplectic-attention update :math:`\nabla_z\Sigma(z) = GzA^T + G^TzA`, :math:`G = \mathrm{softmax}(zAz^T)`.
+
+    ``z`` is ``(..., T, n)`` (tokens as rows: the transpose of the seeds' :math:`Q`), ``A`` is ``(n, n)``
+    (or batched like ``z``); ``activation`` is one of :data:`SYMATTN_ACTIVATIONS`: the softmax over all
+    entries of :math:`C` (``matrix_*``) or over each column (``vector_*``, the index :math:`m` of
+    :math:`C_{mn}`), with the one softmax's extra 1 in the denominator for ``*_one_softmax``. The update is
+    the gradient of :func:`symattn_potential` (ledger ``symattn.potential_gradient``); its backward is the
+    generated VJP (``symattn.layer_vjp``).
+
+    Examples
+    --------
+    >>> z = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
+    >>> A = torch.randn(3, 3, dtype=torch.float64)
+    >>> grad, = torch.autograd.grad(symattn_potential(z, A).sum(), z)
+    >>> torch.allclose(symattn_update(z, A), grad)
+    True
+    """
+    _check_symattn(z, A, activation)
+    return symattn_forward(z, A, activation)
+
+
+@half_in_float32
+def symattn_potential(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax") -> torch.Tensor:
+    r"""The potential :math:`\Sigma(z)` of :func:`symattn_update`, one value per sequence: shape ``z.shape[:-2]``.
+
+    .. math::
+
+        \text{matrix}:\ \log\bigl(\epsilon + \textstyle\sum_{mn} e^{C_{mn}}\bigr),\qquad
+        \text{vector}:\ \sum_n\log\bigl(\epsilon + \textstyle\sum_{m} e^{C_{mn}}\bigr),\qquad C = zAz^T,
+
+    with :math:`\epsilon = 1` for the one softmax and 0 otherwise.
+    """
+    _check_symattn(z, A, activation)
+    return symattn_potential_value(z, A, activation)
 
 
 def lift(Lam: torch.Tensor, d: int) -> torch.Tensor:

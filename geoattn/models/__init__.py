@@ -9,7 +9,7 @@ trained.
 What each model's whole map preserves:
 
 * :class:`VolumePreservingTransformer`: volume with ``skew_sym=True``; nothing with ``skew_sym=False``;
-* :class:`LinearSymplecticTransformer`: the symplectic product structure (and volume);
+* :class:`LinearSymplecticTransformer`, :class:`SymplecticTransformer`: the symplectic product structure (and volume);
 * :class:`SympNetIntegrator`: the symplectic structure (and volume);
 * :class:`VolumePreservingFeedForwardIntegrator`: volume;
 * :class:`StandardTransformerIntegrator`, :class:`ResNetIntegrator`: nothing.
@@ -27,6 +27,7 @@ from .integrators import (
     VolumePreservingTransformer,
     rollout,
 )
+from .symplectic import SymplecticTransformer
 from .sympnet import GradientLayer, SympNet
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Integrator",
     "VolumePreservingTransformer",
     "LinearSymplecticTransformer",
+    "SymplecticTransformer",
     "StandardTransformerIntegrator",
     "ResNetIntegrator",
     "SympNetIntegrator",

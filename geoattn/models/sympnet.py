@@ -82,13 +82,20 @@ class GradientLayer(nn.Module):
         r""":math:`\nabla V(q) = K^T(a\odot\sigma(Kq + b))`, batched over leading dimensions."""
         return (self.scale * self.activation(q @ self.weight.mT + self.bias)) @ self.weight
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def _shear(self, x: torch.Tensor, sign: float) -> torch.Tensor:
         check_state(self, x, self.sys_dim, self.weight.dtype)
         n = self.sys_dim // 2
         q, p = x[..., :n], x[..., n:]
         if self.update == "p":
-            return torch.cat([q, p + self.potential_gradient(q)], dim=-1)
-        return torch.cat([q + self.potential_gradient(p), p], dim=-1)
+            return torch.cat([q, p + sign * self.potential_gradient(q)], dim=-1)
+        return torch.cat([q + sign * self.potential_gradient(p), p], dim=-1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._shear(x, 1.0)
+
+    def inverse(self, y: torch.Tensor) -> torch.Tensor:
+        r"""The inverse shear :math:`(q, p) \mapsto (q, p - \nabla V(q))` (``update="p"``), exact up to rounding."""
+        return self._shear(y, -1.0)
 
     def extra_repr(self) -> str:
         return f"sys_dim={self.sys_dim}, upscaling_dim={self.upscaling_dim}, update={self.update!r}"

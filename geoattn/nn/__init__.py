@@ -16,6 +16,7 @@ from .attention import Attention, attention_weights
 from .linear_symplectic import LinearSymplecticAttention
 from .multihead import MultiHeadAttention
 from .orthonormal import OrthonormalAttention
+from .symplectic_attention import SymplecticAttention
 from .volume_preserving import Skew, VolumePreservingAttention
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "VolumePreservingAttention",
     "OrthonormalAttention",
     "LinearSymplecticAttention",
+    "SymplecticAttention",
     "Skew",
     "attention_weights",
     "LayerShapeError",

@@ -81,14 +81,22 @@ class LinearSymplecticAttention(nn.Module):
         r"""Entries the map uses: :math:`T(T+1)/2`, the symmetric part of the stored :math:`T\times T` weight."""
         return self.seq_len * (self.seq_len + 1) // 2
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x``: ``(batch, seq_len, 2n)`` or ``(seq_len, 2n)``; returns the same shape."""
-        check_sequence(self, "x", x, seq_len=self.seq_len, even=True, dtype=self.weight.dtype)
+    def _shear(self, x: torch.Tensor, sign: float, name: str) -> torch.Tensor:
+        check_sequence(self, name, x, seq_len=self.seq_len, even=True, dtype=self.weight.dtype)
         n = x.shape[-1] // 2
         q, p = x[..., :n], x[..., n:]
         if self.update == "p":
-            return torch.cat([q, p + K.lsa_update(q, self.weight)], dim=-1)
-        return torch.cat([q + K.lsa_update(p, self.weight), p], dim=-1)
+            return torch.cat([q, p + sign * K.lsa_update(q, self.weight)], dim=-1)
+        return torch.cat([q + sign * K.lsa_update(p, self.weight), p], dim=-1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: ``(batch, seq_len, 2n)`` or ``(seq_len, 2n)``; returns the same shape."""
+        return self._shear(x, 1.0, "x")
+
+    def inverse(self, y: torch.Tensor) -> torch.Tensor:
+        r"""The inverse map :math:`(Q, P) \mapsto (Q, P - Q\bar A)` (for ``update="p"``; exact up to rounding,
+        since the half the update reads is unchanged)."""
+        return self._shear(y, -1.0, "y")
 
     def extra_repr(self) -> str:
         return f"seq_len={self.seq_len}, update={self.update!r}"

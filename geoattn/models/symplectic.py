@@ -1,0 +1,99 @@
+r"""The symplectic transformer: nonlinear symplectic attention and SympNet gradient layers."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import torch
+from torch import nn
+
+from ..nn import SymplecticAttention
+from ..nn._common import check_positive_int
+from ._common import check_even_sys_dim, check_nonnegative_int
+from .integrators import Integrator
+from .sympnet import GradientLayer
+
+__all__ = ["SymplecticTransformer"]
+
+
+class SymplecticTransformer(Integrator):
+    r"""Symplectic attention (:class:`~geoattn.nn.SymplecticAttention`) and SympNet gradient layers.
+
+    Each of the ``depth`` blocks is a symplectic attention layer updating :math:`q` from :math:`p`,
+    ``n_sympnet`` :class:`~geoattn.models.GradientLayer` layers (alternating ``q``, ``p``), a symplectic
+    attention layer updating :math:`p` from :math:`q` and ``n_sympnet`` more, in the order of
+    :class:`LinearSymplecticTransformer`. The attention layers couple the time steps of the window
+    nonlinearly (through the softmax of :math:`C = zAz^T`), where the linear symplectic transformer
+    couples them with a fixed :math:`T\times T` matrix.
+
+    What the whole map preserves: every factor is a shear by the gradient of a scalar potential
+    (``symattn.layer_symplectic``, ``models.gradient_layer_symplectic``), so the window map is symplectic
+    for the product structure of the sequence, hence volume-preserving. It is not orthogonal.
+
+    Parameters
+    ----------
+    sys_dim : int
+        :math:`2n`, even.
+    seq_len : int
+    depth : int
+    n_sympnet : int
+        gradient layers after each attention layer.
+    upscaling_dim : int, optional
+        width of the gradient layers (default ``2 * sys_dim``).
+    activation : str
+        of the attention layers, one of :data:`geoattn.kernels.SYMATTN_ACTIVATIONS`.
+    symmetric : bool
+        symmetric weightings in the attention layers.
+    sympnet_activation : str or nn.Module
+        of the gradient layers.
+    device, dtype :
+        of the parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geoattn.testing import assert_symplectic
+    >>> model = SymplecticTransformer(4, 3, dtype=torch.float64)
+    >>> x = torch.randn(2, 3, 4, dtype=torch.float64)
+    >>> assert_symplectic(model, x)
+    >>> bool((model.inverse(model(x)) - x).abs().max() < 1e-12)
+    True
+    """
+
+    preserves = MappingProxyType({"symplectic": ("symattn.layer_symplectic", "models.gradient_layer_symplectic",
+                                                 "symattn.gradient_shear_symplectic")})
+
+    def __init__(self, sys_dim: int, seq_len: int, *, depth: int = 1, n_sympnet: int = 2,
+                 upscaling_dim: int | None = None, activation: str = "matrix_softmax", symmetric: bool = True,
+                 sympnet_activation="tanh", device=None, dtype=None) -> None:
+        super().__init__()
+        self.sys_dim = check_even_sys_dim(check_positive_int("sys_dim", sys_dim))
+        self.seq_len = check_positive_int("seq_len", seq_len)
+        self.depth = check_positive_int("depth", depth)
+        self.n_sympnet = check_nonnegative_int("n_sympnet", n_sympnet)
+        m = 2 * sys_dim if upscaling_dim is None else check_positive_int("upscaling_dim", upscaling_dim)
+        self.activation, self.symmetric = activation, symmetric
+        kw = {"device": device, "dtype": dtype}
+        layers = []
+        for _ in range(depth):
+            for update in ("q", "p"):
+                layers.append(SymplecticAttention(sys_dim, update=update, activation=activation, symmetric=symmetric,
+                                                  **kw))
+                for i in range(n_sympnet):
+                    layers.append(GradientLayer(sys_dim, m, update="qp"[i % 2], activation=sympnet_activation, **kw))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check(x)
+        return self.layers(x)
+
+    def inverse(self, y: torch.Tensor) -> torch.Tensor:
+        """The inverse window map: the layers' inverses in reverse order (exact up to rounding)."""
+        self._check(y)
+        for layer in reversed(self.layers):
+            y = layer.inverse(y)
+        return y
+
+    def extra_repr(self) -> str:
+        return (f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, depth={self.depth}, n_sympnet={self.n_sympnet}, "
+                f"activation={self.activation!r}, symmetric={self.symmetric}")
