@@ -5,7 +5,7 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: 9fa4412c5208935e8b10cbb5a817567abd463e8759bb2c0ee626633116a93972
+expressions-sha256: b81897d4c2b6ee5e36f108390b73886b3b92c719ab9d6bf4ab933316c98b2df4
 printer-version: 2
 
 Sources (kernel: expression  [ledger claims]):
@@ -37,8 +37,8 @@ Sources (kernel: expression  [ledger claims]):
   symattn_update_vector_softmax: C = z*A*z.T; G = Softmax(C, columns, False); U = G*z*A.T + G.T*z*A  [symattn.potential_gradient, symattn.layer_symplectic]
   symattn_update_matrix_one_softmax: C = z*A*z.T; G = Softmax(C, all, True); U = G*z*A.T + G.T*z*A  [symattn.potential_gradient, symattn.layer_symplectic]
   symattn_update_vector_one_softmax: C = z*A*z.T; G = Softmax(C, columns, True); U = G*z*A.T + G.T*z*A  [symattn.potential_gradient, symattn.layer_symplectic]
-  symattn_vjp_all: Cd = V*A*z.T + z*A*V.T; K = SoftmaxJVP(G, Cd, all); gz = G*V*A.T + K*z*A.T + G.T*V*A + K.T*z*A; gA = V.T*G*z + z.T*G*V + z.T*K*z  [symattn.layer_vjp]
-  symattn_vjp_columns: Cd = V*A*z.T + z*A*V.T; K = SoftmaxJVP(G, Cd, columns); gz = G*V*A.T + K*z*A.T + G.T*V*A + K.T*z*A; gA = V.T*G*z + z.T*G*V + z.T*K*z  [symattn.layer_vjp]
+  symattn_vjp_all: Cd = V*A*z.T + z*A*V.T; K = SoftmaxJVP(G, Cd, all); P = G*V + K*z; H = G.T*V; R = H + K.T*z; gz = P*A.T + R*A; gA = H.T*z + z.T*P  [symattn.layer_vjp]
+  symattn_vjp_columns: Cd = V*A*z.T + z*A*V.T; K = SoftmaxJVP(G, Cd, columns); P = G*V + K*z; H = G.T*V; R = H + K.T*z; gz = P*A.T + R*A; gA = H.T*z + z.T*P  [symattn.layer_vjp]
 """
 
 import math
@@ -516,17 +516,21 @@ def symattn_vjp_all(z, A, V, G):
     Generated from:
     Cd = V*A*z.T + z*A*V.T
     K = SoftmaxJVP(G, Cd, all)
-    gz = G*V*A.T + K*z*A.T + G.T*V*A + K.T*z*A
-    gA = V.T*G*z + z.T*G*V + z.T*K*z
+    P = G*V + K*z
+    H = G.T*V
+    R = H + K.T*z
+    gz = P*A.T + R*A
+    gA = H.T*z + z.T*P
     Verified by: symattn.layer_vjp
     """
     t0 = z.mT
-    t1 = V.mT
-    Cd = (V @ A) @ t0 + (z @ A) @ t1
+    Cd = (V @ A) @ t0 + (z @ A) @ V.mT
     K = G * (Cd - (G * Cd).sum((-2, -1), keepdim=True))
-    t2 = A.mT
-    gz = (G @ V) @ t2 + (K @ z) @ t2 + (G.mT @ V) @ A + (K.mT @ z) @ A
-    gA = (t1 @ G) @ z + (t0 @ G) @ V + (t0 @ K) @ z
+    P = G @ V + K @ z
+    H = G.mT @ V
+    R = K.mT @ z + H
+    gz = P @ A.mT + R @ A
+    gA = H.mT @ z + t0 @ P
     return gz, gA
 
 
@@ -536,17 +540,21 @@ def symattn_vjp_columns(z, A, V, G):
     Generated from:
     Cd = V*A*z.T + z*A*V.T
     K = SoftmaxJVP(G, Cd, columns)
-    gz = G*V*A.T + K*z*A.T + G.T*V*A + K.T*z*A
-    gA = V.T*G*z + z.T*G*V + z.T*K*z
+    P = G*V + K*z
+    H = G.T*V
+    R = H + K.T*z
+    gz = P*A.T + R*A
+    gA = H.T*z + z.T*P
     Verified by: symattn.layer_vjp
     """
     t0 = z.mT
-    t1 = V.mT
-    Cd = (V @ A) @ t0 + (z @ A) @ t1
+    Cd = (V @ A) @ t0 + (z @ A) @ V.mT
     K = G * (Cd - (G * Cd).sum(-2, keepdim=True))
-    t2 = A.mT
-    gz = (G @ V) @ t2 + (K @ z) @ t2 + (G.mT @ V) @ A + (K.mT @ z) @ A
-    gA = (t1 @ G) @ z + (t0 @ G) @ V + (t0 @ K) @ z
+    P = G @ V + K @ z
+    H = G.mT @ V
+    R = K.mT @ z + H
+    gz = P @ A.mT + R @ A
+    gA = H.mT @ z + t0 @ P
     return gz, gA
 
 

@@ -46,6 +46,9 @@ Gw = MatrixSymbol("G", T, T)
 _C = MatrixSymbol("C", T, T)
 _Cd = MatrixSymbol("Cd", T, T)
 _K = MatrixSymbol("K", T, T)
+_P = MatrixSymbol("P", T, d)
+_H = MatrixSymbol("H", T, d)
+_R = MatrixSymbol("R", T, d)
 
 
 def update_bindings(activation: str) -> list[tuple[str, object]]:
@@ -60,9 +63,14 @@ def update_bindings(activation: str) -> list[tuple[str, object]]:
 
 def vjp_bindings(over: str) -> list[tuple[str, object]]:
     """The VJP of the update along ``V`` from the saved softmax ``G`` (the same for the one softmax)."""
+    # grouped so that each T x T factor multiplies once: P = Kz + GV, H = G^T V, R = K^T z + H;
+    # gz = P A^T + R A and gA = z^T P + H^T z (ledger symattn.layer_vjp checks the bindings as printed)
     return [
         ("Cd", V * Aw * z.T + z * Aw * V.T),
         ("K", SoftmaxJVP(Gw, _Cd, over)),
-        ("gz", _K * z * Aw.T + _K.T * z * Aw + Gw * V * Aw.T + Gw.T * V * Aw),
-        ("gA", z.T * _K * z + V.T * Gw * z + z.T * Gw * V),
+        ("P", _K * z + Gw * V),
+        ("H", Gw.T * V),
+        ("R", _K.T * z + _H),
+        ("gz", _P * Aw.T + _R * Aw),
+        ("gA", z.T * _P + _H.T * z),
     ]
