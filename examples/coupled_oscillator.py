@@ -1,6 +1,6 @@
 r"""
-Linear symplectic transformers on coupled oscillators
-=====================================================
+Symplectic transformers on coupled oscillators
+==============================================
 
 The coupled-oscillator tutorial of GeometricMachineLearning.jl as the
 reference configuration: two masses :math:`(2, 1)` on springs :math:`1.5`
@@ -18,7 +18,9 @@ Gaussian noise of 5 % of the data's root mean square on the input windows
 (``--input-noise 0 --budget 0.25`` is the tutorial's). The models: the
 linear symplectic transformer (``n_sympnet=2``, one block, gradient layers of
 width 8), the standard transformer (two heads, one block, two residual
-layers) and a SympNet of four gradient layers of width 8.
+layers), a SympNet of four gradient layers of width 8, and the nonlinear symplectic transformer
+(:class:`~geoattn.models.SymplecticTransformer`: symplectic attention with the matrix softmax and a
+symmetric weighting in place of the linear attention, otherwise the LST's layout).
 
 Every model is trained with several seeds and rolled out to :math:`t = 300`
 from held-out initial conditions (fresh draws from the same cube): relative
@@ -63,6 +65,9 @@ MODELS = {
         "sys_dim": 4, "seq_len": SEQ_LEN, "transformer_dim": 4, "n_heads": 2, "depth": 1, "n_blocks": 2,
         "positional": False}),
     "SympNet": ModelSpec("SympNetIntegrator", {"sys_dim": 4, "n_layers": 2, "upscaling_dim": 8}),
+    "symplectic transformer": ModelSpec("SymplecticTransformer", {
+        "sys_dim": 4, "seq_len": SEQ_LEN, "n_sympnet": 2, "depth": 1, "upscaling_dim": 8,
+        "activation": "matrix_softmax", "symmetric": True}),
 }
 
 #: the tutorial's batch and learning rates (from LR to LR * LR_DECAY); its 2,000 epochs are --budget 0.25

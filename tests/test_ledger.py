@@ -122,6 +122,8 @@ def test_statements_have_sources_and_latex():
             assert c.source.startswith("kernel"), c.source
         elif c.family in ("models", "systems"):  # claims the models and the training data rest on
             assert c.source.startswith(("geoattn.", "rigid-body benchmark", "corrected form of")), c.source
+        elif c.family == "symattn" and not c.corrects:  # the Julia package as written, or geoattn's own layer
+            assert c.source.startswith(("GeometricMachineLearning.jl@edb632b3 ", "geoattn.")), c.source
         elif not c.corrects:
             assert re.search(r"\d{3}_[0-9a-f]+\.txt", c.source), c.source
 
@@ -132,9 +134,10 @@ def test_ledger_order_is_pinned():
     kernels = [c.id for c in symbolic.all_claims("kernels")]
     assert kernels[:3] == ["kernels.cayley_left_solve", "cayley.apply_form", "cayley.vjp"]
     assert kernels[-3:] == ["vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp"]
-    assert ids[0] == "cayley.well_defined" and len(ids) == len(set(ids)) == 71
+    assert ids[0] == "cayley.well_defined" and len(ids) == len(set(ids)) == 86
     assert [f for f in symbolic.families()] == ["cayley", "vectorisation", "volume_preserving", "exponential",
-                                                "linear_symplectic", "multihead", "kernels", "models", "systems"]
+                                                "linear_symplectic", "multihead", "kernels", "models", "systems",
+                                                "symattn"]
 
 
 def test_every_claims_module_is_in_the_family_table():
@@ -177,4 +180,4 @@ def test_ledger_builder_refuses_a_broken_table(defect, match, monkeypatch):
     finally:
         monkeypatch.undo()
         ledger._ledger.cache_clear()
-    assert len(symbolic.all_claims()) == 71
+    assert len(symbolic.all_claims()) == 86

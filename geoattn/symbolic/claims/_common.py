@@ -81,20 +81,21 @@ class Sizes:
     """Where a stage of a :class:`Policy` runs: explicit size dicts, or a grid of per-symbol values.
 
     Build it with :func:`grid` (cartesian product, smallest total first; a :class:`Grows` value
-    grows with depth) or :func:`at_sizes` (the dicts as given).
+    grows with depth) or :func:`at_sizes` (the dicts as given, then the ``deep`` ones above depth 1).
     """
 
     fixed: tuple[dict, ...] = ()
     ranges: tuple[tuple[str, object], ...] = ()
+    deep: tuple[dict, ...] = ()
 
     def at(self, ctx) -> list[dict]:
         if not self.ranges:
-            return [dict(s) for s in self.fixed]
+            return [dict(s) for s in self.fixed + (self.deep if ctx.depth > 1 else ())]
         resolved = {k: (v.at(ctx) if isinstance(v, Grows) else v) for k, v in self.ranges}
         return sizes(**resolved)
 
     def __bool__(self) -> bool:
-        return bool(self.fixed or self.ranges)
+        return bool(self.fixed or self.ranges or self.deep)
 
 
 def grid(**ranges) -> Sizes:
@@ -102,9 +103,9 @@ def grid(**ranges) -> Sizes:
     return Sizes(ranges=tuple((k, v if isinstance(v, Grows) else tuple(v)) for k, v in ranges.items()))
 
 
-def at_sizes(*dicts: dict) -> Sizes:
-    """Exactly these sizes, in this order."""
-    return Sizes(fixed=tuple(dicts))
+def at_sizes(*dicts: dict, deep: Sequence[dict] = ()) -> Sizes:
+    """Exactly these sizes, in this order; above depth 1 followed by the ``deep`` ones."""
+    return Sizes(fixed=tuple(dicts), deep=tuple(deep))
 
 
 NOWHERE = Sizes()
@@ -344,21 +345,3 @@ def shape_evidence(ctx, build, concrete_sizes, *, expect_shape=None, name="produ
 def kernel_eval(expr, values: dict, size: dict):
     """A kernel expression at explicit matrices, with the sizes ``T`` and ``d`` (default 1) of ``size``."""
     return ex.evaluate(expr, values, {ex.T: size["T"], ex.d: size.get("d", 1)})
-
-
-def standard(ctx, *, ident=None, random_sizes=(), points=3, prove=None, exact_sizes=(), **kw) -> list[Evidence]:
-    """Transitional: the stages of :class:`Policy` from keyword arguments (to be removed)."""
-    return _run_stages(
-        ctx,
-        ident=ident,
-        random_sizes=list(random_sizes),
-        points=points,
-        prove=prove,
-        exact_sizes=list(exact_sizes),
-        exact_method=kw.get("exact_method", "exact symbolic identity at explicit sizes"),
-        certify_sizes=list(kw.get("certify_sizes", ())),
-        certify_points=kw.get("certify_points", 6),
-        degree_bound=kw.get("degree_bound"),
-        certify_method=kw.get("certify_method", "exact evaluation at random integer points"),
-        always_exact=kw.get("always_exact", False),
-    )

@@ -13,9 +13,10 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
+from ._common import Policy
 from ._free_algebra import Gt, Q, Qt, R, W, compose, nc_equal, to_nc
 from ._lowrank_exact import (
-    backward_evidence,
+    SEARCH_SIZES,
     backward_variables,
     SOURCE,
     Gy,
@@ -164,24 +165,31 @@ DUAL_SIZE = {"T": 3, "k": 2, "d": 2, "r": 2}
 EXACT_SIZES = [{"T": 2, "k": 2, "d": 2, "r": 2}]
 
 
-def _check_cayley_vjp(ctx, bindings=None) -> list[Evidence]:
-    evidence = backward_evidence(ctx, cayley_vjp_identity(bindings), lambda: cayley_vjp_derivation(bindings))
-    if any(e.level is Level.REFUTED for e in evidence):
+def _then_field_and_dual(policy: Policy, bindings=None):
+    """``policy`` (search and derivation), then, unless it refutes, the exact identity in the field of rational
+    functions (its counterexample replaces the evidence) and the dual-number check of the chain-rule reference
+    (noted on the first evidence when it agrees)."""
+
+    def check(ctx) -> list[Evidence]:
+        evidence = policy(ctx)
+        if any(e.level is Level.REFUTED for e in evidence):
+            return evidence
+        exact = exact_evidence(
+            cayley_vjp_field_identity(bindings),
+            EXACT_SIZES,
+            method="exact symbolic identity at explicit sizes (symbolic R, A, Gy; Q from a symbolic skew K)",
+            seed=ctx.seed_for("exact"),
+        )
+        if exact.level is Level.REFUTED:
+            return [exact]
+        evidence.append(exact)
+        bad = reference_dual_evidence(ctx, alg.cayley, cayley_chain_reference, DUAL_SIZE, what="Cayley")
+        if bad is not None:
+            return evidence + [bad]
+        evidence[0].detail += _dual_note(DUAL_SIZE)
         return evidence
-    exact = exact_evidence(
-        cayley_vjp_field_identity(bindings),
-        EXACT_SIZES,
-        method="exact symbolic identity at explicit sizes (symbolic R, A, Gy; Q from a symbolic skew K)",
-        seed=ctx.seed_for("exact"),
-    )
-    if exact.level is Level.REFUTED:
-        return [exact]
-    evidence.append(exact)
-    bad = reference_dual_evidence(ctx, alg.cayley, cayley_chain_reference, DUAL_SIZE, what="Cayley")
-    if bad is not None:
-        return evidence + [bad]
-    evidence[0].detail += _dual_note(DUAL_SIZE)
-    return evidence
+
+    return check
 
 
 def make_cayley_vjp_claim(
@@ -198,7 +206,15 @@ def make_cayley_vjp_claim(
         r"\left(\nabla_x\langle\bar y, y\rangle,\ \mathrm{skew}\,\nabla_A\langle\bar y, y\rangle\right)",
         source=SOURCE.format("vp_lowrank_cayley_vjp"),
         expected=expected,
-        checker=lambda ctx: _check_cayley_vjp(ctx, bindings),
+        checker=_then_field_and_dual(
+            Policy(
+                identity=cayley_vjp_identity(bindings),
+                search=SEARCH_SIZES,
+                points=lambda ctx: 1 + ctx.depth,
+                prove=lambda: cayley_vjp_derivation(bindings),
+            ),
+            bindings,
+        ),
         notes="The chain-rule reference is the T x T form (Cayley(C), cayley.vjp); it is itself checked "
         "against exact dual-number Jacobians at one rational point.",
     )

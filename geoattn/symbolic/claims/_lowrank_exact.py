@@ -15,7 +15,7 @@ from .. import algebra as alg
 from .. import expressions as ex
 from ..evidence import Evidence, Level, Step
 from ..strategies import MatrixIdentity, search_counterexample
-from ._common import same, standard
+from ._common import at_sizes, same
 from ._free_algebra import Q, R, nc_transpose, to_nc
 
 T, d, k = ex.T, ex.d, ex.k
@@ -275,8 +275,8 @@ FORM_SIZES = [
 DEEP_SIZES = [{"T": 5, "k": 3, "d": 4, "r": 3}, {"T": 6, "k": 4, "d": 4, "r": 3}]
 
 
-def _random_sizes(ctx) -> list[dict]:
-    return FORM_SIZES + (DEEP_SIZES if ctx.depth > 1 else [])
+#: where the low-rank claims search for counterexamples: ``FORM_SIZES``, and ``DEEP_SIZES`` too above depth 1
+SEARCH_SIZES = at_sizes(*FORM_SIZES, deep=DEEP_SIZES)
 
 
 def backward_variables(s: dict, **extra) -> dict:
@@ -284,9 +284,3 @@ def backward_variables(s: dict, **extra) -> dict:
     ``A``, the incoming gradient ``G``, and ``extra`` (name -> matrix)."""
     return {"K": alg.skew("q", s["T"]), "R": alg.general("r", s["k"], s["d"]), "A": alg.skew("a", s["d"]),
             "G": alg.general("g", s["T"], s["d"]), **extra}
-
-
-def backward_evidence(ctx, ident, prove) -> list:
-    """The first stage of both low-rank backward checks: search, derivation (``standard``) with one point more per
-    depth; the caller adds its exact and dual-number evidence unless this already refutes."""
-    return standard(ctx, ident=ident, random_sizes=_random_sizes(ctx), points=1 + ctx.depth, prove=prove)

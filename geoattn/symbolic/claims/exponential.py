@@ -21,7 +21,7 @@ from .. import algebra as alg
 from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import T, same, sizes, standard
+from ._common import Grows, Policy, T, at_sizes, grid, same
 from .vectorisation import _lift_symplectic_derivation
 
 __all__ = ["CLAIMS", "exp_map_identity"]
@@ -213,10 +213,9 @@ def _exp_map_claim(kind: str) -> Claim:
         latex=r"Z\mapsto Z\exp(\mathtt{upper\_triangular\_asymmetrize}((P^QZ)^T(P^KZ)))\ \text{is " + word + "}",
         source=f"{SRC}, 'symplectic transformation that is transformer-like'",
         expected=Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=exp_map_identity(kind),
-            random_sizes=[{"n": 1, "T": 2, "m": 2}, {"n": 2, "T": 2, "m": 2}],
+        checker=Policy(
+            identity=exp_map_identity(kind),
+            search=at_sizes({"n": 1, "T": 2, "m": 2}, {"n": 2, "T": 2, "m": 2}),
             points=4,
         ),
         notes="See Note [exact points for exp]; the Jacobian has a term from dLambda/dZ, as in "
@@ -246,10 +245,9 @@ def _frozen_exp_claim(kind: str) -> Claim:
         statement=statement,
         latex=latex,
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=exp_map_identity(kind, frozen=True),
-            random_sizes=[{"n": 1, "T": 2, "m": 2}],
+        checker=Policy(
+            identity=exp_map_identity(kind, frozen=True),
+            search=at_sizes({"n": 1, "T": 2, "m": 2}),
             points=2,
             prove=prove,
         ),
@@ -265,12 +263,11 @@ CLAIMS = [
         latex=r"\mathtt{upper\_triangular\_asymmetrize}(A)^T = -\mathtt{upper\_triangular\_asymmetrize}(A)",
         source=f"{SRC}, definition of upper_triangular_asymmetrize",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_uta_identity(),
-            random_sizes=sizes(T=[2, 3, 4]),
+        checker=Policy(
+            identity=_uta_identity(),
+            search=grid(T=[2, 3, 4]),
             prove=_uta_derivation,
-            exact_sizes=sizes(T=range(1, ctx.bound(5) + 1)),
+            exact=grid(T=Grows(1, 5)),
             always_exact=True,
         ),
     ),
@@ -281,10 +278,9 @@ CLAIMS = [
         latex=r"\sigma(A) = \exp(\mathtt{upper\_triangular\_asymmetrize}(A)) \implies \sigma(A)^T\sigma(A) = \mathbb{I}",
         source=f"{SRC}, 'the matrix Lambda(Z) is orthonormal'",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_exp_orthogonal_identity(),
-            random_sizes=[{"T": 2}],
+        checker=Policy(
+            identity=_exp_orthogonal_identity(),
+            search=at_sizes({"T": 2}),
             points=2,
             prove=_exp_orthogonal_derivation,
         ),
@@ -296,9 +292,7 @@ CLAIMS = [
         latex=r"\det\exp(\mathtt{upper\_triangular\_asymmetrize}(A)) = 1",
         source=f"{SRC} (with the remark of 000 on det sigma(C))",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_exp_det_identity(), random_sizes=[{"T": 2}], points=2, prove=_exp_det_derivation
-        ),
+        checker=Policy(identity=_exp_det_identity(), search=at_sizes({"T": 2}), points=2, prove=_exp_det_derivation),
     ),
     Claim(
         id="exp.lift_symplectic",
@@ -308,10 +302,9 @@ CLAIMS = [
         latex=r"\tilde\Lambda(Z)^T\mathbb{J}\tilde\Lambda(Z) = \mathbb{J}",
         source=f"{SRC}, 'extended symplectic structure'",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_exp_lift_identity(),
-            random_sizes=[{"n": 1, "T": 2}],
+        checker=Policy(
+            identity=_exp_lift_identity(),
+            search=at_sizes({"n": 1, "T": 2}),
             points=2,
             prove=lambda: _lift_symplectic_derivation(cite="exp.orthogonal"),
         ),

@@ -14,7 +14,7 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import kernel_eval as _ev, same, sizes, standard
+from ._common import Grows, Policy, grid, kernel_eval as _ev, same
 
 __all__ = ["CLAIMS", "vjp_identity", "make_vjp_claim"]
 
@@ -210,10 +210,9 @@ def make_vjp_claim(form: str = "exact", claim_id: str = "cayley.vjp") -> Claim:
         else r"\frac{\partial L}{\partial C} = -\tfrac12(I + C)^TG(I + C)^T",
         source="kernel cayley backward (geoattn.symbolic.expressions)",
         expected=Level.PROVED if exact else Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=vjp_identity(form),
-            random_sizes=sizes(T=[1, 2, 3, 4]),
+        checker=Policy(
+            identity=vjp_identity(form),
+            search=grid(T=[1, 2, 3, 4]),
             prove=_vjp_derivation if exact else None,
         ),
     )
@@ -282,9 +281,7 @@ CLAIMS = [
         latex=r"(I + C)^{-1}(I - C) = (I - C)(I + C)^{-1}",
         source="kernel cayley_matrix (geoattn.symbolic.expressions)",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_left_solve_identity(), random_sizes=sizes(T=[1, 2, 3, 4]), prove=_left_solve_derivation
-        ),
+        checker=Policy(identity=_left_solve_identity(), search=grid(T=[1, 2, 3, 4]), prove=_left_solve_derivation),
     ),
     Claim(
         id="cayley.apply_form",
@@ -294,8 +291,8 @@ CLAIMS = [
         latex=r"Z(I - C)(I + C)^{-1} = 2Z(I + C)^{-1} - Z",
         source="kernel cayley_apply (geoattn.symbolic.expressions)",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_apply_form_identity(), random_sizes=sizes(T=[2, 3, 4], d=[1, 3]), prove=_apply_form_derivation
+        checker=Policy(
+            identity=_apply_form_identity(), search=grid(T=[2, 3, 4], d=[1, 3]), prove=_apply_form_derivation
         ),
     ),
     make_vjp_claim(),
@@ -307,12 +304,7 @@ CLAIMS = [
         latex=r"\mathrm{skew\_from\_lower}(C) = \mathrm{tril}_{-1}(C) - \mathrm{tril}_{-1}(C)^T",
         source="kernels skew_from_lower, upper_triangular_asymmetrize",
         expected=Level.CHECKED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_triangle_identity(),
-            random_sizes=sizes(T=[2, 3]),
-            exact_sizes=sizes(T=range(1, ctx.bound(8) + 1)),
-        ),
+        checker=Policy(identity=_triangle_identity(), search=grid(T=[2, 3]), exact=grid(T=Grows(1, 8))),
     ),
     Claim(
         id="kernels.row_layout",
@@ -321,7 +313,7 @@ CLAIMS = [
         latex=r"Z^TAZ = xAx^T,\quad (Z\Lambda)^T = \Lambda^Tx",
         source="kernels vp_correlation, vp_correlation_lower",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, prove=_row_layout_derivation),
+        checker=Policy(prove=_row_layout_derivation),
     ),
     Claim(
         id="kernels.lsa_row_layout",
@@ -331,6 +323,6 @@ CLAIMS = [
         latex=r"(\nabla_Q\tfrac12\mathrm{Tr}(QAQ^T))^T = \bar Aq",
         source="kernel lsa_update (geoattn.symbolic.expressions)",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, prove=_lsa_row_derivation),
+        checker=Policy(prove=_lsa_row_derivation),
     ),
 ]

@@ -11,8 +11,8 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
+from ._common import Policy, at_sizes
 from ._common import kernel_eval as _ev
-from ._common import standard
 
 __all__ = ["CLAIMS", "exp_vjp_identity"]
 
@@ -48,13 +48,25 @@ def _eigh_form_identity(expr=None, reference=None, name: str = "E(U, theta) - ex
     return MatrixIdentity(name, variables=lambda s: {"S": alg.skew("s", s["T"])}, residual=residual)
 
 
+def _symbolic_small(ident: MatrixIdentity):
+    """The exact symbolic identity at ``T = 1, 2`` (at T = 2, S = [[0, s], [-s, 0]]: i S has eigenvalues -s, s)."""
+
+    def evidence(ctx) -> Evidence:
+        return exact_evidence(
+            ident, [{"T": 1}, {"T": 2}], method="exact symbolic identity at explicit sizes", seed=ctx.seed_for("x")
+        )
+
+    return evidence
+
+
+def _eigh_form_policy(ident: MatrixIdentity) -> Policy:
+    """The policy of the eigendecomposition forms: one rational point at T = 2, 3, then exact at T <= 2."""
+    return Policy(identity=ident, search=at_sizes({"T": 2}, {"T": 3}), points=1, extra=(_symbolic_small(ident),))
+
+
 def _check_eigh_form(ctx, ident: MatrixIdentity | None = None) -> list[Evidence]:
-    ident = ident or _eigh_form_identity()
-    ev = standard(ctx, ident=ident, random_sizes=[{"T": 2}, {"T": 3}], points=1)
-    if ev and ev[0].level is Level.REFUTED:
-        return ev
-    # symbolic at T = 2: S = [[0, s], [-s, 0]], i S has eigenvalues -s, s
-    return [exact_evidence(ident, [{"T": 1}, {"T": 2}], method="exact symbolic identity at explicit sizes", seed=ctx.seed_for("x"))]
+    """Run :func:`_eigh_form_policy` for ``ident`` (default: the ``exp`` form); negative controls call it."""
+    return _eigh_form_policy(ident or _eigh_form_identity())(ctx)
 
 
 def _exp_vjp_derivation() -> Derivation:
@@ -144,7 +156,7 @@ CLAIMS = [
         latex=r"iS = U\,\mathrm{diag}(\theta)\,U^H \implies \exp(S) = \operatorname{Re}\left(U\,\mathrm{diag}(e^{-i\theta})\,U^H\right)",
         source="kernel exp_skew (geoattn.symbolic.expressions)",
         expected=Level.CHECKED,
-        checker=_check_eigh_form,
+        checker=_eigh_form_policy(_eigh_form_identity()),
         notes="Exact symbolic identity at T <= 2 and exact evaluation at a rational 3 x 3 point; for all T it "
         "is exp(U D U^H) = U exp(D) U^H, which is not mechanised here.",
     ),
@@ -157,9 +169,7 @@ CLAIMS = [
         r"\operatorname{Re}\left(U\,\mathrm{diag}\left(\tfrac{1 + i\theta}{1 - i\theta}\right)U^H\right)",
         source="kernel cayley at large norms (geoattn.symbolic.expressions)",
         expected=Level.CHECKED,
-        checker=lambda ctx: _check_eigh_form(
-            ctx, _eigh_form_identity(ex.CAYLEY_FROM_EIGH, alg.cayley, "L(U, theta) - Cayley(S)")
-        ),
+        checker=_eigh_form_policy(_eigh_form_identity(ex.CAYLEY_FROM_EIGH, alg.cayley, "L(U, theta) - Cayley(S)")),
         notes="Exact symbolic identity at T <= 2 and exact evaluation at a rational 3 x 3 point; for all T it "
         "is f(U D U^H) = U f(D) U^H for f(z) = (1 - z)/(1 + z) at the eigenvalues -i theta of C.",
     ),
@@ -171,12 +181,6 @@ CLAIMS = [
         latex=r"\frac{\partial\langle G, e^S\rangle}{\partial S} = \operatorname{Re}\left(U(U^HGU\circ\bar\Phi)U^H\right)",
         source="kernel exp_skew backward (geoattn.symbolic.expressions)",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=exp_vjp_identity(),
-            random_sizes=[{"T": 2}],
-            points=1,
-            prove=_exp_vjp_derivation,
-        ),
+        checker=Policy(identity=exp_vjp_identity(), search=at_sizes({"T": 2}), points=1, prove=_exp_vjp_derivation),
     ),
 ]

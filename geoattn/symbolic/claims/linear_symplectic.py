@@ -23,7 +23,7 @@ from .. import algebra as alg
 from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import T, n, same, sizes, standard
+from ._common import Policy, T, grid, n, same
 from .vectorisation import canon_sums
 
 __all__ = ["CLAIMS", "reweighting_identity", "make_reweighting", "map_symplectic_identity", "make_map_symplectic"]
@@ -116,12 +116,11 @@ def make_reweighting(symmetrize: bool = True, claim_id: str = "lsa.reweighting")
         latex=r"Q\bar A = \left[\sum_{i}\bar a_{1i}q^{(i)}, \ldots, \sum_i\bar a_{Ti}q^{(i)}\right]",
         source=f"{SRC}, 'So the map performs'",
         expected=Level.PROVED if symmetrize else Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=reweighting_identity(symmetrize),
-            random_sizes=sizes(n=[1, 2], T=[2, 3]),
+        checker=Policy(
+            identity=reweighting_identity(symmetrize),
+            search=grid(n=[1, 2], T=[2, 3]),
             prove=_reweighting_derivation if symmetrize else None,
-            exact_sizes=sizes(n=[1, 2], T=[1, 2, 3]),
+            exact=grid(n=[1, 2], T=[1, 2, 3]),
         ),
     )
 
@@ -206,13 +205,12 @@ def make_map_symplectic(symmetrize: bool = True, claim_id: str = "lsa.map_symple
         latex=r"(Q, P)\mapsto(Q, P + Q\bar A),\ (Q, P)\mapsto(Q + P\bar A, P)\ \text{symplectic}",
         source=f"{SRC}, LinearSymplecticAttentionQ / LinearSymplecticAttentionP",
         expected=Level.PROVED if symmetrize else Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=map_symplectic_identity(symmetrize),
-            random_sizes=sizes(n=[1, 2], T=[2, 3]),
+        checker=Policy(
+            identity=map_symplectic_identity(symmetrize),
+            search=grid(n=[1, 2], T=[2, 3]),
             points=2,
             prove=_map_symplectic_derivation if symmetrize else None,
-            exact_sizes=sizes(n=[1], T=[1, 2]),
+            exact=grid(n=[1], T=[1, 2]),
         ),
     )
 
@@ -314,12 +312,11 @@ CLAIMS = [
         latex=r"\nabla_Q\tfrac12\mathrm{Tr}(QAQ^T) = \tfrac12Q(A + A^T) =: Q\bar A",
         source=f"{SRC}, gradient of F",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_gradient_identity(),
-            random_sizes=sizes(n=[1, 2], T=[2, 3]),
+        checker=Policy(
+            identity=_gradient_identity(),
+            search=grid(n=[1, 2], T=[2, 3]),
             prove=_gradient_derivation,
-            exact_sizes=sizes(n=range(1, 4), T=range(1, 4)),
+            exact=grid(n=range(1, 4), T=range(1, 4)),
             always_exact=True,
         ),
     ),
@@ -333,12 +330,11 @@ CLAIMS = [
         latex=r"\hat{\mathbb{J}}([z],[\tilde z]) = \sum_{i=1}^T (z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)} = Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec}",
         source=f"{SRC}, 'symplectic product structure' remark",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_product_structure_identity(),
-            random_sizes=sizes(n=[1, 2], T=[2, 3]),
+        checker=Policy(
+            identity=_product_structure_identity(),
+            search=grid(n=[1, 2], T=[2, 3]),
             prove=_product_structure_derivation,
-            exact_sizes=sizes(n=range(1, 4), T=range(1, 4)),
+            exact=grid(n=range(1, 4), T=range(1, 4)),
             always_exact=True,
         ),
     ),
@@ -349,8 +345,11 @@ CLAIMS = [
         latex=r"\mathbb{J}^T = -\mathbb{J},\quad \mathbb{J}^2 = -\mathbb{I}",
         source=f"{SRC}, 'symplectic product structure' remark",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_nondegenerate_identity(), random_sizes=sizes(n=[1, 2], T=[1, 2, 3]), points=1, prove=_nondegenerate_derivation
+        checker=Policy(
+            identity=_nondegenerate_identity(),
+            search=grid(n=[1, 2], T=[1, 2, 3]),
+            points=1,
+            prove=_nondegenerate_derivation,
         ),
     ),
 ]

@@ -47,7 +47,7 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import standard
+from ._common import Policy
 from ._free_algebra import (
     ORTHONORMAL,
     PROJECTED,
@@ -69,6 +69,7 @@ from ._free_algebra import (
 )
 from ._lowrank_cayley import cayley_vjp_derivation, cayley_vjp_identity, make_cayley_vjp_claim
 from ._lowrank_exact import (
+    SEARCH_SIZES,
     SOURCE,
     I_k,
     Qf,
@@ -78,7 +79,6 @@ from ._lowrank_exact import (
     _cancel,
     _project,
     _q_of,
-    _random_sizes,
     _sizes,
     _vec,
     chain_rule_gradient,
@@ -276,11 +276,10 @@ def make_lowrank_form_claim(weighting: str = "skew", claim_id: str = "vp.lowrank
         latex=r"x = QR,\ Q^TQ = I:\quad f(xAx^T)^Tx = x + Q\,(f(RAR^T) - I)^T R",
         source=SOURCE.format("vp_lowrank_skew, cayley_minus_identity, vp_lowrank_apply"),
         expected=Level.PROVED if skew else Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=lowrank_form_identity(weighting),
-            random_sizes=_random_sizes(ctx),
-            points=2 + ctx.depth,
+        checker=Policy(
+            identity=lowrank_form_identity(weighting),
+            search=SEARCH_SIZES,
+            points=lambda ctx: 2 + ctx.depth,
             prove=_form_derivation if skew else None,
         ),
         notes="Exact evaluation uses Q = the first k columns of Cayley(K), K a random rational skew T x T "

@@ -14,7 +14,7 @@ from .. import algebra as alg
 from ..claim import Claim
 from ..evidence import Level
 from ..strategies import MatrixIdentity
-from ._common import sizes, standard
+from ._common import Grows, Policy, grid
 
 __all__ = ["CLAIMS", "make_gradient_claim"]
 
@@ -70,11 +70,10 @@ def make_gradient_claim(symmetric: bool = True, claim_id: str = "models.gradient
         r"\begin{pmatrix}\mathbb{I} & 0\\ K^TDK & \mathbb{I}\end{pmatrix} = \mathbb{J}_{2n}",
         source=f"{SRC}.GradientLayer",
         expected=Level.CHECKED if symmetric else Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_gradient_identity(symmetric),
-            random_sizes=sizes(n=[1, 2], m=[1, 2, 3]),
-            exact_sizes=sizes(n=[1, 2], m=[1, 2, 3]),
+        checker=Policy(
+            identity=_gradient_identity(symmetric),
+            search=grid(n=[1, 2], m=[1, 2, 3]),
+            exact=grid(n=[1, 2], m=[1, 2, 3]),
         ),
     )
 
@@ -89,12 +88,7 @@ CLAIMS = [
         latex=r"\det(\mathbb{I} + DL) = 1,\ D\text{ diagonal},\ L\text{ strictly triangular}",
         source=f"{SRC}.TriangularResidual / VolumePreservingFeedForward",
         expected=Level.CHECKED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_triangular_identity(),
-            random_sizes=sizes(n=range(1, 5)),
-            exact_sizes=sizes(n=range(1, ctx.bound(5) + 1)),
-        ),
+        checker=Policy(identity=_triangular_identity(), search=grid(n=range(1, 5)), exact=grid(n=Grows(1, 5))),
     ),
     make_gradient_claim(),
 ]

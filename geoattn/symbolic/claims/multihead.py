@@ -10,7 +10,7 @@ from .. import algebra as alg
 from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import T, d, same, shape_evidence, sizes, standard
+from ._common import Policy, T, d, grid, same, shape_evidence, sizes
 from .vectorisation import canon_sums
 
 __all__ = ["CLAIMS", "softmax_cols", "softmax_rows"]
@@ -304,10 +304,9 @@ CLAIMS = [
         latex=r"\mathrm{MultiHeadAttention}(Z)\in\mathbb{R}^{N\times T}\ \text{for}\ Z\in\mathbb{R}^{N\times T}",
         source=f"{SRC1}, 'concatenated together'",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_output_shape_identity(),
-            random_sizes=sizes(m=[1, 2, 3], h=[1, 2, 4], T=[3]),
+        checker=Policy(
+            identity=_output_shape_identity(),
+            search=grid(m=[1, 2, 3], h=[1, 2, 4], T=[3]),
             points=1,
             prove=_output_shape_derivation,
         ),
@@ -320,9 +319,7 @@ CLAIMS = [
         latex=r"\sum_{i=1}^T[\mathrm{softmax}(c)]_i = 1,\quad [\mathrm{softmax}(c)]_i > 0",
         source=f"{SRC0}, footnote 3; {SRC1}; {SRC2}",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_stochastic_identity(), random_sizes=sizes(T=[2, 3]), points=2, prove=_stochastic_derivation
-        ),
+        checker=Policy(identity=_stochastic_identity(), search=grid(T=[2, 3]), points=2, prove=_stochastic_derivation),
     ),
     Claim(
         id="softmax.can_be_singular",
@@ -331,12 +328,8 @@ CLAIMS = [
         latex=r"\exists C:\ \det\mathrm{softmax}(C) = 0",
         source=f"{SRC0}, remark in 'Volume-Preserving Attention'",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_singular_identity(),
-            random_sizes=sizes(T=[2, 3, 4, 5]),
-            points=1,
-            prove=_singular_derivation,
+        checker=Policy(
+            identity=_singular_identity(), search=grid(T=[2, 3, 4, 5]), points=1, prove=_singular_derivation
         ),
     ),
     Claim(
@@ -346,11 +339,8 @@ CLAIMS = [
         latex=r"C = Z^TWZ,\quad [C]_{ij} = (z^{(i)})^TWz^{(j)}",
         source=f"{SRC0}, introduction",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_multiplicative_identity(),
-            random_sizes=sizes(d=[1, 2], T=[2, 3]),
-            prove=_multiplicative_derivation,
+        checker=Policy(
+            identity=_multiplicative_identity(), search=grid(d=[1, 2], T=[2, 3]), prove=_multiplicative_derivation
         ),
     ),
     Claim(
@@ -361,8 +351,8 @@ CLAIMS = [
         latex=r"Z\sigma(C) = \left[\sum_{i=1}^Tp^{(1)}_iz^{(i)}, \ldots, \sum_{i=1}^Tp^{(T)}_iz^{(i)}\right]",
         source=f"{SRC0}, 'Reweighting of the Input Sequence'",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_reweighting_identity(), random_sizes=sizes(d=[1, 2], T=[2, 3]), prove=_reweighting_derivation
+        checker=Policy(
+            identity=_reweighting_identity(), search=grid(d=[1, 2], T=[2, 3]), prove=_reweighting_derivation
         ),
     ),
     Claim(
@@ -374,12 +364,8 @@ CLAIMS = [
         latex=r"V\,\mathrm{softmax}_\mathrm{col}(K^TQ/\sqrt d) = (\mathrm{softmax}_\mathrm{row}(QK^T/\sqrt d)V)^T",
         source=f"{SRC1}; {SRC2}",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_row_column_identity(),
-            random_sizes=sizes(T=[2, 3], d=[1, 2]),
-            points=1,
-            prove=_row_column_derivation,
+        checker=Policy(
+            identity=_row_column_identity(), search=grid(T=[2, 3], d=[1, 2]), points=1, prove=_row_column_derivation
         ),
     ),
 ]

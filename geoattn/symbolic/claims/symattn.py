@@ -462,7 +462,7 @@ CLAIMS = [
         statement="(q, p) -> (q, p + grad V(q)) and (q, p) -> (q + grad V(p), p) are symplectic for every C^2 "
         "potential V.",
         latex=r"(q, p)\mapsto(q, p + \nabla V(q))\ \text{is symplectic}",
-        source="seed 004 (gradient layers); the Julia page's premise",
+        source="geoattn.models.GradientLayer and geoattn.nn.SymplecticAttention (the premise of the Julia page)",
         expected=Level.PROVED,
         checker=ExpPolicy(prove=shear_derivation),
     ),
@@ -533,6 +533,19 @@ CLAIMS = [
                           residual=lambda f: f.jacobian_asymmetry(_code_update("all", True)(f))),
     ),
     _GML_LAYER_VECTOR_SYMMETRIC,
+    corrected(_GML_LAYER_VECTOR_SYMMETRIC, Claim(
+        id="symattn.gml.layer_symplectic.vector_softmax_symmetric.corrected",
+        title="symmetric VectorSoftmax layer with the true gradient",
+        statement="With symmetric A and VectorSoftmax, the update A Q (softmax(C) + softmax(C)^T), the gradient of "
+        "sum_n log sum_m exp(C_mn), makes the layer symplectic.",
+        latex=r"A^T = A:\ (q, p)\mapsto\bigl(q,\ p + AQ(S + S^T)\bigr),\ S = \mathrm{softmax}(Q^TAQ)\ "
+        r"\text{symplectic}",
+        expected=Level.PROVED,
+        checker=ExpPolicy(name="J - J^T of the update", structure="symmetric", search=_SEARCH, exact=_SMALL,
+                          prove=_arbitrary_derivation,
+                          residual=lambda f: f.jacobian_asymmetry(_code_update("columns", False)(f))),
+        notes="For symmetric A the arbitrary-weighting path A Q S^T + A^T Q S is exactly A Q (S + S^T).",
+    )),
     Claim(
         id="symattn.gml.layer_symplectic.arbitrary",
         title="package: arbitrary-weighting layer is symplectic",

@@ -17,7 +17,7 @@ from .. import algebra as alg
 from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import same, standard
+from ._common import Policy, at_sizes, same
 
 __all__ = ["CLAIMS", "field"]
 
@@ -138,7 +138,7 @@ _RIGID_BODY_SPHERE_INVARIANT = Claim(
     latex=r"A = 1,\ B = \tfrac12,\ C = -\tfrac12:\quad \tfrac{d}{dt}|z|^2 = 0",
     source=SRC,
     expected=Level.REFUTED,
-    checker=lambda ctx: standard(ctx, ident=_invariant_identity((1, HALF, -HALF)), random_sizes=[{"n": 3}], points=3),
+    checker=Policy(identity=_invariant_identity((1, HALF, -HALF)), search=at_sizes({"n": 3}), points=3),
 )
 
 
@@ -151,7 +151,7 @@ CLAIMS = [
         latex=r"\nabla\cdot(Az_2z_3,\ Bz_1z_3,\ Cz_1z_2) = 0",
         source=SRC,
         expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, prove=_divergence_derivation),
+        checker=Policy(prove=_divergence_derivation),
     ),
     _RIGID_BODY_SPHERE_INVARIANT,
     corrected(_RIGID_BODY_SPHERE_INVARIANT, Claim(
@@ -162,8 +162,8 @@ CLAIMS = [
         "(A, B, C) = (1/2, -1, 1/2).",
         latex=r"A + B + C = 0 \implies \tfrac{d}{dt}|z|^2 = 2(A + B + C)z_1z_2z_3 = 0",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_invariant_identity(None), random_sizes=[{"n": 3}], points=3, prove=_invariant_derivation
+        checker=Policy(
+            identity=_invariant_identity(None), search=at_sizes({"n": 3}), points=3, prove=_invariant_derivation
         ),
     )),
     Claim(
@@ -174,7 +174,6 @@ CLAIMS = [
         latex=r"z_1 = z_0 + hf(\tfrac{z_0 + z_1}2),\ z^Tf(z) \equiv 0 \implies |z_1|^2 = |z_0|^2",
         source="geoattn.systems.RigidBody (implicit midpoint, dt = 0.2)",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, ident=_midpoint_identity(), random_sizes=[{"n": 3}], points=3,
-                                     prove=_midpoint_derivation),
+        checker=Policy(identity=_midpoint_identity(), search=at_sizes({"n": 3}), points=3, prove=_midpoint_derivation),
     ),
 ]

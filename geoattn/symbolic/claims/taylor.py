@@ -38,7 +38,7 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import same, standard
+from ._common import Policy, at_sizes, same
 
 __all__ = [
     "CLAIMS",
@@ -183,10 +183,9 @@ def make_taylor_form_claim(bindings_for=None, claim_id: str = "exp_skew.taylor_f
         latex=r"\texttt{exp\_taylor}m(X) = \sum_{j=0}^{m} \frac{X^j}{j!},\quad m \in \{16, 9\}",
         source="kernels exp_taylor16, exp_taylor9 (geoattn.symbolic.expressions)",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_form_identity(bindings_for or ex.taylor_ps_bindings),
-            random_sizes=[{"T": 3}],
+        checker=Policy(
+            identity=_form_identity(bindings_for or ex.taylor_ps_bindings),
+            search=at_sizes({"T": 3}),
             points=1,
             prove=lambda: _form_derivation(ex.TAYLOR_SCHEMES, bindings_for),
         ),
@@ -242,10 +241,9 @@ def make_taylor_vjp_claim(vjp_bindings_for=None, claim_id: str = "exp_skew.taylo
         r" = \sum_{j=1}^{m}\frac{1}{j!}\sum_{i=0}^{j-1}(X^T)^iG(X^T)^{j-1-i}",
         source="kernels exp_taylor16_vjp, exp_taylor9_vjp (geoattn.symbolic.expressions)",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_vjp_identity(vjp_bindings_for or ex.taylor_ps_vjp_bindings),
-            random_sizes=[{"T": 3}],
+        checker=Policy(
+            identity=_vjp_identity(vjp_bindings_for or ex.taylor_ps_vjp_bindings),
+            search=at_sizes({"T": 3}),
             points=1,
             prove=lambda: _vjp_derivation(ex.TAYLOR_SCHEMES, vjp_bindings_for),
         ),
@@ -313,7 +311,7 @@ def make_remainder_claim(theta=ex.TAYLOR_THETA, claim_id: str = "exp_skew.taylor
         latex=r"\|X\|_1\le\tfrac12 \implies \|e^X - p_m(X)\|_1,\ \|L_{\exp} - L_{p_m}\|_1 < u",
         source="kernel exp_skew (Note [Taylor scheme for exp_skew])",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, prove=lambda: _remainder_derivation(ex.TAYLOR_SCHEMES, theta)),
+        checker=Policy(prove=lambda: _remainder_derivation(ex.TAYLOR_SCHEMES, theta)),
     )
 
 
@@ -368,7 +366,7 @@ CLAIMS = [
         latex=r"\nabla_E\langle G, E^2\rangle = GE^T + E^TG",
         source="kernel square_vjp (geoattn.symbolic.expressions)",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, prove=_square_vjp_derivation),
+        checker=Policy(prove=_square_vjp_derivation),
     ),
     Claim(
         id="exp_skew.scaling_squaring",
@@ -377,6 +375,6 @@ CLAIMS = [
         latex=r"\exp(S) = \exp(S/2^k)^{2^k}",
         source="kernel exp_skew (Note [scaling and squaring])",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, prove=_scaling_derivation),
+        checker=Policy(prove=_scaling_derivation),
     ),
 ]

@@ -17,7 +17,7 @@ from .. import algebra as alg
 from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import T, d, same, sizes, standard
+from ._common import NOWHERE, Grows, Policy, T, at_sizes, d, grid, same
 
 __all__ = ["CLAIMS", "canon_sums", "vec_identity", "make_vec_claim", "lift_identity", "make_lift_claim"]
 
@@ -123,19 +123,6 @@ def vec_identity(form: str) -> MatrixIdentity:
 def make_vec_claim(form: str, claim_id: str | None = None) -> Claim:
     """Kronecker form of right multiplication; ``form`` as in :func:`vec_identity`."""
     true = form == "exact"
-
-    def checker(ctx):
-        # where d != T the seed's form is not even well-formed (T^2 x T^2
-        # against a vector of length dT): search where the shapes agree.
-        sz = [{"d": t, "T": t} for t in (2, 3)] if form == "seed" else sizes(d=[1, 2], T=[2, 3])
-        return standard(
-            ctx,
-            ident=vec_identity(form),
-            random_sizes=sz,
-            prove=_right_mult_derivation if true else None,
-            exact_sizes=sizes(d=range(1, ctx.bound(3) + 1), T=range(1, ctx.bound(3) + 1)) if true else (),
-        )
-
     return Claim(
         id=claim_id or f"vec.{form}",
         title=f"vec form of Z Lambda: {form}",
@@ -143,7 +130,14 @@ def make_vec_claim(form: str, claim_id: str | None = None) -> Claim:
         latex=r"\mathrm{vec}_r(Z\Lambda) = M\,\mathrm{vec}_r(Z)",
         source=SRC0,
         expected=Level.PROVED if true else Level.REFUTED,
-        checker=checker,
+        checker=Policy(
+            identity=vec_identity(form),
+            # where d != T the seed's form is not even well-formed (T^2 x T^2
+            # against a vector of length dT): search where the shapes agree.
+            search=at_sizes({"d": 2, "T": 2}, {"d": 3, "T": 3}) if form == "seed" else grid(d=[1, 2], T=[2, 3]),
+            prove=_right_mult_derivation if true else None,
+            exact=grid(d=Grows(1, 3), T=Grows(1, 3)) if true else NOWHERE,
+        ),
     )
 
 
@@ -261,16 +255,6 @@ def make_lift_claim(kind: str, block: str = "cayley", claim_id: str | None = Non
     negative control (a non-orthogonal Lambda)."""
     true = block == "cayley"
     derivation = _lift_orthogonal_derivation if kind == "orthogonal" else _lift_symplectic_derivation
-
-    def checker(ctx):
-        return standard(
-            ctx,
-            ident=lift_identity(kind, block),
-            random_sizes=sizes(d=[1, 2], T=[2, 3]),
-            prove=derivation if true else None,
-            exact_sizes=sizes(d=[1], T=[2]),
-        )
-
     if kind == "orthogonal":
         statement = "Lambda-tilde(Z) = block-diag(Lambda(Z), ..., Lambda(Z)) is an orthogonal matrix."
         latex = r"\tilde\Lambda(Z)^T\tilde\Lambda(Z) = \mathbb{I}"
@@ -286,7 +270,12 @@ def make_lift_claim(kind: str, block: str = "cayley", claim_id: str | None = Non
         latex=latex,
         source=f"{SRC0}, 'How is Structure Preserved?'; {SRC3}",
         expected=Level.PROVED if true else Level.REFUTED,
-        checker=checker,
+        checker=Policy(
+            identity=lift_identity(kind, block),
+            search=grid(d=[1, 2], T=[2, 3]),
+            prove=derivation if true else None,
+            exact=grid(d=[1], T=[2]),
+        ),
     )
 
 

@@ -17,7 +17,7 @@ from .. import algebra as alg
 from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import T, d, same, shape_evidence, sizes, standard
+from ._common import Grows, Policy, T, d, grid, same, shape_evidence, sizes
 
 __all__ = ["CLAIMS", "make_skew_weighting", "seed_lower_assignment"]
 
@@ -67,12 +67,11 @@ def make_skew_weighting(structure: str = "skew", claim_id: str = "vp.skew_weight
         latex=r"A^T = -A \implies (Z^TAZ)^T = -Z^TAZ",
         source=f"{SRC}, 'First approach: scalar products with a skew-symmetric weighting'",
         expected=Level.PROVED if true else Level.REFUTED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_skew_weighting_identity(structure),
-            random_sizes=sizes(d=[2, 3], T=[2, 3]),
+        checker=Policy(
+            identity=_skew_weighting_identity(structure),
+            search=grid(d=[2, 3], T=[2, 3]),
             prove=_skew_weighting_derivation if true else None,
-            exact_sizes=sizes(d=[1, 2], T=[1, 2]),
+            exact=grid(d=[1, 2], T=[1, 2]),
         ),
     )
 
@@ -210,9 +209,7 @@ _VP_ARBITRARY_CORRELATION_INDICES = Claim(
     latex=r"\{(z^{(i)})^TAz^{(j)} : 1\le j<i\le d\} \text{ fills the lower triangle of } C\in\mathbb{R}^{T\times T}",
     source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
     expected=Level.REFUTED,
-    checker=lambda ctx: standard(
-        ctx, ident=_index_range_identity(), random_sizes=sizes(d=[2, 3], T=[2, 3]), points=1
-    ),
+    checker=Policy(identity=_index_range_identity(), search=grid(d=[2, 3], T=[2, 3]), points=1),
     notes="There are T vectors z^(1..T); the indices run to T, not d (also in the displayed matrix).",
 )
 
@@ -229,12 +226,11 @@ CLAIMS = [
         latex=r"C = \mathrm{skew\_from\_lower}(Z^TAZ),\quad C^T = -C",
         source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=_lower_assign_identity(),
-            random_sizes=sizes(d=[2, 3], T=[2, 3, 4]),
+        checker=Policy(
+            identity=_lower_assign_identity(),
+            search=grid(d=[2, 3], T=[2, 3, 4]),
             prove=_lower_assign_derivation,
-            exact_sizes=sizes(d=range(1, 4), T=range(1, ctx.bound(4) + 1)),
+            exact=grid(d=range(1, 4), T=Grows(1, 4)),
             always_exact=True,
         ),
     ),
@@ -262,8 +258,8 @@ CLAIMS = [
         "entries of C in R^{T x T}.",
         latex=r"\{(z^{(i)})^TAz^{(j)} : 1\le j<i\le T\} = \{C_{ij} : i > j\}",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=_index_count_identity(), random_sizes=sizes(T=range(1, 7)), points=1, prove=_index_count_derivation
+        checker=Policy(
+            identity=_index_count_identity(), search=grid(T=range(1, 7)), points=1, prove=_index_count_derivation
         ),
     )),
 ]

@@ -29,7 +29,7 @@ from .. import algebra as alg
 from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_check
-from ._common import T, d, same, standard
+from ._common import Policy, T, at_sizes, d, same
 from .volume_preserving import SEC, SRC
 
 __all__ = [
@@ -227,16 +227,10 @@ def sylvester_identity(general: bool) -> MatrixIdentity:
                           residual=lambda size, Z, A: residual(size, Z, Z.T * A))
 
 
-def _check_invertible(ctx) -> list[Evidence]:
-    explicit = [(1, 2), (2, 1), (2, 2), (3, 2), (2, 3), (3, 3), (4, 2)][: 5 + ctx.depth]
-    ev = standard(
-        ctx, ident=sylvester_identity(False), random_sizes=SIZES + LOW_RANK, points=2, prove=_sylvester_derivation,
-        exact_sizes=[{"d": a, "T": b} for a, b in explicit], always_exact=True,
-        exact_method="exact symbolic identity det(I_d + ZZ^TA) = det(I_T + Z^TAZ), A skew",
-    )
+def _general_sylvester_evidence(ctx) -> Evidence:
+    """Sylvester's identity for general ``X``, ``Y``, exact at two sizes."""
     ok, done = exact_check(sylvester_identity(True), [{"d": 2, "T": 3}, {"d": 3, "T": 2}])
-    ev.append(Evidence(Level.CHECKED if ok else Level.ERROR, "Sylvester's identity for general X, Y", sizes=done))
-    return ev
+    return Evidence(Level.CHECKED if ok else Level.ERROR, "Sylvester's identity for general X, Y", sizes=done)
 
 
 def _exp_push_derivation() -> Derivation:
@@ -286,9 +280,13 @@ CLAIMS = [
         latex=r"Z\,(I_T - Z^TAZ)(I_T + Z^TAZ)^{-1} = (I_d - ZZ^TA)(I_d + ZZ^TA)^{-1}Z",
         source=LINEAR_SRC,
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=push_through_identity(), random_sizes=SIZES + LOW_RANK, points=2, prove=_push_through_derivation,
-            exact_sizes=[{"d": 2, "T": 1}, {"d": 2, "T": 2}][: ctx.depth], always_exact=True,
+        checker=Policy(
+            identity=push_through_identity(),
+            search=at_sizes(*SIZES, *LOW_RANK),
+            points=2,
+            prove=_push_through_derivation,
+            exact=at_sizes({"d": 2, "T": 1}, deep=[{"d": 2, "T": 2}]),
+            always_exact=True,
         ),
         notes="The identity holds for any A for which I + Z^T A Z is invertible; skewness makes both inverses exist.",
     ),
@@ -299,7 +297,19 @@ CLAIMS = [
         latex=r"\det(I_d + ZZ^TA) = \det(I_T + Z^TAZ) \neq 0",
         source=LINEAR_SRC,
         expected=Level.PROVED,
-        checker=_check_invertible,
+        checker=Policy(
+            identity=sylvester_identity(False),
+            search=at_sizes(*SIZES, *LOW_RANK),
+            points=2,
+            prove=_sylvester_derivation,
+            exact=at_sizes(
+                {"d": 1, "T": 2}, {"d": 2, "T": 1}, {"d": 2, "T": 2}, {"d": 3, "T": 2}, {"d": 2, "T": 3},
+                {"d": 3, "T": 3}, deep=[{"d": 4, "T": 2}],
+            ),
+            exact_method="exact symbolic identity det(I_d + ZZ^TA) = det(I_T + Z^TAZ), A skew",
+            always_exact=True,
+            extra=(_general_sylvester_evidence,),
+        ),
     ),
     Claim(
         id="vp.exp_push_through",
@@ -308,10 +318,14 @@ CLAIMS = [
         latex=r"Z\exp(Z^TAZ) = \exp(ZZ^TA)\,Z",
         source=LINEAR_SRC,
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=taylor_identity(), random_sizes=SIZES + LOW_RANK, points=2, prove=_exp_push_derivation,
-            exact_sizes=[{"d": 2, "T": 1}, {"d": 2, "T": 2}] + (DEEP_TAYLOR if ctx.depth > 1 else []),
-            always_exact=True, exact_method="exact symbolic Taylor identity Z p_6(C) = p_6(M) Z, degree by degree",
+        checker=Policy(
+            identity=taylor_identity(),
+            search=at_sizes(*SIZES, *LOW_RANK),
+            points=2,
+            prove=_exp_push_derivation,
+            exact=at_sizes({"d": 2, "T": 1}, {"d": 2, "T": 2}, deep=DEEP_TAYLOR),
+            exact_method="exact symbolic Taylor identity Z p_6(C) = p_6(M) Z, degree by degree",
+            always_exact=True,
         ),
         notes="The exact checks compare Z C^k with M^k Z for k <= 6; the residual of the degree-6 Taylor polynomial is the "
         "sum of these terms, each homogeneous of degree 2k+1 in Z, so it vanishes iff every term does.",

@@ -44,7 +44,7 @@ from .. import algebra as alg
 from ..claim import Claim, corrected
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, certify
-from ._common import T, d, same, sizes, standard
+from ._common import Policy, T, at_sizes, d, grid, same, sizes
 from .volume_preserving import SEC, SRC
 from .vp_flow import circle_evidence, divergence_evidence, exp_flow_derivation, volume_flow_derivation
 from .vp_linear import LOW_RANK, SIZES, cay, skew_variables, subs_chain
@@ -201,8 +201,10 @@ def make_inverse_claim(wrong_sign: bool = False, claim_id: str = "vp.map_inverse
         latex=r"F^{-1}(Y) = Y\Lambda(C(Y))" + ("" if wrong_sign else "^T"),
         source=f"{SRC}, {SEC}",
         expected=Level.REFUTED if wrong_sign else Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=inverse_identity(wrong_sign), random_sizes=SIZES[:3] + LOW_RANK[:1], points=2,
+        checker=Policy(
+            identity=inverse_identity(wrong_sign),
+            search=at_sizes(*SIZES[:3], *LOW_RANK[:1]),
+            points=2,
             prove=None if wrong_sign else _inverse_derivation,
         ),
     )
@@ -280,25 +282,27 @@ def map_degree_bound(size: dict) -> int:
     return 6 * size["d"] * size["T"] ** 2
 
 
-def _check_map(ctx, weighting: str) -> list[Evidence]:
-    true = weighting == "skew"
-    deep = ctx.depth > 1
-    search = sizes(d=[1, 2], T=[2, 3]) + ([{"d": 3, "T": 1}, {"d": 3, "T": 2}] + LOW_RANK if true else [])
-    ev = standard(
-        ctx, ident=map_identity(weighting), random_sizes=search, points=2,
-        prove=volume_flow_derivation if true else None,
-        exact_sizes=[{"d": 1, "T": 2}, {"d": 2, "T": 1}, {"d": 3, "T": 1}, {"d": 2, "T": 2}], always_exact=True,
-        exact_method="exact symbolic identity det J = 1 (inverse-free polynomial form over QQ[Z, A])",
-    )
-    if not true or any(e.level is Level.REFUTED for e in ev):
-        return ev
+def _certify_skew_map(ctx) -> Evidence:
+    """The skew layer map certified at larger sizes (also when proved), two more points per depth."""
     cert = [{"d": 2, "T": 3}, {"d": 3, "T": 2}, {"d": 4, "T": 2}, {"d": 3, "T": 3}, {"d": 2, "T": 4}]
-    ev.append(certify(map_identity(weighting), cert + ([{"d": 3, "T": 4}, {"d": 4, "T": 3}] if deep else []),
-                      seed=ctx.seed_for("certify"), points=4 + 2 * (ctx.depth - 1), degree_bound=map_degree_bound,
-                      method="exact Jacobian (dual numbers over QQ) at random integer points"))
-    ev.append(divergence_evidence(ctx, (1, 2, 3, 4) + ((5,) if deep else ())))
-    refuted = [e for e in ev if e.level is Level.REFUTED]
-    return refuted or ev
+    return certify(map_identity("skew"), cert + ([{"d": 3, "T": 4}, {"d": 4, "T": 3}] if ctx.depth > 1 else []),
+                   seed=ctx.seed_for("certify"), points=4 + 2 * (ctx.depth - 1), degree_bound=map_degree_bound,
+                   method="exact Jacobian (dual numbers over QQ) at random integer points")
+
+
+def _skew_map_divergence(ctx) -> Evidence:
+    """The divergence lemma for ``m <= 4`` (``m <= 5`` above depth 1)."""
+    return divergence_evidence(ctx, (1, 2, 3, 4) + ((5,) if ctx.depth > 1 else ()))
+
+
+def _refutations_first(policy: Policy):
+    """``policy``'s evidence, or only its refuting evidence when some (the certificate) refutes."""
+
+    def check(ctx) -> list[Evidence]:
+        evidence = policy(ctx)
+        return [e for e in evidence if e.level is Level.REFUTED] or evidence
+
+    return check
 
 
 def make_map_claim(weighting: str, claim_id: str | None = None) -> Claim:
@@ -322,7 +326,18 @@ def make_map_claim(weighting: str, claim_id: str | None = None) -> Claim:
         latex=r"\det\frac{\partial\,\mathrm{vec}_r(Z\,\mathrm{Cayley}(C(Z)))}{\partial\,\mathrm{vec}_r(Z)} = 1",
         source=f"{SRC}, {SEC} and 'How is Structure Preserved?'",
         expected=Level.PROVED if true else Level.REFUTED,
-        checker=lambda ctx: _check_map(ctx, weighting),
+        checker=_refutations_first(Policy(
+            identity=map_identity(weighting),
+            search=at_sizes(
+                *sizes(d=[1, 2], T=[2, 3]), *([{"d": 3, "T": 1}, {"d": 3, "T": 2}, *LOW_RANK] if true else [])
+            ),
+            points=2,
+            prove=volume_flow_derivation if true else None,
+            exact=at_sizes({"d": 1, "T": 2}, {"d": 2, "T": 1}, {"d": 3, "T": 1}, {"d": 2, "T": 2}),
+            exact_method="exact symbolic identity det J = 1 (inverse-free polynomial form over QQ[Z, A])",
+            always_exact=True,
+            extra=(_certify_skew_map, _skew_map_divergence) if true else (),
+        )),
         notes="Proved by the flow argument of Note [map versus frozen matrix], which rests on stated lemmas: besides "
         "the analytic ones, the divergence formula for Z -> Z C^m is a stated lemma, not verified by SymPy for "
         "general d, T, m; it is checked exactly only at explicit sizes (d, T in {2, 3}, m <= 4 at the default "
@@ -361,10 +376,6 @@ def _frozen_derivation(arg: str = "C(Z_0)", cite: str = "cayley.det_one", fn: st
     )
 
 
-def _check_exp_skew(ctx) -> list[Evidence]:
-    return standard(ctx, prove=exp_flow_derivation) + [divergence_evidence(ctx, (1, 2)), circle_evidence(ctx, "det")]
-
-
 _ARBITRARY = make_map_claim("arbitrary")
 
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
@@ -376,8 +387,8 @@ CLAIMS = [
         latex=r"C(Z\Lambda(Z)) = \Lambda^T Z^TAZ\Lambda = Z^TAZ,\quad \Lambda(Z) = \mathrm{Cayley}(Z^TAZ)",
         source=f"{SRC}, {SEC}",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx, ident=invariant_identity(), random_sizes=SIZES[:3] + LOW_RANK, points=2, prove=_invariant_derivation
+        checker=Policy(
+            identity=invariant_identity(), search=at_sizes(*SIZES[:3], *LOW_RANK), points=2, prove=_invariant_derivation
         ),
     ),
     Claim(
@@ -387,7 +398,7 @@ CLAIMS = [
         latex=r"C(Z\exp(Z^TAZ)) = Z^TAZ",
         source=f"{SRC}, {SEC} (exponential form)",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(ctx, prove=_invariant_exp_derivation) + [circle_evidence(ctx, "invariant")],
+        checker=Policy(prove=_invariant_exp_derivation, extra=(lambda ctx: circle_evidence(ctx, "invariant"),)),
         notes="exp of a nonzero rational matrix is transcendental, so there are no exact random points; the exact check "
         "is at T = 2 (Note [exact points for exp at T = 2]).",
     ),
@@ -401,10 +412,9 @@ CLAIMS = [
         "weighting.",
         latex=r"\det(\mathbb{I}_d\otimes\Lambda(Z_0)^T) = 1",
         expected=Level.PROVED,
-        checker=lambda ctx: standard(
-            ctx,
-            ident=map_identity("arbitrary", frozen=True),
-            random_sizes=sizes(d=[1, 2, 3], T=[2, 3]),
+        checker=Policy(
+            identity=map_identity("arbitrary", frozen=True),
+            search=grid(d=[1, 2, 3], T=[2, 3]),
             prove=_frozen_derivation,
         ),
     )),
@@ -416,7 +426,10 @@ CLAIMS = [
         latex=r"\det\frac{\partial\,\mathrm{vec}_r(Z\exp(Z^TAZ))}{\partial\,\mathrm{vec}_r(Z)} = 1",
         source=f"{SRC}, {SEC} (exponential form)",
         expected=Level.PROVED,
-        checker=_check_exp_skew,
+        checker=Policy(
+            prove=exp_flow_derivation,
+            extra=(lambda ctx: divergence_evidence(ctx, (1, 2)), lambda ctx: circle_evidence(ctx, "det")),
+        ),
         notes="The derivation's algebraic steps are verified by SymPy; the linear ODE, the divergence formula and "
         "Liouville's theorem are stated lemmas. The divergence formula is not verified by SymPy for general d, T, m: "
         "it is checked exactly only at explicit sizes, m = 1, 2 and d, T in {2, 3} (div(Z -> ZC) = 0 itself at "
