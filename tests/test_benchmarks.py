@@ -30,6 +30,19 @@ def test_layers_benchmark_runs(tmp_path):
     assert {r["T"] for r in sweep} == {16, 64} and {r["B"] * r["T"] for r in sweep} == {data["tokens"]}
 
 
+def test_symplectic_benchmark_runs(tmp_path):
+    stdout, data = _run("symplectic.py", tmp_path)
+    assert "1 thread" in stdout
+    names = {r["layer"] for r in data["rows"]}
+    assert names == {"sdpa", "SymplecticAttention(matrix_softmax)", "autograd (matrix_softmax)",
+                     "SymplecticAttention(vector_softmax)", "autograd (vector_softmax)"}
+    assert {r["T"] for r in data["rows"]} == {4, 16}
+    for r in data["rows"]:
+        assert r["fwd"] > 0 and r["fwd_bwd"] > 0 and r["fwd_bwd_sum"] > 0 and r["memory"] > 0
+        if r["layer"] != "sdpa":
+            assert r["ratio_fwd_bwd"] > 0 and r["ratio_memory"] > 0
+
+
 def test_kernels_benchmark_runs(tmp_path):
     stdout, data = _run("kernels.py", tmp_path)
     assert "thread" in stdout and data

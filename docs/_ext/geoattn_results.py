@@ -145,7 +145,7 @@ def generate(app) -> None:
     for path in sorted(RESULTS.glob("*.json")):
         data = json.loads(path.read_text())
         kind = path.stem.split("-")[0]
-        render = {"layers": _layers, "kernels": _kernels, "cayley": _cayley_forms}.get(kind)
+        render = {"layers": _layers, "symattn": _layers, "kernels": _kernels, "cayley": _cayley_forms}.get(kind)
         if render is None:
             continue
         table, plots = render(data)
