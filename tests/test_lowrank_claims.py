@@ -10,11 +10,14 @@ import sympy as sp
 import torch
 
 from geoattn.symbolic import Derivation, Level, ProofFailed, Step, get_claim
+from geoattn.symbolic import algebra as alg
 from geoattn.symbolic import expressions as ex
 from geoattn.symbolic import kernel_table as kt
 from geoattn.symbolic.claim import CheckContext
+from geoattn.symbolic.claims import _free_algebra as fa
 from geoattn.symbolic.claims import _lowrank_cayley as lc
 from geoattn.symbolic.claims import _lowrank_exact as lx
+from geoattn.symbolic.claims import _lowrank_exp as le
 from geoattn.symbolic.claims import lowrank as lr
 from geoattn.symbolic.strategies import exact_check, search_counterexample
 
@@ -78,11 +81,11 @@ def _flip_gx_second_term(bindings):
 def test_wrong_cayley_binding_is_refuted():
     bad = _flip_gx_second_term(ex.LOWRANK_CAYLEY_VJP)
     assert bad != ex.LOWRANK_CAYLEY_VJP
-    v = lr.make_cayley_vjp_claim(bad, "neg.lowrank_cayley_vjp", Level.REFUTED).check()
+    v = lc.make_cayley_vjp_claim(bad, "neg.lowrank_cayley_vjp", Level.REFUTED).check()
     assert v.level is Level.REFUTED, v.error
     assert any(e != 0 for e in v.counterexample.residual)
     with pytest.raises(ProofFailed):
-        lr.cayley_vjp_derivation(bad).run()
+        lc.cayley_vjp_derivation(bad).run()
     ok, _ = exact_check(lc.cayley_vjp_field_identity(bad), lc.EXACT_SIZES)
     assert not ok
     ok, _ = exact_check(lc.cayley_vjp_field_identity(), lc.EXACT_SIZES)
@@ -91,60 +94,59 @@ def test_wrong_cayley_binding_is_refuted():
 
 def test_wrong_exp_binding_is_refuted():
     bad = _flip_gx_second_term(ex.LOWRANK_EXP_VJP)
-    v = lr.make_exp_vjp_claim(bad, "neg.lowrank_exp_vjp", Level.REFUTED).check()
+    v = le.make_exp_vjp_claim(bad, "neg.lowrank_exp_vjp", Level.REFUTED).check()
     assert v.level is Level.REFUTED, v.error
     with pytest.raises(ProofFailed):
-        lr.exp_vjp_derivation(bad).run()
+        le.exp_vjp_derivation(bad).run()
 
 
 def test_false_free_algebra_steps_fail():
-    Q, Qt, S, W = lr.Q, lr.Qt, lr.S, lr.W
-    assert not lr.nc_equal(Q * Qt, 1)  # Q Q^T = I is not a consequence of Q^T Q = I
-    assert lr.nc_equal(Qt * Q, 1)
+    Q, Qt, S, W = fa.Q, fa.Qt, fa.S, fa.W
+    assert not fa.nc_equal(Q * Qt, 1)  # Q Q^T = I is not a consequence of Q^T Q = I
+    assert fa.nc_equal(Qt * Q, 1)
     # the induction step needs Q^T Q = I: without the rule it is not an identity
     n = sp.Symbol("n", integer=True, positive=True)
-    assert not lr.nc_equal(Q * S**n * Qt * Q * S * Qt, Q * S ** (n + 1) * Qt, ())
-    assert lr.nc_equal(Q * S**n * Qt * Q * S * Qt, Q * S ** (n + 1) * Qt)
+    assert not fa.nc_equal(Q * S**n * Qt * Q * S * Qt, Q * S ** (n + 1) * Qt, ())
+    assert fa.nc_equal(Q * S**n * Qt * Q * S * Qt, Q * S ** (n + 1) * Qt)
     # products do not commute
-    assert not lr.nc_equal(W * S, S * W)
+    assert not fa.nc_equal(W * S, S * W)
     lhs, rhs = (Q * S * Qt) ** 2, Q * S**2 * Qt
-    bad = Derivation(steps=[Step(lhs, rhs, "no Q^T Q = I", lambda: lr.nc_equal(lhs, rhs, ()))], conclusion="false")
+    bad = Derivation(steps=[Step(lhs, rhs, "no Q^T Q = I", lambda: fa.nc_equal(lhs, rhs, ()))], conclusion="false")
     with pytest.raises(ProofFailed):
         bad.run()
 
 
 def test_transpose_is_an_anti_automorphism():
-    Q, R, A = lr.Q, lr.R, lr.An
+    Q, R, A = fa.Q, fa.R, fa.An
     e = 2 * Q * R * A + sp.Rational(1, 2) * R
-    assert lr.nc_transpose(e) == 2 * lr.nc("A^T") * lr.Rt * lr.Qt + sp.Rational(1, 2) * lr.Rt
-    assert sp.expand(lr.nc_transpose(lr.nc_transpose(e)) - e) == 0
+    assert fa.nc_transpose(e) == 2 * fa.nc("A^T") * fa.Rt * fa.Qt + sp.Rational(1, 2) * fa.Rt
+    assert sp.expand(fa.nc_transpose(fa.nc_transpose(e)) - e) == 0
 
 
 def test_wrong_chain_rule_reference_is_caught_by_dual_numbers():
     def wrong_reference(x, A, G):  # cayley.vjp without its factor -1/2
         e = sp.eye(x.rows)
-        lam = lr.alg.cayley(x * A * x.T)
-        return lr.chain_rule_gradient(x, A, G, lam, (e + lam).T * (x * G.T) * (e + lam).T)
+        lam = alg.cayley(x * A * x.T)
+        return lx.chain_rule_gradient(x, A, G, lam, (e + lam).T * (x * G.T) * (e + lam).T)
 
     ctx = CheckContext(claim_id="neg.dual")
-    bad = lr.reference_dual_evidence(ctx, lr.alg.cayley, wrong_reference, lc.DUAL_SIZE, what="wrong")
+    bad = lx.reference_dual_evidence(ctx, alg.cayley, wrong_reference, lc.DUAL_SIZE, what="wrong")
     assert bad is not None and bad.level is Level.ERROR
     assert any(e != 0 for e in bad.counterexample.residual)
-    good = lr.reference_dual_evidence(ctx, lr.alg.cayley, lx.cayley_chain_reference, lc.DUAL_SIZE, what="Cayley")
+    good = lx.reference_dual_evidence(ctx, alg.cayley, lx.cayley_chain_reference, lc.DUAL_SIZE, what="Cayley")
     assert good is None
 
 
 def test_exp_polynomial_part_is_not_vacuous():
     # K2 with the wrong sign of -S would break part (ii)/(iii): check the identity sees K2 at all
-    ident = lr.exp_vjp_identity()
+    ident = le.exp_vjp_identity()
     size = lx.FORM_SIZES[0]
     assert search_counterexample(ident, [size], seed=3, points=2) is None
-    from geoattn.symbolic.claims import _lowrank_exp as le  # where exp_vjp_identity looks _poly_phi up
-
+    # patched in _lowrank_exp (le), where exp_vjp_identity looks _poly_phi up
     orig = le._poly_phi
     try:
         le._poly_phi = lambda coeffs, X: orig(coeffs, -X)
-        assert search_counterexample(lr.exp_vjp_identity(), [size], seed=3, points=2) is not None
+        assert search_counterexample(le.exp_vjp_identity(), [size], seed=3, points=2) is not None
     finally:
         le._poly_phi = orig
 

@@ -22,7 +22,7 @@ from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Grows, Policy, T, at_sizes, grid, same
-from .vectorisation import _lift_symplectic_derivation
+from ._derivations import frozen_map_derivation, lift_symplectic_derivation
 
 __all__ = ["CLAIMS", "exp_map_identity"]
 
@@ -228,15 +228,14 @@ def _frozen_exp_claim(kind: str) -> Claim:
     if kind == "symplectic":
 
         def prove():
-            return _lift_symplectic_derivation(cite="exp.orthogonal")
+            return lift_symplectic_derivation(cite="exp.orthogonal")
 
         statement = "For each fixed Z0 the linear map Z -> Z Lambda(Z0), Lambda = exp(uta(...)), is symplectic."
         latex = r"(\mathbb{I}_{2n}\otimes\Lambda(Z_0)^T)^T\mathbb{J}(\mathbb{I}_{2n}\otimes\Lambda(Z_0)^T) = \mathbb{J}"
     else:
-        from .vp_map import _frozen_derivation
 
         def prove():
-            return _frozen_derivation(r"\mathtt{upper\_triangular\_asymmetrize}((P^QZ_0)^T(P^KZ_0))", "exp.det_one", r"\exp")
+            return frozen_map_derivation(r"\mathtt{upper\_triangular\_asymmetrize}((P^QZ_0)^T(P^KZ_0))", "exp.det_one", r"\exp")
         statement = "For each fixed Z0 the linear map Z -> Z Lambda(Z0), Lambda = exp(uta(...)), is volume-preserving."
         latex = r"\det(\mathbb{I}_{2n}\otimes\Lambda(Z_0)^T) = 1"
     return corrected(_exp_map_claim(kind), Claim(
@@ -306,7 +305,7 @@ CLAIMS = [
             identity=_exp_lift_identity(),
             search=at_sizes({"n": 1, "T": 2}),
             points=2,
-            prove=lambda: _lift_symplectic_derivation(cite="exp.orthogonal"),
+            prove=lambda: lift_symplectic_derivation(cite="exp.orthogonal"),
         ),
     ),
     _exp_map_claim("symplectic"),

@@ -24,7 +24,7 @@ from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Policy, T, grid, n, same
-from .vectorisation import canon_sums
+from ._derivations import canon_sums
 
 __all__ = ["CLAIMS", "reweighting_identity", "make_reweighting", "map_symplectic_identity", "make_map_symplectic"]
 

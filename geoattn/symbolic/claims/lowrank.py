@@ -50,7 +50,6 @@ from ..strategies import MatrixIdentity
 from ._common import Policy
 from ._free_algebra import (
     ORTHONORMAL,
-    PROJECTED,
     SKEW,
     An,
     At,
@@ -63,11 +62,10 @@ from ._free_algebra import (
     compose,
     nc,
     nc_equal,
-    nc_reduce,
     nc_transpose,
     to_nc,
 )
-from ._lowrank_cayley import cayley_vjp_derivation, cayley_vjp_identity, make_cayley_vjp_claim
+from ._lowrank_cayley import make_cayley_vjp_claim
 from ._lowrank_exact import (
     SEARCH_SIZES,
     SOURCE,
@@ -81,37 +79,12 @@ from ._lowrank_exact import (
     _q_of,
     _sizes,
     _vec,
-    chain_rule_gradient,
-    dual_gradient,
     kernel_small_factors,
-    reference_dual_evidence,
     run_bindings,
 )
-from ._lowrank_exp import exp_vjp_derivation, exp_vjp_identity, make_exp_vjp_claim
+from ._lowrank_exp import make_exp_vjp_claim
 
-__all__ = [
-    "CLAIMS",
-    "nc",
-    "nc_transpose",
-    "to_nc",
-    "compose",
-    "nc_reduce",
-    "nc_equal",
-    "ORTHONORMAL",
-    "PROJECTED",
-    "run_bindings",
-    "chain_rule_gradient",
-    "dual_gradient",
-    "lowrank_form_identity",
-    "make_lowrank_form_claim",
-    "cayley_vjp_identity",
-    "cayley_vjp_derivation",
-    "make_cayley_vjp_claim",
-    "exp_vjp_identity",
-    "exp_vjp_derivation",
-    "make_exp_vjp_claim",
-    "reference_dual_evidence",
-]
+__all__ = ["CLAIMS", "lowrank_form_identity", "make_lowrank_form_claim"]
 
 
 # ---------------------------------------------------------------------------

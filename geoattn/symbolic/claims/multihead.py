@@ -11,7 +11,7 @@ from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Policy, T, d, grid, same, shape_evidence, sizes
-from .vectorisation import canon_sums
+from ._derivations import canon_sums
 
 __all__ = ["CLAIMS", "softmax_cols", "softmax_rows"]
 

@@ -10,16 +10,17 @@ import dataclasses
 
 import sympy as sp
 from sympy import KroneckerDelta, Sum
-from sympy.matrices.expressions import BlockMatrix, Identity, KroneckerProduct, MatrixSymbol, ZeroMatrix, block_collapse
+from sympy.matrices.expressions import Identity, KroneckerProduct, MatrixSymbol
 from sympy.matrices.expressions.kronecker import combine_kronecker
 
 from .. import algebra as alg
 from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import NOWHERE, Grows, Policy, T, at_sizes, d, grid, same
+from ._common import NOWHERE, Grows, Policy, T, at_sizes, d, grid
+from ._derivations import canon_sums, lift_symplectic_derivation
 
-__all__ = ["CLAIMS", "canon_sums", "vec_identity", "make_vec_claim", "lift_identity", "make_lift_claim"]
+__all__ = ["CLAIMS", "vec_identity", "make_vec_claim", "lift_identity", "make_lift_claim"]
 
 SRC0 = "000_a6b1d30a66a64c9f.txt"
 SRC3 = "003_cbccd72b407c9f4d.txt"
@@ -27,21 +28,6 @@ SRC3 = "003_cbccd72b407c9f4d.txt"
 k, j, i, kp = sp.symbols("k j i k'", integer=True, nonnegative=True)
 Z = MatrixSymbol("Z", d, T)
 L = MatrixSymbol("Lambda", T, T)
-
-
-def canon_sums(expr):
-    """Rename the bound variables of every ``Sum`` canonically (for comparison)."""
-
-    def rename(s):
-        new = {}
-        limits = []
-        for idx, lim in enumerate(s.limits):
-            sym = sp.Symbol(f"s_{idx}", integer=True)
-            new[lim[0]] = sym
-            limits.append((sym,) + tuple(lim[1:]))
-        return Sum(s.function.xreplace(new), *limits)
-
-    return expr.replace(lambda x: isinstance(x, Sum), rename)
 
 
 def _in_range(expr):
@@ -192,41 +178,6 @@ def _lift_orthogonal_derivation(block_name: str = r"\Lambda", cite: str = "cayle
     )
 
 
-def _lift_symplectic_derivation(cite: str = "cayley.orthogonal") -> Derivation:
-    M = KroneckerProduct(Identity(d), L)
-    O = ZeroMatrix(d * T, d * T)
-    Id = Identity(d * T)
-    lift = BlockMatrix([[M, O], [O, M]])
-    J = BlockMatrix([[O, Id], [-Id, O]])
-    collapsed = block_collapse(lift.T * J * lift)
-    mtm = collapsed.blocks[0, 1]
-    return Derivation(
-        assumptions=[
-            r"\Lambda^T\Lambda = \mathbb{I}_T" + rf"\ \text{{({cite})}}",
-            r"z^{(i)} = (q^{(i)}, p^{(i)}),\ q^{(i)}, p^{(i)}\in\mathbb{R}^d",
-            r"\tilde\Lambda = \mathbb{I}_{2d}\otimes\Lambda = \mathrm{diag}(\mathbb{I}_d\otimes\Lambda,\ \mathbb{I}_d\otimes\Lambda)"
-            r"\ \text{in the } q/p \text{ rearrangement}",
-        ],
-        steps=[
-            Step(
-                r"\tilde\Lambda^T\mathbb{J}\tilde\Lambda",
-                collapsed,
-                "block multiplication",
-                lambda: same(collapsed.blocks[1, 0], -mtm) and collapsed.blocks[0, 0].is_ZeroMatrix
-                and collapsed.blocks[1, 1].is_ZeroMatrix,
-            ),
-            Step(
-                mtm,
-                Identity(d * T),
-                "lift.orthogonal",
-                lambda: combine_kronecker(mtm).subs(L.T * L, Identity(T)).doit() == Identity(d * T),
-            ),
-        ],
-        conclusion=r"\tilde\Lambda^T\mathbb{J}\tilde\Lambda = \mathbb{J} = "
-        r"\begin{pmatrix}0 & \mathbb{I}_{dT}\\ -\mathbb{I}_{dT} & 0\end{pmatrix}",
-    )
-
-
 def lift_identity(kind: str, block: str = "cayley") -> MatrixIdentity:
     """Residual of the lift property for ``block`` = ``"cayley"`` (orthogonal) or ``"general"``."""
 
@@ -254,7 +205,7 @@ def make_lift_claim(kind: str, block: str = "cayley", claim_id: str | None = Non
     """``kind`` is ``"orthogonal"`` or ``"symplectic"``; ``block="general"`` is a
     negative control (a non-orthogonal Lambda)."""
     true = block == "cayley"
-    derivation = _lift_orthogonal_derivation if kind == "orthogonal" else _lift_symplectic_derivation
+    derivation = _lift_orthogonal_derivation if kind == "orthogonal" else lift_symplectic_derivation
     if kind == "orthogonal":
         statement = "Lambda-tilde(Z) = block-diag(Lambda(Z), ..., Lambda(Z)) is an orthogonal matrix."
         latex = r"\tilde\Lambda(Z)^T\tilde\Lambda(Z) = \mathbb{I}"

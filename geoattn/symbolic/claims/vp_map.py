@@ -37,7 +37,7 @@ counterexample).
 from __future__ import annotations
 
 import sympy as sp
-from sympy.matrices.expressions import Determinant, Identity, KroneckerProduct, MatrixSymbol
+from sympy.matrices.expressions import Identity, MatrixSymbol
 from sympy.polys.matrices import DomainMatrix
 
 from .. import algebra as alg
@@ -46,6 +46,7 @@ from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, certify
 from ._common import Policy, T, at_sizes, d, grid, same, sizes
 from .volume_preserving import SEC, SRC
+from ._derivations import frozen_map_derivation
 from .vp_flow import circle_evidence, divergence_evidence, exp_flow_derivation, volume_flow_derivation
 from .vp_linear import LOW_RANK, SIZES, cay, skew_variables, subs_chain
 
@@ -348,34 +349,6 @@ def make_map_claim(weighting: str, claim_id: str | None = None) -> Claim:
     )
 
 
-def _frozen_derivation(arg: str = "C(Z_0)", cite: str = "cayley.det_one", fn: str = r"\mathrm{Cayley}") -> Derivation:
-    L = MatrixSymbol("Lambda", T, T)
-    K = KroneckerProduct(Identity(d), L.T)
-    det_k = Determinant(K).doit()
-    return Derivation(
-        assumptions=[rf"\Lambda = {fn}({arg}) \text{{ for a fixed }} Z_0", rf"\det\Lambda = 1 \text{{ ({cite})}}"],
-        steps=[
-            Step(
-                r"\frac{\partial\,\mathrm{vec}_r(Z\Lambda)}{\partial\,\mathrm{vec}_r(Z)}",
-                K,
-                "vec.right_multiplication (the map is linear in Z)",
-            ),
-            Step(
-                Determinant(K),
-                Determinant(L) ** d,
-                r"\det(A\otimes B) = \det(A)^{q}\det(B)^{p};\ \det\Lambda^T = \det\Lambda",
-                lambda: same(
-                    det_k.replace(lambda e: isinstance(e, Determinant) and e.arg == L.T, lambda e: Determinant(L)),
-                    Determinant(L) ** d,
-                ),
-            ),
-            Step(Determinant(L) ** d, 1, r"\det\Lambda = 1",
-                 lambda: (Determinant(L) ** d).subs(Determinant(L), 1) == 1),
-        ],
-        conclusion=r"Z\mapsto Z\Lambda(Z_0) \text{ is volume-preserving for every fixed } Z_0",
-    )
-
-
 _ARBITRARY = make_map_claim("arbitrary")
 
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
@@ -415,7 +388,7 @@ CLAIMS = [
         checker=Policy(
             identity=map_identity("arbitrary", frozen=True),
             search=grid(d=[1, 2, 3], T=[2, 3]),
-            prove=_frozen_derivation,
+            prove=frozen_map_derivation,
         ),
     )),
     Claim(
