@@ -224,18 +224,8 @@ class LinearSymplecticTransformer(Integrator):
         self.n_sympnet = check_nonnegative_int("n_sympnet", n_sympnet)
         m = 2 * sys_dim if upscaling_dim is None else check_positive_int("upscaling_dim", upscaling_dim)
         kw = {"device": device, "dtype": dtype}
-        layers = []
-        # Note [layer order]: each attention shear is followed by its own gradient layers (q-attention,
-        # n_sympnet gradient layers, p-attention, n_sympnet gradient layers), as GeometricMachineLearning.jl
-        # orders them. Two adjacent attention shears compose to [[I, S], [S, I + S^2]] per eigenvalue s of
-        # the symmetric weighting S: trace 2 + s^2 > 2, a hyperbolic (expanding) map whenever S != 0, which
-        # only the gradient layers after it can undo.
-        for _ in range(depth):
-            for update in ("q", "p"):
-                layers.append(LinearSymplecticAttention(seq_len, update=update, **kw))
-                for i in range(n_sympnet):
-                    layers.append(GradientLayer(sys_dim, m, update="qp"[i % 2], activation=activation, **kw))
-        self.layers = nn.Sequential(*layers)
+        self.layers = symplectic_blocks(lambda update: LinearSymplecticAttention(seq_len, update=update, **kw),
+                                        sys_dim, depth, n_sympnet, m, activation, kw)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self._check(x)
@@ -243,6 +233,26 @@ class LinearSymplecticTransformer(Integrator):
 
     def extra_repr(self) -> str:
         return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, depth={self.depth}, n_sympnet={self.n_sympnet}"
+
+
+def symplectic_blocks(attention, sys_dim: int, depth: int, n_sympnet: int, width: int, activation,
+                      kw: dict) -> nn.Sequential:
+    """``depth`` blocks of ``attention("q")``, ``n_sympnet`` gradient layers, ``attention("p")``, ``n_sympnet`` more.
+
+    The layout of the symplectic transformers (Note [layer order]); every factor is symplectic.
+    """
+    # Note [layer order]: each attention shear is followed by its own gradient layers (q-attention,
+    # n_sympnet gradient layers, p-attention, n_sympnet gradient layers), as GeometricMachineLearning.jl
+    # orders them. Two adjacent linear attention shears compose to [[I, S], [S, I + S^2]] per eigenvalue s
+    # of the symmetric weighting S: trace 2 + s^2 > 2, a hyperbolic (expanding) map whenever S != 0,
+    # which only the gradient layers after it can undo.
+    layers = []
+    for _ in range(depth):
+        for update in ("q", "p"):
+            layers.append(attention(update))
+            for i in range(n_sympnet):
+                layers.append(GradientLayer(sys_dim, width, update="qp"[i % 2], activation=activation, **kw))
+    return nn.Sequential(*layers)
 
 
 class _ResidualMLP(nn.Module):

@@ -5,13 +5,11 @@ from __future__ import annotations
 from types import MappingProxyType
 
 import torch
-from torch import nn
 
 from ..nn import SymplecticAttention
 from ..nn._common import check_positive_int
 from ._common import check_even_sys_dim, check_nonnegative_int
-from .integrators import Integrator
-from .sympnet import GradientLayer
+from .integrators import Integrator, symplectic_blocks
 
 __all__ = ["SymplecticTransformer"]
 
@@ -74,14 +72,10 @@ class SymplecticTransformer(Integrator):
         m = 2 * sys_dim if upscaling_dim is None else check_positive_int("upscaling_dim", upscaling_dim)
         self.activation, self.symmetric = activation, symmetric
         kw = {"device": device, "dtype": dtype}
-        layers = []
-        for _ in range(depth):
-            for update in ("q", "p"):
-                layers.append(SymplecticAttention(sys_dim, update=update, activation=activation, symmetric=symmetric,
-                                                  **kw))
-                for i in range(n_sympnet):
-                    layers.append(GradientLayer(sys_dim, m, update="qp"[i % 2], activation=sympnet_activation, **kw))
-        self.layers = nn.Sequential(*layers)
+        self.layers = symplectic_blocks(
+            lambda update: SymplecticAttention(sys_dim, update=update, activation=activation, symmetric=symmetric,
+                                               **kw),
+            sys_dim, depth, n_sympnet, m, sympnet_activation, kw)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self._check(x)
