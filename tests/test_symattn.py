@@ -12,7 +12,7 @@ import geoattn.kernels as K
 from geoattn.models import GradientLayer, SymplecticTransformer
 from geoattn.nn import LayerShapeError, LinearSymplecticAttention, SymplecticAttention
 from geoattn.symbolic import get_claim
-from geoattn.symbolic.claims import symattn as S
+from geoattn.symbolic.claims import _symattn_exact as S
 from geoattn.symbolic.claims._exp_exact import ExpField
 from geoattn.symbolic.symattn import ACTIVATIONS
 from geoattn.testing import assert_symplectic, symplecticity_error
@@ -219,7 +219,7 @@ def test_refuted_layer_counterexample_in_float64():
 
 
 def _field(n=1, T=2):
-    v = S._variables("general")({"n": n, "T": T})
+    v = S.variables("general")({"n": n, "T": T})
     return ExpField(v["Q"], v["A"])
 
 
@@ -229,7 +229,7 @@ def _nonzero(m):
 
 def test_layer_check_passes_and_catches_a_wrong_update(monkeypatch):
     f = _field()
-    assert not _nonzero(S._layer_residual(f))
+    assert not _nonzero(S.layer_residual(f))
     import geoattn.symbolic.symattn as E
 
     def broken(activation):
@@ -237,18 +237,18 @@ def test_layer_check_passes_and_catches_a_wrong_update(monkeypatch):
         return b[:2] + [("U", 2 * E.Gw.T * E.z * E.Aw)]  # the package's symmetric shortcut
 
     monkeypatch.setattr(S, "update_bindings", broken)
-    assert _nonzero(S._layer_residual(_field()))
+    assert _nonzero(S.layer_residual(_field()))
 
 
 def test_vjp_check_passes_and_catches_a_dropped_term(monkeypatch):
-    assert not _nonzero(S._vjp_residual(_field()))
+    assert not _nonzero(S.vjp_residual(_field()))
     import geoattn.symbolic.symattn as E
 
     def broken(over):  # H = G^T V dropped from R: the term G^T V A of the z-gradient is lost
         return [(name, E._K.T * E.z if name == "R" else expr) for name, expr in E.vjp_bindings(over)]
 
     monkeypatch.setattr(S, "vjp_bindings", broken)
-    assert _nonzero(S._vjp_residual(_field()))
+    assert _nonzero(S.vjp_residual(_field()))
 
 
 def test_exp_counterexample_machinery_refutes_and_accepts():

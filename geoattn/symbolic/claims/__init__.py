@@ -2,8 +2,9 @@
 
 Every family module exports ``CLAIMS``, a plain list of :class:`~geoattn.symbolic.claim.Claim` values;
 the family of a claim is the one this table files its module under (:mod:`geoattn.symbolic.ledger`
-sets it). Helper modules (``_common``, ``_derivations``, ``_exp_exact``, ``_free_algebra``, ``_lowrank_*``, ``vp_flow``) declare no claims; a
-test requires every module with ``CLAIMS`` to appear here exactly once.
+sets it). Helper modules (``_common``, ``_derivations``, ``_exp_exact``, ``_symattn_exact``, ``_free_algebra``,
+``_lowrank_*``, ``vp_flow``) declare no claims; a test requires every module with ``CLAIMS`` to appear here
+exactly once.
 """
 
 from __future__ import annotations

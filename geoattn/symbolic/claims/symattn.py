@@ -15,112 +15,30 @@ from __future__ import annotations
 import sympy as sp
 from sympy.matrices.expressions import BlockMatrix, Identity, MatrixSymbol, Trace, ZeroMatrix
 
-from .. import algebra as alg
-from ..algebra import NotInAlgebra
 from ..claim import Claim, corrected
-from ..evidence import Derivation, Evidence, Level, ProofFailed, Step
-from ..interpreter import evaluate
-from ..symattn import ACTIVATIONS, update_bindings, vjp_bindings
-from ._common import n, prove_evidence, same
-from ._exp_exact import ExpField, search_exp_counterexample
+from ..evidence import Derivation, Level, Step
+from ..symattn import ACTIVATIONS
+from ._common import n, same
+from ._symattn_exact import (
+    ExpPolicy,
+    code_update,
+    gradient,
+    grid,
+    layer_residual,
+    model_gradient,
+    softmax,
+    stack,
+    stated_matrix_gradient,
+    stated_vector_gradient,
+    vjp_residual,
+)
 
-__all__ = ["CLAIMS", "potential", "gradient", "ExpPolicy"]
+__all__ = ["CLAIMS", "gradient_derivation", "shear_derivation"]
 
 PAGE = "GeometricMachineLearning.jl@edb632b3 docs/src/layers/symplectic_attention.md"
 CODE = "GeometricMachineLearning.jl@edb632b3 src/layers/symplectic_attention.jl, src/activations/softmax.jl"
 
 Tn = sp.Symbol("T", integer=True, positive=True)
-
-# ---------------------------------------------------------------------------
-# explicit objects (column layout: Q is n x T, C = Q^T A Q)
-# ---------------------------------------------------------------------------
-
-
-def _variables(structure: str):
-    def variables(size):
-        k, t = size["n"], size["T"]
-        a = alg.symmetric("a", k) if structure == "symmetric" else alg.general("a", k, k)
-        return {"Q": alg.general("q", k, t), "A": a}
-
-    return variables
-
-
-def _softmax(f: ExpField, over: str, one: bool) -> sp.Matrix:
-    """The softmax of ``C`` in the field's exponential symbols."""
-    e = f.E
-    eps = 1 if one else 0
-    if over == "all":
-        return e / (eps + sum(e))
-    cols = [eps + sum(e[:, j]) for j in range(e.cols)]
-    return sp.Matrix(e.rows, e.cols, lambda i, j: e[i, j] / cols[j])
-
-
-def potential(activation: str, f: ExpField):
-    r"""The potential :math:`f(C)` of an activation of :data:`~geoattn.symbolic.symattn.ACTIVATIONS`, or of the
-    package's page as written (``"gml_matrix_as_written"``: :math:`\log(1 + \exp\sum_{mn}C_{mn})`,
-    ``"gml_vector_as_written"``: :math:`\sum_n\log(1 + \exp\sum_m C_{mn})`), in the field's symbols
-    (:math:`\exp\sum C_{mn} = \prod e_{mn}`)."""
-    e = f.E
-    if activation == "gml_matrix_as_written":
-        return sp.log(1 + sp.Mul(*e))
-    if activation == "gml_vector_as_written":
-        return sum(sp.log(1 + sp.Mul(*e[:, j])) for j in range(e.cols))
-    over, one = ACTIVATIONS[activation]
-    eps = 1 if one else 0
-    if over == "all":
-        return sp.log(eps + sum(e))
-    return sum(sp.log(eps + sum(e[:, j])) for j in range(e.cols))
-
-
-def gradient(activation: str, f: ExpField) -> sp.Matrix:
-    """The gradient in ``Q`` of :func:`potential`."""
-    return f.grad(potential(activation, f))
-
-
-class ExpPolicy:
-    """The evidence policy of a claim whose residual contains exponentials of the entries of ``C``.
-
-    Stages (see :mod:`._exp_exact`): a search for an exact counterexample at ``search`` sizes, the
-    derivation ``prove``, and the exact symbolic identity at ``exact`` sizes with every ``e^{C_mn}``
-    frozen to a symbol (run even when proved if ``always_exact``).
-    """
-
-    def __init__(self, *, name="", residual=None, structure="general", search=(), points=2, prove=None, exact=(),
-                 always_exact=True):
-        self.name, self.residual, self.structure = name, residual, structure
-        self.search, self.points, self.prove, self.exact, self.always_exact = search, points, prove, exact, always_exact
-
-    def __call__(self, ctx) -> list[Evidence]:
-        variables = _variables(self.structure)
-        if self.search:
-            ce = search_exp_counterexample(self.residual, variables, list(self.search), seed=ctx.seed_for("search"),
-                                           points=self.points, name=self.name)
-            if ce is not None:
-                return [Evidence(Level.REFUTED, "exact evaluation at random rational points", counterexample=ce)]
-        evidence, proved = [], False
-        if self.prove is not None:
-            try:
-                evidence.append(prove_evidence(self.prove))
-                proved = True
-            except (ProofFailed, NotInAlgebra) as exc:
-                evidence.append(Evidence(Level.ERROR, "derivation", detail=f"derivation failed: {exc}"))
-        if self.exact and (self.always_exact or not proved):
-            checked = []
-            for size in self.exact:
-                mats = variables(size)
-                res = self.residual(ExpField(mats["Q"], mats["A"]))
-                if any(sp.cancel(sp.together(x)) != 0 for x in res):
-                    return [Evidence(Level.ERROR, "exact symbolic identity", sizes=[size],
-                                     detail="symbolic residual nonzero but no rational counterexample found")]
-                checked.append(dict(size))
-            evidence.append(Evidence(Level.CHECKED, "exact symbolic identity at explicit sizes, every e^{C_mn} "
-                                     "a free symbol", sizes=checked))
-        return evidence
-
-
-def _grid(ns, ts):
-    return [{"n": a, "T": b} for a in ns for b in ts]
-
 
 # ---------------------------------------------------------------------------
 # derivations (dimension-generic)
@@ -290,97 +208,10 @@ def _vjp_derivation() -> Derivation:
 
 
 # ---------------------------------------------------------------------------
-# residuals
-# ---------------------------------------------------------------------------
-
-
-def _stated_matrix_gradient(f: ExpField) -> sp.Matrix:
-    """The page: (A Q exp.(C)^T + A^T Q exp.(C)) / (1 + sum exp(C_mn))."""
-    Q, A, e = f.Q, f.A, f.E
-    return (A * Q * e.T + A.T * Q * e) / (1 + sum(e))
-
-
-def _stated_vector_gradient(f: ExpField) -> sp.Matrix:
-    """The page: sum_n e^{C_jn}/(1 + sum_m e^{C_mn}) [AQ]_in + 1/(1 + sum_m e^{C_mj}) [A^T Q exp(C)]_ij."""
-    Q, A, e = f.Q, f.A, f.E
-    T = e.cols
-    col = [1 + sum(e[:, j]) for j in range(T)]
-    aq, atqe = A * Q, A.T * Q * e
-    return sp.Matrix(Q.rows, T, lambda i, j: sum(e[j, k] / col[k] * aq[i, k] for k in range(T)) + atqe[i, j] / col[j])
-
-
-def _model_gradient(activation: str, f: ExpField) -> sp.Matrix:
-    """A Q G^T + A^T Q G with G the activation's softmax."""
-    g = _softmax(f, *ACTIVATIONS[activation])
-    return f.A * f.Q * g.T + f.A.T * f.Q * g
-
-
-def _code_update(over: str, symmetric: bool):
-    """The package's update on Q from its code: 2 A Q sigma(C) (symmetric) or A Q sigma^T + A^T Q sigma."""
-
-    def update(f: ExpField) -> sp.Matrix:
-        s = _softmax(f, over, False)
-        return 2 * f.A * f.Q * s if symmetric else f.A * f.Q * s.T + f.A.T * f.Q * s
-
-    return update
-
-
-_T = sp.Symbol("T", integer=True, positive=True)
-_D = sp.Symbol("d", integer=True, positive=True)
-
-
-def _run_bindings(bindings, env: dict, f: ExpField) -> dict:
-    """Evaluate kernel bindings at explicit matrices (later bindings name earlier ones); exps frozen."""
-    sizes = {_T: f.Q.cols, _D: f.Q.rows}
-    env = dict(env)
-    vals = {}
-    for name, expr in bindings:
-        vals[name] = evaluate(expr, env, sizes).applyfunc(f.freeze)
-        env[MatrixSymbol(name, *expr.shape)] = vals[name]
-    return vals
-
-
-def _layer_update(activation: str, f: ExpField) -> sp.Matrix:
-    """geoattn's generated kernel expression at explicit matrices (row layout, transposed back to columns)."""
-    from ..symattn import Aw, z
-
-    return _run_bindings(update_bindings(activation), {z: f.Q.T, Aw: f.A}, f)["U"].T
-
-
-def _stack(parts) -> sp.Matrix:
-    return sp.Matrix.vstack(*[p.reshape(len(p), 1) for p in parts])
-
-
-def _layer_residual(f: ExpField) -> sp.Matrix:
-    """Kernel update minus the potential's gradient, and the Jacobian asymmetry, for every activation."""
-    parts = []
-    for act in ACTIVATIONS:
-        upd = _layer_update(act, f)
-        parts += [upd - gradient(act, f), f.jacobian_asymmetry(upd)]
-    return _stack(parts)
-
-
-def _vjp_residual(f: ExpField) -> sp.Matrix:
-    """Generated VJP kernel minus d<V, U>/dz and d<V, U>/dA computed by SymPy, for every activation."""
-    from ..symattn import Aw, Gw, V, z
-
-    Vm = alg.general("v", f.Q.cols, f.Q.rows)
-    parts = []
-    for act in ACTIVATIONS:
-        over, one = ACTIVATIONS[act]
-        pairing = sum(Vm.T.multiply_elementwise(_layer_update(act, f)))
-        want_z = f.grad(pairing).T
-        want_A = sp.Matrix(f.A.rows, f.A.cols, lambda i, j, p=pairing: f.d(p, f.A[i, j]))
-        vals = _run_bindings(vjp_bindings(over), {z: f.Q.T, Aw: f.A, V: Vm, Gw: _softmax(f, over, one)}, f)
-        parts += [vals["gz"] - want_z, vals["gA"] - want_A]
-    return _stack(parts)
-
-
-# ---------------------------------------------------------------------------
 # claims
 # ---------------------------------------------------------------------------
 
-_SMALL = _grid((1, 2), (1, 2))
+_SMALL = grid((1, 2), (1, 2))
 _SEARCH = [{"n": 1, "T": 2}, {"n": 2, "T": 2}]
 
 _GML_MATRIX_GRADIENT = Claim(
@@ -393,7 +224,7 @@ _GML_MATRIX_GRADIENT = Claim(
     source=f"{PAGE}, 'Matrix Softmax'",
     expected=Level.REFUTED,
     checker=ExpPolicy(name="grad Sigma - stated gradient", search=_SEARCH,
-                      residual=lambda f: gradient("gml_matrix_as_written", f) - _stated_matrix_gradient(f)),
+                      residual=lambda f: gradient("gml_matrix_as_written", f) - stated_matrix_gradient(f)),
     notes="The potential as printed has exp and the sum swapped; its stated gradient is that of "
     "log(1 + sum exp(C_mn)) (symattn.gml.matrix_softmax_gradient.corrected).",
 )
@@ -409,7 +240,7 @@ _GML_VECTOR_GRADIENT = Claim(
     source=f"{PAGE}, 'Vector Softmax'",
     expected=Level.REFUTED,
     checker=ExpPolicy(name="grad Sigma - stated gradient", search=_SEARCH,
-                      residual=lambda f: gradient("gml_vector_as_written", f) - _stated_vector_gradient(f)),
+                      residual=lambda f: gradient("gml_vector_as_written", f) - stated_vector_gradient(f)),
     notes="As for the matrix softmax, exp and the inner sum are swapped in the printed potential.",
 )
 
@@ -421,7 +252,7 @@ _GML_VECTOR_SYMMETRIC = Claim(
     source=f"{PAGE}, 'Vector Softmax'",
     expected=Level.REFUTED,
     checker=ExpPolicy(name="grad Sigma - A Z softmax_1(C)", structure="symmetric", search=[{"n": 1, "T": 1}] + _SEARCH,
-                      residual=lambda f: gradient("vector_one_softmax", f) - f.A * f.Q * _softmax(f, "columns", True)),
+                      residual=lambda f: gradient("vector_one_softmax", f) - f.A * f.Q * softmax(f, "columns", True)),
     notes="softmax_1(C) normalises columns, so it is not symmetric even when C is; the gradient is "
     "A Z (softmax_1(C) + softmax_1(C)^T), twice A Z softmax_1(C) already at T = 1.",
 )
@@ -435,7 +266,7 @@ _GML_LAYER_VECTOR_SYMMETRIC = Claim(
     source=f"{CODE}, SymplecticAttention{{..., :symmetric}} with VectorSoftmax",
     expected=Level.REFUTED,
     checker=ExpPolicy(name="J - J^T of the update", structure="symmetric", search=_SEARCH,
-                      residual=lambda f: f.jacobian_asymmetry(_code_update("columns", True)(f))),
+                      residual=lambda f: f.jacobian_asymmetry(code_update("columns", True)(f))),
     notes="2 A Q S is not a gradient when S normalises columns: the Jacobian of the update is not symmetric. "
     "The arbitrary-weighting code path, A Q S^T + A^T Q S, is (symattn.gml.layer_symplectic.arbitrary).",
 )
@@ -453,7 +284,7 @@ CLAIMS = [
             name="grad Sigma - (A Q G^T + A^T Q G)",
             prove=gradient_derivation,
             exact=_SMALL,
-            residual=lambda f: _stack([gradient(a, f) - _model_gradient(a, f) for a in ACTIVATIONS]),
+            residual=lambda f: stack([gradient(a, f) - model_gradient(a, f) for a in ACTIVATIONS]),
         ),
     ),
     Claim(
@@ -477,7 +308,7 @@ CLAIMS = [
         expected=Level.PROVED,
         checker=ExpPolicy(name="grad Sigma - stated gradient", prove=lambda: gradient_derivation(("matrix_one_softmax",)),
                           search=_SEARCH, exact=_SMALL,
-                          residual=lambda f: gradient("matrix_one_softmax", f) - _stated_matrix_gradient(f)),
+                          residual=lambda f: gradient("matrix_one_softmax", f) - stated_matrix_gradient(f)),
     )),
     Claim(
         id="symattn.gml.matrix_softmax_symmetric_gradient",
@@ -489,7 +320,7 @@ CLAIMS = [
         checker=ExpPolicy(
             name="stated gradient - 2 A Z exp.(C) / (1 + sum exp C)", structure="symmetric", search=_SEARCH,
             exact=_SMALL, prove=_symmetric_matrix_softmax_derivation,
-            residual=lambda f: _stated_matrix_gradient(f) - 2 * f.A * f.Q * f.E / (1 + sum(f.E)),
+            residual=lambda f: stated_matrix_gradient(f) - 2 * f.A * f.Q * f.E / (1 + sum(f.E)),
         ),
     ),
     _GML_VECTOR_GRADIENT,
@@ -503,7 +334,7 @@ CLAIMS = [
         expected=Level.PROVED,
         checker=ExpPolicy(name="grad Sigma - stated gradient", prove=lambda: gradient_derivation(("vector_one_softmax",)),
                           search=_SEARCH, exact=_SMALL,
-                          residual=lambda f: gradient("vector_one_softmax", f) - _stated_vector_gradient(f)),
+                          residual=lambda f: gradient("vector_one_softmax", f) - stated_vector_gradient(f)),
     )),
     _GML_VECTOR_SYMMETRIC,
     corrected(_GML_VECTOR_SYMMETRIC, Claim(
@@ -517,7 +348,7 @@ CLAIMS = [
             name="grad Sigma - A Z (S + S^T)", structure="symmetric", search=_SEARCH, exact=_SMALL,
             prove=lambda: gradient_derivation(("vector_one_softmax",)),
             residual=lambda f: gradient("vector_one_softmax", f)
-            - f.A * f.Q * (_softmax(f, "columns", True) + _softmax(f, "columns", True).T),
+            - f.A * f.Q * (softmax(f, "columns", True) + softmax(f, "columns", True).T),
         ),
     )),
     Claim(
@@ -530,7 +361,7 @@ CLAIMS = [
         expected=Level.PROVED,
         checker=ExpPolicy(name="J - J^T of the update", structure="symmetric", search=_SEARCH, exact=_SMALL,
                           prove=_symmetric_matrix_softmax_derivation,
-                          residual=lambda f: f.jacobian_asymmetry(_code_update("all", True)(f))),
+                          residual=lambda f: f.jacobian_asymmetry(code_update("all", True)(f))),
     ),
     _GML_LAYER_VECTOR_SYMMETRIC,
     corrected(_GML_LAYER_VECTOR_SYMMETRIC, Claim(
@@ -543,7 +374,7 @@ CLAIMS = [
         expected=Level.PROVED,
         checker=ExpPolicy(name="J - J^T of the update", structure="symmetric", search=_SEARCH, exact=_SMALL,
                           prove=_arbitrary_derivation,
-                          residual=lambda f: f.jacobian_asymmetry(_code_update("columns", False)(f))),
+                          residual=lambda f: f.jacobian_asymmetry(code_update("columns", False)(f))),
         notes="For symmetric A the arbitrary-weighting path A Q S^T + A^T Q S is exactly A Q (S + S^T).",
     )),
     Claim(
@@ -556,7 +387,7 @@ CLAIMS = [
         expected=Level.PROVED,
         checker=ExpPolicy(
             name="J - J^T of the update", search=_SEARCH, exact=_SMALL, prove=_arbitrary_derivation,
-            residual=lambda f: _stack([f.jacobian_asymmetry(_code_update(o, False)(f)) for o in ("all", "columns")]),
+            residual=lambda f: stack([f.jacobian_asymmetry(code_update(o, False)(f)) for o in ("all", "columns")]),
         ),
     ),
     Claim(
@@ -568,7 +399,7 @@ CLAIMS = [
         source="geoattn.nn.SymplecticAttention (kernels symattn_update_*)",
         expected=Level.PROVED,
         checker=ExpPolicy(name="kernel update - grad Sigma; J - J^T", search=_SEARCH, exact=_SMALL,
-                          prove=_layer_derivation, residual=_layer_residual),
+                          prove=_layer_derivation, residual=layer_residual),
     ),
     Claim(
         id="symattn.layer_vjp",
@@ -578,6 +409,6 @@ CLAIMS = [
         source="geoattn.kernels (symattn_vjp_*)",
         expected=Level.PROVED,
         checker=ExpPolicy(name="generated VJP - SymPy VJP", search=[{"n": 1, "T": 2}], exact=[{"n": 1, "T": 2},
-                          {"n": 2, "T": 1}], prove=_vjp_derivation, residual=_vjp_residual),
+                          {"n": 2, "T": 1}], prove=_vjp_derivation, residual=vjp_residual),
     ),
 ]

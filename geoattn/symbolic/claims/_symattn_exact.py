@@ -1,0 +1,196 @@
+"""Exact objects, residuals and the evidence policy of the symattn family (not public).
+
+Everything here works in an :class:`~._exp_exact.ExpField`: rational functions of the entries of ``Q``, ``A``
+and of symbols standing for :math:`e^{C_{mn}}`.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.matrices.expressions import MatrixSymbol
+
+from .. import algebra as alg
+from ..algebra import NotInAlgebra
+from ..evidence import Evidence, Level, ProofFailed
+from ..interpreter import evaluate
+from ..symattn import ACTIVATIONS, Aw, Gw, V, update_bindings, vjp_bindings, z
+from ._common import prove_evidence
+from ._exp_exact import ExpField, search_exp_counterexample
+
+__all__ = ["ExpPolicy", "potential", "gradient", "softmax", "variables", "grid", "stack", "stated_matrix_gradient",
+           "stated_vector_gradient", "model_gradient", "code_update", "layer_residual", "vjp_residual"]
+
+# ---------------------------------------------------------------------------
+# explicit objects (column layout: Q is n x T, C = Q^T A Q)
+# ---------------------------------------------------------------------------
+
+
+def variables(structure: str):
+    def variables(size):
+        k, t = size["n"], size["T"]
+        a = alg.symmetric("a", k) if structure == "symmetric" else alg.general("a", k, k)
+        return {"Q": alg.general("q", k, t), "A": a}
+
+    return variables
+
+
+def softmax(f: ExpField, over: str, one: bool) -> sp.Matrix:
+    """The softmax of ``C`` in the field's exponential symbols."""
+    e = f.E
+    eps = 1 if one else 0
+    if over == "all":
+        return e / (eps + sum(e))
+    cols = [eps + sum(e[:, j]) for j in range(e.cols)]
+    return sp.Matrix(e.rows, e.cols, lambda i, j: e[i, j] / cols[j])
+
+
+def potential(activation: str, f: ExpField):
+    r"""The potential :math:`f(C)` of an activation of :data:`~geoattn.symbolic.symattn.ACTIVATIONS`, or of the
+    package's page as written (``"gml_matrix_as_written"``: :math:`\log(1 + \exp\sum_{mn}C_{mn})`,
+    ``"gml_vector_as_written"``: :math:`\sum_n\log(1 + \exp\sum_m C_{mn})`), in the field's symbols
+    (:math:`\exp\sum C_{mn} = \prod e_{mn}`)."""
+    e = f.E
+    if activation == "gml_matrix_as_written":
+        return sp.log(1 + sp.Mul(*e))
+    if activation == "gml_vector_as_written":
+        return sum(sp.log(1 + sp.Mul(*e[:, j])) for j in range(e.cols))
+    over, one = ACTIVATIONS[activation]
+    eps = 1 if one else 0
+    if over == "all":
+        return sp.log(eps + sum(e))
+    return sum(sp.log(eps + sum(e[:, j])) for j in range(e.cols))
+
+
+def gradient(activation: str, f: ExpField) -> sp.Matrix:
+    """The gradient in ``Q`` of :func:`potential`."""
+    return f.grad(potential(activation, f))
+
+
+class ExpPolicy:
+    """The evidence policy of a claim whose residual contains exponentials of the entries of ``C``.
+
+    Stages (see :mod:`._exp_exact`): a search for an exact counterexample at ``search`` sizes, the
+    derivation ``prove``, and the exact symbolic identity at ``exact`` sizes with every ``e^{C_mn}``
+    frozen to a symbol (run even when proved if ``always_exact``).
+    """
+
+    def __init__(self, *, name="", residual=None, structure="general", search=(), points=2, prove=None, exact=(),
+                 always_exact=True):
+        self.name, self.residual, self.structure = name, residual, structure
+        self.search, self.points, self.prove, self.exact, self.always_exact = search, points, prove, exact, always_exact
+
+    def __call__(self, ctx) -> list[Evidence]:
+        build = variables(self.structure)
+        if self.search:
+            ce = search_exp_counterexample(self.residual, build, list(self.search), seed=ctx.seed_for("search"),
+                                           points=self.points, name=self.name)
+            if ce is not None:
+                return [Evidence(Level.REFUTED, "exact evaluation at random rational points", counterexample=ce)]
+        evidence, proved = [], False
+        if self.prove is not None:
+            try:
+                evidence.append(prove_evidence(self.prove))
+                proved = True
+            except (ProofFailed, NotInAlgebra) as exc:
+                evidence.append(Evidence(Level.ERROR, "derivation", detail=f"derivation failed: {exc}"))
+        if self.exact and (self.always_exact or not proved):
+            checked = []
+            for size in self.exact:
+                mats = build(size)
+                res = self.residual(ExpField(mats["Q"], mats["A"]))
+                if any(sp.cancel(sp.together(x)) != 0 for x in res):
+                    return [Evidence(Level.ERROR, "exact symbolic identity", sizes=[size],
+                                     detail="symbolic residual nonzero but no rational counterexample found")]
+                checked.append(dict(size))
+            evidence.append(Evidence(Level.CHECKED, "exact symbolic identity at explicit sizes, every e^{C_mn} "
+                                     "a free symbol", sizes=checked))
+        return evidence
+
+
+def grid(ns, ts):
+    return [{"n": a, "T": b} for a in ns for b in ts]
+
+
+# ---------------------------------------------------------------------------
+# residuals
+# ---------------------------------------------------------------------------
+
+
+def stated_matrix_gradient(f: ExpField) -> sp.Matrix:
+    """The page: (A Q exp.(C)^T + A^T Q exp.(C)) / (1 + sum exp(C_mn))."""
+    Q, A, e = f.Q, f.A, f.E
+    return (A * Q * e.T + A.T * Q * e) / (1 + sum(e))
+
+
+def stated_vector_gradient(f: ExpField) -> sp.Matrix:
+    """The page: sum_n e^{C_jn}/(1 + sum_m e^{C_mn}) [AQ]_in + 1/(1 + sum_m e^{C_mj}) [A^T Q exp(C)]_ij."""
+    Q, A, e = f.Q, f.A, f.E
+    T = e.cols
+    col = [1 + sum(e[:, j]) for j in range(T)]
+    aq, atqe = A * Q, A.T * Q * e
+    return sp.Matrix(Q.rows, T, lambda i, j: sum(e[j, k] / col[k] * aq[i, k] for k in range(T)) + atqe[i, j] / col[j])
+
+
+def model_gradient(activation: str, f: ExpField) -> sp.Matrix:
+    """A Q G^T + A^T Q G with G the activation's softmax."""
+    g = softmax(f, *ACTIVATIONS[activation])
+    return f.A * f.Q * g.T + f.A.T * f.Q * g
+
+
+def code_update(over: str, symmetric: bool):
+    """The package's update on Q from its code: 2 A Q sigma(C) (symmetric) or A Q sigma^T + A^T Q sigma."""
+
+    def update(f: ExpField) -> sp.Matrix:
+        s = softmax(f, over, False)
+        return 2 * f.A * f.Q * s if symmetric else f.A * f.Q * s.T + f.A.T * f.Q * s
+
+    return update
+
+
+_T = sp.Symbol("T", integer=True, positive=True)
+_D = sp.Symbol("d", integer=True, positive=True)
+
+
+def _run_bindings(bindings, env: dict, f: ExpField) -> dict:
+    """Evaluate kernel bindings at explicit matrices (later bindings name earlier ones); exps frozen."""
+    sizes = {_T: f.Q.cols, _D: f.Q.rows}
+    env = dict(env)
+    vals = {}
+    for name, expr in bindings:
+        vals[name] = evaluate(expr, env, sizes).applyfunc(f.freeze)
+        env[MatrixSymbol(name, *expr.shape)] = vals[name]
+    return vals
+
+
+def _layer_update(activation: str, f: ExpField) -> sp.Matrix:
+    """geoattn's generated kernel expression at explicit matrices (row layout, transposed back to columns)."""
+    return _run_bindings(update_bindings(activation), {z: f.Q.T, Aw: f.A}, f)["U"].T
+
+
+def stack(parts) -> sp.Matrix:
+    return sp.Matrix.vstack(*[p.reshape(len(p), 1) for p in parts])
+
+
+def layer_residual(f: ExpField) -> sp.Matrix:
+    """Kernel update minus the potential's gradient, and the Jacobian asymmetry, for every activation."""
+    parts = []
+    for act in ACTIVATIONS:
+        upd = _layer_update(act, f)
+        parts += [upd - gradient(act, f), f.jacobian_asymmetry(upd)]
+    return stack(parts)
+
+
+def vjp_residual(f: ExpField) -> sp.Matrix:
+    """Generated VJP kernel minus d<V, U>/dz and d<V, U>/dA computed by SymPy, for every activation."""
+    Vm = alg.general("v", f.Q.cols, f.Q.rows)
+    parts = []
+    for act in ACTIVATIONS:
+        over, one = ACTIVATIONS[act]
+        pairing = sum(Vm.T.multiply_elementwise(_layer_update(act, f)))
+        want_z = f.grad(pairing).T
+        want_A = sp.Matrix(f.A.rows, f.A.cols, lambda i, j, p=pairing: f.d(p, f.A[i, j]))
+        vals = _run_bindings(vjp_bindings(over), {z: f.Q.T, Aw: f.A, V: Vm, Gw: softmax(f, over, one)}, f)
+        parts += [vals["gz"] - want_z, vals["gA"] - want_A]
+    return stack(parts)
+
+
