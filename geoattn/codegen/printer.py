@@ -38,6 +38,7 @@ from sympy.matrices.expressions import (
     MatMul,
     MatrixExpr,
     MatrixSymbol,
+    Trace,
     Transpose,
     ZeroMatrix,
 )
@@ -284,6 +285,19 @@ class TorchKernelPrinter:
             self.needs_eye[size] = "eye" if not self.needs_eye else f"eye_{sp.sstr(size)}"
         return self.needs_eye[size]
 
+    def coefficient(self, coeff) -> str:
+        """A scalar factor: a number, or (Note [batched scalars]) an expression of traces of matrices."""
+        if coeff.is_Number:
+            return _num(coeff)
+        return _ScalarPrinter({}, trace=self._trace).doprint(coeff)
+
+    # Note [batched scalars]
+    # A coefficient that is not a number, such as 2 / (1 - Tr(C^2)/2), is one value per matrix of the batch:
+    # ``Trace(X)`` prints as the diagonal sum of X kept as a (..., 1, 1) tensor, so the coefficient
+    # broadcasts over the matrix it scales. Only traces, numbers, +, * and 1/x may appear in it.
+    def _trace(self, arg) -> str:
+        return f"{_wrap(self._print(arg))}.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None]"
+
     def _print_MatAdd(self, expr) -> str:
         out = []
         for term in expr.args:
@@ -293,10 +307,10 @@ class TorchKernelPrinter:
                 out.append(("+", body))
             elif coeff == -1:
                 out.append(("-", body))
-            elif coeff.is_negative:
-                out.append(("-", f"{_num(-coeff)} * {_wrap(body)}"))
+            elif coeff.as_coeff_Mul()[0].is_negative:
+                out.append(("-", f"{_wrap(self.coefficient(-coeff))} * {_wrap(body)}"))
             else:
-                out.append(("+", f"{_num(coeff)} * {_wrap(body)}"))
+                out.append(("+", f"{_wrap(self.coefficient(coeff))} * {_wrap(body)}"))
         out.sort(key=lambda t: t[0] != "+")  # positive terms first, for readability
         text = out[0][1] if out[0][0] == "+" else f"-{_wrap(out[0][1])}"
         for sign, body in out[1:]:
@@ -310,7 +324,7 @@ class TorchKernelPrinter:
             return code
         if coeff == -1:
             return f"-{_wrap(code)}"
-        return f"{_num(coeff)} * {_wrap(code)}"
+        return f"{_wrap(self.coefficient(coeff))} * {_wrap(code)}"
 
     def _print_factors(self, mats) -> str:
         # a solve for the first inverse; recursion handles the rest
@@ -352,12 +366,15 @@ class TorchKernelPrinter:
 
 
 class _ScalarPrinter:
-    def __init__(self, env: dict):
+    def __init__(self, env: dict, trace=None):
         self.env = env
+        self.trace = trace  # Trace(X) -> code, for batched scalars (Note [batched scalars])
 
     def doprint(self, e) -> str:
         if e in self.env:
             return self.env[e]
+        if isinstance(e, Trace) and self.trace is not None:
+            return self.trace(e.arg)
         if e == sp.I:
             return "1j"
         if e.is_Number:
@@ -398,7 +415,8 @@ class _ScalarPrinter:
             return f"torch.sinc({_wrap(self.doprint(e.args[0]))} / math.pi)"
         if isinstance(e, (sp.sin, sp.cos)):
             return f"torch.{type(e).__name__}({self.doprint(e.args[0])})"
-        raise CodegenError(f"Expected a supported scalar (numbers, I, +, *, 1/x, exp, sin, cos, sinc). Got {e!r}.")
+        raise CodegenError(f"Expected a supported scalar (numbers, I, +, *, 1/x, exp, sin, cos, sinc, and Tr(X) in a "
+                           f"batched coefficient). Got {e!r}.")
 
 
 def _num(c) -> str:

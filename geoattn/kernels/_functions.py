@@ -57,10 +57,20 @@ class _Cayley(torch.autograd.Function):
     # decision is per sample (``big``), so it never depends on the rest of the batch; inside
     # torch.func transforms, torch.compile and on the meta device the solve serves every sample.
     # The backward needs only the output, so both forms share it.
+    #
+    # Note [Cayley of small skew matrices]
+    # For T <= 3 a skew C satisfies C^3 = -a C with a = -Tr(C^2)/2, so Cayley(C) = I + 2 (C^2 - C)/(1 + a)
+    # (kernels.cayley_skew_small): one batched product and a few elementwise passes instead of a LAPACK solve
+    # per matrix, and orthogonal to a few eps at every norm (no eigendecomposition at large norms). The form
+    # is taken per sample, for the samples that are skew up to the check's tolerance; any other sample is
+    # solved, so a result never depends on the rest of the batch. Inside torch.func transforms, torch.compile
+    # and on the meta device every sample is solved.
     generate_vmap_rule = True
 
     @staticmethod
     def forward(c, big=None):
+        if c.shape[-1] <= 3 and c.numel() and not _traced(c):
+            return _cayley_small(c)
         return cayley_routed(c, big, gen.cayley_matrix)
 
     @staticmethod
@@ -123,6 +133,18 @@ def cayley_routed(c: torch.Tensor, big: torch.Tensor | None, solve, shift: float
         if shift:
             lam.diagonal(dim1=-2, dim2=-1).sub_(shift)
         out[big] = lam  # boolean-mask assignment: any memory layout of out
+    return out
+
+
+def _cayley_small(c: torch.Tensor) -> torch.Tensor:
+    """Cayley(C) for T <= 3: the closed form on the skew samples, the solve on the others
+    (Note [Cayley of small skew matrices])."""
+    skew = skew_defect(c) <= skew_tolerance(c)
+    if bool(skew.all()):
+        return gen.cayley_skew_small(c)
+    out = cayley_routed(c, _large_skew(c), gen.cayley_matrix)
+    if bool(skew.any()):
+        out[skew] = gen.cayley_skew_small(c[skew])
     return out
 
 

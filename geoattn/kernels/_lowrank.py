@@ -92,7 +92,9 @@ def _small_factors(x: torch.Tensor, A: torch.Tensor, activation: str):
 
     Q, R = torch.linalg.qr(x)
     S = gen.vp_lowrank_skew(R, A)
-    if activation == "cayley":
+    if activation == "cayley" and S.shape[-1] <= 3:  # S is exactly skew: Note [Cayley of small skew matrices]
+        W = gen.cayley_minus_identity_skew_small(S)
+    elif activation == "cayley":
         W = cayley_routed(S, _large_skew(S), gen.cayley_minus_identity, shift=1.0)  # Note [Cayley at large norms]
     else:
         W = exp_skew(S, check=False)

@@ -83,6 +83,11 @@ CAYLEY_APPLY_MATRIX = Lam.T * x
 #: vector-Jacobian product of Lambda = Cayley(C), reusing the forward output, as the kernel binds it:
 #: P = I + Lam^T once (a contiguous copy, so both batched products read contiguous operands), then
 #: -1/2 P G P, scaled in place
+#: Cayley(C) of a skew C with T <= 3 (Rodrigues): C^3 = -a C with a = -Tr(C^2)/2, so (I + C)^{-1} =
+#: ((1 + a) I - C + C^2)/(1 + a) and Cayley(C) = I + 2 (C^2 - C)/(1 + a); no solve
+_C2 = MatrixSymbol("C2", T, T)
+CAYLEY_SKEW_SMALL = [("C2", C**2), ("Lam", I_T + (_C2 - C) * (2 / (1 - Trace(_C2) / 2)))]
+
 _P = MatrixSymbol("P", T, T)
 CAYLEY_VJP_BINDINGS = [("P", I_T + Lam.T), ("gC", -sp.Rational(1, 2) * _P * G * _P)]
 CAYLEY_VJP = CAYLEY_VJP_BINDINGS[1][1].subs(_P, CAYLEY_VJP_BINDINGS[0][1])
@@ -282,6 +287,9 @@ _S0 = MatrixSymbol("S0", k, k)
 LOWRANK_S = [("S0", Rf * A * Rf.T), ("S", (_S0 - _S0.T) / 2)]
 #: Cayley(S) - I = -2 (I + S)^{-1} S
 CAYLEY_MINUS_I = -2 * Inverse(I_k + Sd) * Sd
+#: the same for skew S with k <= 3, without a solve: 2 (S^2 - S)/(1 - Tr(S^2)/2) (see CAYLEY_SKEW_SMALL)
+_S2 = MatrixSymbol("S2", k, k)
+CAYLEY_MINUS_I_SKEW_SMALL = [("S2", Sd**2), ("W", (_S2 - Sd) * (2 / (1 - Trace(_S2) / 2)))]
 #: the layer output x + Q (f(S) - I)^T R, with the d x d factor bound first
 LOWRANK_K = Wd.T * Rf
 LOWRANK_APPLY = x + Qf * MatrixSymbol("K", k, d)

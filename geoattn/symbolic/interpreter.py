@@ -13,6 +13,7 @@ from sympy.matrices.expressions import (
     MatAdd,
     MatMul,
     MatPow,
+    Trace,
     Transpose,
     ZeroMatrix,
 )
@@ -56,6 +57,15 @@ def evaluate(expr, values: dict, sizes: dict | None = None, *, field=None):
             raise TypeError(f"Expected a sum, product, transpose, power, inverse, identity or zero over a field. Got "
                             f"{type(e).__name__}: {e}.")
 
+    def scalar(c):
+        """A coefficient; a batched one (traces of matrices, Note [batched scalars] of the printer) evaluated."""
+        traces = c.atoms(Trace) if isinstance(c, sp.Basic) else set()
+        if not traces:
+            return c
+        if field is not None:
+            raise TypeError(f"Expected a numeric coefficient over a field. Got {c}.")
+        return c.xreplace({t: rec(t.arg).trace() for t in traces})
+
     def rec(e):
         if e in values:
             return values[e]
@@ -73,7 +83,7 @@ def evaluate(expr, values: dict, sizes: dict | None = None, *, field=None):
             out = rec(mats[0])
             for m in mats[1:]:
                 out = out * rec(m)
-            return scale(coeff, out)
+            return scale(scalar(coeff), out)
         if isinstance(e, Transpose):
             return transpose(rec(e.arg))
         if isinstance(e, Inverse):

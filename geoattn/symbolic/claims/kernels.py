@@ -273,6 +273,33 @@ def _lsa_row_derivation() -> Derivation:
 
 
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+def _bindings_value(bindings, values: dict, size: dict):
+    """The last output of kernel bindings at explicit matrices (later bindings name earlier ones)."""
+    env = dict(values)
+    out = None
+    for name, expr in bindings:
+        out = _ev(expr, env, size)
+        env[MatrixSymbol(name, *expr.shape)] = out
+    return out
+
+
+def skew_small_identity() -> MatrixIdentity:
+    """Both closed forms (Cayley(C) and Cayley(S) - I) minus the Cayley transform, for skew matrices."""
+
+    def residual(size, Cm):
+        t = size["T"]
+        lam = _bindings_value(ex.CAYLEY_SKEW_SMALL, {C: Cm}, size)
+        w = _bindings_value(ex.CAYLEY_MINUS_I_SKEW_SMALL, {ex.Sd: Cm}, {"T": t, "d": t, "k": t})
+        want = alg.cayley(Cm)
+        return sp.Matrix.vstack(lam - want, w - (want - sp.eye(t))).applyfunc(sp.cancel)
+
+    return MatrixIdentity(
+        "[closed form - Cayley(C); closed form - (Cayley(C) - I)]",
+        variables=lambda s: {"Cm": alg.skew("c", s["T"])},
+        residual=residual,
+    )
+
+
 CLAIMS = [
     Claim(
         id="kernels.cayley_left_solve",
@@ -324,5 +351,17 @@ CLAIMS = [
         source="kernel lsa_update (geoattn.symbolic.expressions)",
         expected=Level.PROVED,
         checker=Policy(prove=_lsa_row_derivation),
+    ),
+    Claim(
+        id="kernels.cayley_skew_small",
+        title="Cayley of a small skew matrix without a solve",
+        statement="For skew C of size T <= 3, Cayley(C) = I + 2 (C^2 - C)/(1 - Tr(C^2)/2) (and Cayley(C) - I "
+        "without the I): C^3 = -a C with a = -Tr(C^2)/2 >= 0, so (I + C)((1 + a) I - C + C^2) = (1 + a) I.",
+        latex=r"C^T = -C,\ T \le 3 \implies \mathrm{Cayley}(C) = I + rac{2(C^2 - C)}{1 - \mathrm{Tr}(C^2)/2}",
+        source="kernels cayley_skew_small, cayley_minus_identity_skew_small (geoattn.symbolic.expressions)",
+        expected=Level.CHECKED,
+        checker=Policy(identity=skew_small_identity(), exact=grid(T=[1, 2, 3]),
+                       exact_method="exact symbolic identity at every size the claim covers (T = 1, 2, 3)"),
+        notes="False from T = 4 on (C^3 = -a C fails); the kernels take this form only for T <= 3.",
     ),
 ]
