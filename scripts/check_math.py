@@ -43,6 +43,8 @@ def _ledger_ids() -> re.Pattern:
 
 LEDGER_ID = _ledger_ids()
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: an accent or a fraction with nothing after it: its argument was cut off (MathJax: "Missing argument")
+ORPHAN = re.compile(r"\\(?:dot|ddot|hat|bar|tilde|vec|frac|tfrac|sqrt|mathrm|mathbb|text)\s*$")
 EATEN = re.compile(r"(?<![\\A-Za-z])(?:frac\d|frac\{|heta\b|imes\b|ightarrow\b|mathbb\{)")
 
 
@@ -58,6 +60,8 @@ def formula_problems(tex: str) -> list[str]:
         problems.append(f"nested math delimiters in {tex[:60]!r}")
     if CONTROL.search(tex):
         problems.append(f"control character in {tex[:60]!r}")
+    if ORPHAN.search(body):
+        problems.append(f"a command without its argument at the end of {tex[:60]!r}")
     plain = COMMAND.sub(" ", TEXT_GROUP.sub(" ", body))
     m = PROSE.search(plain)
     if m:
@@ -91,6 +95,7 @@ BROKEN = {
     "nested": r'<span class="math notranslate nohighlight">\(\(lsa_update\)\)</span>',
     "eaten backslash": "<p>the weight \\tfrac12 of \x09heta</p>".replace("\\tfrac", "\tfrac"),
     "control": '<span class="math notranslate nohighlight">\\(x\x07\\)</span>',
+    "argument cut off": r'<span class="math notranslate nohighlight">\(D G[\dot\)</span>',
 }
 
 

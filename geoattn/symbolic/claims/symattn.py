@@ -193,9 +193,9 @@ def _vjp_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"U = \nabla_z\Sigma = GzA^T + G^TzA,\ G = \nabla_C f(zAz^T)", r"K = \nabla^2 f(C)[\dot C]"],
         steps=[
-            Step(Trace(V.T * U), pairing, r"\langle V, U\rangle = \langle G, \dot C\rangle,\ \dot C = VAz^T + zAV^T "
-                 "(both linear in V with the same gradient U)", lambda: same(pairing.diff(V), U)),
-            Step(r"\partial_C\langle G(C), \dot C\rangle", K, r"the Hessian of f is symmetric, so it is D G[\dot C]"),
+            Step(Trace(V.T * U), pairing, "<V, U> = <G, Cdot> with Cdot = V A z^T + z A V^T (both linear in V, with the "
+                 "same gradient U)", lambda: same(pairing.diff(V), U)),
+            Step(r"\partial_C\langle G(C), \dot C\rangle", K, "the Hessian of f is symmetric, so this is DG[Cdot]"),
             Step(through_c.diff(z) + pairing.diff(z), gz, "matrix calculus: through C (K fixed) and through Cdot",
                  lambda: same(through_c.diff(z) + pairing.diff(z), gz)),
             Step(through_c.diff(Am) + pairing.diff(Am), gA, "likewise in A",
