@@ -32,6 +32,8 @@ from ._checks import (
 from ._functions import (
     _Cayley,
     _large_skew,
+    all_skew_small,
+    cayley_skew_small,
     _traced,
     cayley_apply_path,
     exp_skew_path,
@@ -84,7 +86,9 @@ def cayley(C: torch.Tensor) -> torch.Tensor:
     True
     """
     check_square("C", C)
-    return _Cayley.apply(C, _large_skew(C))
+    if all_skew_small(C):  # T <= 3: Note [Cayley of small skew matrices]
+        return cayley_skew_small(C)
+    return _Cayley.apply(C, None if C.shape[-1] <= 3 else _large_skew(C))
 
 
 @half_in_float32
