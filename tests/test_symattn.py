@@ -338,3 +338,24 @@ def test_model_symplectic_untrained_and_trained_and_invertible():
     assert loss.item() < first
     assert_symplectic(model, x)
     assert "activation='vector_one_softmax'" in repr(model)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("act", ACTS)
+def test_cuda_matches_cpu(act):
+    torch.manual_seed(8)
+    z = torch.randn(4, 6, 3, dtype=F64)
+    A = torch.randn(3, 3, dtype=F64)
+    g = torch.randn(4, 6, 3, dtype=F64)
+    out, grads = [], []
+    for dev in ("cpu", "cuda"):
+        zz, AA = z.to(dev).requires_grad_(), A.to(dev).requires_grad_()
+        u = K.symattn_update(zz, AA, act)
+        out.append(u.cpu())
+        grads.append([t.cpu() for t in torch.autograd.grad(u, (zz, AA), g.to(dev))])
+    assert (out[0] - out[1]).abs().max() <= tol(F64, 6 * 3) * (1 + out[0].abs().max())
+    for a, b in zip(*grads):
+        assert (a - b).abs().max() <= tol(F64, 6 * 3 * 4) * (1 + a.abs().max())
+    c = torch.randn(8, 3, 3, dtype=F64, device="cuda")
+    c = c - c.mT
+    assert (K.cayley(c).cpu() - K.cayley(c.cpu())).abs().max() <= tol(F64, 3)
