@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections import Counter
 
 import sympy as sp
+from sympy.printing.precedence import PRECEDENCE, precedence
+from sympy.printing.printer import Printer
 from sympy.matrices.expressions import (
     DiagMatrix,
     Identity,
@@ -38,7 +40,6 @@ from sympy.matrices.expressions import (
     MatMul,
     MatrixExpr,
     MatrixSymbol,
-    Trace,
     Transpose,
     ZeroMatrix,
 )
@@ -116,10 +117,11 @@ def common_scalar(expr):
     return MatMul(c0, inner)
 
 
-class TorchKernelPrinter:
-    """Print the outputs of one kernel as the body of a torch function."""
+class TorchKernelPrinter(Printer):
+    """Print the outputs of one kernel as the body of a torch function (a SymPy :class:`~sympy.printing.printer.Printer`)."""
 
     def __init__(self, names: dict, dims: dict, like: str, accumulate: bool = False):
+        super().__init__()
         self.accumulate = accumulate
         self.names = dict(names)  # MatrixSymbol -> python name
         self.dims = dims  # size symbol -> (argument name, axis or None for an int argument)
@@ -198,27 +200,22 @@ class TorchKernelPrinter:
         return code
 
     # -- printing --------------------------------------------------------------
-    def _print(self, expr) -> str:
-        if expr in self.temps:
-            return self.temps[expr]
-        code = self._print_node(expr)
-        return self._temp(expr, code) if isinstance(expr, MatrixExpr) else code
-
-    # Note [node protocol]: a node prints through its own ``_torchcode(printer)`` when it has one (the
-    # custom nodes of geoattn.symbolic.nodes: the method lives beside their ``_latex`` and ``explicit``),
-    # otherwise through the first ``_print_<Class>`` along its class's MRO, as SymPy's printers
-    # dispatch. Nodes this printer does not support are declared by a ``_print_<Class>`` that raises,
-    # so an unsupported node fails with a reason, never with a wrong kernel.
+    # Note [node protocol]: this is a SymPy Printer. A node prints through its own ``_torchcode(printer)``
+    # when it has one (the custom nodes of geoattn.symbolic.nodes: the method lives beside their ``_latex``
+    # and ``explicit``), otherwise through the first ``_print_<Class>`` along its class's MRO (SymPy's
+    # dispatch); what neither covers reaches ``emptyPrinter``, which raises. Nodes this printer does not
+    # support where they stand alone are declared by a ``_print_<Class>`` that raises, so an unsupported
+    # node fails with a reason, never with a wrong kernel. ``_print`` adds only the sharing of repeated
+    # matrix subexpressions as temporaries.
     printmethod = "_torchcode"
 
-    def _print_node(self, expr) -> str:
-        own = getattr(expr, self.printmethod, None)
-        if callable(own):
-            return own(self)
-        for cls in type(expr).__mro__:
-            method = getattr(self, f"_print_{cls.__name__}", None)
-            if method is not None:
-                return method(expr)
+    def _print(self, expr, **kwargs) -> str:
+        if isinstance(expr, MatrixExpr) and expr in self.temps:
+            return self.temps[expr]
+        code = super()._print(expr, **kwargs)
+        return self._temp(expr, code) if isinstance(expr, MatrixExpr) else code
+
+    def emptyPrinter(self, expr) -> str:
         raise CodegenError(f"Expected a supported matrix node. Got {type(expr).__name__}: {expr}.")
 
     # -- the interface the nodes' _torchcode uses --------------------------------
@@ -369,58 +366,94 @@ class TorchKernelPrinter:
         return lines
 
 
-class _ScalarPrinter:
+class _ScalarPrinter(Printer):
+    """Elementwise torch code of a scalar SymPy expression (a SymPy Printer): symbols from ``env`` (their tensors'
+    code), numbers, +, *, 1/x, exp, sin, cos, sinc, and Tr(X) in a batched coefficient; parentheses by SymPy's
+    precedence."""
+
+    printmethod = "_torchscalar"
+
     def __init__(self, env: dict, trace=None):
+        super().__init__()
         self.env = env
         self.trace = trace  # Trace(X) -> code, for batched scalars (Note [batched scalars])
 
     def doprint(self, e) -> str:
-        if e in self.env:
-            return self.env[e]
-        if isinstance(e, Trace) and self.trace is not None:
-            return self.trace(e.arg)
-        if e == sp.I:
-            return "1j"
-        if e.is_Number:
-            return _num(e)
-        if isinstance(e, sp.Add):
-            text = ""
-            for k, a in enumerate(e.args):
-                c, rest = a.as_coeff_Mul()
-                if c.is_negative:
-                    term = self.doprint(-a)
-                    text += f" - {_wrap(term)}" if k else f"-{_wrap(term)}"
-                else:
-                    term = self.doprint(a)
-                    text += f" + {term}" if k else term
-            return text
-        if isinstance(e, sp.Mul):
-            coeff = sp.Integer(1)
-            rest = []
-            for a in e.args:
-                if a.is_Number or a == sp.I:
-                    coeff *= a
-                else:
-                    rest.append(a)
-            body = " * ".join(_wrap(self.doprint(a)) for a in rest)
-            if coeff == 1:
-                return body
-            if coeff == -1:
-                return f"-{_wrap(body)}"
-            re_, im_ = coeff.as_real_imag()
-            lit = _num(re_) if im_ == 0 else (f"{_num(im_)}j" if re_ == 0 else f"({_num(re_)}+{_num(im_)}j)")
-            return f"{lit} * {body}" if body else lit
-        if isinstance(e, sp.Pow) and e.exp == -1:
-            return f"1 / {_wrap(self.doprint(e.base))}"
-        if isinstance(e, sp.exp):
-            return f"torch.exp({self.doprint(e.args[0])})"
-        if isinstance(e, sp.sinc):
-            # sympy: sin(x)/x; torch: sin(pi x)/(pi x)
-            return f"torch.sinc({_wrap(self.doprint(e.args[0]))} / math.pi)"
-        if isinstance(e, (sp.sin, sp.cos)):
-            return f"torch.{type(e).__name__}({self.doprint(e.args[0])})"
+        return self._print(sp.sympify(e))
+
+    def _print(self, expr, **kwargs) -> str:
+        if expr in self.env:
+            return self.env[expr]
+        return super()._print(expr, **kwargs)
+
+    def parenthesize(self, item, level: int) -> str:
+        code = self._print(item)
+        return f"({code})" if precedence(item) <= level and item not in self.env else code
+
+    def emptyPrinter(self, e) -> str:
         raise CodegenError(f"Expected a supported scalar (numbers, I, +, *, 1/x, exp, sin, cos, sinc, and Tr(X) in a "
                            f"batched coefficient). Got {e!r}.")
+
+    def _print_ImaginaryUnit(self, e) -> str:
+        return "1j"
+
+    def _print_Number(self, e) -> str:
+        return _num(e)
+
+    def _print_Trace(self, e) -> str:
+        if self.trace is None:
+            return self.emptyPrinter(e)
+        return self.trace(e.arg)
+
+    def _print_Add(self, e) -> str:
+        text = ""
+        for k, a in enumerate(e.args):
+            c, _ = a.as_coeff_Mul()
+            if c.is_negative:
+                term = self.parenthesize(-a, PRECEDENCE["Add"])
+                text += f" - {term}" if k else f"-{term}"
+            else:
+                term = self._print(a)
+                text += f" + {term}" if k else term
+        return text
+
+    def _print_Mul(self, e) -> str:
+        coeff = sp.Integer(1)
+        rest = []
+        for a in e.args:
+            if a.is_Number or a == sp.I:
+                coeff *= a
+            else:
+                rest.append(a)
+        den = [a.base for a in rest if a.is_Pow and a.exp == -1]
+        num = [a for a in rest if not (a.is_Pow and a.exp == -1)]
+        over = "".join(f" / {self.parenthesize(b, PRECEDENCE['Mul'])}" for b in den)
+        body = " * ".join(self.parenthesize(a, PRECEDENCE["Mul"]) for a in num)
+        if coeff == 1:
+            return body + over if body else "1" + over
+        if coeff == -1:
+            return f"-{body}{over}" if len(num) == 1 else f"-({body or '1'}{over})"
+        re_, im_ = coeff.as_real_imag()
+        lit = _num(re_) if im_ == 0 else (f"{_num(im_)}j" if re_ == 0 else f"({_num(re_)}+{_num(im_)}j)")
+        return (f"{lit} * {body}" if body else lit) + over
+
+    def _print_Pow(self, e) -> str:
+        if e.exp == -1:
+            return f"1 / {self.parenthesize(e.base, PRECEDENCE['Pow'])}"
+        return self.emptyPrinter(e)
+
+    def _print_exp(self, e) -> str:
+        return f"torch.exp({self._print(e.args[0])})"
+
+    def _print_sinc(self, e) -> str:
+        # sympy: sin(x)/x; torch: sin(pi x)/(pi x)
+        return f"torch.sinc({self.parenthesize(e.args[0], PRECEDENCE['Mul'])} / math.pi)"
+
+    def _print_sin(self, e) -> str:
+        return f"torch.sin({self._print(e.args[0])})"
+
+    def _print_cos(self, e) -> str:
+        return f"torch.cos({self._print(e.args[0])})"
 
 
 def _num(c) -> str:

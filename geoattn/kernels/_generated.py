@@ -73,7 +73,7 @@ def cayley_skew_small(C):
     """
     eye = torch.eye(C.shape[-1], dtype=C.dtype, device=C.device)
     C2 = C @ C
-    Lam = (2 * (1 / (1 - (0.5 * (C2.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None]))))) * (C2 - C) + eye
+    Lam = (2 / (1 - 0.5 * C2.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None])) * (C2 - C) + eye
     return Lam
 
 
@@ -86,7 +86,7 @@ def cayley_skew_small_vjp(C, Lam, G):
     Verified by: kernels.cayley_skew_small, cayley.vjp
     """
     eye = torch.eye(C.shape[-1], dtype=C.dtype, device=C.device)
-    P = (4 * (1 / (1 + 0.5 * ((C * C).sum((-2, -1))[..., None, None])))) * C + eye + Lam
+    P = (4 / (1 + 0.5 * (C * C).sum((-2, -1))[..., None, None])) * C + eye + Lam
     gC = (-0.5) * ((P @ G) @ P)
     return gC
 
@@ -205,7 +205,7 @@ def cayley_from_eigh(U, theta):
     Lam = RealPart(U*DiagMatrix(VectorMap(theta, Lambda(a, (I*a + 1)/(-I*a + 1))))*Adjoint(U))
     Verified by: cayley.eigh_form
     """
-    Lam = ((U * ((1 / (1 - (1j * theta))) * (1 + 1j * theta)).unsqueeze(-2)) @ U.mH).real
+    Lam = ((U * ((1 + 1j * theta) / (1 - 1j * theta)).unsqueeze(-2)) @ U.mH).real
     return Lam
 
 
@@ -217,7 +217,7 @@ def exp_skew_vjp(U, theta, G):
     Verified by: exp_skew.vjp
     """
     t0 = U.mH
-    gS = ((U @ (((t0 @ G) @ U) * (torch.exp(0.5j * (theta.unsqueeze(-1) + theta.unsqueeze(-2))) * torch.sinc((0.5 * theta.unsqueeze(-1) - (0.5 * theta.unsqueeze(-2))) / math.pi)))) @ t0).real
+    gS = ((U @ (((t0 @ G) @ U) * (torch.exp(0.5j * (theta.unsqueeze(-1) + theta.unsqueeze(-2))) * torch.sinc((0.5 * theta.unsqueeze(-1) - 0.5 * theta.unsqueeze(-2)) / math.pi)))) @ t0).real
     return gS
 
 
@@ -397,7 +397,7 @@ def cayley_minus_identity_skew_small(S):
     Verified by: kernels.cayley_skew_small
     """
     S2 = S @ S
-    W = (2 * (1 / (1 - (0.5 * (S2.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None]))))) * (S2 - S)
+    W = (2 / (1 - 0.5 * S2.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None])) * (S2 - S)
     return W
 
 
