@@ -47,7 +47,8 @@ def test_cayley_vjp_has_symbolic_identity_and_dual_confirmation():
 
 
 def test_kernel_specs_cite_these_claims():
-    cited = {c for spec in kt.KERNELS if spec.name.startswith(("vp_lowrank", "cayley_minus")) for c in spec.claims}
+    cited = {c for spec in kt.KERNELS if spec.name.startswith(("vp_lowrank", "cayley_minus"))
+             and not spec.name.endswith("skew_small") for c in spec.claims}  # that one: kernels.cayley_skew_small
     assert cited == set(EXPECTED)
 
 
