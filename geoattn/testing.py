@@ -314,7 +314,7 @@ def preserves_cases() -> list[tuple[str, Callable[[], torch.nn.Module], tuple[in
         ("OrthonormalAttention", lambda: N.OrthonormalAttention(4), (2, 5, 4)),
         ("LinearSymplecticAttention", lambda: N.LinearSymplecticAttention(3), (2, 3, 4)),
         ("SymplecticAttention(dim)", lambda: N.SymplecticAttention(4), (2, 5, 4)),
-        ("SymplecticAttention(dim, activation='vector_one_softmax', symmetric=False)",
+        ("SymplecticAttention(dim, update='q', activation='vector_one_softmax', symmetric=False)",
          lambda: N.SymplecticAttention(4, activation="vector_one_softmax", symmetric=False, update="q"), (2, 5, 4)),
         ("MultiHeadAttention", lambda: N.MultiHeadAttention(4, 2), (2, 3, 4)),
         ("Attention", lambda: N.Attention(4), (2, 3, 4)),

@@ -110,6 +110,24 @@ def test_no_control_characters_in_docstrings():
     assert bad.search(control.__doc__)
 
 
+def test_no_control_characters_in_claims_or_sources():
+    """A lost backslash in any string (``"\\frac"`` written without ``r``) leaves a form feed in a claim's LaTeX:
+    no claim field and no source file may hold a control character."""
+    import re
+    from pathlib import Path
+
+    from geoattn.symbolic import all_claims
+
+    bad = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+    fields = ("title", "statement", "latex", "source", "notes")
+    assert [c.id for c in all_claims() if any(bad.search(getattr(c, f) or "") for f in fields)] == []
+    root = Path(__file__).resolve().parent.parent
+    files = [p for d in ("geoattn", "tests", "scripts", "benchmarks", "examples", "docs") for p in (root / d).rglob("*")
+             if p.suffix in (".py", ".md") and "_build" not in p.parts and "auto_examples" not in p.parts]
+    assert [str(p) for p in files if bad.search(p.read_text())] == []
+    assert bad.search("I + \frac{2}{3}")  # the negative control: a non-raw "\frac" is a form feed
+
+
 def _escaped_docstrings(source: str, filename: str = "<src>") -> list[str]:
     """Docstrings written as non-raw literals with a backslash before a letter (``\\nabla`` is a newline and
     ``abla``, ``\\tfrac`` a TAB): they must be raw strings."""

@@ -293,10 +293,6 @@ class TorchKernelPrinter(Printer):
     # ``Trace(X)`` prints as the diagonal sum of X kept as a (..., 1, 1) tensor, so the coefficient
     # broadcasts over the matrix it scales. Only traces, numbers, +, * and 1/x may appear in it.
     def _trace(self, arg) -> str:
-        if isinstance(arg, MatMul) and len(arg.args) == 2 and isinstance(arg.args[0], Transpose):
-            # Tr(X^T Y) is the sum of X * Y: no product is formed
-            x, y = self._print(arg.args[0].arg), self._print(arg.args[1])
-            return f"({_wrap(x)} * {_wrap(y)}).sum((-2, -1))[..., None, None]"
         return f"{_wrap(self._print(arg))}.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None]"
 
     def _print_MatAdd(self, expr) -> str:

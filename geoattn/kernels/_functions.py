@@ -61,10 +61,11 @@ class _Cayley(torch.autograd.Function):
     # Note [Cayley of small skew matrices]
     # For T <= 3 a skew C satisfies C^3 = -a C with a = -Tr(C^2)/2, so Cayley(C) = I + 2 (C^2 - C)/(1 + a)
     # (kernels.cayley_skew_small): one batched product and a few elementwise passes instead of a LAPACK solve
-    # per matrix, and orthogonal to a few eps at every norm (no eigendecomposition at large norms). The form
-    # is taken per sample, for the samples that are skew up to the check's tolerance; any other sample is
-    # solved, so a result never depends on the rest of the batch. Inside torch.func transforms, torch.compile
-    # and on the meta device every sample is solved.
+    # per matrix, orthogonal to a few eps up to entries where C^2 overflows (about 1e19 in float32, 1e154 in
+    # float64; beyond, per sample, the eigendecomposition). The form is taken per sample, for the samples that
+    # are skew up to the check's tolerance; any other sample is solved, so a result never depends on the rest
+    # of the batch. The backward is the Cayley VJP of cayley.vjp from the output, as for every T. Inside
+    # torch.func transforms, torch.compile and on the meta device every sample is solved.
     generate_vmap_rule = True
 
     @staticmethod
@@ -148,13 +149,23 @@ def cayley_routed(c: torch.Tensor, big: torch.Tensor | None, solve, shift: float
     return out
 
 
+def _cayley_closed(c: torch.Tensor) -> torch.Tensor:
+    """The closed form of skew samples with T <= 3; C^2 overflows for entries near sqrt(max float) (1e19 in
+    float32): those samples take the eigendecomposition of Note [Cayley at large norms], per sample."""
+    lam = gen.cayley_skew_small(c)
+    bad = ~torch.isfinite(lam).flatten(-2).all(-1) & torch.isfinite(c).flatten(-2).all(-1)
+    if bool(bad.any()):
+        lam[bad] = _cayley_eigh(c[bad])
+    return lam
+
+
 def _cayley_small(c: torch.Tensor) -> torch.Tensor:
     """Cayley(C) for T <= 3 in a batch with a non-skew sample: the closed form on the skew samples, the solve
     on the others (Note [Cayley of small skew matrices])."""
     skew = skew_defect(c) <= skew_tolerance(c)
     out = cayley_routed(c, _large_skew(c), gen.cayley_matrix)
     if bool(skew.any()):
-        out[skew] = gen.cayley_skew_small(c[skew])
+        out[skew] = _cayley_closed(c[skew])
     return out
 
 
@@ -165,7 +176,7 @@ def all_skew_small(c: torch.Tensor) -> bool:
     T = c.shape[-1]
     if T > 3 or c.numel() == 0 or _traced(c):
         return False
-    up, lo = _PAIRS[T]
+    up, lo = (i.to(c.device) for i in _PAIRS[T])
     flat = c.detach().reshape(-1, T * T)
     defect = (flat.index_select(1, up) + flat.index_select(1, lo)).abs()
     if float(defect.max()) <= 8.0 * T * torch.finfo(c.dtype).eps:  # skew_tolerance is at least this
@@ -179,25 +190,27 @@ _PAIRS = {T: tuple(torch.tensor([i * T + j if k == 0 else j * T + i for i in ran
 
 
 class _CayleySkewSmall(torch.autograd.Function):
-    """Cayley(C) of skew C with T <= 3 in closed form; its VJP -1/2 P G P with P = I + Cayley(C)^T built from
-    C and the output (no transposed copy, kernels.cayley_skew_small). Note [Cayley of small skew matrices]."""
+    """Cayley(C) of skew C with T <= 3 in closed form (kernels.cayley_skew_small) with the VJP of the Cayley
+    transform, -1/2 P G P with P = I + Cayley(C)^T (cayley.vjp). Note [Cayley of small skew matrices]."""
 
     generate_vmap_rule = True
 
     @staticmethod
     def forward(c):
-        return gen.cayley_skew_small(c)
+        return _cayley_closed(c)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(inputs[0], output)
+        ctx.save_for_backward(output)
 
     @staticmethod
     def backward(ctx, grad):
-        c, lam = ctx.saved_tensors
+        # the VJP of the Cayley transform at any C, -1/2 P G P with P = I + Lam^T (cayley.vjp): correct in every
+        # direction, and differentiable again through Lam, as _Cayley's
+        (lam,) = ctx.saved_tensors
         if _constant(grad):
             return _cayley_vjp_constant(lam, grad)
-        return gen.cayley_skew_small_vjp(c, lam, grad.contiguous())
+        return gen.cayley_vjp(lam, grad.contiguous())
 
 
 def cayley_skew_small(c: torch.Tensor) -> torch.Tensor:

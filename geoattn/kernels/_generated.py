@@ -5,13 +5,12 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: fa8e705e7436ffd515de171ecaed3d7aeeb05712d738f7e38bce7689427f85fc
+expressions-sha256: e01d608520928ffefb3e65083a7ce3c977ff984745e76e017f67475d6846ca09
 printer-version: 2
 
 Sources (kernel: expression  [ledger claims]):
   cayley_matrix: Lam = (I + C)**(-1)*(I - C)  [cayley.orthogonal, kernels.cayley_left_solve]
   cayley_skew_small: C2 = C**2; Lam = (2/(1 - Trace(C2)/2))*(-C + C2) + I  [kernels.cayley_skew_small]
-  cayley_skew_small_vjp: P = (4/(Trace(C.T*C)/2 + 1))*C + I + Lam; gC = -(1/2)*P*G*P  [kernels.cayley_skew_small, cayley.vjp]
   cayley_apply_solve: y = 2*(I - C)**(-1)*x - x  [cayley.apply_form]
   cayley_apply_matrix: y = Lam.T*x  [cayley.orthogonal, cayley.apply_form]
   cayley_vjp: P = I + Lam.T; gC = -(1/2)*P*G*P  [cayley.vjp]
@@ -48,7 +47,7 @@ import math
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_skew_small_vjp", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "cayley_minus_identity_skew_small", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "N_OUTPUTS"]
+__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "cayley_minus_identity_skew_small", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "N_OUTPUTS"]
 
 
 def cayley_matrix(C):
@@ -75,20 +74,6 @@ def cayley_skew_small(C):
     C2 = C @ C
     Lam = (2 / (1 - 0.5 * C2.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None])) * (C2 - C) + eye
     return Lam
-
-
-def cayley_skew_small_vjp(C, Lam, G):
-    """Gradient of <G, Cayley(C)> for skew C of size T <= 3 from C and Lam = Cayley(C): -1/2 P G P with P = I + Cayley(C)^T = I + Lam + 4 C/(1 + Tr(C^T C)/2).
-
-    Generated from:
-    P = (4/(Trace(C.T*C)/2 + 1))*C + I + Lam
-    gC = -(1/2)*P*G*P
-    Verified by: kernels.cayley_skew_small, cayley.vjp
-    """
-    eye = torch.eye(C.shape[-1], dtype=C.dtype, device=C.device)
-    P = (4 / (1 + 0.5 * (C * C).sum((-2, -1))[..., None, None])) * C + eye + Lam
-    gC = (-0.5) * ((P @ G) @ P)
-    return gC
 
 
 def cayley_apply_solve(C, x):
@@ -606,7 +591,6 @@ def symattn_vjp_columns(z, A, V, G):
 N_OUTPUTS = {
     "cayley_matrix": 1,
     "cayley_skew_small": 1,
-    "cayley_skew_small_vjp": 1,
     "cayley_apply_solve": 1,
     "cayley_apply_matrix": 1,
     "cayley_vjp": 1,

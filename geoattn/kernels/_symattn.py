@@ -7,14 +7,13 @@ that composition saves the softmax and its exponentials and recomputes products 
 VJP (ledger ``symattn.layer_vjp``) needs only ``z``, ``A`` and the saved ``G``: with
 :math:`\dot C = VAz^T + zAV^T` and :math:`K = \mathrm{D}G[\dot C]` (one elementwise pass),
 :math:`\bar z = KzA^T + K^TzA + GVA^T + G^TVA` and :math:`\bar A = z^TKz + V^TGz + z^TGV`. The
-backward is first-order only (``once_differentiable``): second derivatives of the layer go through
-:func:`symattn_potential` and autograd instead.
+backward runs when no graph of it is wanted; with ``create_graph=True`` (second derivatives, e.g. a loss on
+the gradient) the backward is the VJP of the generated forward instead, differentiable again.
 """
 
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from . import _generated as gen
 from ._functions import _under_functorch
@@ -50,12 +49,18 @@ class _SymattnUpdate(torch.autograd.Function):
         U, G = _FORWARD[activation](z, A)
         ctx.save_for_backward(z, A, G)
         ctx.over = SYMATTN_ACTIVATIONS[activation][0]
+        ctx.activation = activation
         return U
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, gU: torch.Tensor):
         z, A, G = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            # a graph of the backward is wanted (create_graph=True): the VJP of the generated forward, built
+            # from differentiable operations (G is recomputed from z and A)
+            _, pullback = torch.func.vjp(lambda a, b: _FORWARD[ctx.activation](a, b)[0], z, A)
+            gz, gA = pullback(gU)
+            return gz, gA, None
         gz, gA = _VJP[ctx.over](z, A, gU, G)
         return _sum_to(gz, z.shape), _sum_to(gA, A.shape), None
 

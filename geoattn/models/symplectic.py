@@ -78,6 +78,7 @@ class SymplecticTransformer(Integrator):
             sys_dim, depth, n_sympnet, m, sympnet_activation, kw)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: ``(batch, seq_len, sys_dim)``; returns the predicted next window, the same shape."""
         self._check(x)
         return self.layers(x)
 

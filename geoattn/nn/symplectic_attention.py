@@ -41,8 +41,8 @@ class SymplecticAttention(nn.Module):
     product structure of the sequence at every input (``symattn.layer_symplectic``,
     ``symattn.gradient_shear_symplectic``), hence volume-preserving. GeometricMachineLearning.jl's
     symmetric vector-softmax layer, :math:`2AQ\,\mathrm{softmax}(C)`, is *not* a gradient and not
-    symplectic (``symattn.gml.layer_symplectic.vector_softmax_symmetric``); this layer uses the true
-    gradient :math:`AZ(S + S^T)` for every weighting.
+    symplectic (``symattn.gml.layer_symplectic.vector_softmax_symmetric``); this layer's update is always the
+    true gradient :math:`AZS^T + A^TZS` (for a symmetric :math:`A`, :math:`AZ(S + S^T)`).
 
     Parameters
     ----------

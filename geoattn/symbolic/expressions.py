@@ -87,12 +87,6 @@ CAYLEY_APPLY_MATRIX = Lam.T * x
 #: ((1 + a) I - C + C^2)/(1 + a) and Cayley(C) = I + 2 (C^2 - C)/(1 + a); no solve
 _C2 = MatrixSymbol("C2", T, T)
 CAYLEY_SKEW_SMALL = [("C2", C**2), ("Lam", I_T + (_C2 - C) * (2 / (1 - Trace(_C2) / 2)))]
-#: its VJP -1/2 P G P (cayley.vjp) with P = I + Cayley(C)^T = I + Lam + 4 C/(1 + Tr(C^T C)/2): no transposed
-#: copy, and differentiable again through Lam and C
-_Ps = MatrixSymbol("P", T, T)
-CAYLEY_SKEW_SMALL_VJP = [("P", I_T + Lam + C * (4 / (1 + Trace(C.T * C) / 2))),
-                         ("gC", -sp.Rational(1, 2) * _Ps * MatrixSymbol("G", T, T) * _Ps)]
-
 _P = MatrixSymbol("P", T, T)
 CAYLEY_VJP_BINDINGS = [("P", I_T + Lam.T), ("gC", -sp.Rational(1, 2) * _P * G * _P)]
 CAYLEY_VJP = CAYLEY_VJP_BINDINGS[1][1].subs(_P, CAYLEY_VJP_BINDINGS[0][1])

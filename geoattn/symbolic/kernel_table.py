@@ -15,7 +15,6 @@ from .expressions import (  # the expressions the kernels print
     CAYLEY_MINUS_I,
     CAYLEY_MINUS_I_SKEW_SMALL,
     CAYLEY_SKEW_SMALL,
-    CAYLEY_SKEW_SMALL_VJP,
     CAYLEY_VJP_BINDINGS,
     EXP_SKEW_FROM_EIGH,
     EXP_SKEW_VJP,
@@ -211,16 +210,6 @@ KERNELS: list[KernelSpec] = [
         dims={T: ("C", -1)},
         claims=["kernels.cayley_skew_small"],
         returns=("Lam",),
-    ),
-    KernelSpec(
-        name="cayley_skew_small_vjp",
-        doc="Gradient of <G, Cayley(C)> for skew C of size T <= 3 from C and Lam = Cayley(C): -1/2 P G P with "
-        "P = I + Cayley(C)^T = I + Lam + 4 C/(1 + Tr(C^T C)/2).",
-        inputs={"C": C, "Lam": Lam, "G": G},
-        outputs=CAYLEY_SKEW_SMALL_VJP,
-        dims={T: ("C", -1)},
-        claims=["kernels.cayley_skew_small", "cayley.vjp"],
-        returns=("gC",),
     ),
     KernelSpec(
         name="cayley_apply_solve",

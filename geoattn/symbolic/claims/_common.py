@@ -73,6 +73,7 @@ class Grows:
     hi: int
 
     def at(self, ctx) -> range:
+        """The range at the depth of ``ctx``."""
         return range(self.lo, ctx.bound(self.hi) + 1)
 
 
@@ -89,6 +90,7 @@ class Sizes:
     deep: tuple[dict, ...] = ()
 
     def at(self, ctx) -> list[dict]:
+        """The size dicts at the depth of ``ctx``."""
         if not self.ranges:
             return [dict(s) for s in self.fixed + (self.deep if ctx.depth > 1 else ())]
         resolved = {k: (v.at(ctx) if isinstance(v, Grows) else v) for k, v in self.ranges}
@@ -187,6 +189,20 @@ class Policy:
             certify_method=self.certify_method,
             always_exact=self.always_exact,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShapePolicy:
+    """The evidence policy of a shape claim: shape inference of the product ``factors(size)`` (a list of
+    ``(name, rows, cols)``), dimension-generic first, then at ``sizes`` (see :func:`shape_evidence`)."""
+
+    factors: Callable[[dict], list]
+    sizes: Sizes
+    name: str = "product"
+    expect_shape: Callable[[dict], tuple] | None = None
+
+    def __call__(self, ctx) -> list[Evidence]:
+        return shape_evidence(ctx, self.factors, self.sizes.at(ctx), expect_shape=self.expect_shape, name=self.name)
 
 
 def _run_stages(

@@ -39,6 +39,7 @@ def canon_sums(expr):
 
 
 def lift_symplectic_derivation(cite: str = "cayley.orthogonal") -> Derivation:
+    r"""The lift :math:`\mathbb{I}_{2d}\otimes\Lambda` of an orthogonal :math:`\Lambda` (``cite``) is symplectic."""
     M = KroneckerProduct(Identity(d), L)
     O = ZeroMatrix(d * T, d * T)
     Id = Identity(d * T)
@@ -74,6 +75,8 @@ def lift_symplectic_derivation(cite: str = "cayley.orthogonal") -> Derivation:
 
 
 def frozen_map_derivation(arg: str = "C(Z_0)", cite: str = "cayley.det_one", fn: str = r"\mathrm{Cayley}") -> Derivation:
+    r""":math:`Z\mapsto Z\Lambda(Z_0)` with :math:`\Lambda = f(\mathrm{arg})` frozen at :math:`Z_0` and
+    :math:`\det\Lambda = 1` (``cite``) is volume-preserving."""
     L = MatrixSymbol("Lambda", T, T)
     K = KroneckerProduct(Identity(d), L.T)
     det_k = Determinant(K).doit()

@@ -101,11 +101,15 @@ def as_function_of_e(value) -> tuple[object, int]:
 
 
 def exp_residual_nonzero(value) -> bool:
-    """Whether an exact value built from rationals and ``exp`` of rationals is nonzero (see the module note)."""
+    """Whether an exact value built from rationals and ``exp`` of rationals is nonzero (see the module note).
+
+    A value that is not finite (a zero denominator at the point: ``zoo``, ``nan``) is not a counterexample:
+    :class:`ValueError`, so the caller can skip the point."""
     r, _ = as_function_of_e(value)
-    if isinstance(r, sp.MatrixBase):
-        return any(x != 0 for x in r)
-    return r != 0
+    entries = list(r) if isinstance(r, sp.MatrixBase) else [r]
+    if any(x.has(sp.zoo, sp.nan, sp.oo, -sp.oo) for x in entries):
+        raise ValueError(f"Expected a finite residual. Got {r}.")
+    return any(x != 0 for x in entries)
 
 
 def search_exp_counterexample(residual, variables, sizes, *, seed: int, points: int, name: str,
@@ -125,7 +129,11 @@ def search_exp_counterexample(residual, variables, sizes, *, seed: int, points: 
         for _ in range(points):
             sub = {s: sp.Rational(rng.randint(-3, 3), rng.randint(1, 2)) for s in syms}
             value = field.at(res, sub)
-            if exp_residual_nonzero(value):
+            try:
+                nonzero = exp_residual_nonzero(value)
+            except ValueError:  # outside the claim's domain at this point: draw another
+                continue
+            if nonzero:
                 return Counterexample(seed=seed, sizes=dict(size), values={k: m.xreplace(sub) for k, m in mats.items()},
                                       residual_name=name, residual=value,
                                       description=(description + "; " if description else "") + TRANSCENDENCE)

@@ -6,15 +6,18 @@ and of symbols standing for :math:`e^{C_{mn}}`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import sympy as sp
 from sympy.matrices.expressions import MatrixSymbol
 
 from .. import algebra as alg
 from ..algebra import NotInAlgebra
-from ..evidence import Evidence, Level, ProofFailed
+from ..evidence import Derivation, Evidence, Level, ProofFailed
 from ..interpreter import evaluate
 from ..symattn import ACTIVATIONS, Aw, Gw, V, update_bindings, vjp_bindings, z
-from ._common import prove_evidence
+from ._common import NOWHERE, Sizes, at_sizes, prove_evidence
 from ._exp_exact import ExpField, search_exp_counterexample
 
 __all__ = ["ExpPolicy", "potential", "gradient", "softmax", "variables", "grid", "stack", "stated_matrix_gradient",
@@ -26,6 +29,8 @@ __all__ = ["ExpPolicy", "potential", "gradient", "softmax", "variables", "grid",
 
 
 def variables(structure: str):
+    """``size -> {"Q": n x T symbols, "A": n x n symbols}``, ``A`` symmetric or general as ``structure`` says."""
+
     def variables(size):
         k, t = size["n"], size["T"]
         a = alg.symmetric("a", k) if structure == "symmetric" else alg.general("a", k, k)
@@ -66,23 +71,31 @@ def gradient(activation: str, f: ExpField) -> sp.Matrix:
     return f.grad(potential(activation, f))
 
 
+@dataclass(frozen=True, kw_only=True)
 class ExpPolicy:
-    """The evidence policy of a claim whose residual contains exponentials of the entries of ``C``.
+    """The evidence policy of a claim whose residual contains exponentials of the entries of ``C`` (the
+    counterpart of :class:`~._common.Policy` for residuals in an :class:`~._exp_exact.ExpField`).
 
-    Stages (see :mod:`._exp_exact`): a search for an exact counterexample at ``search`` sizes, the
-    derivation ``prove``, and the exact symbolic identity at ``exact`` sizes with every ``e^{C_mn}``
-    frozen to a symbol (run even when proved if ``always_exact``).
+    Stages, in order: a search for an exact counterexample at ``search`` sizes (``points`` random rational
+    points each; a nonzero rational function of e^{1/L} refutes), the derivation ``prove``, and the exact
+    symbolic identity at ``exact`` sizes with every e^{C_mn} a free symbol (run even when proved if
+    ``always_exact``). ``structure`` says whether ``A`` is ``"general"`` or ``"symmetric"``.
     """
 
-    def __init__(self, *, name="", residual=None, structure="general", search=(), points=2, prove=None, exact=(),
-                 always_exact=True):
-        self.name, self.residual, self.structure = name, residual, structure
-        self.search, self.points, self.prove, self.exact, self.always_exact = search, points, prove, exact, always_exact
+    residual: Callable[[ExpField], sp.Matrix] | None = None
+    name: str = ""
+    structure: str = "general"
+    search: Sizes = NOWHERE
+    points: int = 2
+    prove: Callable[[], Derivation] | None = None
+    exact: Sizes = NOWHERE
+    always_exact: bool = True
 
     def __call__(self, ctx) -> list[Evidence]:
         build = variables(self.structure)
-        if self.search:
-            ce = search_exp_counterexample(self.residual, build, list(self.search), seed=ctx.seed_for("search"),
+        search = self.search.at(ctx)
+        if search:
+            ce = search_exp_counterexample(self.residual, build, search, seed=ctx.seed_for("search"),
                                            points=self.points, name=self.name)
             if ce is not None:
                 return [Evidence(Level.REFUTED, "exact evaluation at random rational points", counterexample=ce)]
@@ -93,22 +106,22 @@ class ExpPolicy:
                 proved = True
             except (ProofFailed, NotInAlgebra) as exc:
                 evidence.append(Evidence(Level.ERROR, "derivation", detail=f"derivation failed: {exc}"))
-        if self.exact and (self.always_exact or not proved):
-            checked = []
-            for size in self.exact:
+        exact = self.exact.at(ctx)
+        if exact and (self.always_exact or not proved):
+            for size in exact:
                 mats = build(size)
                 res = self.residual(ExpField(mats["Q"], mats["A"]))
                 if any(sp.cancel(sp.together(x)) != 0 for x in res):
                     return [Evidence(Level.ERROR, "exact symbolic identity", sizes=[size],
                                      detail="symbolic residual nonzero but no rational counterexample found")]
-                checked.append(dict(size))
             evidence.append(Evidence(Level.CHECKED, "exact symbolic identity at explicit sizes, every e^{C_mn} "
-                                     "a free symbol", sizes=checked))
+                                     "a free symbol", sizes=[dict(s) for s in exact]))
         return evidence
 
 
-def grid(ns, ts):
-    return [{"n": a, "T": b} for a in ns for b in ts]
+def grid(ns, ts) -> Sizes:
+    """Every ``{"n": n, "T": t}`` (explicit sizes of ``Q``, n x T)."""
+    return at_sizes(*({"n": a, "T": b} for a in ns for b in ts))
 
 
 # ---------------------------------------------------------------------------
@@ -168,6 +181,7 @@ def _layer_update(activation: str, f: ExpField) -> sp.Matrix:
 
 
 def stack(parts) -> sp.Matrix:
+    """The entries of matrices stacked in one column (one residual of several identities)."""
     return sp.Matrix.vstack(*[p.reshape(len(p), 1) for p in parts])
 
 

@@ -291,12 +291,10 @@ def skew_small_identity() -> MatrixIdentity:
         lam = _bindings_value(ex.CAYLEY_SKEW_SMALL, {C: Cm}, size)
         w = _bindings_value(ex.CAYLEY_MINUS_I_SKEW_SMALL, {ex.Sd: Cm}, {"T": t, "d": t, "k": t})
         want = alg.cayley(Cm)
-        # the VJP's P (its gC = -1/2 P G P is the form of cayley.vjp, with P = I + Cayley(C)^T)
-        p = _bindings_value(ex.CAYLEY_SKEW_SMALL_VJP[:1], {C: Cm, Lam: want}, size)
-        return sp.Matrix.vstack(lam - want, w - (want - sp.eye(t)), p - (sp.eye(t) + want.T)).applyfunc(sp.cancel)
+        return sp.Matrix.vstack(lam - want, w - (want - sp.eye(t))).applyfunc(sp.cancel)
 
     return MatrixIdentity(
-        "[closed form - Cayley(C); closed form - (Cayley(C) - I); P of the VJP - (I + Cayley(C)^T)]",
+        "[closed form - Cayley(C); closed form - (Cayley(C) - I)]",
         variables=lambda s: {"Cm": alg.skew("c", s["T"])},
         residual=residual,
     )
@@ -358,9 +356,8 @@ CLAIMS = [
         id="kernels.cayley_skew_small",
         title="Cayley of a small skew matrix without a solve",
         statement="For skew C of size T <= 3, Cayley(C) = I + 2 (C^2 - C)/(1 - Tr(C^2)/2) (and Cayley(C) - I "
-        "without the I): C^3 = -a C with a = -Tr(C^2)/2 >= 0, so (I + C)((1 + a) I - C + C^2) = (1 + a) I. The VJP "
-        "-1/2 P G P of cayley.vjp then has P = I + Cayley(C)^T = I + Cayley(C) + 4 C/(1 + Tr(C^T C)/2).",
-        latex=r"C^T = -C,\ T \le 3 \implies \mathrm{Cayley}(C) = I + rac{2(C^2 - C)}{1 - \mathrm{Tr}(C^2)/2}",
+        "without the I): C^3 = -a C with a = -Tr(C^2)/2 >= 0, so (I + C)((1 + a) I - C + C^2) = (1 + a) I.",
+        latex=r"C^T = -C,\ T \le 3 \implies \mathrm{Cayley}(C) = I + \frac{2(C^2 - C)}{1 - \mathrm{Tr}(C^2)/2}",
         source="kernels cayley_skew_small, cayley_minus_identity_skew_small (geoattn.symbolic.expressions)",
         expected=Level.CHECKED,
         checker=Policy(identity=skew_small_identity(), exact=grid(T=[1, 2, 3]),

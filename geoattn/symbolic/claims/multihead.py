@@ -10,7 +10,7 @@ from .. import algebra as alg
 from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Policy, T, d, grid, same, shape_evidence, sizes
+from ._common import Policy, ShapePolicy, T, d, grid, same
 from ._derivations import canon_sums
 
 __all__ = ["CLAIMS", "softmax_cols", "softmax_rows"]
@@ -272,9 +272,7 @@ _MHA_PROJECTION_SHAPES = Claim(
     latex=r"P^{(\cdot)}_i\in\mathbb{R}^{N\times(N\div\mathtt{n\_heads})},\ Z\in\mathbb{R}^{N\times T},\ P_iZ",
     source=f"{SRC1}, 'Written as an equation'",
     expected=Level.REFUTED,
-    checker=lambda ctx: shape_evidence(
-        ctx, _projection_factors(False), sizes(m=[2], h=[1, 2], T=[3]), name="P_i Z"
-    ),
+    checker=ShapePolicy(factors=_projection_factors(False), sizes=grid(m=[2], h=[1, 2], T=[3]), name="P_i Z"),
     notes="Sizes: m = N / n_heads is the head dimension, h = n_heads, N = m h. P_i Z needs P_i to have N "
     "columns; with N x m projections it is defined only for one head.",
 )
@@ -289,10 +287,9 @@ CLAIMS = [
         statement="P_i in R^{(N / n_heads) x N}, so that P_i Z in R^{(N / n_heads) x T}.",
         latex=r"P^{(\cdot)}_i\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times N},\ P_iZ\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times T}",
         expected=Level.PROVED,
-        checker=lambda ctx: shape_evidence(
-            ctx,
-            _projection_factors(True),
-            sizes(m=[2], h=[1, 2], T=[3]),
+        checker=ShapePolicy(
+            factors=_projection_factors(True),
+            sizes=grid(m=[2], h=[1, 2], T=[3]),
             expect_shape=lambda s: (s["m"], s["T"]),
             name="P_i Z",
         ),

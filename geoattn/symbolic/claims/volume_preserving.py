@@ -17,7 +17,7 @@ from .. import algebra as alg
 from ..claim import Claim, corrected
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Grows, Policy, T, d, grid, same, shape_evidence, sizes
+from ._common import Grows, Policy, ShapePolicy, T, d, grid, same
 
 __all__ = ["CLAIMS", "make_skew_weighting", "seed_lower_assignment"]
 
@@ -194,9 +194,7 @@ _VP_ARBITRARY_WEIGHTING_SHAPE = Claim(
     latex=r"A\in\mathbb{R}^{T\times T},\quad (z^{(i)})^TAz^{(j)},\ z^{(i)}\in\mathbb{R}^d",
     source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
     expected=Level.REFUTED,
-    checker=lambda ctx: shape_evidence(
-        ctx, _weighting_factors("T"), sizes(d=[2, 3], T=[2, 3]), name="(z^{(i)})^T A z^{(j)}"
-    ),
+    checker=ShapePolicy(factors=_weighting_factors("T"), sizes=grid(d=[2, 3], T=[2, 3]), name="(z^{(i)})^T A z^{(j)}"),
     notes="z^(i) lies in R^d, so A must be d x d; the product is defined only when d = T.",
 )
 
@@ -242,10 +240,9 @@ CLAIMS = [
         "of the T x T matrix Z^T A Z.",
         latex=r"A\in\mathbb{R}^{d\times d},\quad (z^{(i)})^TAz^{(j)} = [Z^TAZ]_{ij}",
         expected=Level.PROVED,
-        checker=lambda ctx: shape_evidence(
-            ctx,
-            _weighting_factors("d"),
-            sizes(d=[2, 3], T=[2, 3]),
+        checker=ShapePolicy(
+            factors=_weighting_factors("d"),
+            sizes=grid(d=[2, 3], T=[2, 3]),
             expect_shape=lambda s: (1, 1),
             name="(z^{(i)})^T A z^{(j)}",
         ),
