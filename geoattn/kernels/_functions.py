@@ -153,6 +153,8 @@ def _cayley_closed(c: torch.Tensor) -> torch.Tensor:
     """The closed form of skew samples with T <= 3; C^2 overflows for entries near sqrt(max float) (1e19 in
     float32): those samples take the eigendecomposition of Note [Cayley at large norms], per sample."""
     lam = gen.cayley_skew_small(c)
+    if bool(torch.isfinite(lam).all()):  # one reduction over the batch; per sample only when something overflowed
+        return lam
     bad = ~torch.isfinite(lam).flatten(-2).all(-1) & torch.isfinite(c).flatten(-2).all(-1)
     if bool(bad.any()):
         lam[bad] = _cayley_eigh(c[bad])
