@@ -264,7 +264,7 @@ def test_exp_counterexample_machinery_refutes_and_accepts():
     assert L == 6 and sp.expand(r - (X_E**2 + X_E**3 - 2)) == 0 and exp_residual_nonzero(third + half - 2)
     with pytest.raises(ValueError, match="Expected exponentials of rational numbers"):
         as_function_of_e(sp.exp(sp.sqrt(2)))
-    with pytest.raises(ValueError, match="Expected a finite residual"):
+    with pytest.raises(ValueError, match="Expected a finite residual"):  # NonFiniteResidual
         exp_residual_nonzero(sp.Integer(1) / (third - third))
 
 

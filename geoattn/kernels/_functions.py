@@ -25,6 +25,8 @@ eigendecomposition path inside those transforms.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from . import _generated as gen
@@ -61,8 +63,8 @@ class _Cayley(torch.autograd.Function):
     # Note [Cayley of small skew matrices]
     # For T <= 3 a skew C satisfies C^3 = -a C with a = -Tr(C^2)/2, so Cayley(C) = I + 2 (C^2 - C)/(1 + a)
     # (kernels.cayley_skew_small): one batched product and a few elementwise passes instead of a LAPACK solve
-    # per matrix, orthogonal to a few eps up to entries where C^2 overflows (about 1e19 in float32, 1e154 in
-    # float64; beyond, per sample, the eigendecomposition). The form is taken per sample, for the samples that
+    # per matrix, orthogonal to a few eps; samples with entries near where C^2 and Tr(C^2) would overflow
+    # (above sqrt(max float) / (2T): 3e18 in float32 at T = 3) take the eigendecomposition, per sample. The form is taken per sample, for the samples that
     # are skew up to the check's tolerance; any other sample is solved, so a result never depends on the rest
     # of the batch. The backward is the Cayley VJP of cayley.vjp from the output, as for every T. Inside
     # torch.func transforms, torch.compile and on the meta device every sample is solved.
@@ -150,14 +152,15 @@ def cayley_routed(c: torch.Tensor, big: torch.Tensor | None, solve, shift: float
 
 
 def _cayley_closed(c: torch.Tensor) -> torch.Tensor:
-    """The closed form of skew samples with T <= 3; C^2 overflows for entries near sqrt(max float) (1e19 in
-    float32): those samples take the eigendecomposition of Note [Cayley at large norms], per sample."""
-    lam = gen.cayley_skew_small(c)
-    if bool(torch.isfinite(lam).all()):  # one reduction over the batch; per sample only when something overflowed
-        return lam
-    bad = ~torch.isfinite(lam).flatten(-2).all(-1) & torch.isfinite(c).flatten(-2).all(-1)
-    if bool(bad.any()):
-        lam[bad] = _cayley_eigh(c[bad])
+    """The closed form of skew samples with T <= 3. Its C^2 and Tr(C^2) overflow for entries near
+    sqrt(max float) / T (1e18 in float32): samples with an entry above sqrt(max float) / (2T) take the
+    eigendecomposition of Note [Cayley at large norms], per sample."""
+    bound = math.sqrt(torch.finfo(c.dtype).max) / (2 * c.shape[-1])
+    if not bool(c.detach().abs().amax() > bound):  # one reduction over the batch (a nan stays on the form)
+        return gen.cayley_skew_small(c)
+    big = c.detach().abs().flatten(-2).amax(-1) > bound
+    lam = gen.cayley_skew_small(c.masked_fill(big[..., None, None], 0))
+    lam[big] = _cayley_eigh(c[big])
     return lam
 
 

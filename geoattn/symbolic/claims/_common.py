@@ -164,6 +164,7 @@ class Policy:
     extra: tuple[Callable[[object], Evidence | list[Evidence]], ...] = ()
 
     def __call__(self, ctx) -> list[Evidence]:
+        """The stages, then the ``extra`` evidence, at the depth and seed of ``ctx``."""
         evidence = self.run(ctx)
         if evidence and evidence[0].level is Level.REFUTED and len(evidence) == 1:
             return evidence
@@ -202,6 +203,7 @@ class ShapePolicy:
     expect_shape: Callable[[dict], tuple] | None = None
 
     def __call__(self, ctx) -> list[Evidence]:
+        """The evidence at the depth and seed of ``ctx``."""
         return shape_evidence(ctx, self.factors, self.sizes.at(ctx), expect_shape=self.expect_shape, name=self.name)
 
 

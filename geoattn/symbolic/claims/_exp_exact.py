@@ -20,7 +20,8 @@ import sympy as sp
 
 from ..evidence import Counterexample
 
-__all__ = ["ExpField", "as_function_of_e", "exp_residual_nonzero", "search_exp_counterexample", "X_E"]
+__all__ = ["ExpField", "NonFiniteResidual", "as_function_of_e", "exp_residual_nonzero", "search_exp_counterexample",
+           "X_E"]
 
 #: the variable standing for e^{1/L} in :func:`as_function_of_e`
 X_E = sp.Symbol("x", positive=True)
@@ -100,15 +101,19 @@ def as_function_of_e(value) -> tuple[object, int]:
     return (out.applyfunc(simplify) if isinstance(out, sp.MatrixBase) else simplify(out)), L
 
 
+class NonFiniteResidual(ValueError):
+    """The residual is not finite at the point (a zero denominator): the point is outside the claim's domain."""
+
+
 def exp_residual_nonzero(value) -> bool:
     """Whether an exact value built from rationals and ``exp`` of rationals is nonzero (see the module note).
 
     A value that is not finite (a zero denominator at the point: ``zoo``, ``nan``) is not a counterexample:
-    :class:`ValueError`, so the caller can skip the point."""
+    :class:`NonFiniteResidual`, so the caller can draw another point."""
     r, _ = as_function_of_e(value)
     entries = list(r) if isinstance(r, sp.MatrixBase) else [r]
     if any(x.has(sp.zoo, sp.nan, sp.oo, -sp.oo) for x in entries):
-        raise ValueError(f"Expected a finite residual. Got {r}.")
+        raise NonFiniteResidual(f"Expected a finite residual. Got {r}.")
     return any(x != 0 for x in entries)
 
 
@@ -126,13 +131,16 @@ def search_exp_counterexample(residual, variables, sizes, *, seed: int, points: 
         field = ExpField(mats["Q"], mats["A"])
         res = residual(field)
         syms = sorted(set().union(*(m.free_symbols for m in mats.values())), key=str)
-        for _ in range(points):
+        done = tries = 0
+        while done < points and tries < 10 * points:  # points outside the domain are redrawn
+            tries += 1
             sub = {s: sp.Rational(rng.randint(-3, 3), rng.randint(1, 2)) for s in syms}
             value = field.at(res, sub)
             try:
                 nonzero = exp_residual_nonzero(value)
-            except ValueError:  # outside the claim's domain at this point: draw another
+            except NonFiniteResidual:
                 continue
+            done += 1
             if nonzero:
                 return Counterexample(seed=seed, sizes=dict(size), values={k: m.xreplace(sub) for k, m in mats.items()},
                                       residual_name=name, residual=value,

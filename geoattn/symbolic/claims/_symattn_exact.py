@@ -92,6 +92,7 @@ class ExpPolicy:
     always_exact: bool = True
 
     def __call__(self, ctx) -> list[Evidence]:
+        """The stages at the depth and seed of ``ctx``."""
         build = variables(self.structure)
         search = self.search.at(ctx)
         if search:
