@@ -129,3 +129,69 @@ def test_entries_near_overflow_take_the_eigendecomposition(dtype, scales):
     c = skew(4, 3, 3, dtype=dtype) * scales[-1]
     out = K.cayley(c)
     assert (out.mT @ out - torch.eye(3, dtype=dtype)).abs().max() <= 64 * 3 * torch.finfo(dtype).eps
+
+
+# -- the Gram form of the Cayley layer (vp.gram_form, Note [why QR and not the Gram matrix]) -------------------
+
+
+def test_auto_takes_the_gram_form_for_float32_cayley_only():
+    from geoattn.kernels._lowrank import choose_method
+
+    assert choose_method(16, 4, activation="cayley", dtype=torch.float32)[0] == "gram"
+    assert choose_method(16, 4, activation="cayley", dtype=F64)[0] == "lowrank"
+    assert choose_method(16, 4, activation="exp", dtype=torch.float32)[0] == "lowrank"
+    assert choose_method(3, 4, activation="cayley", dtype=torch.float32)[0] == "full"
+    with pytest.raises(ValueError, match="Expected activation 'cayley' for method 'gram'"):
+        choose_method(16, 4, "gram", activation="exp")
+
+
+@pytest.mark.parametrize("T,d,rank1", [(9, 3, False), (16, 4, False), (12, 4, True), (5, 2, True)])
+def test_gram_form_matches_the_full_form(T, d, rank1):
+    torch.manual_seed(T + d)
+    x = torch.randn(6, T, d, dtype=F64)
+    if rank1:  # rank one: every token a multiple of the first
+        x = torch.randn(6, T, 1, dtype=F64) * torch.randn(6, 1, d, dtype=F64)
+    w = torch.randn(d, d, dtype=F64)
+    A = w - w.T
+    got = K.vp_attention(x, A, method="gram")
+    ref = K.vp_attention(x, A, method="full")
+    # float64 throughout; the error grows with cond(I + G A) <= 1 + |x|_F^2 |A|_F
+    bound = 64 * T * torch.finfo(F64).eps * (1 + (x * x).sum((-2, -1)).max() * A.norm())
+    assert (got - ref).abs().max() <= bound * x.abs().max()
+    xg = x[:2].clone().requires_grad_()
+    Ag = A.clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: K.vp_attention(a, b - b.mT, method="gram", check=False), (xg, Ag))
+
+
+def test_gram_form_in_float32_is_accurate_near_rank_one():
+    """Consecutive states of a trajectory: nearly parallel tokens. The float32 layer (auto: the Gram form in
+    float64) stays within a few float32 eps of the float64 T x T form, relative to the row norms of Z."""
+    torch.manual_seed(5)
+    for scale in (1.0, 10.0):
+        x = (torch.randn(64, 1, 4) + 1e-4 * torch.randn(64, 16, 4)) * scale
+        w = torch.randn(4, 4)
+        A = (w - w.T) / 2
+        y = K.vp_attention(x, A)
+        ref = K.vp_attention(x.double(), A.double(), method="full")
+        rel = ((y.double() - ref).abs() / x.double().norm(dim=-2, keepdim=True)).max()
+        assert rel <= 8 * 16 * torch.finfo(torch.float32).eps, (scale, rel)
+
+
+def test_gram_form_sends_large_samples_to_qr_per_sample():
+    torch.manual_seed(6)
+    x = torch.randn(4, 16, 3)
+    x[2] *= 1e6  # |x|^2 |A| far above GRAM_MAX_SCALE
+    w = torch.randn(3, 3)
+    A = w - w.T
+    y = K.vp_attention(x, A)
+    for i in range(4):
+        assert torch.equal(y[i], K.vp_attention(x[i : i + 1], A)[0])
+    rel = ((y.norm(dim=-2) - x.norm(dim=-2)).abs() / x.norm(dim=-2)).max()
+    assert rel <= 8 * 16 * torch.finfo(torch.float32).eps
+
+
+def test_negative_control_the_wrong_sign_gram_form_is_refuted():
+    from geoattn.symbolic.claims.kernels import gram_form_identity
+
+    assert search_counterexample(gram_form_identity(-1), [{"T": 3, "d": 2}], seed=0, points=2) is not None
+    assert search_counterexample(gram_form_identity(1), [{"T": 3, "d": 2}], seed=0, points=2) is None

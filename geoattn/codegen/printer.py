@@ -283,10 +283,11 @@ class TorchKernelPrinter(Printer):
         return self.needs_eye[size]
 
     def coefficient(self, coeff) -> str:
-        """A scalar factor: a number, or (Note [batched scalars]) an expression of traces of matrices."""
+        """A scalar factor, ready to multiply: a number, or (Note [batched scalars]) an expression of traces of
+        matrices in parentheses."""
         if coeff.is_Number:
             return _num(coeff)
-        return _ScalarPrinter({}, trace=self._trace).doprint(coeff)
+        return _wrap(_ScalarPrinter({}, trace=self._trace).doprint(coeff))
 
     # Note [batched scalars]
     # A coefficient that is not a number, such as 2 / (1 - Tr(C^2)/2), is one value per matrix of the batch:
@@ -305,9 +306,9 @@ class TorchKernelPrinter(Printer):
             elif coeff == -1:
                 out.append(("-", body))
             elif coeff.as_coeff_Mul()[0].is_negative:
-                out.append(("-", f"{_wrap(self.coefficient(-coeff))} * {_wrap(body)}"))
+                out.append(("-", f"{self.coefficient(-coeff)} * {_wrap(body)}"))
             else:
-                out.append(("+", f"{_wrap(self.coefficient(coeff))} * {_wrap(body)}"))
+                out.append(("+", f"{self.coefficient(coeff)} * {_wrap(body)}"))
         out.sort(key=lambda t: t[0] != "+")  # positive terms first, for readability
         text = out[0][1] if out[0][0] == "+" else f"-{_wrap(out[0][1])}"
         for sign, body in out[1:]:
@@ -321,7 +322,7 @@ class TorchKernelPrinter(Printer):
             return code
         if coeff == -1:
             return f"-{_wrap(code)}"
-        return f"{_wrap(self.coefficient(coeff))} * {_wrap(code)}"
+        return f"{self.coefficient(coeff)} * {_wrap(code)}"
 
     def _print_factors(self, mats) -> str:
         # a solve for the first inverse; recursion handles the rest

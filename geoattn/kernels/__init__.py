@@ -311,8 +311,13 @@ def vp_attention(
       derived backward passes ``vp.lowrank_cayley_vjp`` and
       ``vp.lowrank_exp_vjp``; :math:`O(T d^2)` time and memory, no ``T x T``
       tensor;
+    * ``"gram"`` (Cayley only): :math:`y = 2x(I + x^Tx\,A)^{-T} - x` with the
+      ``d x d`` Gram matrix (ledger ``vp.gram_form``), computed in float64 and
+      differentiated by autograd; no ``T x T`` tensor, no QR;
     * ``"full"``: the ``T x T`` matrices, as the seeds write the layer;
-    * ``"auto"`` (default): ``"lowrank"`` when ``d < T`` (Note [choice of form]).
+    * ``"auto"`` (default): when ``d < T``, ``"gram"`` for the Cayley transform of
+      float32 or half inputs and ``"lowrank"`` otherwise; ``"full"`` when
+      ``d >= T`` (Note [choice of form]).
 
     Skew samples of large norm take the eigendecomposition for the Cayley
     transform (Note [Cayley at large norms]) and :func:`exp_skew`'s per-sample
@@ -326,7 +331,7 @@ def vp_attention(
     x : Tensor ``(..., T, d)``
     A : Tensor ``(d, d)`` or batched ``(..., d, d)``, skew-symmetric
     activation : ``"cayley"`` or ``"exp"``
-    method : ``"auto"``, ``"lowrank"`` or ``"full"``
+    method : ``"auto"``, ``"lowrank"``, ``"gram"`` or ``"full"``
     check : bool
         verify that ``A`` is skew-symmetric (both forms assume it).
 
@@ -340,7 +345,7 @@ def vp_attention(
     >>> torch.allclose(y.norm(dim=-2), x.norm(dim=-2))   # rows of Z keep their norms
     True
     """
-    from ._lowrank import ACTIVATIONS, choose_method, vp_full, vp_lowrank
+    from ._lowrank import ACTIVATIONS, choose_method, vp_full, vp_gram, vp_lowrank
 
     check_float("x", x)
     check_square("A", A)
@@ -356,7 +361,9 @@ def vp_attention(
         raise ValueError(f"Expected activation in {ACTIVATIONS}. Got {activation!r}.")
     if check and not _traced(A):
         check_skew("A", A)
-    form, _ = choose_method(x.shape[-2], x.shape[-1], method)
+    form, _ = choose_method(x.shape[-2], x.shape[-1], method, activation=activation, dtype=x.dtype)
     if form == "lowrank":
         return vp_lowrank(x, A, activation)
+    if form == "gram":
+        return vp_gram(x, A)
     return vp_full(x, A, activation)

@@ -5,7 +5,7 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: e01d608520928ffefb3e65083a7ce3c977ff984745e76e017f67475d6846ca09
+expressions-sha256: 6f21a13c36ed78a6b4a7e6ecfe8c9f7f4cf8a45d9aff6bc486fe94ab3e9ea098
 printer-version: 2
 
 Sources (kernel: expression  [ledger claims]):
@@ -28,6 +28,7 @@ Sources (kernel: expression  [ledger claims]):
   exp_taylor9_vjp: D2 = G*X.T + X.T*G; D3 = G*X2.T + X.T*D2; dH2 = (1/40320)*D2 + (1/362880)*D3 + (1/5040)*G; dH1 = (1/120)*D2 + (1/24)*G + dH2*X3.T + H2.T*D3; gX = (1/2)*D2 + G + dH1*X3.T + H1.T*D3  [exp_skew.taylor_vjp, exp_skew.taylor_remainder]
   vp_lowrank_skew: S0 = R*A*R.T; S = (1/2)*S0 - (1/2)*S0.T  [vp.lowrank_form]
   cayley_minus_identity: W = -2*(I + S)**(-1)*S  [vp.lowrank_form]
+  vp_gram_cayley: G = x.T*x; M = I + G*A; y = -x + 2*x*M.T**(-1)  [vp.gram_form]
   cayley_minus_identity_skew_small: S2 = S**2; W = (2/(1 - Trace(S2)/2))*(-S + S2)  [kernels.cayley_skew_small]
   vp_lowrank_apply: K = W.T*R; y = Q*K + x  [vp.lowrank_form]
   vp_lowrank_project: Y1 = Q.T*Gy  [vp.lowrank_exp_vjp]
@@ -47,7 +48,7 @@ import math
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "cayley_minus_identity_skew_small", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "N_OUTPUTS"]
+__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "cayley_minus_identity_skew_small", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "N_OUTPUTS"]
 
 
 def cayley_matrix(C):
@@ -84,7 +85,7 @@ def cayley_apply_solve(C, x):
     Verified by: cayley.apply_form
     """
     eye = torch.eye(C.shape[-1], dtype=C.dtype, device=C.device)
-    y = (2) * torch.linalg.solve(eye - C, x) - x
+    y = 2 * torch.linalg.solve(eye - C, x) - x
     return y
 
 
@@ -168,7 +169,7 @@ def lsa_update(q, A):
     dq = (1/2)*A*q + (1/2)*A.T*q
     Verified by: lsa.gradient, kernels.lsa_row_layout
     """
-    dq = ((0.5) * (A + A.mT)) @ q
+    dq = (0.5 * (A + A.mT)) @ q
     return dq
 
 
@@ -222,7 +223,7 @@ def exp_taylor16(X):
     X2 = X @ X
     X3 = X @ X2
     X4 = X2 @ X2
-    H3 = (4.779477332387385e-14) * X4
+    H3 = 4.779477332387385e-14 * X4
     H3.add_(X3, alpha=7.647163731819816e-13)
     H3.add_(X2, alpha=1.1470745597729725e-11)
     H3.add_(X, alpha=1.6059043836821613e-10)
@@ -266,7 +267,7 @@ def exp_taylor16_vjp(X, X2, X3, X4, H3, H2, H1, G):
     D3.add_(t0 @ D2)
     D4 = D2 @ t1
     D4.add_(t1 @ D2)
-    dH3 = (4.779477332387385e-14) * D4
+    dH3 = 4.779477332387385e-14 * D4
     dH3.add_(D3, alpha=7.647163731819816e-13)
     dH3.add_(D2, alpha=1.1470745597729725e-11)
     dH3.add_(G, alpha=1.6059043836821613e-10)
@@ -302,7 +303,7 @@ def exp_taylor9(X):
     """
     X2 = X @ X
     X3 = X @ X2
-    H2 = (2.7557319223985893e-06) * X3
+    H2 = 2.7557319223985893e-06 * X3
     H2.add_(X2, alpha=2.48015873015873e-05)
     H2.add_(X, alpha=0.0001984126984126984)
     H2.diagonal(dim1=-2, dim2=-1).add_(0.001388888888888889)
@@ -333,7 +334,7 @@ def exp_taylor9_vjp(X, X2, X3, H2, H1, G):
     D2.add_(t0 @ G)
     D3 = G @ X2.mT
     D3.add_(t0 @ D2)
-    dH2 = (2.7557319223985893e-06) * D3
+    dH2 = 2.7557319223985893e-06 * D3
     dH2.add_(D2, alpha=2.48015873015873e-05)
     dH2.add_(G, alpha=0.0001984126984126984)
     t1 = X3.mT
@@ -357,7 +358,7 @@ def vp_lowrank_skew(R, A):
     Verified by: vp.lowrank_form
     """
     S0 = (R @ A) @ R.mT
-    S = (0.5) * S0 - (0.5) * S0.mT
+    S = 0.5 * S0 - 0.5 * S0.mT
     return S
 
 
@@ -369,8 +370,24 @@ def cayley_minus_identity(S):
     Verified by: vp.lowrank_form
     """
     eye = torch.eye(S.shape[-1], dtype=S.dtype, device=S.device)
-    W = (-2) * torch.linalg.solve(eye + S, S)
+    W = -2 * torch.linalg.solve(eye + S, S)
     return W
+
+
+def vp_gram_cayley(x, A):
+    """Row-layout Cayley layer output by the Gram (push-through) form: y = 2 x (I + G A)^{-T} - x with G = x^T x (d x d), one d x d solve and no T x T matrix; run in float64 for float32 inputs.
+
+    Generated from:
+    G = x.T*x
+    M = I + G*A
+    y = -x + 2*x*M.T**(-1)
+    Verified by: vp.gram_form
+    """
+    eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+    G = x.mT @ x
+    M = G @ A + eye
+    y = 2 * torch.linalg.solve(M.mT, x, left=False) - x
+    return y
 
 
 def cayley_minus_identity_skew_small(S):
@@ -427,13 +444,13 @@ def vp_lowrank_cayley_vjp(Q, R, W, A, Gy):
     eye = torch.eye(R.shape[-2], dtype=Q.dtype, device=Q.device)
     eye_d = torch.eye(R.shape[-1], dtype=Q.dtype, device=Q.device)
     Y1 = Q.mT @ Gy
-    NR = ((0.5) * W.mT + eye) @ R
+    NR = (0.5 * W.mT + eye) @ R
     P1 = Y1.mT @ NR
     P2 = NR.mT @ R
     P2A = P2 @ A
-    gx = Gy @ (eye_d - (2) * P2A) + Q @ ((W @ Y1) @ (eye_d - P2A) - (2) * ((NR @ P1) @ A.mT))
-    gA0 = (-2) * (P2.mT @ P1)
-    gA = (0.5) * gA0 - (0.5) * gA0.mT
+    gx = Gy @ (eye_d - 2 * P2A) + Q @ ((W @ Y1) @ (eye_d - P2A) - 2 * ((NR @ P1) @ A.mT))
+    gA0 = -2 * (P2.mT @ P1)
+    gA = 0.5 * gA0 - 0.5 * gA0.mT
     return gx, gA
 
 
@@ -450,7 +467,7 @@ def vp_lowrank_exp_vjp(Q, R, W, A, Gy, Y1, K1, K2):
     t0 = K2.mT
     gx = Gy @ ((t0 @ R) @ A + eye) + Q @ (W @ Y1 + (K1 @ R) @ A.mT + (K1.mT @ R) @ A - ((Y1 @ t0) @ R) @ A)
     gA0 = (R.mT @ K1) @ R
-    gA = (0.5) * gA0 - (0.5) * gA0.mT
+    gA = 0.5 * gA0 - 0.5 * gA0.mT
     return gx, gA
 
 
@@ -608,6 +625,7 @@ N_OUTPUTS = {
     "exp_taylor9_vjp": 1,
     "vp_lowrank_skew": 1,
     "cayley_minus_identity": 1,
+    "vp_gram_cayley": 1,
     "cayley_minus_identity_skew_small": 1,
     "vp_lowrank_apply": 1,
     "vp_lowrank_project": 1,

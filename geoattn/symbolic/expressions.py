@@ -289,6 +289,11 @@ CAYLEY_MINUS_I = -2 * Inverse(I_k + Sd) * Sd
 #: the same for skew S with k <= 3, without a solve: 2 (S^2 - S)/(1 - Tr(S^2)/2) (see CAYLEY_SKEW_SMALL)
 _S2 = MatrixSymbol("S2", k, k)
 CAYLEY_MINUS_I_SKEW_SMALL = [("S2", Sd**2), ("W", (_S2 - Sd) * (2 / (1 - Trace(_S2) / 2)))]
+#: the Gram (push-through) form of the Cayley layer in the row layout: Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z with
+#: Z = x^T, so y = x Cayley(G A)^T = 2 x (I + G A)^{-T} - x with the d x d Gram matrix G = x^T x (vp.push_through)
+_Gd = MatrixSymbol("G", d, d)
+_Md = MatrixSymbol("M", d, d)
+GRAM_CAYLEY = [("G", x.T * x), ("M", I_d + _Gd * A), ("y", 2 * x * Inverse(_Md.T) - x)]
 #: the layer output x + Q (f(S) - I)^T R, with the d x d factor bound first
 LOWRANK_K = Wd.T * Rf
 LOWRANK_APPLY = x + Qf * MatrixSymbol("K", k, d)

@@ -15,6 +15,7 @@ from .expressions import (  # the expressions the kernels print
     CAYLEY_MINUS_I,
     CAYLEY_MINUS_I_SKEW_SMALL,
     CAYLEY_SKEW_SMALL,
+    GRAM_CAYLEY,
     CAYLEY_VJP_BINDINGS,
     EXP_SKEW_FROM_EIGH,
     EXP_SKEW_VJP,
@@ -114,6 +115,16 @@ def _lowrank_specs() -> list["KernelSpec"]:
             outputs=[("W", CAYLEY_MINUS_I)],
             dims={k: ("S", -1)},
             claims=["vp.lowrank_form"],
+        ),
+        KernelSpec(
+            name="vp_gram_cayley",
+            doc="Row-layout Cayley layer output by the Gram (push-through) form: y = 2 x (I + G A)^{-T} - x with "
+            "G = x^T x (d x d), one d x d solve and no T x T matrix; run in float64 for float32 inputs.",
+            inputs={"x": x, "A": A},
+            outputs=GRAM_CAYLEY,
+            dims={d: ("x", -1)},
+            claims=["vp.gram_form"],
+            returns=("y",),
         ),
         KernelSpec(
             name="cayley_minus_identity_skew_small",

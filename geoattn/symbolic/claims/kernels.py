@@ -14,7 +14,7 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Grows, Policy, grid, kernel_eval as _ev, same
+from ._common import Grows, Policy, at_sizes, grid, kernel_eval as _ev, same
 
 __all__ = ["CLAIMS", "vjp_identity", "make_vjp_claim"]
 
@@ -300,6 +300,48 @@ def skew_small_identity() -> MatrixIdentity:
     )
 
 
+def gram_form_identity(sign: int = 1) -> MatrixIdentity:
+    """The Gram-form kernel's output minus the layer output (x^T Cayley(x A x^T))^T, for skew A; ``sign=-1``
+    flips A inside the kernel (a negative control: the wrong-sign form must be refuted)."""
+
+    def residual(size, X, Am):
+        got = _bindings_value(ex.GRAM_CAYLEY, {x: X, A: sign * Am}, size)
+        want = (X.T * alg.cayley(X * Am * X.T)).T
+        return (got - want).applyfunc(sp.cancel)
+
+    def variables(s):
+        t, k = s["T"], s["d"]
+        base = alg.general("x", t, k)
+        if s.get("rank1"):  # every row a multiple of the first: rank one
+            base = sp.Matrix(t, k, lambda i, j: sp.Symbol(f"r_{i}", real=True) * sp.Symbol(f"x_0_{j}", real=True))
+        return {"X": base, "Am": alg.skew("a", k)}
+
+    return MatrixIdentity("Gram-form kernel - (x^T Cayley(x A x^T))^T", variables=variables, residual=residual)
+
+
+def _gram_form_derivation() -> Derivation:
+    Z = MatrixSymbol("Z", d, T)
+    X = MatrixSymbol("X", d, d)
+    Id = Identity(d)
+    M = Id + Z * Z.T * A
+    cay = (Id - X) * Inverse(Id + X)
+    two = 2 * Inverse(Id + X) - Id
+    out = ((2 * Inverse(M) - Id) * Z).T
+    lhs = 2 * x * Inverse(Identity(d) + x.T * x * A).T - x
+    return Derivation(
+        assumptions=[r"A^T = -A", r"x = Z^T \in \mathbb{R}^{T\times d}"],
+        steps=[
+            Step(r"Z\,\mathrm{Cayley}(Z^TAZ)", r"\mathrm{Cayley}(ZZ^TA)\,Z", "vp.push_through (any d, T, rank)"),
+            Step(cay, two, "functional calculus in X = ZZ^T A (I + X invertible: vp.push_through_invertible)",
+                 lambda: alg.equal_in_algebra(cay, two, X, None)),
+            Step(out, 2 * Z.T * Inverse(M).T - Z.T, "transpose", lambda: same(out, 2 * Z.T * Inverse(M).T - Z.T)),
+            Step(2 * Z.T * Inverse(M).T - Z.T, lhs, "x = Z^T, so ZZ^T = x^T x",
+                 lambda: same((2 * Z.T * Inverse(M).T - Z.T).subs(Z, x.T), lhs)),
+        ],
+        conclusion=r"y = 2x(I + x^Tx A)^{-T} - x = (x^T\mathrm{Cayley}(xAx^T))^T",
+    )
+
+
 CLAIMS = [
     Claim(
         id="kernels.cayley_left_solve",
@@ -363,5 +405,23 @@ CLAIMS = [
         checker=Policy(identity=skew_small_identity(), exact=grid(T=[1, 2, 3]),
                        exact_method="exact symbolic identity at every size the claim covers (T = 1, 2, 3)"),
         notes="False from T = 4 on (C^3 = -a C fails); the kernels take this form only for T <= 3.",
+    ),
+    Claim(
+        id="vp.gram_form",
+        title="the Cayley layer by its d x d Gram matrix",
+        statement="For skew A, the kernel vp_gram_cayley, y = 2 x (I + x^T x A)^{-T} - x, equals the layer output "
+        "(x^T Cayley(x A x^T))^T for every T, d and rank of x (vp.push_through in the row layout).",
+        latex=r"y = 2x(I_d + x^Tx\,A)^{-T} - x = \bigl(x^T\mathrm{Cayley}(xAx^T)\bigr)^T",
+        source="kernel vp_gram_cayley (geoattn.symbolic.expressions)",
+        expected=Level.PROVED,
+        checker=Policy(
+            identity=gram_form_identity(),
+            search=at_sizes(*({"T": t, "d": k} for t in (1, 2, 3, 4) for k in (1, 2, 3)),
+                            {"T": 4, "d": 3, "rank1": 1}),
+            points=2,
+            prove=_gram_form_derivation,
+            exact=at_sizes({"T": 2, "d": 1}, {"T": 1, "d": 2}, {"T": 3, "d": 2, "rank1": 1}),
+            always_exact=True,
+        ),
     ),
 ]
