@@ -195,3 +195,31 @@ def test_negative_control_the_wrong_sign_gram_form_is_refuted():
 
     assert search_counterexample(gram_form_identity(-1), [{"T": 3, "d": 2}], seed=0, points=2) is not None
     assert search_counterexample(gram_form_identity(1), [{"T": 3, "d": 2}], seed=0, points=2) is None
+
+
+def test_gram_form_unbatched_large_and_its_gradient_in_A_is_skew():
+    """An unbatched input above the bound (the QR route), and the gradient in a non-skew leaf A: the layer uses
+    A's skew part, so the gradient is the full form's (skew)."""
+    torch.manual_seed(7)
+    w = torch.randn(3, 3)
+    A = w - w.T
+    x = torch.randn(16, 3) * 1e3
+    y = K.vp_attention(x, A)
+    assert y.shape == x.shape and torch.isfinite(y).all()
+    assert torch.equal(y, K.vp_attention(x[None], A)[0])
+    xs = torch.randn(2, 9, 3, dtype=F64)
+    A64 = torch.randn(3, 3, dtype=F64).requires_grad_()  # not skew: its symmetric part must get no gradient
+    g = torch.randn(2, 9, 3, dtype=F64)
+    got = torch.autograd.grad(K.vp_attention(xs, A64, method="gram", check=False), A64, g)[0]
+    ref = torch.autograd.grad(K.vp_attention(xs, A64, method="full", check=False), A64, g)[0]
+    assert (got - ref).abs().max() <= 64 * 9 * torch.finfo(F64).eps * (1 + ref.abs().max())
+    assert (got + got.T).abs().max() <= 64 * torch.finfo(F64).eps * (1 + got.abs().max())
+
+
+def test_gram_form_under_vmap_over_A():
+    x = torch.randn(9, 3)
+    w = torch.randn(5, 3, 3)
+    As = w - w.mT
+    out = torch.func.vmap(lambda a: K.vp_attention(x, a, check=False))(As)
+    ref = torch.stack([K.vp_attention(x, a) for a in As])
+    assert (out - ref).abs().max() <= 8 * 9 * torch.finfo(torch.float32).eps * (1 + ref.abs().max())

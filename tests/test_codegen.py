@@ -134,6 +134,14 @@ def _rand_rational(rng, r, c):
     return sp.Matrix(r, c, lambda i, j: sp.Rational(rng.randint(-9, 9), rng.randint(1, 9)))
 
 
+def _composed(bindings):
+    """The last output of kernel bindings as one expression (earlier bindings substituted)."""
+    out = bindings[-1][1]
+    for name, expr in reversed(bindings[:-1]):
+        out = out.subs(sp.MatrixSymbol(name, *expr.shape), expr)
+    return out
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_real_kernels_match_sympy_interpreter(seed):
     rng = random.Random(seed)
@@ -156,6 +164,8 @@ def test_real_kernels_match_sympy_interpreter(seed):
         (gen.vp_correlation_lower(_float(X).real, _float(Am).real), ex.VP_CORRELATION_LOWER, {ex.x: X, ex.A: Am}),
         (gen.lsa_update(_float(X).real, _float(W).real), ex.LSA_UPDATE, {ex.q: X, ex.W: W}),
         (gen.lift(_float(lam).real, 2), ex.LIFT, {ex.Lam: lam}),
+        (gen.vp_gram_cayley(_float(X).real, _float(Am).real), _composed(ex.GRAM_CAYLEY), {ex.x: X, ex.A: Am}),
+        (gen.cayley_skew_small(_float(S).real), _composed(ex.CAYLEY_SKEW_SMALL), {ex.C: S}),
     ]
     for got, expr, vals in cases:
         want = _float(ex.evaluate(expr, vals, {ex.T: Tn, ex.d: 2 if expr is ex.LIFT else dn})).real

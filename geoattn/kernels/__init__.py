@@ -361,7 +361,9 @@ def vp_attention(
         raise ValueError(f"Expected activation in {ACTIVATIONS}. Got {activation!r}.")
     if check and not _traced(A):
         check_skew("A", A)
-    form, _ = choose_method(x.shape[-2], x.shape[-1], method, activation=activation, dtype=x.dtype)
+    # the Gram form computes in float64, which MPS does not have: there auto keeps the QR form
+    dtype = None if x.device.type == "mps" else x.dtype
+    form, _ = choose_method(x.shape[-2], x.shape[-1], method, activation=activation, dtype=dtype)
     if form == "lowrank":
         return vp_lowrank(x, A, activation)
     if form == "gram":

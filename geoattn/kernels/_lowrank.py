@@ -45,14 +45,18 @@ Measured (B = 2048, T = 16, d = 4, error relative to the row norms of ``Z``)
 on windows ``scale (b + eps N)``: at scale 1 and eps 1e-3, 2e-8 against 4e-6
 (``T x T``, float32) and 3e-5 (QR, float32); at scale 10 and eps 1e-6, 4e-8
 against 6e-4 and 7e-3; at scale 100 and eps 1e-6, 1e-4 against 3e-2 and 0.24.
-Forward and backward at B = 4096, T = 16 take about half the QR form's time.
-Its error still grows with the condition number of ``I + GA``, up to about
-``1 + |x|_F^2 |A|_F`` (for odd ``d`` the skew part has a zero eigenvalue, so the
-Cayley transform mixes eigenvalues near 1 and near -1): at inputs of size 1e6
-it reaches 8e-5 of the row norms. Samples with ``|x|_F^2 |A|_F >
-GRAM_MAX_SCALE = 1e6`` (an error bound of about 1e6 float64 eps, below float32's
-eps) take the QR form, per sample. Float64 inputs keep the QR form, whose
-float64 error does not grow with the conditioning of the Gram matrix.
+Forward and backward at B = 4096, T = 16 took about half the QR form's time in
+the benchmark runs (9.8 ms against 17 to 21 ms, one thread).
+Its error still grows with the condition number of ``I + GA``, which for nearly
+parallel tokens grows like ``(|x|_F^2 |A|_F)^2`` (G = diag(g, 0), A = aJ give
+``[[1, ag], [0, 1]]``): at scale 30 to 100 on such windows it is 1e-6 to 1e-5 of
+the row norms (the float32 forms: 1e-4 to 0.2), and at inputs of size 1e6 it
+reached 8e-5 on random windows. Samples with ``|x|_F^2 |A|_F > GRAM_MAX_SCALE =
+1e6`` take the QR form computed in float64, per sample. Float64 inputs keep the
+QR form, whose float64 error does not grow with the conditioning of the Gram
+matrix. Under torch.func transforms and torch.compile every sample takes the
+Gram form (no data-dependent branch), so a sample above the bound can differ
+from its eager result by that form's error.
 
 Note [low-rank backward]
 ------------------------
@@ -118,21 +122,26 @@ GRAM_MAX_SCALE = 1e6
 
 
 def vp_gram(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-    """The Cayley layer by its Gram form (ledger ``vp.gram_form``), computed in float64, differentiable by autograd;
-    per sample, inputs too large for it (``|x|_F^2 |A|_F > GRAM_MAX_SCALE``) take the QR form."""
+    """The Cayley layer by its Gram form (ledger ``vp.gram_form``) with the skew part of ``A``, computed in float64
+    and differentiated by autograd; per sample, inputs too large for it (``|x|_F^2 |A|_F > GRAM_MAX_SCALE``) take
+    the QR form in float64 (Note [why QR and not the Gram matrix])."""
     xd, Ad = x.double(), A.double()
-    if xd.numel() == 0 or _traced(x):
+    Ad = 0.5 * (Ad - Ad.mT)  # the forms use the skew part of A, so the gradient in A is skew too
+    if xd.numel() == 0 or _traced(x) or _traced(A):
         return gen.vp_gram_cayley(xd, Ad).to(x.dtype)
     scale = (xd.detach() * xd.detach()).sum((-2, -1)) * Ad.detach().norm(dim=(-2, -1))
     big = scale > GRAM_MAX_SCALE
     if not bool(big.any()):
         return gen.vp_gram_cayley(xd, Ad).to(x.dtype)
     batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])
-    xb, Ab = x.expand(batch + x.shape[-2:]), A.expand(batch + A.shape[-2:])
-    big = big.expand(batch)
-    out = torch.empty(batch + x.shape[-2:], dtype=x.dtype, device=x.device)
-    out = out.index_put((~big,), gen.vp_gram_cayley(xb[~big].double(), Ab[~big].double()).to(x.dtype))
-    return out.index_put((big,), vp_lowrank(xb[big], Ab[big], "cayley"))
+    T, d = x.shape[-2:]
+    xb = xd.expand(batch + (T, d)).reshape(-1, T, d)
+    Ab = Ad.expand(batch + (d, d)).reshape(-1, d, d)
+    big = big.expand(batch).reshape(-1)
+    out = torch.empty(xb.shape, dtype=torch.float64, device=x.device)
+    out = out.index_put((~big,), gen.vp_gram_cayley(xb[~big], Ab[~big]))
+    out = out.index_put((big,), vp_lowrank(xb[big], Ab[big], "cayley"))
+    return out.reshape(batch + (T, d)).to(x.dtype)
 
 
 def _small_factors(x: torch.Tensor, A: torch.Tensor, activation: str):

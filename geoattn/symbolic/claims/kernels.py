@@ -326,19 +326,23 @@ def _gram_form_derivation() -> Derivation:
     M = Id + Z * Z.T * A
     cay = (Id - X) * Inverse(Id + X)
     two = 2 * Inverse(Id + X) - Id
-    out = ((2 * Inverse(M) - Id) * Z).T
-    lhs = 2 * x * Inverse(Identity(d) + x.T * x * A).T - x
+    col = ((two.subs(X, Z * Z.T * A)) * Z).T
+    row = 2 * Z.T * Inverse(M).T - Z.T
+    # the kernel's bindings, composed: y(G, M) with M = I + G A and G = x^T x
+    (_, g_expr), (_, m_expr), (_, y_expr) = ex.GRAM_CAYLEY
+    kernel = y_expr.subs(MatrixSymbol("M", d, d), m_expr).subs(MatrixSymbol("G", d, d), g_expr)
     return Derivation(
         assumptions=[r"A^T = -A", r"x = Z^T \in \mathbb{R}^{T\times d}"],
         steps=[
-            Step(r"Z\,\mathrm{Cayley}(Z^TAZ)", r"\mathrm{Cayley}(ZZ^TA)\,Z", "vp.push_through (any d, T, rank)"),
-            Step(cay, two, "functional calculus in X = ZZ^T A (I + X invertible: vp.push_through_invertible)",
+            Step(r"(x^T\mathrm{Cayley}(xAx^T))^T = (Z\,\mathrm{Cayley}(Z^TAZ))^T",
+                 r"(\mathrm{Cayley}(ZZ^TA)\,Z)^T", "vp.push_through (any d, T, rank of Z)"),
+            Step(cay, two, "functional calculus in X (I + X invertible for X = ZZ^T A: vp.push_through_invertible)",
                  lambda: alg.equal_in_algebra(cay, two, X, None)),
-            Step(out, 2 * Z.T * Inverse(M).T - Z.T, "transpose", lambda: same(out, 2 * Z.T * Inverse(M).T - Z.T)),
-            Step(2 * Z.T * Inverse(M).T - Z.T, lhs, "x = Z^T, so ZZ^T = x^T x",
-                 lambda: same((2 * Z.T * Inverse(M).T - Z.T).subs(Z, x.T), lhs)),
+            Step(col, row, "X = ZZ^T A, transpose", lambda: same(col, row)),
+            Step(row.subs(Z, x.T), kernel, "x = Z^T; the kernel's bindings G = x^T x, M = I + G A composed",
+                 lambda: same(row.subs(Z, x.T), kernel)),
         ],
-        conclusion=r"y = 2x(I + x^Tx A)^{-T} - x = (x^T\mathrm{Cayley}(xAx^T))^T",
+        conclusion=r"\texttt{vp\_gram\_cayley}(x, A) = 2x(I + x^Tx A)^{-T} - x = (x^T\mathrm{Cayley}(xAx^T))^T",
     )
 
 
@@ -420,7 +424,7 @@ CLAIMS = [
                             {"T": 4, "d": 3, "rank1": 1}),
             points=2,
             prove=_gram_form_derivation,
-            exact=at_sizes({"T": 2, "d": 1}, {"T": 1, "d": 2}, {"T": 3, "d": 2, "rank1": 1}),
+            exact=at_sizes({"T": 3, "d": 2}, {"T": 1, "d": 2}, {"T": 3, "d": 2, "rank1": 1}),
             always_exact=True,
         ),
     ),
