@@ -424,7 +424,7 @@ CLAIMS = [
                             {"T": 4, "d": 3, "rank1": 1}),
             points=2,
             prove=_gram_form_derivation,
-            exact=at_sizes({"T": 3, "d": 2}, {"T": 1, "d": 2}, {"T": 3, "d": 2, "rank1": 1}),
+            exact=at_sizes({"T": 2, "d": 2}, {"T": 1, "d": 2}, {"T": 3, "d": 2, "rank1": 1}),
             always_exact=True,
         ),
     ),
