@@ -15,7 +15,7 @@ from geoattn.symbolic import get_claim
 from geoattn.symbolic.claims import _symattn_exact as S
 from geoattn.symbolic.claims._exp_exact import ExpField
 from geoattn.symbolic.symattn import ACTIVATIONS
-from geoattn.testing import assert_symplectic, symplecticity_error
+from geoattn.testing import assert_symplectic, assert_volume_preserving, symplecticity_error
 
 ACTS = list(K.SYMATTN_ACTIVATIONS)
 F64 = torch.float64
@@ -82,6 +82,7 @@ def test_layer_is_symplectic_and_invertible(act, symmetric, update):
         layer.weight.mul_(3.0)  # away from the near-linear regime
     x = torch.randn(3, 5, 6, dtype=F64)
     assert_symplectic(layer, x)
+    assert_volume_preserving(layer, x)  # the docstring's "hence volume-preserving"
     assert (layer.inverse(layer(x)) - x).abs().max() <= tol(F64, 5 * 6) * (1 + x.abs().max())
     assert (layer(layer.inverse(x)) - x).abs().max() <= tol(F64, 5 * 6) * (1 + x.abs().max())
     assert layer.potential(x).shape == (3,)

@@ -17,6 +17,7 @@ import torch
 
 from . import _generated as gen
 from ._functions import _under_functorch
+from ._lowrank import _sum_to
 
 __all__ = ["SYMATTN_ACTIVATIONS", "symattn_forward", "symattn_potential_value"]
 
@@ -30,15 +31,6 @@ SYMATTN_ACTIVATIONS: dict[str, tuple[str, bool]] = {
 
 _FORWARD = {name: getattr(gen, f"symattn_update_{name}") for name in SYMATTN_ACTIVATIONS}
 _VJP = {"all": gen.symattn_vjp_all, "columns": gen.symattn_vjp_columns}
-
-
-def _sum_to(t: torch.Tensor, shape: torch.Size) -> torch.Tensor:
-    """Sum the broadcast leading dimensions of ``t`` away so it has ``shape``."""
-    extra = t.dim() - len(shape)
-    if extra > 0:
-        t = t.sum(dim=tuple(range(extra)))
-    keep = tuple(i for i, (a, b) in enumerate(zip(t.shape, shape)) if b == 1 and a != 1)
-    return t.sum(dim=keep, keepdim=True) if keep else t
 
 
 class _SymattnUpdate(torch.autograd.Function):

@@ -183,15 +183,19 @@ class Softmax(MatrixExpr):
         """That of the logits."""
         return self.arg.shape
 
-    def explicit(self, m: sp.Matrix) -> sp.Matrix:
-        """The softmax of an explicit matrix (entries ``exp(m_ij)``, kept exact)."""
-        e = m.applyfunc(sp.exp)
-        eps = 1 if self.one else 0
-        if self.over == "all":
+    @staticmethod
+    def normalise(e: sp.Matrix, over: str, one: bool) -> sp.Matrix:
+        """Explicit positive entries ``e`` (the exponentials) divided by their sum over ``over``, plus 1 if ``one``."""
+        eps = 1 if one else 0
+        if over == "all":
             total = eps + sum(e)
             return e.applyfunc(lambda x: x / total)
         cols = [eps + sum(e[:, j]) for j in range(e.cols)]
         return sp.Matrix(e.rows, e.cols, lambda i, j: e[i, j] / cols[j])
+
+    def explicit(self, m: sp.Matrix) -> sp.Matrix:
+        """The softmax of an explicit matrix (entries ``exp(m_ij)``, kept exact)."""
+        return self.normalise(m.applyfunc(sp.exp), self.over, self.one)
 
     def _explicit_value(self, rec):
         return self.explicit(rec(self.arg))

@@ -96,8 +96,6 @@ class Sizes:
         resolved = {k: (v.at(ctx) if isinstance(v, Grows) else v) for k, v in self.ranges}
         return sizes(**resolved)
 
-    def __bool__(self) -> bool:
-        return bool(self.fixed or self.ranges or self.deep)
 
 
 def grid(**ranges) -> Sizes:
@@ -358,6 +356,25 @@ def shape_evidence(ctx, build, concrete_sizes, *, expect_shape=None, name="produ
             )
             return [Evidence(Level.REFUTED, "shape inference at explicit sizes", counterexample=ce)]
     return [Evidence(Level.ERROR, "shape inference", detail="generic mismatch but no concrete counterexample")]
+
+
+def run_bindings(bindings, values: dict, sizes: dict, post: Callable | None = None) -> dict:
+    """Evaluate a kernel's bindings in order at explicit matrices (later bindings name earlier ones by symbol);
+    returns name -> matrix. ``sizes`` maps size symbols to integers; ``post`` (optional) is applied to every
+    entry of each result before later bindings use it."""
+    table = {}
+    for _, expr in bindings:
+        for s in sp.sympify(expr).atoms(sp.MatrixSymbol):
+            table.setdefault(s.name, s)
+    env = dict(values)
+    out = {}
+    for name, expr in bindings:
+        out[name] = ex.evaluate(expr, env, sizes)
+        if post is not None:
+            out[name] = out[name].applyfunc(post)
+        if name in table:
+            env[table[name]] = out[name]
+    return out
 
 
 def kernel_eval(expr, values: dict, size: dict):

@@ -13,7 +13,7 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
-from ._common import Policy
+from ._common import Policy, run_bindings
 from ._free_algebra import Gt, Q, Qt, R, W, compose, nc_equal, to_nc
 from ._lowrank_exact import (
     SEARCH_SIZES,
@@ -35,7 +35,6 @@ from ._lowrank_exact import (
     cayley_chain_reference,
     kernel_small_factors,
     reference_dual_evidence,
-    run_bindings,
 )
 
 # ---------------------------------------------------------------------------

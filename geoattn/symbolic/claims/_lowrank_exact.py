@@ -15,7 +15,7 @@ from .. import algebra as alg
 from .. import expressions as ex
 from ..evidence import Evidence, Level, Step
 from ..strategies import MatrixIdentity, search_counterexample
-from ._common import at_sizes, same
+from ._common import at_sizes, run_bindings, same
 from ._free_algebra import Q, R, nc_transpose, to_nc
 
 T, d, k = ex.T, ex.d, ex.k
@@ -53,21 +53,6 @@ def _project(size: dict, **v) -> dict:
 
 def _q_of(size: dict, Q=None, K=None) -> sp.Matrix:
     return Q if Q is not None else _orthonormal(K, size["k"])
-
-
-def run_bindings(bindings, values: dict, sizes: dict) -> dict:
-    """Evaluate a kernel's bindings in order at explicit matrices; returns name -> matrix."""
-    table = {}
-    for _, expr in bindings:
-        for s in sp.sympify(expr).atoms(MatrixSymbol):
-            table.setdefault(s.name, s)
-    env = dict(values)
-    out = {}
-    for name, expr in bindings:
-        out[name] = ex.evaluate(expr, env, sizes)
-        if name in table:
-            env[table[name]] = out[name]
-    return out
 
 
 def _skew_part(m: sp.Matrix) -> sp.Matrix:

@@ -10,7 +10,7 @@ from ..kernel_table import kernel as kernel_spec
 from ..claim import Claim
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Policy
+from ._common import Policy, run_bindings
 from ._free_algebra import K1, K2, PROJECTED, SKEW, An, G, Gt, Q, Qt, R, Rt, W, compose, nc, nc_equal, nc_transpose
 from ._lowrank_cayley import DUAL_SIZE
 from ._lowrank_exact import (
@@ -36,7 +36,6 @@ from ._lowrank_exact import (
     chain_rule_gradient,
     kernel_small_factors,
     reference_dual_evidence,
-    run_bindings,
 )
 
 # ---------------------------------------------------------------------------

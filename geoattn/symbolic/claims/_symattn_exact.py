@@ -10,14 +10,15 @@ from dataclasses import dataclass
 from typing import Callable
 
 import sympy as sp
-from sympy.matrices.expressions import MatrixSymbol
 
 from .. import algebra as alg
 from ..algebra import NotInAlgebra
 from ..evidence import Derivation, Evidence, Level, ProofFailed
-from ..interpreter import evaluate
+from ..expressions import T as _T
+from ..expressions import d as _D
+from ..nodes import Softmax
 from ..symattn import ACTIVATIONS, Aw, Gw, V, update_bindings, vjp_bindings, z
-from ._common import NOWHERE, Sizes, at_sizes, prove_evidence
+from ._common import NOWHERE, Sizes, at_sizes, prove_evidence, run_bindings
 from ._exp_exact import ExpField, search_exp_counterexample
 
 __all__ = ["ExpPolicy", "potential", "gradient", "softmax", "variables", "grid", "stack", "stated_matrix_gradient",
@@ -40,13 +41,8 @@ def variables(structure: str):
 
 
 def softmax(f: ExpField, over: str, one: bool) -> sp.Matrix:
-    """The softmax of ``C`` in the field's exponential symbols."""
-    e = f.E
-    eps = 1 if one else 0
-    if over == "all":
-        return e / (eps + sum(e))
-    cols = [eps + sum(e[:, j]) for j in range(e.cols)]
-    return sp.Matrix(e.rows, e.cols, lambda i, j: e[i, j] / cols[j])
+    """The softmax of ``C`` in the field's exponential symbols (:meth:`~geoattn.symbolic.nodes.Softmax.normalise`)."""
+    return Softmax.normalise(f.E, over, one)
 
 
 def potential(activation: str, f: ExpField):
@@ -161,19 +157,9 @@ def code_update(over: str, symmetric: bool):
     return update
 
 
-_T = sp.Symbol("T", integer=True, positive=True)
-_D = sp.Symbol("d", integer=True, positive=True)
-
-
 def _run_bindings(bindings, env: dict, f: ExpField) -> dict:
-    """Evaluate kernel bindings at explicit matrices (later bindings name earlier ones); exps frozen."""
-    sizes = {_T: f.Q.cols, _D: f.Q.rows}
-    env = dict(env)
-    vals = {}
-    for name, expr in bindings:
-        vals[name] = evaluate(expr, env, sizes).applyfunc(f.freeze)
-        env[MatrixSymbol(name, *expr.shape)] = vals[name]
-    return vals
+    """Kernel bindings at explicit matrices of ``f``'s sizes, every e^{C_mn} frozen as it appears."""
+    return run_bindings(bindings, env, {_T: f.Q.cols, _D: f.Q.rows}, post=f.freeze)
 
 
 def _layer_update(activation: str, f: ExpField) -> sp.Matrix:

@@ -14,7 +14,7 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Grows, Policy, at_sizes, grid, kernel_eval as _ev, same
+from ._common import Grows, Policy, at_sizes, grid, kernel_eval as _ev, run_bindings, same
 
 __all__ = ["CLAIMS", "vjp_identity", "make_vjp_claim"]
 
@@ -273,23 +273,13 @@ def _lsa_row_derivation() -> Derivation:
 
 
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
-def _bindings_value(bindings, values: dict, size: dict):
-    """The last output of kernel bindings at explicit matrices (later bindings name earlier ones)."""
-    env = dict(values)
-    out = None
-    for name, expr in bindings:
-        out = _ev(expr, env, size)
-        env[MatrixSymbol(name, *expr.shape)] = out
-    return out
-
-
 def skew_small_identity() -> MatrixIdentity:
     """Both closed forms (Cayley(C) and Cayley(S) - I) minus the Cayley transform, for skew matrices."""
 
     def residual(size, Cm):
         t = size["T"]
-        lam = _bindings_value(ex.CAYLEY_SKEW_SMALL, {C: Cm}, size)
-        w = _bindings_value(ex.CAYLEY_MINUS_I_SKEW_SMALL, {ex.Sd: Cm}, {"T": t, "d": t, "k": t})
+        lam = run_bindings(ex.CAYLEY_SKEW_SMALL, {C: Cm}, {T: t})["Lam"]
+        w = run_bindings(ex.CAYLEY_MINUS_I_SKEW_SMALL, {ex.Sd: Cm}, {ex.k: t})["W"]
         want = alg.cayley(Cm)
         return sp.Matrix.vstack(lam - want, w - (want - sp.eye(t))).applyfunc(sp.cancel)
 
@@ -305,7 +295,7 @@ def gram_form_identity(sign: int = 1) -> MatrixIdentity:
     flips A inside the kernel (a negative control: the wrong-sign form must be refuted)."""
 
     def residual(size, X, Am):
-        got = _bindings_value(ex.GRAM_CAYLEY, {x: X, A: sign * Am}, size)
+        got = run_bindings(ex.GRAM_CAYLEY, {x: X, A: sign * Am}, {T: size["T"], d: size["d"]})["y"]
         want = (X.T * alg.cayley(X * Am * X.T)).T
         return (got - want).applyfunc(sp.cancel)
 

@@ -47,7 +47,7 @@ from .. import expressions as ex
 from ..claim import Claim
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Policy
+from ._common import Policy, run_bindings
 from ._free_algebra import (
     ORTHONORMAL,
     SKEW,
@@ -80,7 +80,6 @@ from ._lowrank_exact import (
     _sizes,
     _vec,
     kernel_small_factors,
-    run_bindings,
 )
 from ._lowrank_exp import make_exp_vjp_claim
 
