@@ -9,11 +9,11 @@ import sympy as sp
 
 from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, expressions_hash
-from .printer import TorchKernelPrinter, common_scalar, factor_sums
+from .printer import SOA_HELPERS, SoAKernelPrinter, TorchKernelPrinter, common_scalar, factor_sums
 
 __all__ = ["generate_kernel", "generate_module", "target_path", "write", "check"]
 
-PRINTER_VERSION = 2
+PRINTER_VERSION = 3
 
 HEADER = '''"""Torch kernels generated from the verified SymPy expressions.
 
@@ -42,7 +42,10 @@ def generate_kernel(spec: KernelSpec) -> str:
     names = {sym: name for name, sym in spec.inputs.items()}
     outputs = [(name, common_scalar(factor_sums(expr))) for name, expr in spec.outputs]
     like = next(n for n in spec.inputs if n not in spec.complex_inputs)  # real input: dtype/device of eye
-    printer = TorchKernelPrinter(names, spec.dims, like, accumulate=spec.accumulate)
+    if spec.layout not in ("batch-first", "soa"):
+        raise ValueError(f"Expected layout 'batch-first' or 'soa'. Got {spec.layout!r}.")
+    cls = SoAKernelPrinter if spec.layout == "soa" else TorchKernelPrinter
+    printer = cls(names, spec.dims, like, accumulate=spec.accumulate)
     printer.prepare([e for _, e in outputs])
     for name, expr in outputs:
         printer.bind(name, expr)
@@ -75,7 +78,8 @@ def generate_module() -> str:
     )
     counts = "".join(f'    "{k.name}": {len(k.returns or k.outputs)},\n' for k in KERNELS)
     table = f"#: how many tensors each kernel returns (read by the autograd wrappers)\nN_OUTPUTS = {{\n{counts}}}\n"
-    return header + "\n\n" + "\n\n".join(generate_kernel(k) for k in KERNELS) + "\n\n" + table
+    helpers = "\n\n" + SOA_HELPERS if any(k.layout == "soa" for k in KERNELS) else ""
+    return header + helpers + "\n\n" + "\n\n".join(generate_kernel(k) for k in KERNELS) + "\n\n" + table
 
 
 def target_path() -> str:

@@ -5,8 +5,8 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: 6f21a13c36ed78a6b4a7e6ecfe8c9f7f4cf8a45d9aff6bc486fe94ab3e9ea098
-printer-version: 2
+expressions-sha256: fa50986c822f9e603cfa7f78332c4e00f5ed3a9f58d87a1b28391d65ed083baa
+printer-version: 3
 
 Sources (kernel: expression  [ledger claims]):
   cayley_matrix: Lam = (I + C)**(-1)*(I - C)  [cayley.orthogonal, kernels.cayley_left_solve]
@@ -29,6 +29,8 @@ Sources (kernel: expression  [ledger claims]):
   vp_lowrank_skew: S0 = R*A*R.T; S = (1/2)*S0 - (1/2)*S0.T  [vp.lowrank_form]
   cayley_minus_identity: W = -2*(I + S)**(-1)*S  [vp.lowrank_form]
   vp_gram_cayley: G = x.T*x; M = I + G*A; y = -x + 2*x*M.T**(-1)  [vp.gram_form]
+  vp_gram_closed: J = A*Gram; J2 = J**2; Nu = ((1 - Trace(J2)/2)*I + J2)*(I + J); N = 1/(-Trace(J2**2)/4 + Trace(J2)**2/8 - Trace(J2)/2 + 1)*Nu; P = -I + 2*N  [vp.gram_closed_form]
+  vp_gram_closed_vjp: Mbar = -2*N*Pbar.T*N; H = A*Mbar.T - Mbar*A  [vp.gram_closed_form_vjp]
   cayley_minus_identity_skew_small: S2 = S**2; W = (2/(1 - Trace(S2)/2))*(-S + S2)  [kernels.cayley_skew_small]
   vp_lowrank_apply: K = W.T*R; y = Q*K + x  [vp.lowrank_form]
   vp_lowrank_project: Y1 = Q.T*Gy  [vp.lowrank_exp_vjp]
@@ -48,7 +50,36 @@ import math
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "cayley_minus_identity_skew_small", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "N_OUTPUTS"]
+__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "vp_gram_closed", "vp_gram_closed_vjp", "cayley_minus_identity_skew_small", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "N_OUTPUTS"]
+
+
+def _soa_mm(a, b):
+    """Product of (n, m, *batch) and (m, p, *batch) matrices in the structure-of-arrays layout (a left factor
+    shared by the batch, all batch sizes 1, is one matrix product)."""
+    if a.dim() > 2 and all(n == 1 for n in a.shape[2:]) and b.is_contiguous():
+        return (a.reshape(a.shape[0], a.shape[1]) @ b.reshape(b.shape[0], -1)).view(a.shape[0], *b.shape[1:])
+    out = a[:, 0:1] * b[0:1]
+    for k in range(1, a.shape[1]):
+        out.addcmul_(a[:, k:k + 1], b[k:k + 1])
+    return out
+
+
+def _soa_tr(a):
+    """Trace of (n, n, *batch) matrices: shape (*batch)."""
+    out = a[0, 0].clone()
+    for k in range(1, a.shape[0]):
+        out += a[k, k]
+    return out
+
+
+def _soa_tr_mm(a, b):
+    """Tr(a b) of (n, n, *batch) matrices without the product: the sum of a * b^T."""
+    return (a * b.transpose(0, 1)).flatten(0, 1).sum(0)
+
+
+def _soa_eye(n, like):
+    """The n x n identity shaped to broadcast against (n, n, *batch) matrices like ``like``."""
+    return torch.eye(n, dtype=like.dtype, device=like.device).view(n, n, *([1] * (like.dim() - 2)))
 
 
 def cayley_matrix(C):
@@ -390,6 +421,39 @@ def vp_gram_cayley(x, A):
     return y
 
 
+def vp_gram_closed(Gram, A):
+    """J = A Gram, N = (I + Gram A)^{-T} = (I - J)^{-1} and P = 2N - I of the Gram form in closed form for d <= 4, no solve (Note [closed-form Gram solve]); structure-of-arrays layout: Gram (d, d, *batch), A (d, d, 1).
+
+    Generated from:
+    J = A*Gram
+    J2 = J**2
+    Nu = ((1 - Trace(J2)/2)*I + J2)*(I + J)
+    N = 1/(-Trace(J2**2)/4 + Trace(J2)**2/8 - Trace(J2)/2 + 1)*Nu
+    P = -I + 2*N
+    Verified by: vp.gram_closed_form
+    """
+    eye = _soa_eye(Gram.shape[0], Gram)
+    J = _soa_mm(A, Gram)
+    J2 = _soa_mm(J, J)
+    Nu = _soa_mm((1 - 0.5 * _soa_tr(J2)) * eye + J2, eye + J)
+    N = (1 / (1 - 0.5 * _soa_tr(J2) - 0.25 * _soa_tr_mm(J2, J2) + 0.125 * _soa_tr(J2) ** 2)) * Nu
+    P = 2 * N - eye
+    return J, N, P
+
+
+def vp_gram_closed_vjp(N, Pbar, A):
+    """The small factors of the Gram form's backward: M_bar = -2 N P_bar^T N and H = A M_bar^T - M_bar A (x_bar = y_bar P^T + x H, A_bar = skew(sum of Gram M_bar)); structure-of-arrays layout.
+
+    Generated from:
+    Mbar = -2*N*Pbar.T*N
+    H = A*Mbar.T - Mbar*A
+    Verified by: vp.gram_closed_form_vjp
+    """
+    Mbar = -2 * _soa_mm(_soa_mm(N, Pbar.transpose(0, 1)), N)
+    H = _soa_mm(A, Mbar.transpose(0, 1)) - _soa_mm(Mbar, A)
+    return Mbar, H
+
+
 def cayley_minus_identity_skew_small(S):
     """Cayley(S) - I = 2 (S^2 - S)/(1 - Tr(S^2)/2) for skew S of size k <= 3, without a solve.
 
@@ -626,6 +690,8 @@ N_OUTPUTS = {
     "vp_lowrank_skew": 1,
     "cayley_minus_identity": 1,
     "vp_gram_cayley": 1,
+    "vp_gram_closed": 3,
+    "vp_gram_closed_vjp": 2,
     "cayley_minus_identity_skew_small": 1,
     "vp_lowrank_apply": 1,
     "vp_lowrank_project": 1,

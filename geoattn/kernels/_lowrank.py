@@ -46,7 +46,9 @@ on windows ``scale (b + eps N)``: at scale 1 and eps 1e-3, 2e-8 against 4e-6
 (``T x T``, float32) and 3e-5 (QR, float32); at scale 10 and eps 1e-6, 4e-8
 against 6e-4 and 7e-3; at scale 100 and eps 1e-6, 1e-4 against 3e-2 and 0.24.
 Forward and backward at B = 4096, T = 16 took about half the QR form's time in
-the benchmark runs (9.8 ms against 17 to 21 ms, one thread).
+the benchmark runs (9.8 ms against 17 to 21 ms, one thread) with a pivoted
+solve; for ``d <= 4`` the closed form of :mod:`geoattn.kernels._gram` replaces
+the solve and autograd's backward (about 4 ms there).
 Its error still grows with the condition number of ``I + GA``, which for nearly
 parallel tokens grows like ``(|x|_F^2 |A|_F)^2`` (G = diag(g, 0), A = aJ give
 ``[[1, ag], [0, 1]]``): at scale 30 to 100 on such windows it is 1e-6 to 1e-5 of
@@ -86,6 +88,7 @@ import torch
 
 from . import _generated as gen
 from ._functions import _large_skew, _traced, cayley_routed
+from ._gram import closed_form_applies, vp_gram_closed
 
 __all__ = ["choose_method", "vp_lowrank", "vp_gram", "vp_full", "ACTIVATIONS", "METHODS"]
 
@@ -122,9 +125,18 @@ GRAM_MAX_SCALE = 1e6
 
 
 def vp_gram(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-    """The Cayley layer by its Gram form (ledger ``vp.gram_form``) with the skew part of ``A``, computed in float64
-    and differentiated by autograd; per sample, inputs too large for it (``|x|_F^2 |A|_F > GRAM_MAX_SCALE``) take
-    the QR form in float64 (Note [why QR and not the Gram matrix])."""
+    """The Cayley layer by its Gram form (ledger ``vp.gram_form``) with the skew part of ``A``: for ``d <= 4`` and
+    one weighting by the closed form of :mod:`geoattn.kernels._gram` (no solve; samples failing its residual
+    check are solved), otherwise by :func:`_vp_gram_solve`."""
+    if not (_traced(x) or _traced(A)) and closed_form_applies(x, A)[0]:
+        return vp_gram_closed(x, A, _vp_gram_solve)
+    return _vp_gram_solve(x, A)
+
+
+def _vp_gram_solve(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+    """The Gram form with a pivoted solve, computed in float64 and differentiated by autograd; per sample, inputs
+    too large for it (``|x|_F^2 |A|_F > GRAM_MAX_SCALE``) take the QR form in float64 (Note [why QR and not the
+    Gram matrix])."""
     xd, Ad = x.double(), A.double()
     Ad = 0.5 * (Ad - Ad.mT)  # the forms use the skew part of A, so the gradient in A is skew too
     if xd.numel() == 0 or _traced(x) or _traced(A):

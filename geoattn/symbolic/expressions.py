@@ -294,6 +294,37 @@ CAYLEY_MINUS_I_SKEW_SMALL = [("S2", Sd**2), ("W", (_S2 - Sd) * (2 / (1 - Trace(_
 _Gd = MatrixSymbol("G", d, d)
 _Md = MatrixSymbol("M", d, d)
 GRAM_CAYLEY = [("G", x.T * x), ("M", I_d + _Gd * A), ("y", 2 * x * Inverse(_Md.T) - x)]
+
+# Note [closed-form Gram solve]
+# For d <= 4 the d x d solve of GRAM_CAYLEY has a closed form. K = G A (G symmetric, A skew) has
+# Tr K = Tr K^3 = 0, so by Cayley--Hamilton and Newton's identities K^4 + c2 K^2 + c4 I = 0 with
+# c2 = -Tr(K^2)/2 and c4 = (Tr(K^2)^2 - 2 Tr(K^4))/8 (c4 = 0 for d <= 3), and then
+# (I + K)((1 + c2)(I - K) + K^2 - K^3) = (1 + c2 + c4) I (ledger vp.gram_closed_form). The kernel needs
+# N = (I + K)^{-T} = (I - J)^{-1} with J = A G = -K^T, that is N = ((1 + c2)(I + J) + J^2 + J^3)/(1 + c2 + c4)
+# (Tr J^2 = Tr K^2, Tr J^4 = Tr K^4), and P = 2N - I, so that y = x P. It is printed in the
+# structure-of-arrays layout: a d x d matrix is a tensor (d, d, *batch), so every product is d^2
+# elementwise multiply-adds over the batch and no LAPACK call is made per sample.
+Gram = MatrixSymbol("Gram", d, d)
+_J, _J2 = MatrixSymbol("J", d, d), MatrixSymbol("J2", d, d)
+_Nu = MatrixSymbol("Nu", d, d)
+_Ng = MatrixSymbol("N", d, d)
+_c2 = 1 - Trace(_J2) / 2
+_det = _c2 + (Trace(_J2) ** 2 - 2 * Trace(_J2 * _J2)) / 8
+#: the denominator D = det(I + G A) of the closed form, a number per matrix (a polynomial in traces of J^2)
+GRAM_CLOSED_DET = _det
+GRAM_CLOSED = [
+    ("J", A * Gram),
+    ("J2", _J * _J),
+    ("Nu", (_c2 * I_d + _J2) * (I_d + _J)),  # (1 + c2)(I + J) + J^2 + J^3, factored (J^2 and J commute)
+    ("N", _Nu * (1 / _det)),
+    ("P", 2 * _Ng - I_d),
+]
+#: the backward of y = x P through N = (I + G A)^{-T}: with P_bar = x^T y_bar, M_bar = -2 N P_bar^T N is the
+#: gradient in M = I + G A, and x_bar = y_bar P^T + x H with H = A M_bar^T - M_bar A (from G = x^T x);
+#: A_bar = skew(sum over the batch of G M_bar) (vp.gram_closed_form_vjp)
+Pbar = MatrixSymbol("Pbar", d, d)
+_Mbar = MatrixSymbol("Mbar", d, d)
+GRAM_CLOSED_VJP = [("Mbar", -2 * _Ng * Pbar.T * _Ng), ("H", A * _Mbar.T - _Mbar * A)]
 #: the layer output x + Q (f(S) - I)^T R, with the d x d factor bound first
 LOWRANK_K = Wd.T * Rf
 LOWRANK_APPLY = x + Qf * MatrixSymbol("K", k, d)

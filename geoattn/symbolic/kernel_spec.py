@@ -32,8 +32,12 @@ class KernelSpec:
     accumulate: bool = False
     #: the outputs returned (default: all, in order)
     returns: tuple[str, ...] = ()
+    #: ``"batch-first"`` (matrices ``(*batch, m, n)``) or ``"soa"`` (``(m, n, *batch)``; Note [structure-of-arrays
+    #: layout] in :mod:`geoattn.codegen.printer`)
+    layout: str = "batch-first"
 
     def source_text(self) -> str:
         """One line naming the kernel, its inputs and its output expressions (hashed into the generated header)."""
         outs = "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.outputs)
-        return f"{self.name}({', '.join(self.inputs)}): {outs}"
+        layout = "" if self.layout == "batch-first" else f" [{self.layout}]"
+        return f"{self.name}({', '.join(self.inputs)}){layout}: {outs}"

@@ -16,6 +16,10 @@ from .expressions import (  # the expressions the kernels print
     CAYLEY_MINUS_I_SKEW_SMALL,
     CAYLEY_SKEW_SMALL,
     GRAM_CAYLEY,
+    GRAM_CLOSED,
+    GRAM_CLOSED_VJP,
+    Gram,
+    Pbar,
     CAYLEY_VJP_BINDINGS,
     EXP_SKEW_FROM_EIGH,
     EXP_SKEW_VJP,
@@ -125,6 +129,28 @@ def _lowrank_specs() -> list["KernelSpec"]:
             dims={d: ("x", -1)},
             claims=["vp.gram_form"],
             returns=("y",),
+        ),
+        KernelSpec(
+            name="vp_gram_closed",
+            doc="J = A Gram, N = (I + Gram A)^{-T} = (I - J)^{-1} and P = 2N - I of the Gram form in closed form for "
+            "d <= 4, no solve "
+            "(Note [closed-form Gram solve]); structure-of-arrays layout: Gram (d, d, *batch), A (d, d, 1).",
+            inputs={"Gram": Gram, "A": A},
+            outputs=GRAM_CLOSED,
+            dims={d: ("Gram", 0)},
+            claims=["vp.gram_closed_form"],
+            returns=("J", "N", "P"),
+            layout="soa",
+        ),
+        KernelSpec(
+            name="vp_gram_closed_vjp",
+            doc="The small factors of the Gram form's backward: M_bar = -2 N P_bar^T N and H = A M_bar^T - M_bar A "
+            "(x_bar = y_bar P^T + x H, A_bar = skew(sum of Gram M_bar)); structure-of-arrays layout.",
+            inputs={"N": MatrixSymbol("N", d, d), "Pbar": Pbar, "A": A},
+            outputs=GRAM_CLOSED_VJP,
+            dims={},
+            claims=["vp.gram_closed_form_vjp"],
+            layout="soa",
         ),
         KernelSpec(
             name="cayley_minus_identity_skew_small",

@@ -25,6 +25,7 @@ from . import (
     taylor,
     vectorisation,
     volume_preserving,
+    vp_gram,
     vp_linear,
     vp_map,
 )
@@ -39,7 +40,7 @@ FAMILIES: dict[str, tuple[ModuleType, ...]] = {
     "exponential": (exponential,),
     "linear_symplectic": (linear_symplectic,),
     "multihead": (multihead,),
-    "kernels": (kernels, kernels_spectral, taylor, lowrank),
+    "kernels": (kernels, kernels_spectral, taylor, lowrank, vp_gram),
     "models": (models,),
     "systems": (systems,),
     "symattn": (symattn,),

@@ -1,0 +1,160 @@
+r"""The Gram form of the Cayley layer for ``d <= 4`` without a solve: closed-form ``d x d`` factors in the
+structure-of-arrays layout.
+
+For ``x`` of shape ``(B, T, d)`` and skew ``A`` the layer output is
+:math:`y = xP` with :math:`P = 2N - I`, :math:`N = (I + GA)^{-T}` and the Gram matrix
+:math:`G = x^Tx` (ledger ``vp.gram_form``). For ``d <= 4``, ``N`` has a closed form (ledger
+``vp.gram_closed_form``, kernel ``vp_gram_closed``; Note [closed-form Gram solve] in
+:mod:`geoattn.symbolic.expressions`), and so does the backward (``vp.gram_closed_form_vjp``, kernel
+``vp_gram_closed_vjp``).
+
+Note [structure-of-arrays runtime]
+----------------------------------
+On CPU a batched GEMM of 4096 products of a ``16 x 4`` by a ``4 x 4`` matrix costs about 1 ms on one thread,
+almost all of it per-matrix overhead, and a batched LAPACK solve of 4096 ``4 x 4`` systems about as much.
+Here every tensor keeps the batch as its innermost, contiguous dimension: ``x`` is copied once to
+``(T, d, B)`` (a 2-D transpose of ``(B, T d)``), the ``d x d`` matrices are ``(d, d, B)``, and every product
+is a handful of elementwise multiply-adds over whole slices. The copy is float64, as in the float64 Gram
+form: mixing a float32 copy into float64 accumulations made every ``addcmul_`` cast its operands first and
+cost more than the wider copy. The ``d x d`` stage (``vp_gram_closed``, ``vp_gram_closed_vjp``) is always in
+this layout; the token-sized work (the Gram matrix, ``xP`` and the backward's products) is in it only for
+``T < SOA_MAX_T = 32``: it loops over the ``T`` tokens, and from ``T = 32`` on batched products with their
+larger matrices were as fast or faster (forward and backward, one thread: T = 32, B = 4096: 11.0 ms against
+10.7; T = 64, B = 512: 2.7 against 1.4; T = 16, B = 4096: 6.7 against 10.4). The choice depends only on the
+sample's shape, never on the batch, and both compute in float64.
+
+Note [closed-form residual check]
+---------------------------------
+The closed form evaluates :math:`(cI + J^2)(I + J)` over :math:`D = \det(I + GA) \ge 1`; when ``J`` is large and ``I + GA`` badly conditioned (nearly parallel tokens of
+large norm) its rounding error grows faster than a pivoted solve's. Every sample's result is therefore
+checked a posteriori. With :math:`R = (I + GA)^TN - I`, :math:`N - (I + GA)^{-T} = (I + GA)^{-T}R`, so the
+relative error of ``N`` is at most about :math:`\|R\|`; the largest entry of ``R`` must not exceed
+``eps(dtype) / 16`` of the input's dtype (float32: 7e-9), well below the output's rounding. Samples that
+fail are recomputed by the float64 Gram form with a pivoted solve, per sample, so no result depends on
+the rest of its batch.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import _generated as gen
+
+__all__ = ["closed_form_applies", "vp_gram_closed"]
+
+#: the largest d the closed form covers (vp.gram_closed_form)
+CLOSED_MAX_DIM = 4
+#: sequences shorter than this do the token-sized work in the structure-of-arrays layout, longer ones by
+#: batched products (Note [structure-of-arrays runtime])
+SOA_MAX_T = 32
+
+
+def closed_form_applies(x: torch.Tensor, A: torch.Tensor) -> tuple[bool, str]:
+    """Whether :func:`vp_gram_closed` can compute the Gram form of ``x`` and ``A``, and why not."""
+    d = x.shape[-1]
+    if d > CLOSED_MAX_DIM:
+        return False, f"d={d} > {CLOSED_MAX_DIM}: no closed form (K^4 + c2 K^2 + c4 I = 0 needs d <= 4)"
+    if A.dim() != 2:
+        return False, "a batched weighting A: the closed form takes one A for the whole batch"
+    if x.numel() == 0:
+        return False, "an empty input"
+    if not x.dtype.is_floating_point or x.dtype == torch.float64:
+        return False, f"{x.dtype} input: float64 inputs keep the solve"
+    return True, "d <= 4, one weighting: closed form (Note [structure-of-arrays runtime])"
+
+
+def _soa(x: torch.Tensor) -> torch.Tensor:
+    """``(B, T, d)`` -> ``(T, d, B)`` contiguous float64."""
+    B, T, d = x.shape
+    out = torch.empty(T * d, B, dtype=torch.float64, device=x.device)
+    out.copy_(x.reshape(B, T * d).t())
+    return out.view(T, d, B)
+
+
+def _aos(xs: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``(T, d, B)`` -> ``(B, T, d)`` of ``dtype`` (cast first, then one transposing copy: faster than a casting
+    one)."""
+    T, d, B = xs.shape
+    return xs.reshape(T * d, B).t().to(dtype).contiguous().view(B, T, d)
+
+
+def _outer_sum(xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+    """``sum_t xs[t]^T ys[t]``, shape ``(d, d, B)``: ``T`` multiply-adds of ``(d, d, B)`` slices."""
+    out = xs[0, :, None] * ys[0, None, :]
+    for t in range(1, xs.shape[0]):
+        out.addcmul_(xs[t, :, None], ys[t, None, :])
+    return out
+
+
+def _apply(xs: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
+    """``xs P`` per sample: ``(T, d, B)`` by ``(d, d, B)``, in the dtype of ``P``."""
+    out = torch.mul(xs[:, 0:1], P[0])
+    for k in range(1, xs.shape[1]):
+        out.addcmul_(xs[:, k : k + 1], P[k])
+    return out
+
+
+def _residual_ok(J: torch.Tensor, N: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Per sample: whether ``max |(I - J) N - I| <= eps(dtype) / 16``, ``I - J = (I + G A)^T`` (Note [closed-form
+    residual check])."""
+    R = N - gen._soa_mm(J, N)
+    R.diagonal(dim1=0, dim2=1).sub_(1)
+    return R.abs().flatten(0, 1).amax(0) <= torch.finfo(dtype).eps / 16
+
+
+class _VPGramClosed(torch.autograd.Function):
+    # the token-sized work in the structure-of-arrays layout for short sequences, by batched products for long
+    # ones (Note [structure-of-arrays runtime]); the choice depends on the sample's shape, never on the batch
+    @staticmethod
+    def forward(ctx, x, A):
+        B, T, d = x.shape
+        As = (0.5 * (A - A.mT)).to(torch.float64)[..., None]  # the skew part, (d, d, 1)
+        soa = T < SOA_MAX_T
+        xs = _soa(x) if soa else x.to(torch.float64)
+        G = _outer_sum(xs, xs) if soa else (xs.mT @ xs).permute(1, 2, 0).contiguous()
+        J, N, P = gen.vp_gram_closed(G, As)
+        ok = _residual_ok(J, N, x.dtype)
+        y = _aos(_apply(xs, P), x.dtype) if soa else (xs @ P.permute(2, 0, 1).contiguous()).to(x.dtype)
+        ctx.soa = soa
+        ctx.save_for_backward(x, A, xs, G, N, P, As)
+        ctx.mark_non_differentiable(ok)
+        return y, ok
+
+    @staticmethod
+    def backward(ctx, gy, _unused):
+        x, A, xs, G, N, P, As = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            # double backward: through the float64 Gram form, built from differentiable operations
+            def f(a, b):
+                b = b.double()
+                return gen.vp_gram_cayley(a.double(), 0.5 * (b - b.mT)).to(a.dtype)
+
+            _, pullback = torch.func.vjp(f, x, A)
+            return pullback(gy)
+        if ctx.soa:
+            gys = _soa(gy)  # also makes the expanded gradient of out.sum() contiguous
+            Mbar, H = gen.vp_gram_closed_vjp(N, _outer_sum(xs, gys), As)
+            gxs = _apply(gys, P.transpose(0, 1).contiguous())
+            for k in range(xs.shape[1]):
+                gxs.addcmul_(xs[:, k : k + 1], H[k])
+            gx = _aos(gxs, gy.dtype)
+        else:
+            gys = gy.to(torch.float64).contiguous()
+            Mbar, H = gen.vp_gram_closed_vjp(N, (xs.mT @ gys).permute(1, 2, 0).contiguous(), As)
+            gx = torch.baddbmm(gys @ P.permute(2, 1, 0).contiguous(), xs, H.permute(2, 0, 1).contiguous()).to(gy.dtype)
+        d, B = G.shape[0], G.shape[2]
+        gAs = G.reshape(d, d * B) @ Mbar.permute(0, 2, 1).reshape(d * B, d)  # sum over the batch of G Mbar
+        gA = (0.5 * (gAs - gAs.mT)).to(A.dtype)
+        return gx, gA
+
+
+def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, fallback) -> torch.Tensor:
+    """The Gram form by its closed form (``x`` of shape ``(..., T, d)`` with ``d <= 4``, ``A`` of shape ``(d, d)``);
+    samples that fail the residual check (Note [closed-form residual check]) take ``fallback(x, A)`` on their own."""
+    shape = x.shape
+    xb = x.reshape(-1, *shape[-2:])
+    y, ok = _VPGramClosed.apply(xb, A)
+    if not bool(ok.all()):
+        bad = (~ok).nonzero().squeeze(-1)
+        y = y.index_put((bad,), fallback(xb[bad], A))
+    return y.reshape(shape)

@@ -1,0 +1,140 @@
+r"""Claims of the closed-form Gram kernels ``vp_gram_closed`` and ``vp_gram_closed_vjp``
+(Note [closed-form Gram solve] in :mod:`geoattn.symbolic.expressions`).
+
+* ``vp.gram_closed_form``: for ``d <= 4``, symmetric ``G`` and skew ``A``, the kernel's ``N`` is
+  :math:`(I + GA)^{-T}` and ``P = 2N - I``. The residual :math:`(I - J)N_u - D\,I` (``J = AG``, ``N_u`` the
+  numerator binding, ``D`` the denominator) is a polynomial in the entries of ``G`` and ``A``; it is checked to
+  vanish identically at every ``d`` the claim covers (``G`` a generic symmetric matrix, so every ``T`` and
+  every rank of ``x`` in ``G = x^Tx`` is covered at once). At ``d = 5`` it does not vanish, and the tests keep
+  that as the negative control.
+* ``vp.gram_closed_form_vjp``: the backward bindings give the gradient of :math:`\langle\bar y, y\rangle` in
+  ``x`` and in (the skew part of) ``A``, compared with the exact dual-number gradient of the ``T x T`` Cayley
+  layer :math:`\mathrm{Cayley}(xAx^T)^Tx`, which shares no formula with them.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.matrices.expressions import Identity, MatrixSymbol
+
+from .. import algebra as alg
+from .. import expressions as ex
+from ..claim import Claim, Level
+from ..strategies import MatrixIdentity
+from ._common import Policy, at_sizes, grid, run_bindings
+from ._lowrank_exact import dual_gradient
+
+__all__ = ["CLAIMS", "closed_form_identity", "closed_vjp_identity"]
+
+
+def _closed(Gm: sp.Matrix, Am: sp.Matrix, k: int) -> dict:
+    return run_bindings(ex.GRAM_CLOSED, {ex.Gram: Gm, ex.A: Am}, {ex.d: k})
+
+
+def closed_form_identity() -> MatrixIdentity:
+    """``[(I - J) N_u - D I; D N - N_u; P - 2N + I]`` for the kernel's bindings at a symmetric ``G`` and a skew
+    ``A`` (all zero exactly when ``N = (I + G A)^{-T}``; ``D`` is the kernel's denominator)."""
+
+    def residual(size, Gm, Am):
+        k = size["d"]
+        out = _closed(Gm, Am, k)
+        # D I, evaluated from the kernel's own denominator expression (the binding N is N_u times 1/D)
+        Dm = ex.evaluate(ex.GRAM_CLOSED_DET * Identity(ex.d), {MatrixSymbol("J2", ex.d, ex.d): out["J2"]}, {ex.d: k})
+        e = sp.eye(k)
+        return sp.Matrix.vstack(((e - out["J"]) * out["Nu"] - Dm).applyfunc(sp.expand), out["P"] - 2 * out["N"] + e)
+
+    return MatrixIdentity(
+        "[(I - A G) N_u - D I; P - (2N - I)]",
+        variables=lambda s: {"Gm": alg.symmetric("g", s["d"]), "Am": alg.skew("a", s["d"])},
+        residual=residual,
+    )
+
+
+def _skew_from(syms: dict, k: int) -> sp.Matrix:
+    return sp.Matrix(k, k, lambda i, j: syms[i, j] if i < j else (-syms[j, i] if i > j else 0))
+
+
+def _reference_gradient(X: sp.Matrix, Am: sp.Matrix, Gy: sp.Matrix) -> tuple[sp.Matrix, sp.Matrix]:
+    r"""``(x_bar, skew(A_bar))`` of :math:`L = \langle\bar y, \mathrm{Cayley}(xAx^T)^Tx\rangle` for skew ``A``: exact
+    dual numbers at a rational point; with symbols, SymPy's derivatives in ``x`` and in the entries above the
+    diagonal of ``A`` (:math:`\partial L/\partial a_{ij} = \bar A_{ij} - \bar A_{ji} = 2\,\mathrm{skew}(\bar A)_{ij}`)."""
+    if not (X.free_symbols | Am.free_symbols):
+        return dual_gradient(X, Am, Gy, alg.cayley)
+    k = Am.rows
+    syms = {(i, j): sp.Symbol(f"s_{i}_{j}", real=True) for i in range(k) for j in range(i + 1, k)}
+    As = _skew_from(syms, k)
+    L = sum(((Gy.T * alg.cayley(X * As * X.T).T * X)[i, i] for i in range(X.cols)), sp.Integer(0))
+    at = {syms[i, j]: Am[i, j] for (i, j) in syms}
+    gx = sp.Matrix(X.rows, X.cols, lambda i, j: sp.diff(L, X[i, j]).subs(at))
+    ga = _skew_from({ij: sp.diff(L, s).subs(at) / 2 for ij, s in syms.items()}, k)
+    return gx, ga
+
+
+def closed_vjp_identity() -> MatrixIdentity:
+    """The closed-form backward's ``(x_bar, A_bar)`` minus the exact dual-number gradient of the ``T x T`` Cayley
+    layer, stacked."""
+
+    def residual(size, X, Am, Gy):
+        k = size["d"]
+        Gm = X.T * X
+        out = _closed(Gm, Am, k)
+        back = run_bindings(ex.GRAM_CLOSED_VJP, {MatrixSymbol("N", ex.d, ex.d): out["N"], ex.Pbar: X.T * Gy,
+                                                 ex.A: Am}, {ex.d: k})
+        gx = Gy * out["P"].T + X * back["H"]
+        ga = Gm * back["Mbar"]
+        dx, da = _reference_gradient(X, Am, Gy)
+        res = sp.Matrix.vstack((gx - dx).reshape(gx.rows * gx.cols, 1), ((ga - ga.T) / 2 - da).reshape(k * k, 1))
+        return res.applyfunc(sp.cancel)
+
+    def variables(s):
+        t, k = s["T"], s["d"]
+        X = alg.general("x", t, k)
+        if s.get("rank1"):  # every row a multiple of the first
+            X = sp.Matrix(t, k, lambda i, j: sp.Symbol(f"r_{i}", real=True) * sp.Symbol(f"x_0_{j}", real=True))
+        return {"X": X, "Am": alg.skew("a", k), "Gy": alg.general("gy", t, k)}
+
+    return MatrixIdentity("closed-form Gram backward - dual-number gradient of the T x T layer",
+                          variables=variables, residual=residual)
+
+
+CLAIMS = [
+    Claim(
+        id="vp.gram_closed_form",
+        title="the Gram solve in closed form for d <= 4",
+        statement="For d <= 4, symmetric G and skew A, with J = A G, c = 1 - Tr(J^2)/2 and "
+        "D = c + (Tr(J^2)^2 - 2 Tr(J^4))/8: (I + G A)^{-T} = (c I + J^2)(I + J)/D, the kernel vp_gram_closed "
+        "(Cayley--Hamilton for J, whose odd power traces vanish).",
+        latex=r"d \le 4:\ (I + GA)^{-T} = \frac{(cI + J^2)(I + J)}{c + \tfrac18(\mathrm{Tr}(J^2)^2 - 2\mathrm{Tr}(J^4))},"
+        r"\ J = AG,\ c = 1 - \tfrac12\mathrm{Tr}(J^2)",
+        source="kernel vp_gram_closed (geoattn.symbolic.expressions)",
+        expected=Level.CHECKED,
+        checker=Policy(identity=closed_form_identity(), exact=grid(d=[1, 2, 3, 4]),
+                       exact_method="exact symbolic identity at every size the claim covers (d = 1, 2, 3, 4; G a "
+                       "generic symmetric matrix, so every T and rank of x)"),
+        notes="False from d = 5 on (J^4 + c2 J^2 + c4 I = 0 needs d <= 4); the runtime takes it only for d <= 4. "
+        "D = det(I + G A) >= 1 for positive semidefinite G (G A is similar to the skew L^T A L, G = L L^T), so the "
+        "division is always defined for G = x^T x.",
+    ),
+    Claim(
+        id="vp.gram_closed_form_vjp",
+        title="the closed-form Gram backward",
+        statement="For y = x P with P = 2N - I, N = (I + x^T x A)^{-T} (A skew, d <= 4) and incoming gradient "
+        "y_bar: x_bar = y_bar P^T + x H, A_bar = skew(G M_bar) with M_bar = -2 N (x^T y_bar)^T N and "
+        "H = A M_bar^T - M_bar A (kernel vp_gram_closed_vjp), the gradient of <y_bar, y>.",
+        latex=r"\bar x = \bar yP^T + x(A\bar M^T - \bar MA),\ \bar A = \mathrm{skew}(G\bar M),\ "
+        r"\bar M = -2N(x^T\bar y)^TN",
+        source="kernel vp_gram_closed_vjp (geoattn.symbolic.expressions)",
+        expected=Level.CHECKED,
+        checker=Policy(
+            identity=closed_vjp_identity(),
+            search=at_sizes({"T": 3, "d": 2}, {"T": 2, "d": 3}, {"T": 5, "d": 4}, {"T": 3, "d": 4},
+                            {"T": 4, "d": 3, "rank1": 1}),
+            points=2,
+            exact=at_sizes({"T": 1, "d": 2}, {"T": 1, "d": 3}),
+            exact_method="exact symbolic identity at T = 1 (d = 2, 3; the symbolic T = 2, d = 2 check takes 38 s), "
+            "exact rational search up to T = 5, d = 4",
+        ),
+        notes="The reference differentiates the T x T layer, so it shares no formula with the kernel; at rational "
+        "points it uses exact dual numbers.",
+    ),
+]

@@ -1,0 +1,201 @@
+"""The closed-form Gram kernels for d <= 4 (vp.gram_closed_form, vp.gram_closed_form_vjp) and their runtime
+(geoattn.kernels._gram)."""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+import torch
+
+import geoattn.kernels as K
+from geoattn.codegen.printer import CodegenError, SoAKernelPrinter
+from geoattn.kernels import _generated as gen
+from geoattn.kernels import _gram
+from geoattn.symbolic import expressions as ex
+from geoattn.symbolic.claims import vp_gram
+from geoattn.symbolic.strategies import search_counterexample
+
+F32, F64 = torch.float32, torch.float64
+
+
+def skew(d, dtype=F32, scale=1.0):
+    w = torch.randn(d, d, dtype=dtype) * scale
+    return w - w.mT
+
+
+def full64(x, A):
+    """The T x T form in float64 (an independent reference: it solves a T x T system)."""
+    return K.vp_attention(x.double(), A.double(), method="full")
+
+
+def inputs(B, T, d, rank1=False, dtype=F32):
+    if rank1:  # every token a multiple of the first
+        return (torch.randn(B, T, 1) * torch.randn(B, 1, d)).to(dtype)
+    return torch.randn(B, T, d, dtype=dtype)
+
+
+# -- the claims and their negative controls ---------------------------------------------------------------------
+
+
+def test_closed_form_identity_holds_up_to_d4_and_fails_at_d5():
+    ident = vp_gram.closed_form_identity()
+    assert search_counterexample(ident, [{"d": 2}, {"d": 3}, {"d": 4}], seed=0, points=2) is None
+    # negative control: at d = 5 the Cayley--Hamilton relation has a fifth-order term; the form is wrong
+    assert search_counterexample(ident, [{"d": 5}], seed=0, points=1) is not None
+
+
+def test_negative_control_a_broken_backward_binding_is_refuted(monkeypatch):
+    ident = vp_gram.closed_vjp_identity()
+    sizes = [{"T": 3, "d": 2}, {"T": 5, "d": 4}]
+    assert search_counterexample(ident, sizes, seed=1, points=1) is None
+    (m_name, m_expr), (h_name, h_expr) = ex.GRAM_CLOSED_VJP
+    A, Mbar = ex.A, sp.MatrixSymbol("Mbar", ex.d, ex.d)
+    monkeypatch.setattr(ex, "GRAM_CLOSED_VJP", [(m_name, m_expr), (h_name, A * Mbar.T + Mbar * A)])  # a sign
+    assert search_counterexample(ident, sizes, seed=1, points=1) is not None
+
+
+# -- the structure-of-arrays printer ----------------------------------------------------------------------------
+
+
+def test_soa_printer_prints_products_traces_and_refuses_inverses():
+    P, Q = sp.MatrixSymbol("P", ex.d, ex.d), sp.MatrixSymbol("Q", ex.d, ex.d)
+    pr = SoAKernelPrinter({P: "P", Q: "Q"}, {ex.d: ("P", 0)}, "P")
+    assert pr.doprint(P * Q.T) == "_soa_mm(P, Q.transpose(0, 1))"
+    assert pr.coefficient(sp.Trace(P * Q)) == "_soa_tr_mm(P, Q)"
+    with pytest.raises(CodegenError, match="structure-of-arrays"):
+        pr.doprint(P * sp.Inverse(Q))
+
+
+def test_soa_helpers_match_batched_matrix_products():
+    torch.manual_seed(0)
+    a, b = torch.randn(7, 4, 4, dtype=F64), torch.randn(7, 4, 4, dtype=F64)
+    soa = lambda m: m.permute(1, 2, 0).contiguous()  # noqa: E731
+    eps = torch.finfo(F64).eps
+    assert (gen._soa_mm(soa(a), soa(b)) - soa(a @ b)).abs().max() <= 16 * 4 * eps
+    shared = soa(a[:1])  # (4, 4, 1): one matrix for the whole batch, the matrix-product path
+    assert (gen._soa_mm(shared, soa(b)) - soa(a[:1] @ b)).abs().max() <= 16 * 4 * eps
+    assert (gen._soa_tr_mm(soa(a), soa(b)) - (a @ b).diagonal(dim1=-2, dim2=-1).sum(-1)).abs().max() <= 64 * eps
+    assert torch.equal(gen._soa_tr(soa(a)), a.diagonal(dim1=-2, dim2=-1).sum(-1))
+
+
+def test_generated_closed_kernel_matches_the_inverse():
+    torch.manual_seed(1)
+    for d in (1, 2, 3, 4):
+        x = torch.randn(64, 9, d, dtype=F64)
+        A = skew(d, F64)
+        G = x.mT @ x
+        J, N, P = gen.vp_gram_closed(G.permute(1, 2, 0).contiguous(), A[..., None])
+        ref = torch.linalg.inv(torch.eye(d, dtype=F64) + G @ A).mT
+        cond = torch.linalg.cond(torch.eye(d, dtype=F64) + G @ A).max()
+        assert (N.permute(2, 0, 1) - ref).abs().max() <= 64 * d * torch.finfo(F64).eps * cond * ref.abs().max()
+        assert torch.equal(P, 2 * N - torch.eye(d, dtype=F64)[..., None])
+
+
+# -- the runtime ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("T,d,rank1", [(9, 3, False), (16, 4, False), (12, 4, True), (5, 2, True), (2, 4, False),
+                                       (4, 4, False), (1, 3, False), (40, 4, False)])
+def test_closed_form_matches_the_full_form(T, d, rank1):
+    """d < T, d = T and d > T, rank one, both layouts (batched products from SOA_MAX_T tokens on)."""
+    torch.manual_seed(T * d)
+    x = inputs(33, T, d, rank1)
+    A = skew(d)
+    y, ok = _gram._VPGramClosed.apply(x, A)
+    assert bool(ok.all())
+    ref = full64(x, A)
+    rel = ((y.double() - ref).abs() / x.double().norm(dim=-2, keepdim=True).clamp_min(1e-30)).max()
+    assert rel <= 8 * T * torch.finfo(F32).eps, rel
+
+
+@pytest.mark.parametrize("T", [6, _gram.SOA_MAX_T])
+def test_closed_form_gradcheck_and_double_backward(T):
+    """Both layouts: structure of arrays below SOA_MAX_T tokens, batched products from there on."""
+    torch.manual_seed(T)
+    x = torch.randn(3, T, 4, dtype=F64, requires_grad=True)
+    A = torch.randn(4, 4, dtype=F64, requires_grad=True)
+    fn = lambda a, b: _gram._VPGramClosed.apply(a, b)[0]  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (x, A))
+    assert torch.autograd.gradgradcheck(fn, (x[:1, :5], A))
+
+
+@pytest.mark.parametrize("T", [16, 40])
+@pytest.mark.parametrize("incoming", ["dense", "sum"])
+def test_closed_form_backward_matches_the_full_form(T, incoming):
+    """Both incoming-gradient layouts a loss produces: dense, and the expanded one of out.sum()."""
+    torch.manual_seed(T)
+    B = 5
+    x = torch.randn(B, T, 4, requires_grad=True)
+    A = skew(4).requires_grad_()
+    out = K.vp_attention(x, A)
+    g = torch.randn_like(out) if incoming == "dense" else torch.ones(()).expand_as(out)
+    gx, gA = torch.autograd.grad(out, (x, A), g)
+    x64, A64 = x.detach().double().requires_grad_(), A.detach().double().requires_grad_()
+    rx, rA = torch.autograd.grad(full64(x64, A64), (x64, A64), g.double())
+    tol = 64 * T * torch.finfo(F32).eps
+    assert (gx.double() - rx).abs().max() <= tol * (1 + rx.abs().max())
+    assert (gA.double() - rA).abs().max() <= tol * B * (1 + rA.abs().max())
+
+
+def test_results_do_not_depend_on_the_rest_of_the_batch():
+    torch.manual_seed(3)
+    x = torch.randn(40, 16, 4)
+    x[5] = (torch.randn(1, 4) + 1e-6 * torch.randn(16, 4)) * 100  # fails the residual check: solved
+    A = skew(4)
+    y = K.vp_attention(x, A)
+    for i in (0, 5, 7):
+        for batch in (x[i : i + 1], torch.cat([x[i : i + 1], x[:4] * 1e3])):
+            assert torch.equal(y[i], K.vp_attention(batch, A)[0])
+
+
+def test_ill_conditioned_samples_are_solved_and_stay_accurate():
+    """Nearly parallel tokens of large norm fail the residual check (Note [closed-form residual check]) and take
+    the pivoted solve; the others keep the closed form."""
+    torch.manual_seed(4)
+    x = torch.randn(8, 16, 4)
+    x[2:4] = (torch.randn(2, 1, 4) + 1e-6 * torch.randn(2, 16, 4)) * 100
+    A = skew(4)
+    _, ok = _gram._VPGramClosed.apply(x, A)
+    assert ok.tolist() == [True, True, False, False, True, True, True, True]
+    y = K.vp_attention(x, A)
+    ref = full64(x, A)
+    rel = ((y.double() - ref).abs() / x.double().norm(dim=-2, keepdim=True)).max()
+    assert rel <= 1e-4  # the float64 solve's own error at cond ~ (|x|^2 |A|)^2 (Note [why QR and not the Gram...])
+    gx = torch.autograd.grad(K.vp_attention(x.requires_grad_(), A).sum(), x)[0]
+    assert torch.isfinite(gx).all()
+
+
+def test_negative_control_a_broken_closed_kernel_is_caught_by_the_residual_check(monkeypatch):
+    torch.manual_seed(5)
+    x, A = torch.randn(16, 16, 4), skew(4)
+    good = K.vp_attention(x, A)
+    real = gen.vp_gram_closed
+
+    def broken(G, A_):
+        J, N, P = real(G, A_)
+        N = N * (1 + 1e-6)
+        return J, N, 2 * N - torch.eye(N.shape[0], dtype=N.dtype)[..., None]
+
+    monkeypatch.setattr(gen, "vp_gram_closed", broken)
+    y, ok = _gram._VPGramClosed.apply(x, A)
+    assert not bool(ok.any())  # every sample fails the check ...
+    assert (K.vp_attention(x, A) - good).abs().max() <= 8 * 16 * torch.finfo(F32).eps * x.abs().max()  # ... and is solved
+
+
+def test_dispatch_records_why_the_closed_form_was_not_taken():
+    x = torch.randn(2, 9, 5)
+    assert _gram.closed_form_applies(x, skew(5))[1].startswith("d=5 > 4")
+    assert "batched weighting" in _gram.closed_form_applies(torch.randn(2, 9, 3), torch.randn(2, 3, 3))[1]
+    assert "float64" in _gram.closed_form_applies(torch.randn(2, 9, 3, dtype=F64), skew(3, F64))[1]
+    assert _gram.closed_form_applies(torch.randn(2, 9, 3), skew(3))[0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_inputs(dtype):
+    torch.manual_seed(6)
+    x = torch.randn(30, 16, 4).to(dtype)
+    A = skew(4).to(dtype)
+    y = K.vp_attention(x, A)
+    assert y.dtype == dtype
+    ref = full64(x, A)
+    assert ((y.double() - ref).abs() / x.double().norm(dim=-2, keepdim=True)).max() <= torch.finfo(dtype).eps
