@@ -360,8 +360,12 @@ class TorchKernelPrinter(Printer):
                 raise CodegenError(f"Expected an argument giving the size {size} in dims. Got {sorted(map(str, self.dims))}.")
             arg, axis = self.dims[size]
             n = arg if axis is None else f"{arg}.shape[{axis}]"
-            lines.append(f"{self.needs_eye[size]} = torch.eye({n}, dtype={self.like}.dtype, device={self.like}.device)")
+            lines.append(f"{self.needs_eye[size]} = {self._eye_code(n)}")
         return lines
+
+    def _eye_code(self, n: str) -> str:
+        """The code of an ``n x n`` identity (``n`` is code too)."""
+        return f"torch.eye({n}, dtype={self.like}.dtype, device={self.like}.device)"
 
 
 # Note [structure-of-arrays layout]
@@ -444,14 +448,8 @@ class SoAKernelPrinter(TorchKernelPrinter):
             return f"_soa_tr_mm({base}, {base})"
         return f"_soa_tr({self._print(arg)})"
 
-    def eye_lines(self) -> list[str]:
-        lines = []
-        for size in self.needs_eye:
-            if size not in self.dims:
-                raise CodegenError(f"Expected an argument giving the size {size} in dims. Got {sorted(map(str, self.dims))}.")
-            arg, axis = self.dims[size]
-            lines.append(f"{self.needs_eye[size]} = _soa_eye({arg}.shape[{axis}], {self.like})")
-        return lines
+    def _eye_code(self, n: str) -> str:
+        return f"_soa_eye({n}, {self.like})"
 
 
 class _ScalarPrinter(Printer):
