@@ -348,7 +348,9 @@ def test_torch_compile_model_matches_eager():
 
 @pytest.mark.parametrize("name", ["vp_skew", "vp_arbitrary", "orthonormal", "lsa_p", "mha"])
 def test_layers_never_build_a_dT_sized_matrix(name):
-    """Record every tensor produced in forward and backward: none has a dimension of size d*T."""
+    """Record every tensor produced in forward and backward: none has two dimensions of size d*T (the lift is a
+    dT x dT matrix; the closed-form Gram runtime views the tokens of a batch as a (dT, B) array, Note
+    [structure-of-arrays runtime], which is O(B T d) and allowed)."""
     from conftest import ShapeRecorder
 
     dim, seq_len = 4, 7  # d*T = 28 differs from every size the layers should use
@@ -358,12 +360,13 @@ def test_layers_never_build_a_dT_sized_matrix(name):
     with ShapeRecorder() as sizes:
         layer(x).square().sum().backward()
     assert sizes, "nothing recorded"
-    assert all(dim * seq_len not in s for s in sizes), [s for s in sizes if dim * seq_len in s]
+    lifted = [s for s in sizes if list(s).count(dim * seq_len) >= 2]
+    assert not lifted, lifted
     # the recorder does see a lift when one is built (negative control)
     from geoattn.kernels import lift
     with ShapeRecorder() as sizes:
         lift(torch.eye(seq_len), dim)
-    assert any(dim * seq_len in s for s in sizes)
+    assert any(list(s).count(dim * seq_len) >= 2 for s in sizes)
 
 
 @pytest.mark.parametrize("name", ["attention", "mha"])

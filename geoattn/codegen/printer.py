@@ -380,10 +380,8 @@ class TorchKernelPrinter(Printer):
 
 #: helpers the structure-of-arrays kernels call (printed once into the generated module)
 SOA_HELPERS = '''def _soa_mm(a, b):
-    """Product of (n, m, *batch) and (m, p, *batch) matrices in the structure-of-arrays layout (a left factor
-    shared by the batch, all batch sizes 1, is one matrix product)."""
-    if a.dim() > 2 and all(n == 1 for n in a.shape[2:]) and b.is_contiguous():
-        return (a.reshape(a.shape[0], a.shape[1]) @ b.reshape(b.shape[0], -1)).view(a.shape[0], *b.shape[1:])
+    """Product of (n, m, *batch) and (m, p, *batch) matrices in the structure-of-arrays layout (the same
+    multiply-adds for every batch size, so a sample's result never depends on its batch)."""
     out = a[:, 0:1] * b[0:1]
     for k in range(1, a.shape[1]):
         out.addcmul_(a[:, k:k + 1], b[k:k + 1])
@@ -414,6 +412,12 @@ class SoAKernelPrinter(TorchKernelPrinter):
     ``_soa_mm``, transposes as ``.transpose(0, 1)`` views, traces as ``_soa_tr``; inverses, diagonal scalings
     and squares of sums are declared unsupported."""
 
+    def __init__(self, names: dict, dims: dict, like: str, accumulate: bool = False):
+        if accumulate:
+            raise CodegenError("Expected accumulate=False in the structure-of-arrays layout (in-place accumulation "
+                               "is written for the batch-first layout). Got accumulate=True.")
+        super().__init__(names, dims, like)
+
     def _print_Transpose(self, expr) -> str:
         return f"{_wrap(self._print(expr.arg))}.transpose(0, 1)"
 
@@ -427,6 +431,8 @@ class SoAKernelPrinter(TorchKernelPrinter):
         if expr.exp != 2:
             raise CodegenError(f"Expected only squares among matrix powers (bind higher powers). Got {expr}.")
         base = self._print(expr.base)
+        if not base.isidentifier():
+            raise CodegenError(f"Expected the base of a square to be bound to a name. Got {expr.base}.")
         return f"_soa_mm({base}, {base})"
 
     def _print_factors(self, mats) -> str:

@@ -315,9 +315,10 @@ def vp_attention(
       ``d x d`` Gram matrix (ledger ``vp.gram_form``), computed in float64; no
       ``T x T`` tensor, no QR. For ``d <= 4`` and one weighting ``A`` the
       ``d x d`` inverse and the backward are closed forms
-      (``vp.gram_closed_form``, ``vp.gram_closed_form_vjp``; no LAPACK call per
-      sample, :mod:`geoattn.kernels._gram`), samples failing their residual check
-      are solved; otherwise a pivoted solve differentiated by autograd;
+      (``vp.gram_closed_form``, ``vp.gram_closed_form_vjp``,
+      :mod:`geoattn.kernels._gram`): no LAPACK call for the samples that pass
+      their residual check, a ``d x d`` solve for the others; otherwise a
+      pivoted solve differentiated by autograd;
     * ``"full"``: the ``T x T`` matrices, as the seeds write the layer;
     * ``"auto"`` (default): when ``d < T``, ``"gram"`` for the Cayley transform of
       float32 or half inputs and ``"lowrank"`` otherwise; ``"full"`` when

@@ -54,10 +54,8 @@ __all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_a
 
 
 def _soa_mm(a, b):
-    """Product of (n, m, *batch) and (m, p, *batch) matrices in the structure-of-arrays layout (a left factor
-    shared by the batch, all batch sizes 1, is one matrix product)."""
-    if a.dim() > 2 and all(n == 1 for n in a.shape[2:]) and b.is_contiguous():
-        return (a.reshape(a.shape[0], a.shape[1]) @ b.reshape(b.shape[0], -1)).view(a.shape[0], *b.shape[1:])
+    """Product of (n, m, *batch) and (m, p, *batch) matrices in the structure-of-arrays layout (the same
+    multiply-adds for every batch size, so a sample's result never depends on its batch)."""
     out = a[:, 0:1] * b[0:1]
     for k in range(1, a.shape[1]):
         out.addcmul_(a[:, k:k + 1], b[k:k + 1])

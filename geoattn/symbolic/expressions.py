@@ -303,7 +303,7 @@ GRAM_CAYLEY = [("G", x.T * x), ("M", I_d + _Gd * A), ("y", 2 * x * Inverse(_Md.T
 # N = (I + K)^{-T} = (I - J)^{-1} with J = A G = -K^T, that is N = ((1 + c2)(I + J) + J^2 + J^3)/(1 + c2 + c4)
 # (Tr J^2 = Tr K^2, Tr J^4 = Tr K^4), and P = 2N - I, so that y = x P. It is printed in the
 # structure-of-arrays layout: a d x d matrix is a tensor (d, d, *batch), so every product is d^2
-# elementwise multiply-adds over the batch and no LAPACK call is made per sample.
+# elementwise multiply-adds over the batch and no LAPACK call is made.
 Gram = MatrixSymbol("Gram", d, d)
 _J, _J2 = MatrixSymbol("J", d, d), MatrixSymbol("J2", d, d)
 _Nu = MatrixSymbol("Nu", d, d)

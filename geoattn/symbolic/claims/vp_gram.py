@@ -2,9 +2,10 @@ r"""Claims of the closed-form Gram kernels ``vp_gram_closed`` and ``vp_gram_clos
 (Note [closed-form Gram solve] in :mod:`geoattn.symbolic.expressions`).
 
 * ``vp.gram_closed_form``: for ``d <= 4``, symmetric ``G`` and skew ``A``, the kernel's ``N`` is
-  :math:`(I + GA)^{-T}` and ``P = 2N - I``. The residual :math:`(I - J)N_u - D\,I` (``J = AG``, ``N_u`` the
-  numerator binding, ``D`` the denominator) is a polynomial in the entries of ``G`` and ``A``; it is checked to
-  vanish identically at every ``d`` the claim covers (``G`` a generic symmetric matrix, so every ``T`` and
+  :math:`(I + GA)^{-T}` and ``P = 2N - I``. The residual :math:`(I + GA)^TN_u - D\,I` (``I + GA`` built
+  independently of the kernel, ``N_u`` its numerator binding, ``D`` its denominator) is a polynomial in the
+  entries of ``G`` and ``A``; it is checked to vanish identically at every ``d`` the claim covers, with
+  :math:`DN - N_u` and :math:`P - 2N + I` (``G`` a generic symmetric matrix, so every ``T`` and
   every rank of ``x`` in ``G = x^Tx`` is covered at once). At ``d = 5`` it does not vanish, and the tests keep
   that as the negative control.
 * ``vp.gram_closed_form_vjp``: the backward bindings give the gradient of :math:`\langle\bar y, y\rangle` in
@@ -32,19 +33,25 @@ def _closed(Gm: sp.Matrix, Am: sp.Matrix, k: int) -> dict:
 
 
 def closed_form_identity() -> MatrixIdentity:
-    """``[(I - J) N_u - D I; D N - N_u; P - 2N + I]`` for the kernel's bindings at a symmetric ``G`` and a skew
-    ``A`` (all zero exactly when ``N = (I + G A)^{-T}``; ``D`` is the kernel's denominator)."""
+    """``[M^T N_u - D I; D N - N_u; P - 2N + I]`` with ``M = I + G A`` built here, independently of the kernel, from
+    a symmetric ``G`` and a skew ``A`` (all zero exactly when the kernel's ``N`` is ``(I + G A)^{-T}`` and its ``P``
+    is ``2N - I``; ``N_u`` and ``D`` are the kernel's numerator binding and denominator)."""
 
     def residual(size, Gm, Am):
         k = size["d"]
         out = _closed(Gm, Am, k)
-        # D I, evaluated from the kernel's own denominator expression (the binding N is N_u times 1/D)
+        # D I, evaluated from the kernel's own denominator expression
         Dm = ex.evaluate(ex.GRAM_CLOSED_DET * Identity(ex.d), {MatrixSymbol("J2", ex.d, ex.d): out["J2"]}, {ex.d: k})
         e = sp.eye(k)
-        return sp.Matrix.vstack(((e - out["J"]) * out["Nu"] - Dm).applyfunc(sp.expand), out["P"] - 2 * out["N"] + e)
+        M = e + Gm * Am
+        return sp.Matrix.vstack(
+            (M.T * out["Nu"] - Dm).applyfunc(sp.expand),
+            Dm * out["N"] - out["Nu"],  # N is N_u times 1/D: the product cancels structurally
+            out["P"] - 2 * out["N"] + e,
+        )
 
     return MatrixIdentity(
-        "[(I - A G) N_u - D I; P - (2N - I)]",
+        "[(I + G A)^T N_u - D I; D N - N_u; P - (2N - I)]",
         variables=lambda s: {"Gm": alg.symmetric("g", s["d"]), "Am": alg.skew("a", s["d"])},
         residual=residual,
     )
@@ -112,8 +119,8 @@ CLAIMS = [
                        exact_method="exact symbolic identity at every size the claim covers (d = 1, 2, 3, 4; G a "
                        "generic symmetric matrix, so every T and rank of x)"),
         notes="False from d = 5 on (J^4 + c2 J^2 + c4 I = 0 needs d <= 4); the runtime takes it only for d <= 4. "
-        "D = det(I + G A) >= 1 for positive semidefinite G (G A is similar to the skew L^T A L, G = L L^T), so the "
-        "division is always defined for G = x^T x.",
+        "For G = x^T x, D = det(I_d + x^T x A) = det(I_T + x A x^T) >= 1 (Sylvester's determinant identity; "
+        "x A x^T is skew), so the division is always defined.",
     ),
     Claim(
         id="vp.gram_closed_form_vjp",
