@@ -113,22 +113,44 @@ def line(name, B, dim, T, m, r=None):
     print(cells, flush=True)
 
 
+def common_parser(doc: str, quick: str) -> argparse.ArgumentParser:
+    """The options the layer benchmarks share: ``--quick`` (help ``quick``), ``--threads``, ``--reps``,
+    ``--device``, ``--json``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--json", help="write the results to PATH")
+    return parser
+
+
+def print_preamble(device) -> None:
+    """The first lines of a table: versions, threads, device, what the columns mean, the header."""
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), device {device}, "
+          f"{platform.processor() or platform.machine()}; float32; ratios = layer / SDPA in the same run; "
+          "f+b: dense random incoming gradient, sum: gradient of out.sum()")
+    print(HEADER)
+
+
+def write_results(path: str, device, rows: list[dict], **extra) -> None:
+    """The rows as JSON with the torch version, thread count and device (and ``extra`` fields)."""
+    with open(path, "w") as fh:
+        json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "device": str(device), **extra,
+                   "rows": rows}, fh, indent=1)
+
+
 HEADER = (f"{'layer':<31}{'B':>6}{'dim':>4}{'T':>5}{'fwd ms':>10}{'fwd x':>7}{'f+b ms':>10}{'f+b x':>7}"
           f"{'sum ms':>10}{'sum x':>7}{'mem KiB':>10}{'mem x':>7}")
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="B = 256, dim = 4, T in {3, 8}, a small sweep, one repetition")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--device", default="cpu")
+    parser = common_parser(__doc__, "B = 256, dim = 4, T in {3, 8}, a small sweep, one repetition")
     parser.add_argument("--batch", type=int, nargs="+", help="batch sizes of the main table")
     parser.add_argument("--lengths", type=int, nargs="+", help="sequence lengths of the main table")
     parser.add_argument("--dims", type=int, nargs="+", help="feature sizes of the main table")
     parser.add_argument("--sweep-tokens", type=int, default=None, help="B * T of the length sweep")
     parser.add_argument("--sweep", type=int, nargs="*", help="sequence lengths of the sweep (none: no sweep)")
-    parser.add_argument("--json", help="write the results to PATH")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -138,10 +160,7 @@ def main(argv=None) -> int:
     sweep = args.sweep if args.sweep is not None else ([16, 64] if args.quick else
                                                        [16, 32, 64, 128, 256, 512, 1024, 2048, 4096])
     reps = 1 if args.quick else args.reps
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), device {device}, "
-          f"{platform.processor() or platform.machine()}; float32; ratios = layer / SDPA in the same run; "
-          "f+b: dense random incoming gradient, sum: gradient of out.sum()")
-    print(HEADER)
+    print_preamble(device)
     rows = []
     for B in batches:
         for dim in dims:
@@ -182,9 +201,7 @@ def main(argv=None) -> int:
     for text in summarise("layers", rows):
         print("  " + text)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "device": str(device),
-                       "tokens": tokens, "rows": rows}, fh, indent=1)
+        write_results(args.json, device, rows, tokens=tokens)
     return 0
 
 

@@ -13,10 +13,7 @@ forward (``autograd``), to show what the generated backward buys.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -26,7 +23,7 @@ import torch  # noqa: E402
 
 from geoattn.kernels import _generated as gen  # noqa: E402
 from geoattn.nn import SymplecticAttention  # noqa: E402
-from layers import HEADER, line, measure, ratios, sdpa  # noqa: E402
+from layers import common_parser, line, measure, print_preamble, ratios, sdpa, write_results  # noqa: E402
 
 
 def autograd_version(layer: SymplecticAttention):
@@ -42,24 +39,16 @@ def autograd_version(layer: SymplecticAttention):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="B = 256, T in {4, 16}, one repetition")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--device", default="cpu")
+    parser = common_parser(__doc__, "B = 256, T in {4, 16}, one repetition")
     parser.add_argument("--batch", type=int, default=None)
     parser.add_argument("--lengths", type=int, nargs="+")
-    parser.add_argument("--json", help="write the results to PATH")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     B = args.batch or (256 if args.quick else 4096)
     lengths = args.lengths or ([4, 16] if args.quick else [4, 16, 64])
     reps = 1 if args.quick else args.reps
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), device {device}, "
-          f"{platform.processor() or platform.machine()}; float32; ratios = layer / SDPA in the same run; "
-          "f+b: dense random incoming gradient, sum: gradient of out.sum()")
-    print(HEADER)
+    print_preamble(device)
     rows = []
     for T in lengths:
         torch.manual_seed(0)
@@ -76,9 +65,7 @@ def main(argv=None) -> int:
                 rows.append(row)
                 line(name, B, 4, T, m, row)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "device": str(device),
-                       "rows": rows}, fh, indent=1)
+        write_results(args.json, device, rows)
     return 0
 
 

@@ -223,3 +223,34 @@ def test_gram_form_under_vmap_over_A():
     out = torch.func.vmap(lambda a: K.vp_attention(x, a, check=False))(As)
     ref = torch.stack([K.vp_attention(x, a) for a in As])
     assert (out - ref).abs().max() <= 8 * 9 * torch.finfo(torch.float32).eps * (1 + ref.abs().max())
+
+
+def test_skew_batches_take_the_closed_form_and_mixed_batches_solve_only_the_others(monkeypatch):
+    """The routing itself (the values above agree whichever branch runs): an all-skew batch is exactly the
+    generated closed form; in a mixed batch the solve sees only the non-skew samples."""
+    torch.manual_seed(11)
+    c = skew(64, 3, 3)
+    assert torch.equal(K.cayley(c), gen.cayley_skew_small(c))
+    mixed = c.clone()
+    mixed[5] += torch.randn(3, 3, dtype=F64)  # not skew
+    seen = []
+    real = gen.cayley_matrix
+    monkeypatch.setattr(gen, "cayley_matrix", lambda m: seen.append(m.shape[0]) or real(m))
+    out = K.cayley(mixed)
+    assert seen == [1]
+    assert torch.equal(out[:5], gen.cayley_skew_small(c[:5]))
+    assert (out[5] - solve_ref(mixed[5])).abs().max() <= 64 * 3 * torch.finfo(F64).eps * (1 + solve_ref(mixed[5]).abs().max())
+
+
+@pytest.mark.parametrize("scale", [1e10, 1e20])
+def test_lowrank_path_with_three_features_at_large_norms(scale):
+    """k = 3 low-rank factors of huge norm: S^2 and Tr(S^2) would overflow the closed form; the eigendecomposition
+    takes those samples and the rows keep their norms."""
+    torch.manual_seed(12)
+    x = torch.randn(4, 9, 3) * scale ** 0.5
+    w = torch.randn(3, 3)
+    A = w - w.T
+    y = K.vp_attention(x, A, method="lowrank")
+    assert torch.isfinite(y).all()
+    rel = ((y.norm(dim=-2) - x.norm(dim=-2)).abs() / x.norm(dim=-2)).max()
+    assert rel <= 64 * 9 * torch.finfo(torch.float32).eps

@@ -80,8 +80,8 @@ def test_negative_control_a_broken_backward_binding_is_refuted(monkeypatch):
 def test_soa_printer_prints_products_traces_and_refuses_inverses():
     P, Q = sp.MatrixSymbol("P", ex.d, ex.d), sp.MatrixSymbol("Q", ex.d, ex.d)
     pr = SoAKernelPrinter({P: "P", Q: "Q"}, {ex.d: ("P", 0)}, "P")
-    assert pr.doprint(P * Q.T) == "_soa_mm(P, Q.transpose(0, 1))"
-    assert pr.coefficient(sp.Trace(P * Q)) == "_soa_tr_mm(P, Q)"
+    assert pr.doprint(P * Q.T) == "soa_mm(P, Q.transpose(0, 1))"
+    assert pr.coefficient(sp.Trace(P * Q)) == "soa_tr_mm(P, Q)"
     with pytest.raises(CodegenError, match="structure-of-arrays"):
         pr.doprint(P * sp.Inverse(Q))
 
@@ -100,11 +100,11 @@ def test_soa_helpers_match_batched_matrix_products():
     a, b = torch.randn(7, 4, 4, dtype=F64), torch.randn(7, 4, 4, dtype=F64)
     soa = lambda m: m.permute(1, 2, 0).contiguous()  # noqa: E731
     eps = torch.finfo(F64).eps
-    assert (gen._soa_mm(soa(a), soa(b)) - soa(a @ b)).abs().max() <= 16 * 4 * eps
+    assert (gen.soa_mm(soa(a), soa(b)) - soa(a @ b)).abs().max() <= 16 * 4 * eps
     shared = soa(a[:1])  # (4, 4, 1): one matrix for the whole batch, the matrix-product path
-    assert (gen._soa_mm(shared, soa(b)) - soa(a[:1] @ b)).abs().max() <= 16 * 4 * eps
-    assert (gen._soa_tr_mm(soa(a), soa(b)) - (a @ b).diagonal(dim1=-2, dim2=-1).sum(-1)).abs().max() <= 64 * eps
-    assert torch.equal(gen._soa_tr(soa(a)), a.diagonal(dim1=-2, dim2=-1).sum(-1))
+    assert (gen.soa_mm(shared, soa(b)) - soa(a[:1] @ b)).abs().max() <= 16 * 4 * eps
+    assert (gen.soa_tr_mm(soa(a), soa(b)) - (a @ b).diagonal(dim1=-2, dim2=-1).sum(-1)).abs().max() <= 64 * eps
+    assert torch.equal(gen.soa_tr(soa(a)), a.diagonal(dim1=-2, dim2=-1).sum(-1))
 
 
 def test_generated_closed_kernel_matches_the_inverse():
@@ -113,11 +113,14 @@ def test_generated_closed_kernel_matches_the_inverse():
         x = torch.randn(64, 9, d, dtype=F64)
         A = skew(d, F64)
         G = x.mT @ x
-        J, N, P = gen.vp_gram_closed(G.permute(1, 2, 0).contiguous(), A[..., None])
+        N, P, R = gen.vp_gram_closed(G.permute(1, 2, 0).contiguous(), A[..., None])
         ref = torch.linalg.inv(torch.eye(d, dtype=F64) + G @ A).mT
         cond = torch.linalg.cond(torch.eye(d, dtype=F64) + G @ A).max()
         assert (N.permute(2, 0, 1) - ref).abs().max() <= 64 * d * torch.finfo(F64).eps * cond * ref.abs().max()
-        assert torch.equal(P, 2 * N - torch.eye(d, dtype=F64)[..., None])
+        eye = torch.eye(d, dtype=F64)
+        assert torch.equal(P, 2 * N - eye[..., None])
+        want = ((eye + G @ A).mT @ N.permute(2, 0, 1) - eye).permute(1, 2, 0)
+        assert (R - want).abs().max() <= 64 * d * torch.finfo(F64).eps * (1 + want.abs().max()) * cond
 
 
 # -- the runtime ------------------------------------------------------------------------------------------------
@@ -209,10 +212,10 @@ def test_negative_control_a_broken_closed_kernel_is_caught_by_the_residual_check
     good = K.vp_attention(x, A)
     real = gen.vp_gram_closed
 
-    def broken(G, A_):
-        J, N, P = real(G, A_)
-        N = N * (1 + 1e-6)
-        return J, N, 2 * N - torch.eye(N.shape[0], dtype=N.dtype)[..., None]
+    def broken(G, A_):  # N off by a relative 1e-6; its residual (I + GA)^T N - I follows
+        N, P, R = real(G, A_)
+        eye = torch.eye(N.shape[0], dtype=N.dtype)[..., None]
+        return N * (1 + 1e-6), 2 * N * (1 + 1e-6) - eye, (1 + 1e-6) * R + 1e-6 * eye
 
     monkeypatch.setattr(gen, "vp_gram_closed", broken)
     y, ok = _gram._VPGramClosed.apply(x, A)

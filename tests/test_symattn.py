@@ -15,7 +15,7 @@ from geoattn.symbolic import get_claim
 from geoattn.symbolic.claims import _symattn_exact as S
 from geoattn.symbolic.claims._exp_exact import ExpField
 from geoattn.symbolic.symattn import ACTIVATIONS
-from geoattn.testing import assert_symplectic, assert_volume_preserving, symplecticity_error
+from geoattn.testing import assert_symplectic, assert_volume_preserving, jacobian, symplecticity_error
 
 ACTS = list(K.SYMATTN_ACTIVATIONS)
 F64 = torch.float64
@@ -56,7 +56,7 @@ def test_backward_matches_autograd_for_both_gradient_layouts(act, layout):
     A = torch.randn(3, 3, dtype=F64, requires_grad=True)
     gen = getattr(K._generated, f"symattn_update_{act}")
     ref = gen(z, A)[0]
-    g = torch.randn_like(ref) if layout == "dense" else torch.ones_like(ref).expand_as(ref)
+    g = torch.randn_like(ref) if layout == "dense" else torch.ones((), dtype=F64).expand_as(ref)  # strides 0
     want = torch.autograd.grad(ref, (z, A), g)
     got = torch.autograd.grad(K.symattn_update(z, A, act), (z, A), g)
     for w, h in zip(want, got):
@@ -331,6 +331,10 @@ def test_model_symplectic_untrained_and_trained_and_invertible():
                                   symmetric=False, dtype=F64)
     x = torch.randn(2, 3, 4, dtype=F64)
     assert_symplectic(model, x)
+    assert_volume_preserving(model, x)  # the docstring: symplectic, hence volume-preserving ...
+    J = jacobian(model, x)
+    eye = torch.eye(J.shape[-1], dtype=F64)
+    assert ((J.mT @ J - eye).abs().amax((-2, -1)) > 1e3 * tol(F64, 12)).all()  # ... and not orthogonal
     assert (model.inverse(model(x)) - x).abs().max() <= tol(F64, 12, k=64) * (1 + x.abs().max())
     opt = torch.optim.Adam(model.parameters(), lr=0.05)
     data = torch.randn(32, 3, 4, dtype=F64)

@@ -9,7 +9,7 @@ import sympy as sp
 
 from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, expressions_hash
-from .printer import SOA_HELPERS, SoAKernelPrinter, TorchKernelPrinter, common_scalar, factor_sums
+from .printer import SOA_HELPER_NAMES, SOA_HELPERS, SoAKernelPrinter, TorchKernelPrinter, common_scalar, factor_sums
 
 __all__ = ["generate_kernel", "generate_module", "target_path", "write", "check"]
 
@@ -74,7 +74,8 @@ def generate_module() -> str:
         hash=expressions_hash(),
         version=PRINTER_VERSION,
         sources=sources,
-        names=", ".join(f'"{k.name}"' for k in KERNELS),
+        names=", ".join([f'"{k.name}"' for k in KERNELS]
+                        + [f'"{n}"' for n in SOA_HELPER_NAMES if any(k.layout == "soa" for k in KERNELS)]),
     )
     counts = "".join(f'    "{k.name}": {len(k.returns or k.outputs)},\n' for k in KERNELS)
     table = f"#: how many tensors each kernel returns (read by the autograd wrappers)\nN_OUTPUTS = {{\n{counts}}}\n"

@@ -46,7 +46,7 @@ from sympy.matrices.expressions import (
 )
 
 
-__all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "SoAKernelPrinter", "SOA_HELPERS", "CodegenError"]
+__all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "SoAKernelPrinter", "SOA_HELPERS", "SOA_HELPER_NAMES", "CodegenError"]
 
 
 # Note [accumulated sums]
@@ -378,8 +378,10 @@ class TorchKernelPrinter(Printer):
 # matrix (shape (*batch)) broadcasts against (d, d, *batch) as it stands. A weight shared by the batch is
 # passed as (d, d, 1). Inverses are not printed in this layout (a closed form is bound instead).
 
-#: helpers the structure-of-arrays kernels call (printed once into the generated module)
-SOA_HELPERS = '''def _soa_mm(a, b):
+#: helpers the structure-of-arrays kernels call (printed once into the generated module, public there: the
+#: runtime uses the same products)
+SOA_HELPER_NAMES = ("soa_mm", "soa_tr", "soa_tr_mm", "soa_eye")
+SOA_HELPERS = '''def soa_mm(a, b):
     """Product of (n, m, *batch) and (m, p, *batch) matrices in the structure-of-arrays layout (the same
     multiply-adds for every batch size, so a sample's result never depends on its batch)."""
     out = a[:, 0:1] * b[0:1]
@@ -388,7 +390,7 @@ SOA_HELPERS = '''def _soa_mm(a, b):
     return out
 
 
-def _soa_tr(a):
+def soa_tr(a):
     """Trace of (n, n, *batch) matrices: shape (*batch)."""
     out = a[0, 0].clone()
     for k in range(1, a.shape[0]):
@@ -396,12 +398,12 @@ def _soa_tr(a):
     return out
 
 
-def _soa_tr_mm(a, b):
+def soa_tr_mm(a, b):
     """Tr(a b) of (n, n, *batch) matrices without the product: the sum of a * b^T."""
     return (a * b.transpose(0, 1)).flatten(0, 1).sum(0)
 
 
-def _soa_eye(n, like):
+def soa_eye(n, like):
     """The n x n identity shaped to broadcast against (n, n, *batch) matrices like ``like``."""
     return torch.eye(n, dtype=like.dtype, device=like.device).view(n, n, *([1] * (like.dim() - 2)))
 '''
@@ -409,7 +411,7 @@ def _soa_eye(n, like):
 
 class SoAKernelPrinter(TorchKernelPrinter):
     """Print a kernel in the structure-of-arrays layout (Note [structure-of-arrays layout]): products as
-    ``_soa_mm``, transposes as ``.transpose(0, 1)`` views, traces as ``_soa_tr``; inverses, diagonal scalings
+    ``soa_mm``, transposes as ``.transpose(0, 1)`` views, traces as ``soa_tr``; inverses, diagonal scalings
     and squares of sums are declared unsupported."""
 
     def __init__(self, names: dict, dims: dict, like: str, accumulate: bool = False):
@@ -433,7 +435,7 @@ class SoAKernelPrinter(TorchKernelPrinter):
         base = self._print(expr.base)
         if not base.isidentifier():
             raise CodegenError(f"Expected the base of a square to be bound to a name. Got {expr.base}.")
-        return f"_soa_mm({base}, {base})"
+        return f"soa_mm({base}, {base})"
 
     def _print_factors(self, mats) -> str:
         out = None
@@ -442,20 +444,20 @@ class SoAKernelPrinter(TorchKernelPrinter):
                 raise CodegenError(f"Expected no {type(m).__name__} in the structure-of-arrays layout (bind a closed "
                                    f"form). Got {m}.")
             code = self._print(m)
-            out = code if out is None else f"_soa_mm({out}, {code})"
+            out = code if out is None else f"soa_mm({out}, {code})"
         return out
 
     def _trace(self, arg) -> str:
         if isinstance(arg, MatMul) and arg.as_coeff_matrices()[0] == 1 and len(arg.args) == 2:
             a, b = arg.args
-            return f"_soa_tr_mm({self._print(a)}, {self._print(b)})"
+            return f"soa_tr_mm({self._print(a)}, {self._print(b)})"
         if isinstance(arg, MatPow) and arg.exp == 2:
             base = self._print(arg.base)
-            return f"_soa_tr_mm({base}, {base})"
-        return f"_soa_tr({self._print(arg)})"
+            return f"soa_tr_mm({base}, {base})"
+        return f"soa_tr({self._print(arg)})"
 
     def _eye_code(self, n: str) -> str:
-        return f"_soa_eye({n}, {self.like})"
+        return f"soa_eye({n}, {self.like})"
 
 
 class _ScalarPrinter(Printer):

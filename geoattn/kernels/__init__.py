@@ -32,17 +32,17 @@ from ._checks import (
 from ._functions import (
     _Cayley,
     _large_skew,
-    all_skew_small,
-    cayley_skew_small,
     _traced,
     cayley_apply_path,
     exp_skew_path,
     run_exp_skew,
 )
 
-#: the activations of :func:`vp_attention` (and of :class:`geoattn.nn.VolumePreservingAttention`)
-from ._lowrank import ACTIVATIONS as VP_ACTIVATIONS
+from ._lowrank import ACTIVATIONS as _VP_ACTIVATIONS
 from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
+
+#: the activations of :func:`vp_attention` (and of :class:`geoattn.nn.VolumePreservingAttention`)
+VP_ACTIVATIONS = _VP_ACTIVATIONS
 
 __all__ = [
     "VP_ACTIVATIONS",
@@ -86,9 +86,7 @@ def cayley(C: torch.Tensor) -> torch.Tensor:
     True
     """
     check_square("C", C)
-    if all_skew_small(C):  # T <= 3: Note [Cayley of small skew matrices]
-        return cayley_skew_small(C)
-    return _Cayley.apply(C, None if C.shape[-1] <= 3 else _large_skew(C))
+    return _Cayley.apply(C, None if C.shape[-1] <= 3 else _large_skew(C))  # T <= 3: Note [Cayley of small skew...]
 
 
 @half_in_float32

@@ -151,27 +151,29 @@ def cayley_routed(c: torch.Tensor, big: torch.Tensor | None, solve, shift: float
     return out
 
 
-def _cayley_closed(c: torch.Tensor) -> torch.Tensor:
-    """The closed form of skew samples with T <= 3. Its C^2 and Tr(C^2) overflow for entries near
-    sqrt(max float) / T (1e18 in float32): samples with an entry above sqrt(max float) / (2T) take the
-    eigendecomposition of Note [Cayley at large norms], per sample."""
+def cayley_closed(c: torch.Tensor, kernel=gen.cayley_skew_small, shift: float = 0.0) -> torch.Tensor:
+    """The closed form ``kernel`` (Cayley(C), or with ``shift=1`` Cayley(C) - I) of skew samples with T <= 3. Its
+    C^2 and Tr(C^2) overflow for entries near sqrt(max float) / T (1e18 in float32): samples with an entry above
+    sqrt(max float) / (2T) take the eigendecomposition of Note [Cayley at large norms], per sample (inside
+    transforms every sample takes the form)."""
     bound = math.sqrt(torch.finfo(c.dtype).max) / (2 * c.shape[-1])
-    if not bool(c.detach().abs().amax() > bound):  # one reduction over the batch (a nan stays on the form)
-        return gen.cayley_skew_small(c)
-    big = c.detach().abs().flatten(-2).amax(-1) > bound
-    lam = gen.cayley_skew_small(c.masked_fill(big[..., None, None], 0))
-    lam[big] = _cayley_eigh(c[big])
-    return lam
+    if _traced(c) or not bool(c.detach().abs().amax() > bound):  # one reduction (a nan stays on the form)
+        return kernel(c)
+    return cayley_routed(c, c.detach().abs().flatten(-2).amax(-1) > bound, kernel, shift)
 
 
 def _cayley_small(c: torch.Tensor) -> torch.Tensor:
-    """Cayley(C) for T <= 3 in a batch with a non-skew sample: the closed form on the skew samples, the solve
-    on the others (Note [Cayley of small skew matrices])."""
-    skew = skew_defect(c) <= skew_tolerance(c)
-    out = cayley_routed(c, _large_skew(c), gen.cayley_matrix)
+    """Cayley(C) for T <= 3: the closed form on the skew samples, the solve on the others (Note [Cayley of small
+    skew matrices]); non-skew samples never take the eigendecomposition (_large_skew flags skew ones only)."""
+    if all_skew_small(c):
+        return cayley_closed(c)
+    flat = c.reshape(-1, *c.shape[-2:])
+    skew = skew_defect(flat) <= skew_tolerance(flat)
+    out = torch.empty_like(flat)
+    out[~skew] = gen.cayley_matrix(flat[~skew])
     if bool(skew.any()):
-        out[skew] = _cayley_closed(c[skew])
-    return out
+        out[skew] = cayley_closed(flat[skew])
+    return out.reshape(c.shape)
 
 
 def all_skew_small(c: torch.Tensor) -> bool:
@@ -192,35 +194,6 @@ def all_skew_small(c: torch.Tensor) -> bool:
 #: T -> (flat indices of the entries on and above the diagonal, of their mirror images)
 _PAIRS = {T: tuple(torch.tensor([i * T + j if k == 0 else j * T + i for i in range(T) for j in range(i, T)])
                    for k in (0, 1)) for T in (1, 2, 3)}
-
-
-class _CayleySkewSmall(torch.autograd.Function):
-    """Cayley(C) of skew C with T <= 3 in closed form (kernels.cayley_skew_small) with the VJP of the Cayley
-    transform, -1/2 P G P with P = I + Cayley(C)^T (cayley.vjp). Note [Cayley of small skew matrices]."""
-
-    generate_vmap_rule = True
-
-    @staticmethod
-    def forward(c):
-        return _cayley_closed(c)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(output)
-
-    @staticmethod
-    def backward(ctx, grad):
-        # the VJP of the Cayley transform at any C, -1/2 P G P with P = I + Lam^T (cayley.vjp): correct in every
-        # direction, and differentiable again through Lam, as _Cayley's
-        (lam,) = ctx.saved_tensors
-        if _constant(grad):
-            return _cayley_vjp_constant(lam, grad)
-        return gen.cayley_vjp(lam, grad.contiguous())
-
-
-def cayley_skew_small(c: torch.Tensor) -> torch.Tensor:
-    """Cayley(C) for a batch of skew matrices with T <= 3 (see :func:`all_skew_small`)."""
-    return _CayleySkewSmall.apply(c)
 
 
 def _cayley_eigh(c: torch.Tensor) -> torch.Tensor:

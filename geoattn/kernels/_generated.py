@@ -5,7 +5,7 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: fa50986c822f9e603cfa7f78332c4e00f5ed3a9f58d87a1b28391d65ed083baa
+expressions-sha256: a3ca02525f4f04591923dc079b9a4941008f9f0af8417ed54685fe26dfa9f3bd
 printer-version: 3
 
 Sources (kernel: expression  [ledger claims]):
@@ -29,7 +29,7 @@ Sources (kernel: expression  [ledger claims]):
   vp_lowrank_skew: S0 = R*A*R.T; S = (1/2)*S0 - (1/2)*S0.T  [vp.lowrank_form]
   cayley_minus_identity: W = -2*(I + S)**(-1)*S  [vp.lowrank_form]
   vp_gram_cayley: G = x.T*x; M = I + G*A; y = -x + 2*x*M.T**(-1)  [vp.gram_form]
-  vp_gram_closed: J = A*Gram; J2 = J**2; Nu = ((1 - Trace(J2)/2)*I + J2)*(I + J); N = 1/(-Trace(J2**2)/4 + Trace(J2)**2/8 - Trace(J2)/2 + 1)*Nu; P = -I + 2*N  [vp.gram_closed_form]
+  vp_gram_closed: J = A*Gram; J2 = J**2; Nu = ((1 - Trace(J2)/2)*I + J2)*(I + J); N = 1/(-Trace(J2**2)/4 + Trace(J2)**2/8 - Trace(J2)/2 + 1)*Nu; P = -I + 2*N; R = -I - J*N + N  [vp.gram_closed_form]
   vp_gram_closed_vjp: Mbar = -2*N*Pbar.T*N; H = A*Mbar.T - Mbar*A  [vp.gram_closed_form_vjp]
   cayley_minus_identity_skew_small: S2 = S**2; W = (2/(1 - Trace(S2)/2))*(-S + S2)  [kernels.cayley_skew_small]
   vp_lowrank_apply: K = W.T*R; y = Q*K + x  [vp.lowrank_form]
@@ -50,10 +50,10 @@ import math
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "vp_gram_closed", "vp_gram_closed_vjp", "cayley_minus_identity_skew_small", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "N_OUTPUTS"]
+__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "vp_gram_closed", "vp_gram_closed_vjp", "cayley_minus_identity_skew_small", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "soa_mm", "soa_tr", "soa_tr_mm", "soa_eye", "N_OUTPUTS"]
 
 
-def _soa_mm(a, b):
+def soa_mm(a, b):
     """Product of (n, m, *batch) and (m, p, *batch) matrices in the structure-of-arrays layout (the same
     multiply-adds for every batch size, so a sample's result never depends on its batch)."""
     out = a[:, 0:1] * b[0:1]
@@ -62,7 +62,7 @@ def _soa_mm(a, b):
     return out
 
 
-def _soa_tr(a):
+def soa_tr(a):
     """Trace of (n, n, *batch) matrices: shape (*batch)."""
     out = a[0, 0].clone()
     for k in range(1, a.shape[0]):
@@ -70,12 +70,12 @@ def _soa_tr(a):
     return out
 
 
-def _soa_tr_mm(a, b):
+def soa_tr_mm(a, b):
     """Tr(a b) of (n, n, *batch) matrices without the product: the sum of a * b^T."""
     return (a * b.transpose(0, 1)).flatten(0, 1).sum(0)
 
 
-def _soa_eye(n, like):
+def soa_eye(n, like):
     """The n x n identity shaped to broadcast against (n, n, *batch) matrices like ``like``."""
     return torch.eye(n, dtype=like.dtype, device=like.device).view(n, n, *([1] * (like.dim() - 2)))
 
@@ -420,7 +420,7 @@ def vp_gram_cayley(x, A):
 
 
 def vp_gram_closed(Gram, A):
-    """J = A Gram, N = (I + Gram A)^{-T} = (I - J)^{-1} and P = 2N - I of the Gram form in closed form for d <= 4, no solve (Note [closed-form Gram solve]); structure-of-arrays layout: Gram (d, d, *batch), A (d, d, 1).
+    """N = (I + Gram A)^{-T} = (I - J)^{-1} (J = A Gram), P = 2N - I and the residual R = (I - J) N - I of the Gram form in closed form for d <= 4, no solve (Note [closed-form Gram solve]); structure-of-arrays layout: Gram (d, d, *batch), A (d, d, 1).
 
     Generated from:
     J = A*Gram
@@ -428,15 +428,17 @@ def vp_gram_closed(Gram, A):
     Nu = ((1 - Trace(J2)/2)*I + J2)*(I + J)
     N = 1/(-Trace(J2**2)/4 + Trace(J2)**2/8 - Trace(J2)/2 + 1)*Nu
     P = -I + 2*N
+    R = -I - J*N + N
     Verified by: vp.gram_closed_form
     """
-    eye = _soa_eye(Gram.shape[0], Gram)
-    J = _soa_mm(A, Gram)
-    J2 = _soa_mm(J, J)
-    Nu = _soa_mm((1 - 0.5 * _soa_tr(J2)) * eye + J2, eye + J)
-    N = (1 / (1 - 0.5 * _soa_tr(J2) - 0.25 * _soa_tr_mm(J2, J2) + 0.125 * _soa_tr(J2) ** 2)) * Nu
+    eye = soa_eye(Gram.shape[0], Gram)
+    J = soa_mm(A, Gram)
+    J2 = soa_mm(J, J)
+    Nu = soa_mm((1 - 0.5 * soa_tr(J2)) * eye + J2, eye + J)
+    N = (1 / (1 - 0.5 * soa_tr(J2) - 0.25 * soa_tr_mm(J2, J2) + 0.125 * soa_tr(J2) ** 2)) * Nu
     P = 2 * N - eye
-    return J, N, P
+    R = N - eye - soa_mm(J, N)
+    return N, P, R
 
 
 def vp_gram_closed_vjp(N, Pbar, A):
@@ -447,8 +449,8 @@ def vp_gram_closed_vjp(N, Pbar, A):
     H = A*Mbar.T - Mbar*A
     Verified by: vp.gram_closed_form_vjp
     """
-    Mbar = -2 * _soa_mm(_soa_mm(N, Pbar.transpose(0, 1)), N)
-    H = _soa_mm(A, Mbar.transpose(0, 1)) - _soa_mm(Mbar, A)
+    Mbar = -2 * soa_mm(soa_mm(N, Pbar.transpose(0, 1)), N)
+    H = soa_mm(A, Mbar.transpose(0, 1)) - soa_mm(Mbar, A)
     return Mbar, H
 
 

@@ -85,26 +85,13 @@ def _aos(xs: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _outer_sum(xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-    """``sum_t xs[t]^T ys[t]``, shape ``(d, d, B)``: ``T`` multiply-adds of ``(d, d, B)`` slices."""
-    out = xs[0, :, None] * ys[0, None, :]
-    for t in range(1, xs.shape[0]):
-        out.addcmul_(xs[t, :, None], ys[t, None, :])
-    return out
+    """``sum_t xs[t]^T ys[t]``, shape ``(d, d, B)``: the product ``xs^T ys`` of ``(T, d, B)`` token arrays."""
+    return gen.soa_mm(xs.transpose(0, 1), ys)
 
 
-def _apply(xs: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
-    """``xs P`` per sample: ``(T, d, B)`` by ``(d, d, B)``, in the dtype of ``P``."""
-    out = torch.mul(xs[:, 0:1], P[0])
-    for k in range(1, xs.shape[1]):
-        out.addcmul_(xs[:, k : k + 1], P[k])
-    return out
-
-
-def _residual_ok(J: torch.Tensor, N: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Per sample: whether ``max |(I - J) N - I| <= eps(dtype) / 16``, ``I - J = (I + G A)^T`` (Note [closed-form
-    residual check])."""
-    R = N - gen._soa_mm(J, N)
-    R.diagonal(dim1=0, dim2=1).sub_(1)
+def _residual_ok(R: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Per sample: whether ``max |R| <= eps(dtype) / 16`` for the kernel's residual ``R = (I + G A)^T N - I``
+    (Note [closed-form residual check])."""
     return R.abs().flatten(0, 1).amax(0) <= torch.finfo(dtype).eps / 16
 
 
@@ -118,11 +105,11 @@ class _VPGramClosed(torch.autograd.Function):
         soa = T < SOA_MAX_T
         xs = _soa(x) if soa else x.to(torch.float64)
         G = _outer_sum(xs, xs) if soa else (xs.mT @ xs).permute(1, 2, 0).contiguous()
-        J, N, P = gen.vp_gram_closed(G, As)
-        ok = _residual_ok(J, N, x.dtype)
+        N, P, R = gen.vp_gram_closed(G, As)
+        ok = _residual_ok(R, x.dtype)
         if not bool(ok.all()):
             N, P = _solve_failed(G, As, N, ok)
-        y = _aos(_apply(xs, P), x.dtype) if soa else (xs @ P.permute(2, 0, 1).contiguous()).to(x.dtype)
+        y = _aos(gen.soa_mm(xs, P), x.dtype) if soa else (xs @ P.permute(2, 0, 1).contiguous()).to(x.dtype)
         ctx.soa = soa
         ctx.save_for_backward(x, A, xs, G, N, P, As)
         ctx.mark_non_differentiable(ok)
@@ -141,9 +128,7 @@ class _VPGramClosed(torch.autograd.Function):
         if ctx.soa:
             gys = _soa(gy)  # also makes the expanded gradient of out.sum() contiguous
             Mbar, H = gen.vp_gram_closed_vjp(N, _outer_sum(xs, gys), As)
-            gxs = _apply(gys, P.transpose(0, 1).contiguous())
-            for k in range(xs.shape[1]):
-                gxs.addcmul_(xs[:, k : k + 1], H[k])
+            gxs = gen.soa_mm(gys, P.transpose(0, 1)).add_(gen.soa_mm(xs, H))
             gx = _aos(gxs, gy.dtype)
         else:
             gys = gy.to(torch.float64).contiguous()

@@ -87,7 +87,7 @@ from __future__ import annotations
 import torch
 
 from . import _generated as gen
-from ._functions import _large_skew, _traced, cayley_routed
+from ._functions import _large_skew, _traced, cayley_closed, cayley_routed
 from ._gram import closed_form_applies, vp_gram_closed
 
 __all__ = ["choose_method", "vp_lowrank", "vp_gram", "vp_full", "ACTIVATIONS", "METHODS"]
@@ -163,7 +163,7 @@ def _small_factors(x: torch.Tensor, A: torch.Tensor, activation: str):
     Q, R = torch.linalg.qr(x)
     S = gen.vp_lowrank_skew(R, A)
     if activation == "cayley" and S.shape[-1] <= 3:  # S is exactly skew: Note [Cayley of small skew matrices]
-        W = gen.cayley_minus_identity_skew_small(S)
+        W = cayley_closed(S, gen.cayley_minus_identity_skew_small, shift=1.0)
     elif activation == "cayley":
         W = cayley_routed(S, _large_skew(S), gen.cayley_minus_identity, shift=1.0)  # Note [Cayley at large norms]
     else:

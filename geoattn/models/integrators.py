@@ -218,11 +218,7 @@ class LinearSymplecticTransformer(Integrator):
     def __init__(self, sys_dim: int, seq_len: int, *, n_sympnet: int = 2, depth: int = 1,
                  upscaling_dim: int | None = None, activation="tanh", device=None, dtype=None) -> None:
         super().__init__()
-        self.sys_dim = check_even_sys_dim(check_positive_int("sys_dim", sys_dim))
-        self.seq_len = check_positive_int("seq_len", seq_len)
-        self.depth = check_positive_int("depth", depth)
-        self.n_sympnet = check_nonnegative_int("n_sympnet", n_sympnet)
-        m = 2 * sys_dim if upscaling_dim is None else check_positive_int("upscaling_dim", upscaling_dim)
+        m = set_block_sizes(self, sys_dim, seq_len, depth, n_sympnet, upscaling_dim)
         kw = {"device": device, "dtype": dtype}
         self.layers = symplectic_blocks(lambda update: LinearSymplecticAttention(seq_len, update=update, **kw),
                                         sys_dim, depth, n_sympnet, m, activation, kw)
@@ -233,6 +229,16 @@ class LinearSymplecticTransformer(Integrator):
 
     def extra_repr(self) -> str:
         return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, depth={self.depth}, n_sympnet={self.n_sympnet}"
+
+
+def set_block_sizes(module: nn.Module, sys_dim, seq_len, depth, n_sympnet, upscaling_dim) -> int:
+    """Check and set ``sys_dim`` (even), ``seq_len``, ``depth`` and ``n_sympnet`` on a symplectic transformer;
+    return the gradient layers' width (``upscaling_dim``, default ``2 * sys_dim``)."""
+    module.sys_dim = check_even_sys_dim(check_positive_int("sys_dim", sys_dim))
+    module.seq_len = check_positive_int("seq_len", seq_len)
+    module.depth = check_positive_int("depth", depth)
+    module.n_sympnet = check_nonnegative_int("n_sympnet", n_sympnet)
+    return 2 * module.sys_dim if upscaling_dim is None else check_positive_int("upscaling_dim", upscaling_dim)
 
 
 def symplectic_blocks(attention, sys_dim: int, depth: int, n_sympnet: int, width: int, activation,

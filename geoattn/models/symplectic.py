@@ -7,9 +7,7 @@ from types import MappingProxyType
 import torch
 
 from ..nn import SymplecticAttention
-from ..nn._common import check_positive_int
-from ._common import check_even_sys_dim, check_nonnegative_int
-from .integrators import Integrator, symplectic_blocks
+from .integrators import Integrator, set_block_sizes, symplectic_blocks
 
 __all__ = ["SymplecticTransformer"]
 
@@ -65,11 +63,7 @@ class SymplecticTransformer(Integrator):
                  upscaling_dim: int | None = None, activation: str = "matrix_softmax", symmetric: bool = True,
                  sympnet_activation="tanh", device=None, dtype=None) -> None:
         super().__init__()
-        self.sys_dim = check_even_sys_dim(check_positive_int("sys_dim", sys_dim))
-        self.seq_len = check_positive_int("seq_len", seq_len)
-        self.depth = check_positive_int("depth", depth)
-        self.n_sympnet = check_nonnegative_int("n_sympnet", n_sympnet)
-        m = 2 * sys_dim if upscaling_dim is None else check_positive_int("upscaling_dim", upscaling_dim)
+        m = set_block_sizes(self, sys_dim, seq_len, depth, n_sympnet, upscaling_dim)
         self.activation, self.symmetric = activation, symmetric
         kw = {"device": device, "dtype": dtype}
         self.layers = symplectic_blocks(

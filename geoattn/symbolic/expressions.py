@@ -80,13 +80,13 @@ CAYLEY_APPLY_SOLVE = 2 * Inverse(I_T - C) * x - x
 Lam = MatrixSymbol("Lam", T, T)
 CAYLEY_APPLY_MATRIX = Lam.T * x
 
-#: vector-Jacobian product of Lambda = Cayley(C), reusing the forward output, as the kernel binds it:
-#: P = I + Lam^T once (a contiguous copy, so both batched products read contiguous operands), then
-#: -1/2 P G P, scaled in place
 #: Cayley(C) of a skew C with T <= 3 (Rodrigues): C^3 = -a C with a = -Tr(C^2)/2, so (I + C)^{-1} =
 #: ((1 + a) I - C + C^2)/(1 + a) and Cayley(C) = I + 2 (C^2 - C)/(1 + a); no solve
 _C2 = MatrixSymbol("C2", T, T)
 CAYLEY_SKEW_SMALL = [("C2", C**2), ("Lam", I_T + (_C2 - C) * (2 / (1 - Trace(_C2) / 2)))]
+#: vector-Jacobian product of Lambda = Cayley(C), reusing the forward output, as the kernel binds it:
+#: P = I + Lam^T once (a contiguous copy, so both batched products read contiguous operands), then
+#: -1/2 P G P, scaled in place
 _P = MatrixSymbol("P", T, T)
 CAYLEY_VJP_BINDINGS = [("P", I_T + Lam.T), ("gC", -sp.Rational(1, 2) * _P * G * _P)]
 CAYLEY_VJP = CAYLEY_VJP_BINDINGS[1][1].subs(_P, CAYLEY_VJP_BINDINGS[0][1])
@@ -318,6 +318,7 @@ GRAM_CLOSED = [
     ("Nu", (_c2 * I_d + _J2) * (I_d + _J)),  # (1 + c2)(I + J) + J^2 + J^3, factored (J^2 and J commute)
     ("N", _Nu * (1 / _det)),
     ("P", 2 * _Ng - I_d),
+    ("R", _Ng - _J * _Ng - I_d),  # (I + G A)^T N - I: the runtime's residual check (Note [closed-form residual check])
 ]
 #: the backward of y = x P through N = (I + G A)^{-T}: with P_bar = x^T y_bar, M_bar = -2 N P_bar^T N is the
 #: gradient in M = I + G A, and x_bar = y_bar P^T + x H with H = A M_bar^T - M_bar A (from G = x^T x);

@@ -132,14 +132,14 @@ def _lowrank_specs() -> list["KernelSpec"]:
         ),
         KernelSpec(
             name="vp_gram_closed",
-            doc="J = A Gram, N = (I + Gram A)^{-T} = (I - J)^{-1} and P = 2N - I of the Gram form in closed form for "
-            "d <= 4, no solve "
+            doc="N = (I + Gram A)^{-T} = (I - J)^{-1} (J = A Gram), P = 2N - I and the residual R = (I - J) N - I of "
+            "the Gram form in closed form for d <= 4, no solve "
             "(Note [closed-form Gram solve]); structure-of-arrays layout: Gram (d, d, *batch), A (d, d, 1).",
             inputs={"Gram": Gram, "A": A},
             outputs=GRAM_CLOSED,
             dims={d: ("Gram", 0)},
             claims=["vp.gram_closed_form"],
-            returns=("J", "N", "P"),
+            returns=("N", "P", "R"),
             layout="soa",
         ),
         KernelSpec(

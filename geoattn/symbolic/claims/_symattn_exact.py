@@ -18,10 +18,10 @@ from ..expressions import T as _T
 from ..expressions import d as _D
 from ..nodes import Softmax
 from ..symattn import ACTIVATIONS, Aw, Gw, V, update_bindings, vjp_bindings, z
-from ._common import NOWHERE, Sizes, at_sizes, prove_evidence, run_bindings
+from ._common import NOWHERE, Sizes, prove_evidence, run_bindings
 from ._exp_exact import ExpField, search_exp_counterexample
 
-__all__ = ["ExpPolicy", "potential", "gradient", "softmax", "variables", "grid", "stack", "stated_matrix_gradient",
+__all__ = ["ExpPolicy", "potential", "gradient", "softmax", "variables", "stack", "stated_matrix_gradient",
            "stated_vector_gradient", "model_gradient", "code_update", "layer_residual", "vjp_residual"]
 
 # ---------------------------------------------------------------------------
@@ -31,6 +31,9 @@ __all__ = ["ExpPolicy", "potential", "gradient", "softmax", "variables", "grid",
 
 def variables(structure: str):
     """``size -> {"Q": n x T symbols, "A": n x n symbols}``, ``A`` symmetric or general as ``structure`` says."""
+
+    if structure not in ("general", "symmetric"):
+        raise ValueError(f"Expected structure 'general' or 'symmetric'. Got {structure!r}.")
 
     def variables(size):
         k, t = size["n"], size["T"]
@@ -74,8 +77,8 @@ class ExpPolicy:
 
     Stages, in order: a search for an exact counterexample at ``search`` sizes (``points`` random rational
     points each; a nonzero rational function of e^{1/L} refutes), the derivation ``prove``, and the exact
-    symbolic identity at ``exact`` sizes with every e^{C_mn} a free symbol (run even when proved if
-    ``always_exact``). ``structure`` says whether ``A`` is ``"general"`` or ``"symmetric"``.
+    symbolic identity at ``exact`` sizes with every e^{C_mn} a free symbol (run even when proved; a nonzero
+    residual there is searched for its exact counterexample at that size). ``structure`` says whether ``A`` is ``"general"`` or ``"symmetric"``.
     """
 
     residual: Callable[[ExpField], sp.Matrix] | None = None
@@ -85,7 +88,6 @@ class ExpPolicy:
     points: int = 2
     prove: Callable[[], Derivation] | None = None
     exact: Sizes = NOWHERE
-    always_exact: bool = True
 
     def __call__(self, ctx) -> list[Evidence]:
         """The stages at the depth and seed of ``ctx``."""
@@ -96,29 +98,30 @@ class ExpPolicy:
                                            points=self.points, name=self.name)
             if ce is not None:
                 return [Evidence(Level.REFUTED, "exact evaluation at random rational points", counterexample=ce)]
-        evidence, proved = [], False
+        evidence = []
         if self.prove is not None:
             try:
                 evidence.append(prove_evidence(self.prove))
-                proved = True
             except (ProofFailed, NotInAlgebra) as exc:
                 evidence.append(Evidence(Level.ERROR, "derivation", detail=f"derivation failed: {exc}"))
         exact = self.exact.at(ctx)
-        if exact and (self.always_exact or not proved):
+        if exact:
             for size in exact:
                 mats = build(size)
                 res = self.residual(ExpField(mats["Q"], mats["A"]))
-                if any(sp.cancel(sp.together(x)) != 0 for x in res):
+                if not alg.is_zero(res):
+                    # a nonzero symbolic residual: search that size for the exact counterexample
+                    ce = search_exp_counterexample(self.residual, build, [size], seed=ctx.seed_for("exact"),
+                                                   points=20, name=self.name)
+                    if ce is not None:
+                        return [Evidence(Level.REFUTED, "exact evaluation at random rational points",
+                                         counterexample=ce)]
                     return [Evidence(Level.ERROR, "exact symbolic identity", sizes=[size],
-                                     detail="symbolic residual nonzero but no rational counterexample found")]
+                                     detail="symbolic residual nonzero but no rational counterexample found in "
+                                     "20 points at this size")]
             evidence.append(Evidence(Level.CHECKED, "exact symbolic identity at explicit sizes, every e^{C_mn} "
                                      "a free symbol", sizes=[dict(s) for s in exact]))
         return evidence
-
-
-def grid(ns, ts) -> Sizes:
-    """Every ``{"n": n, "T": t}`` (explicit sizes of ``Q``, n x T)."""
-    return at_sizes(*({"n": a, "T": b} for a in ns for b in ts))
 
 
 # ---------------------------------------------------------------------------

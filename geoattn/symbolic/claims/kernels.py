@@ -272,7 +272,6 @@ def _lsa_row_derivation() -> Derivation:
     )
 
 
-#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
 def skew_small_identity() -> MatrixIdentity:
     """Both closed forms (Cayley(C) and Cayley(S) - I) minus the Cayley transform, for skew matrices."""
 
@@ -336,6 +335,7 @@ def _gram_form_derivation() -> Derivation:
     )
 
 
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
 CLAIMS = [
     Claim(
         id="kernels.cayley_left_solve",
