@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     prove.add_argument("--list", action="store_true", help="list the claim ids and exit")
     prove.add_argument("--verbose", "-v", action="store_true", help="print every derivation")
     prove.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
-    codegen = sub.add_parser("codegen", help="regenerate the torch kernels from the SymPy expressions")
+    codegen = sub.add_parser("codegen", help="regenerate the torch kernels and the native C kernels from the SymPy expressions")
     codegen.add_argument("--check", action="store_true", help="exit 1 if the checked-in kernels are stale")
     codegen.add_argument("--path", help="target file (default: geoattn/kernels/_generated.py)")
     return parser
@@ -134,7 +134,7 @@ def _codegen(args) -> int:
         print(diff)
         return 1
     path = codegen.write(args.path)
-    print(f"geoattn codegen: wrote {path}")
+    print(f"geoattn codegen: wrote {path} and {codegen.native_target_path()}")
     return 0
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv and install geoattn with its test extra.
+# Create .venv and install geoattn with its test extra (and gcc where no C compiler is found).
 # torch: where none is installed, the CPU build is installed first
 # (pip install torch==2.13.0 where that build is available locally,
 # otherwise the newest CPU-compatible release pip finds).
@@ -15,4 +15,11 @@ if ! "$VPY" -c "import torch" >/dev/null 2>&1; then
     "$VPY" -m pip install -q "torch==2.13.0" || "$VPY" -m pip install -q "torch>=2.4"
 fi
 "$VPY" -m pip install -q -e ".[test]"
+# the native CPU kernels are compiled at first use: install a C compiler where none is found
+if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing gcc (for the native kernels)"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q gcc libc6-dev >/dev/null
+fi
 echo "setup: $("$VPY" -c 'import torch, sympy; print("torch", torch.__version__, "sympy", sympy.__version__)')"

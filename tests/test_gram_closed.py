@@ -10,7 +10,7 @@ import torch
 import geoattn.kernels as K
 from geoattn.codegen.printer import CodegenError, SoAKernelPrinter
 from geoattn.kernels import _generated as gen
-from geoattn.kernels import _gram
+from geoattn.kernels import _gram, _native
 from geoattn.symbolic import expressions as ex
 from geoattn.symbolic.claims import vp_gram
 from geoattn.symbolic.strategies import search_counterexample
@@ -64,13 +64,18 @@ def test_negative_control_broken_forward_bindings_are_refuted(mutant, monkeypatc
     assert search_counterexample(ident, sizes, seed=0, points=1) is not None
 
 
-def test_negative_control_a_broken_backward_binding_is_refuted(monkeypatch):
+@pytest.mark.parametrize("name", ["H", "gx", "gA", "y"])
+def test_negative_control_a_broken_layer_binding_is_refuted(monkeypatch, name):
+    # the claim evaluates the layer bindings (the native kernels' sources): a wrong sign in any of the backward's
+    # bindings or in the forward's output must be refuted
     ident = vp_gram.closed_vjp_identity()
     sizes = [{"T": 3, "d": 2}, {"T": 5, "d": 4}]
     assert search_counterexample(ident, sizes, seed=1, points=1) is None
-    (m_name, m_expr), (h_name, h_expr) = ex.GRAM_CLOSED_VJP
     A, Mbar = ex.A, sp.MatrixSymbol("Mbar", ex.d, ex.d)
-    monkeypatch.setattr(ex, "GRAM_CLOSED_VJP", [(m_name, m_expr), (h_name, A * Mbar.T + Mbar * A)])  # a sign
+    P, H, Gram = (sp.MatrixSymbol(n, ex.d, ex.d) for n in ("P", "H", "Gram"))
+    broken = {"H": A * Mbar.T + Mbar * A, "gx": ex.Gy * P.T - ex.x * H, "gA": Gram * Mbar.T, "y": -ex.x * P}[name]
+    table = "GRAM_CLOSED_LAYER" if name == "y" else "GRAM_CLOSED_LAYER_VJP"
+    monkeypatch.setattr(ex, table, [(n, broken if n == name else e) for n, e in getattr(ex, table)])
     assert search_counterexample(ident, sizes, seed=1, points=1) is not None
 
 
@@ -126,40 +131,64 @@ def test_generated_closed_kernel_matches_the_inverse():
 # -- the runtime ------------------------------------------------------------------------------------------------
 
 
+@pytest.fixture(params=["native", "eager"])
+def path(request, monkeypatch):
+    """Run a runtime test through the native kernels and through the eager structure-of-arrays form; ``calls``
+    counts the native forward's calls, so a test can assert which one served."""
+    if request.param == "native":
+        ok, why = _native.native_status(4)
+        if not ok:
+            pytest.skip(f"the native kernels cannot run here: {why}")
+    monkeypatch.setattr(_gram, "USE_NATIVE", request.param == "native")
+    calls = []
+    real = _native.gram_forward
+
+    def counted(*args):
+        calls.append(args[0].shape)
+        return real(*args)
+
+    monkeypatch.setattr(_native, "gram_forward", counted)
+    path = type("Path", (), {})()
+    path.name, path.calls = request.param, calls
+    path.served = lambda: bool(calls) == (request.param == "native")
+    return path
+
+
 @pytest.mark.parametrize("T,d,rank1", [(9, 3, False), (16, 4, False), (12, 4, True), (5, 2, True), (2, 4, False),
                                        (4, 4, False), (1, 3, False), (40, 4, False)])
-def test_closed_form_matches_the_full_form(T, d, rank1):
+def test_closed_form_matches_the_full_form(T, d, rank1, path):
     """d < T, d = T and d > T, rank one, both layouts (batched products from SOA_MAX_T tokens on)."""
     torch.manual_seed(T * d)
     x = inputs(33, T, d, rank1)
     A = skew(d)
-    y, ok = _gram._VPGramClosed.apply(x, A)
-    assert bool(ok.all())
+    y, ok, _ = _gram._VPGramClosed.apply(x, A)
+    assert bool(ok.all()) and path.served()
     ref = full64(x, A)
     rel = ((y.double() - ref).abs() / x.double().norm(dim=-2, keepdim=True).clamp_min(1e-30)).max()
     assert rel <= 8 * T * torch.finfo(F32).eps, rel
 
 
 @pytest.mark.parametrize("T", [6, _gram.SOA_MAX_T])
-def test_closed_form_gradcheck_and_double_backward(T):
+def test_closed_form_gradcheck_and_double_backward(T, path):
     """Both layouts: structure of arrays below SOA_MAX_T tokens, batched products from there on."""
     torch.manual_seed(T)
     x = torch.randn(3, T, 4, dtype=F64, requires_grad=True)
     A = torch.randn(4, 4, dtype=F64, requires_grad=True)
     fn = lambda a, b: _gram._VPGramClosed.apply(a, b)[0]  # noqa: E731
-    assert torch.autograd.gradcheck(fn, (x, A))
+    assert torch.autograd.gradcheck(fn, (x, A)) and path.served()
     assert torch.autograd.gradgradcheck(fn, (x[:1, :5], A))
 
 
 @pytest.mark.parametrize("T", [16, 40])
 @pytest.mark.parametrize("incoming", ["dense", "sum"])
-def test_closed_form_backward_matches_the_full_form(T, incoming):
+def test_closed_form_backward_matches_the_full_form(T, incoming, path):
     """Both incoming-gradient layouts a loss produces: dense, and the expanded one of out.sum()."""
     torch.manual_seed(T)
     B = 5
     x = torch.randn(B, T, 4, requires_grad=True)
     A = skew(4).requires_grad_()
     assert bool(_gram._VPGramClosed.apply(x.detach(), A.detach())[1].all())  # the closed form serves every sample
+    assert path.served()
     out = K.vp_attention(x, A)
     g = torch.randn_like(out) if incoming == "dense" else torch.ones(()).expand_as(out)
     gx, gA = torch.autograd.grad(out, (x, A), g)
@@ -170,7 +199,7 @@ def test_closed_form_backward_matches_the_full_form(T, incoming):
     assert (gA.double() - rA).abs().max() <= tol * B * (1 + rA.abs().max())
 
 
-def test_results_do_not_depend_on_the_rest_of_the_batch():
+def test_results_do_not_depend_on_the_rest_of_the_batch(path):
     torch.manual_seed(3)
     x = torch.randn(40, 16, 4)
     x[5] = (torch.randn(1, 4) + 1e-6 * torch.randn(16, 4)) * 100  # fails the residual check: solved
@@ -179,17 +208,18 @@ def test_results_do_not_depend_on_the_rest_of_the_batch():
     for i in (0, 5, 7):
         for batch in (x[i : i + 1], torch.cat([x[i : i + 1], x[:4] * 1e3])):
             assert torch.equal(y[i], K.vp_attention(batch, A)[0])
+    assert path.served()
 
 
-def test_ill_conditioned_samples_are_solved_and_stay_accurate():
+def test_ill_conditioned_samples_are_solved_and_stay_accurate(path):
     """Nearly parallel tokens of large norm fail the residual check (Note [closed-form residual check]) and take
     the pivoted solve; the others keep the closed form."""
     torch.manual_seed(4)
     x = torch.randn(8, 16, 4)
     x[2:4] = (torch.randn(2, 1, 4) + 1e-6 * torch.randn(2, 16, 4)) * 100
     A = skew(4)
-    _, ok = _gram._VPGramClosed.apply(x, A)
-    assert ok.tolist() == [True, True, False, False, True, True, True, True]
+    _, ok, _ = _gram._VPGramClosed.apply(x, A)
+    assert ok.tolist() == [True, True, False, False, True, True, True, True] and path.served()
     y = K.vp_attention(x, A)
     ref = full64(x, A)
     rel = ((y.double() - ref).abs() / x.double().norm(dim=-2, keepdim=True)).amax((-2, -1))
@@ -207,6 +237,7 @@ def test_ill_conditioned_samples_are_solved_and_stay_accurate():
 
 
 def test_negative_control_a_broken_closed_kernel_is_caught_by_the_residual_check(monkeypatch):
+    monkeypatch.setattr(_gram, "USE_NATIVE", False)  # the eager kernel is broken here (the native one: test_native)
     torch.manual_seed(5)
     x, A = torch.randn(16, 16, 4), skew(4)
     good = K.vp_attention(x, A)
@@ -218,7 +249,7 @@ def test_negative_control_a_broken_closed_kernel_is_caught_by_the_residual_check
         return N * (1 + 1e-6), 2 * N * (1 + 1e-6) - eye, (1 + 1e-6) * R + 1e-6 * eye
 
     monkeypatch.setattr(gen, "vp_gram_closed", broken)
-    y, ok = _gram._VPGramClosed.apply(x, A)
+    y, ok, _ = _gram._VPGramClosed.apply(x, A)
     assert not bool(ok.any())  # every sample fails the check ...
     assert (K.vp_attention(x, A) - good).abs().max() <= 8 * 16 * torch.finfo(F32).eps * x.abs().max()  # ... and is solved
 
@@ -232,18 +263,18 @@ def test_dispatch_records_why_the_closed_form_was_not_taken():
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_half_inputs(dtype):
+def test_half_inputs(dtype, path):
     torch.manual_seed(6)
     x = torch.randn(30, 16, 4).to(dtype)
     A = skew(4).to(dtype)
-    assert bool(_gram._VPGramClosed.apply(x, A)[1].all())
+    assert bool(_gram._VPGramClosed.apply(x, A)[1].all()) and path.served()
     y = K.vp_attention(x, A)
     assert y.dtype == dtype
     ref = full64(x, A)
     assert ((y.double() - ref).abs() / x.double().norm(dim=-2, keepdim=True)).max() <= torch.finfo(dtype).eps
 
 
-def test_shapes_through_vp_attention():
+def test_shapes_through_vp_attention(path):
     """Unbatched, several batch dimensions, an empty batch and d = 1 take the closed form like a (B, T, d) batch."""
     torch.manual_seed(7)
     A = skew(3)
@@ -253,6 +284,7 @@ def test_shapes_through_vp_attention():
     assert K.vp_attention(torch.randn(0, 9, 3), A).shape == (0, 9, 3)
     x1 = torch.randn(4, 6, 1)
     assert torch.equal(K.vp_attention(x1, torch.zeros(1, 1)), x1)  # A = 0 in d = 1: the identity map
+    assert path.served()
 
 
 def test_transforms_and_forward_mode_take_the_solve():

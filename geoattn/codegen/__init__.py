@@ -1,12 +1,24 @@
-"""Code generation: batched PyTorch source from the verified SymPy expressions.
+"""Code generation: batched PyTorch source and native C kernels from the verified SymPy expressions.
 
 ``generate_module()`` prints every kernel of
-:data:`geoattn.symbolic.kernel_table.KERNELS`; ``write()`` updates
-``geoattn/kernels/_generated.py`` and ``check()`` compares it with a fresh
-generation (``geoattn codegen`` and ``geoattn codegen --check``).
+:data:`geoattn.symbolic.kernel_table.KERNELS`; ``generate_native_module()``
+prints every native kernel of :data:`~geoattn.symbolic.kernel_table.NATIVE_KERNELS`
+as C (:mod:`geoattn.codegen.cprinter`); ``write()`` updates
+``geoattn/kernels/_generated.py`` and ``geoattn/kernels/_native_gram.c`` and
+``check()`` compares both with a fresh generation (``geoattn codegen`` and
+``geoattn codegen --check``).
 """
 
-from .generate import check, generate_kernel, generate_module, target_path, write
+from .cprinter import print_native_kernel
+from .generate import (
+    check,
+    generate_kernel,
+    generate_module,
+    generate_native_module,
+    native_target_path,
+    target_path,
+    write,
+)
 from .printer import CodegenError, TorchKernelPrinter, factor_sums
 
 __all__ = [
@@ -16,6 +28,9 @@ __all__ = [
     "factor_sums",
     "generate_kernel",
     "generate_module",
+    "generate_native_module",
+    "native_target_path",
+    "print_native_kernel",
     "target_path",
     "write",
 ]

@@ -8,10 +8,12 @@ import os
 import sympy as sp
 
 from ..symbolic.kernel_spec import KernelSpec
-from ..symbolic.kernel_table import KERNELS, expressions_hash
+from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, native_hash
+from .cprinter import LANES, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
 from .printer import SOA_HELPER_NAMES, SOA_HELPERS, SoAKernelPrinter, TorchKernelPrinter, common_scalar, factor_sums
 
-__all__ = ["generate_kernel", "generate_module", "target_path", "write", "check"]
+__all__ = ["generate_kernel", "generate_module", "generate_native_module", "target_path", "native_target_path",
+           "write", "check"]
 
 PRINTER_VERSION = 3
 
@@ -83,30 +85,85 @@ def generate_module() -> str:
     return header + helpers + "\n\n" + "\n\n".join(generate_kernel(k) for k in KERNELS) + "\n\n" + table
 
 
+NATIVE_HEADER = """/* Native CPU kernels generated from the verified SymPy bindings.
+
+   DO NOT EDIT: this file is written by `geoattn codegen` from geoattn/symbolic/expressions.py
+   (Note [the closed-form Gram layer]); `geoattn codegen --check` fails when it is stale. It is compiled at first
+   use by geoattn.kernels._native (plain C99, no Python or torch headers), one library per d and real type
+   (-DGEOATTN_D=<d> -DGEOATTN_F32 or -DGEOATTN_F64), and called through ctypes; every function is batched
+   over B samples of T tokens (Note [lanes] in geoattn.codegen.cprinter).
+
+   bindings-sha256: {hash}
+   printer-version: {version}
+
+   Sources (kernel: bindings  [ledger claims]):
+{sources}
+*/
+
+#include <math.h>
+#include <stdint.h>
+
+#define LANES {lanes}
+#define TOKEN_CHUNK {chunk}
+"""
+
+
+def generate_native_module() -> str:
+    """The C source of every native kernel at every ``d`` and real type, with a header naming its sources."""
+    sources = "\n".join(
+        f"     {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.bindings) + f"  [{', '.join(k.claims)}]"
+        for k in NATIVE_KERNELS
+    )
+    header = NATIVE_HEADER.format(hash=native_hash(), version=PRINTER_VERSION, sources=sources, lanes=LANES,
+                                  chunk=TOKEN_CHUNK)
+    # one group per (d, real type), each compiled on its own when first needed (GEOATTN_D, GEOATTN_<REAL>)
+    functions = []
+    for d in range(1, max(k.max_dim for k in NATIVE_KERNELS) + 1):
+        for real in REAL_TYPES:
+            group = [print_native_kernel(k, d, real) for k in NATIVE_KERNELS if d <= k.max_dim]
+            functions.append(f"#if GEOATTN_D == {d} && defined(GEOATTN_{real.upper()})\n\n" + "\n".join(group)
+                             + f"\n#endif  /* d = {d}, {real} */\n")
+    index = "\n".join(f"   {c_function_name(k, d, real)}" for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1)
+                      for real in REAL_TYPES)
+    return header + f"\n/* functions:\n{index}\n*/\n\n" + "\n".join(functions)
+
+
+def native_target_path() -> str:
+    """``geoattn/kernels/_native_gram.c`` in this checkout."""
+    return os.path.join(os.path.dirname(target_path()), "_native_gram.c")
+
+
 def target_path() -> str:
     """``geoattn/kernels/_generated.py`` in this checkout."""
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.normpath(os.path.join(here, "..", "kernels", "_generated.py"))
 
 
-def write(path: str | None = None) -> str:
-    """Write the generated module to ``path`` (default :func:`target_path`); return the path."""
+def write(path: str | None = None, native_path: str | None = None) -> str:
+    """Write the generated module to ``path`` (default :func:`target_path`) and the native kernels' C source to
+    ``native_path`` (default :func:`native_target_path`); return the module's path."""
     path = path or target_path()
     with open(path, "w") as fh:
         fh.write(generate_module())
+    with open(native_path or native_target_path(), "w") as fh:
+        fh.write(generate_native_module())
     return path
 
 
-def check(path: str | None = None) -> tuple[bool, str]:
-    """``(fresh, diff)``: whether the file at ``path`` equals what would be generated."""
-    path = path or target_path()
-    want = generate_module()
+def _diff(path: str, want: str) -> str:
     try:
         with open(path) as fh:
             have = fh.read()
     except FileNotFoundError:
-        return False, f"{path} does not exist"
+        return f"{path} does not exist\n"
     if have == want:
-        return True, ""
-    diff = "".join(difflib.unified_diff(have.splitlines(True), want.splitlines(True), path, "generated"))
-    return False, diff
+        return ""
+    return "".join(difflib.unified_diff(have.splitlines(True), want.splitlines(True), path, "generated"))
+
+
+def check(path: str | None = None, native_path: str | None = None) -> tuple[bool, str]:
+    """``(fresh, diff)``: whether the generated module at ``path`` and the C source at ``native_path`` equal what
+    would be generated."""
+    diff = _diff(path or target_path(), generate_module()) + _diff(native_path or native_target_path(),
+                                                                  generate_native_module())
+    return not diff, diff

@@ -45,6 +45,7 @@ from __future__ import annotations
 import torch
 
 from . import _generated as gen
+from . import _native
 
 __all__ = ["closed_form_applies", "vp_gram_closed"]
 
@@ -96,28 +97,50 @@ def _residual_ok(R: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 class _VPGramClosed(torch.autograd.Function):
-    # the token-sized work in the structure-of-arrays layout for short sequences, by batched products for long
-    # ones (Note [structure-of-arrays runtime]); the choice depends on the sample's shape, never on the batch
+    # the native kernels when they can run (Note [native kernels] in geoattn.kernels._native); otherwise the token-
+    # sized work in the structure-of-arrays layout for short sequences, by batched products for long ones (Note
+    # [structure-of-arrays runtime]); the choice depends on the sample's shape and the machine, never on the batch.
+    # Returns y, the per-sample residual check and the per-sample |x|_F^2 (the trace of the Gram matrix).
     @staticmethod
     def forward(ctx, x, A):
         B, T, d = x.shape
-        As = _skew64(A)[..., None]  # (d, d, 1)
+        As = _skew64(A)
+        ctx.native = _native_applies(x)
+        if ctx.native:
+            xn = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32).contiguous()
+            y, G, N, rmax = _native.gram_forward(xn, As.contiguous())
+            ok = rmax <= torch.finfo(x.dtype).eps / 16
+            if not bool(ok.all()):
+                bad = (~ok).nonzero().squeeze(-1)
+                Nb = _solve(G.index_select(0, bad), As)
+                N = N.index_copy(0, bad, Nb)
+                eye = torch.eye(d, dtype=torch.float64, device=x.device)
+                y = y.index_copy(0, bad, (xn.index_select(0, bad).double() @ (2 * Nb - eye)).to(xn.dtype))
+            ctx.save_for_backward(x, A, xn, G, N, As)
+            sq = G.diagonal(dim1=-2, dim2=-1).sum(-1)
+            ctx.mark_non_differentiable(ok, sq)
+            return y.to(x.dtype), ok, sq
+        As = As[..., None]  # (d, d, 1)
         soa = T < SOA_MAX_T
         xs = _soa(x) if soa else x.to(torch.float64)
         G = _outer_sum(xs, xs) if soa else (xs.mT @ xs).permute(1, 2, 0).contiguous()
         N, P, R = gen.vp_gram_closed(G, As)
         ok = _residual_ok(R, x.dtype)
         if not bool(ok.all()):
-            N, P = _solve_failed(G, As, N, ok)
+            bad = (~ok).nonzero().squeeze(-1)
+            Nb = _solve(G.index_select(-1, bad).permute(2, 0, 1), As[..., 0])
+            N = N.index_copy(-1, bad, Nb.permute(1, 2, 0).contiguous())
+            P = 2 * N - gen.soa_eye(d, N)
         y = _aos(gen.soa_mm(xs, P), x.dtype) if soa else (xs @ P.permute(2, 0, 1).contiguous()).to(x.dtype)
         ctx.soa = soa
         ctx.save_for_backward(x, A, xs, G, N, P, As)
-        ctx.mark_non_differentiable(ok)
-        return y, ok
+        sq = gen.soa_tr(G)
+        ctx.mark_non_differentiable(ok, sq)
+        return y, ok, sq
 
     @staticmethod
-    def backward(ctx, gy, _unused):
-        x, A, xs, G, N, P, As = ctx.saved_tensors
+    def backward(ctx, gy, _ok, _scale):
+        x, A = ctx.saved_tensors[:2]
         if torch.is_grad_enabled():
             # double backward: through the float64 Gram form, built from differentiable operations
             def f(a, b):
@@ -125,6 +148,12 @@ class _VPGramClosed(torch.autograd.Function):
 
             _, pullback = torch.func.vjp(f, x, A)
             return pullback(gy)
+        if ctx.native:
+            _, _, xn, G, N, As = ctx.saved_tensors
+            gx, gA = _native.gram_backward(xn, gy.to(xn.dtype).contiguous(), G, N, As)
+            gAs = gA.sum(0)
+            return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype)
+        _, _, xs, G, N, P, As = ctx.saved_tensors
         if ctx.soa:
             gys = _soa(gy)  # also makes the expanded gradient of out.sum() contiguous
             Mbar, H = gen.vp_gram_closed_vjp(N, _outer_sum(xs, gys), As)
@@ -139,24 +168,31 @@ class _VPGramClosed(torch.autograd.Function):
         return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype)
 
 
+#: whether the native kernels may serve (the tests turn it off to exercise the eager form)
+USE_NATIVE = True
+
+
+def _native_applies(x: torch.Tensor) -> bool:
+    """Whether the native kernels serve ``x`` (Note [native kernels] in :mod:`geoattn.kernels._native`)."""
+    if not USE_NATIVE or x.device.type != "cpu":
+        return False
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    return _native.native_status(x.shape[-1], dtype)[0]
+
+
 def _skew64(A: torch.Tensor) -> torch.Tensor:
     """The skew part of ``A`` in float64 (the layer's forms use it, so the gradient in ``A`` is skew)."""
     A = A.to(torch.float64)
     return 0.5 * (A - A.mT)
 
 
-def _solve_failed(G: torch.Tensor, As: torch.Tensor, N: torch.Tensor, ok: torch.Tensor):
-    """``N`` and ``P = 2N - I`` with ``N = (I + G A)^{-T}`` recomputed by a pivoted float64 solve for the samples
-    that failed the residual check (Note [closed-form residual check]); the backward formulas hold for any exact
-    ``N``, so those samples stay on the same path."""
-    d = G.shape[0]
-    bad = (~ok).nonzero().squeeze(-1)
-    eye = torch.eye(d, dtype=G.dtype, device=G.device)
-    M = eye + G.index_select(-1, bad).permute(2, 0, 1) @ As[..., 0]
-    Nb = torch.linalg.solve(M.mT, eye.expand(M.shape))
-    N = N.index_copy(-1, bad, Nb.permute(1, 2, 0).contiguous())
-    P = 2 * N - eye[..., None]
-    return N, P
+def _solve(G: torch.Tensor, As: torch.Tensor) -> torch.Tensor:
+    """``N = (I + G A)^{-T}`` by a pivoted float64 solve, for ``G`` of shape ``(n, d, d)``: the samples that failed
+    the residual check (Note [closed-form residual check]); the backward formulas hold for any exact ``N``, so
+    those samples stay on the same path."""
+    eye = torch.eye(G.shape[-1], dtype=G.dtype, device=G.device)
+    M = eye + G @ As
+    return torch.linalg.solve(M.mT, eye.expand(M.shape))
 
 
 def _dual(t: torch.Tensor) -> bool:
@@ -177,9 +213,8 @@ def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, fallback) -> torch.Tensor:
         return fallback(x, A)
     shape = x.shape
     xb = x.reshape(-1, *shape[-2:])
-    y, _ = _VPGramClosed.apply(xb, A)
-    xd = xb.detach().to(torch.float64)
-    big = (xd * xd).sum((-2, -1)) * _skew64(A.detach()).norm() > GRAM_MAX_SCALE
+    y, _, sq = _VPGramClosed.apply(xb, A)
+    big = sq * _skew64(A.detach()).norm() > GRAM_MAX_SCALE
     if bool(big.any()):
         idx = big.nonzero().squeeze(-1)
         y = y.index_put((idx,), fallback(xb[idx], A))

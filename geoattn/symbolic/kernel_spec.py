@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.matrices.expressions import MatrixSymbol
 
-__all__ = ["KernelSpec"]
+__all__ = ["KernelSpec", "NativeKernelSpec"]
 
 
 @dataclass(kw_only=True)
@@ -41,3 +41,44 @@ class KernelSpec:
         outs = "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.outputs)
         layout = "" if self.layout == "batch-first" else f" [{self.layout}]"
         return f"{self.name}({', '.join(self.inputs)}){layout}: {outs}"
+
+
+@dataclass(kw_only=True)
+class NativeKernelSpec:
+    """One native (C) kernel: ``bindings`` evaluated entrywise at ``d = 1 .. max_dim`` and printed as C by
+    :mod:`geoattn.codegen.cprinter`.
+
+    Arguments, in the order of the C function's parameters after ``B`` and ``T``:
+
+    * ``token_inputs``: ``T x d`` matrices per sample, stored ``(B, T, d)`` in the input's real type;
+    * ``sample_inputs``: ``d x d`` matrices per sample, stored ``(B, d, d)`` in double, with their structure;
+    * ``shared_inputs``: ``d x d`` matrices shared by the batch, stored ``(d, d)`` in double, with their
+      structure.
+
+    A structure is ``"general"``, ``"symmetric"`` (only the lower triangle is read) or ``"skew"`` (only the strict
+    lower triangle is read): the kernel assumes the rest, so the caller must pass such matrices.
+    * ``token_outputs`` (``(B, T, d)``, real type), ``sample_outputs`` (``(B, d, d)``, double) and
+      ``maxabs_outputs`` (``(B,)``, double: the largest absolute entry of the binding, ``NaN`` when one is).
+    """
+
+    name: str
+    doc: str
+    bindings: list[tuple[str, object]]
+    token_inputs: tuple[str, ...]
+    sample_inputs: dict[str, str] = field(default_factory=dict)
+    shared_inputs: dict[str, str] = field(default_factory=dict)
+    token_outputs: tuple[str, ...] = ()
+    sample_outputs: tuple[str, ...] = ()
+    maxabs_outputs: tuple[str, ...] = ()
+    claims: list[str] = field(default_factory=list)
+    max_dim: int = 4
+
+    def parameters(self) -> tuple[str, ...]:
+        """The names of the C function's array parameters, in order."""
+        return (*self.token_inputs, *self.sample_inputs, *self.shared_inputs, *self.token_outputs,
+                *self.sample_outputs, *self.maxabs_outputs)
+
+    def source_text(self) -> str:
+        """One line naming the kernel, its arguments and its bindings (hashed into the generated header)."""
+        outs = "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.bindings)
+        return f"{self.name}({', '.join(self.parameters())}) [native, d <= {self.max_dim}]: {outs}"

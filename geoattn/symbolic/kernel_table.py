@@ -17,6 +17,8 @@ from .expressions import (  # the expressions the kernels print
     CAYLEY_SKEW_SMALL,
     GRAM_CAYLEY,
     GRAM_CLOSED,
+    GRAM_CLOSED_LAYER,
+    GRAM_CLOSED_LAYER_VJP,
     GRAM_CLOSED_VJP,
     Gram,
     Pbar,
@@ -62,7 +64,7 @@ from .expressions import (  # the expressions the kernels print
     uta_expr,
     x,
 )
-from .kernel_spec import KernelSpec
+from .kernel_spec import KernelSpec, NativeKernelSpec
 from .symattn import ACTIVATIONS as SYMATTN_ACTIVATIONS
 from .symattn import Aw, Gw, V, update_bindings, vjp_bindings, z
 
@@ -363,6 +365,42 @@ KERNELS: list[KernelSpec] = [
     ),
     *_symattn_specs(),
 ]
+
+
+#: the native CPU kernels (C, printed by :mod:`geoattn.codegen.cprinter` into ``geoattn/kernels/_native_gram.c``;
+#: Note [the closed-form Gram layer] in :mod:`geoattn.symbolic.expressions`)
+NATIVE_KERNELS: list[NativeKernelSpec] = [
+    NativeKernelSpec(
+        name="vp_gram_fwd",
+        doc="The closed-form Gram layer's forward for d <= 4: Gram = x^T x, N = (I + Gram A)^{-T} in closed form, "
+        "the largest entry of its residual R = (I + Gram A)^T N - I, and y = x (2N - I).",
+        bindings=GRAM_CLOSED_LAYER,
+        token_inputs=("x",),
+        shared_inputs={"A": "skew"},
+        token_outputs=("y",),
+        sample_outputs=("Gram", "N"),
+        maxabs_outputs=("R",),
+        claims=["vp.gram_closed_form", "vp.gram_closed_form_vjp"],
+    ),
+    NativeKernelSpec(
+        name="vp_gram_bwd",
+        doc="The closed-form Gram layer's backward for d <= 4: x_bar = y_bar P^T + x H and the per-sample "
+        "Gram M_bar (A_bar is the skew part of its sum over the batch), from the forward's Gram and N.",
+        bindings=GRAM_CLOSED_LAYER_VJP,
+        token_inputs=("x", "Gy"),
+        sample_inputs={"Gram": "symmetric", "N": "general"},
+        shared_inputs={"A": "skew"},
+        token_outputs=("gx",),
+        sample_outputs=("gA",),
+        claims=["vp.gram_closed_form_vjp"],
+    ),
+]
+
+
+def native_hash() -> str:
+    """SHA-256 of every native kernel's source bindings (the generated C file records it)."""
+    text = "\n".join(spec.source_text() for spec in NATIVE_KERNELS)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def kernel(name: str) -> KernelSpec:

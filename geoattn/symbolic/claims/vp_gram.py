@@ -80,19 +80,21 @@ def _reference_gradient(X: sp.Matrix, Am: sp.Matrix, Gy: sp.Matrix) -> tuple[sp.
 
 
 def closed_vjp_identity() -> MatrixIdentity:
-    """The closed-form backward's ``(x_bar, A_bar)`` minus the exact dual-number gradient of the ``T x T`` Cayley
-    layer, stacked."""
+    """The closed-form layer's ``y`` and its backward's ``(x_bar, A_bar)`` (the bindings ``GRAM_CLOSED_LAYER`` and
+    ``GRAM_CLOSED_LAYER_VJP``, the sources of the native kernels) minus the ``T x T`` Cayley layer and its exact
+    dual-number gradient, stacked."""
 
     def residual(size, X, Am, Gy):
-        k = size["d"]
-        Gm = X.T * X
-        out = _closed(Gm, Am, k)
-        back = run_bindings(ex.GRAM_CLOSED_VJP, {MatrixSymbol("N", ex.d, ex.d): out["N"], ex.Pbar: X.T * Gy,
-                                                 ex.A: Am}, {ex.d: k})
-        gx = Gy * out["P"].T + X * back["H"]
-        ga = Gm * back["Mbar"]
+        k, t = size["d"], X.rows
+        sizes = {ex.d: k, ex.T: t}
+        fwd = run_bindings(ex.GRAM_CLOSED_LAYER, {ex.x: X, ex.A: Am}, sizes)
+        back = run_bindings(ex.GRAM_CLOSED_LAYER_VJP, {ex.x: X, ex.Gy: Gy, ex.A: Am, MatrixSymbol("N", ex.d, ex.d): fwd["N"],
+                                                       MatrixSymbol("Gram", ex.d, ex.d): fwd["Gram"]}, sizes)
+        gx, ga = back["gx"], back["gA"]
         dx, da = _reference_gradient(X, Am, Gy)
-        res = sp.Matrix.vstack((gx - dx).reshape(gx.rows * gx.cols, 1), ((ga - ga.T) / 2 - da).reshape(k * k, 1))
+        y = alg.cayley(X * Am * X.T).T * X  # the T x T layer
+        res = sp.Matrix.vstack((fwd["y"] - y).reshape(t * k, 1), (gx - dx).reshape(t * k, 1),
+                               ((ga - ga.T) / 2 - da).reshape(k * k, 1))
         return res.applyfunc(sp.cancel)
 
     def variables(s):
@@ -127,8 +129,9 @@ CLAIMS = [
     Claim(
         id="vp.gram_closed_form_vjp",
         title="the closed-form Gram backward",
-        statement="For y = x P with P = 2N - I, N = (I + x^T x A)^{-T} (A skew, d <= 4) and incoming gradient "
-        "y_bar: x_bar = y_bar P^T + x H, A_bar = skew(G M_bar) with M_bar = -2 N (x^T y_bar)^T N and "
+        statement="The layer bindings (GRAM_CLOSED_LAYER, GRAM_CLOSED_LAYER_VJP: the sources of the kernels and of "
+        "the native CPU kernels) give y = Cayley(x A x^T)^T x, and for y = x P with P = 2N - I, "
+        "N = (I + x^T x A)^{-T} (A skew, d <= 4) and incoming gradient y_bar: x_bar = y_bar P^T + x H, A_bar = skew(G M_bar) with M_bar = -2 N (x^T y_bar)^T N and "
         "H = A M_bar^T - M_bar A (kernel vp_gram_closed_vjp), the gradient of <y_bar, y>.",
         latex=r"\bar x = \bar yP^T + x(A\bar M^T - \bar MA),\ \bar A = \mathrm{skew}(G\bar M),\ "
         r"\bar M = -2N(x^T\bar y)^TN",

@@ -1,0 +1,200 @@
+r"""The native CPU kernels of the closed-form Gram layer: compiled at first use, called through :mod:`ctypes`.
+
+``_native_gram.c`` is generated from the verified bindings ``GRAM_CLOSED_LAYER`` and ``GRAM_CLOSED_LAYER_VJP``
+(``geoattn codegen``; Note [the closed-form Gram layer] in :mod:`geoattn.symbolic.expressions`). It is plain C99
+with no Python or torch headers: one library per ``d`` and real type is built from it with the system's C
+compiler (about a second each) into a cache directory and reused by later processes.
+
+Note [native kernels]
+---------------------
+On one CPU thread the eager structure-of-arrays form of the closed-form layer (:mod:`geoattn.kernels._gram`) is
+bound by its memory passes: about forty elementwise torch calls over ``(T, d, B)`` and ``(d, d, B)`` arrays
+and four transposing copies, 3.5 ms forward and backward at ``B = 4096, T = 16, d = 4``. The native kernels
+make one pass over the tokens for the Gram matrix and one for the output, keep every ``d x d`` value in
+registers, and take 0.3 ms forward and 0.5 ms backward there. They are used when all of these hold (otherwise
+the eager form serves, and :func:`native_status` says why):
+
+* the input is on the CPU, of a floating type (float32, or float16/bfloat16 converted to float32; float64
+  only when asked for, as the tests do);
+* a C compiler is found (``$CC``, else ``cc``, ``gcc`` or ``clang`` on the ``PATH``) and the library built;
+* the environment does not set ``GEOATTN_NATIVE=0``.
+
+The compiler flags are ``-O3 -std=c99 -fPIC -shared``, with ``-march=native`` when it is accepted; never
+``-ffast-math`` (the residual check must see a NaN). The cache directory is ``$GEOATTN_CACHE`` or
+``~/.cache/geoattn``; a library's name carries a hash of the source, the compiler and the flags, so a stale
+library is never loaded. With more than one torch thread the batch is split into contiguous parts run on
+that many threads (ctypes releases the GIL); every sample goes through the same operations whatever the
+split (Note [lanes] in :mod:`geoattn.codegen.cprinter`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+__all__ = ["native_status", "gram_forward", "gram_backward", "SOURCE"]
+
+#: the generated C source
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram.c")
+#: the largest d the kernels cover
+MAX_DIM = 4
+_REALS = {torch.float32: ("f32", ctypes.c_float), torch.float64: ("f64", ctypes.c_double)}
+_lock = threading.Lock()
+_libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
+#: fewest samples per thread when the batch is split
+_MIN_PER_THREAD = 512
+
+
+def _compiler() -> str | None:
+    cc = os.environ.get("CC")
+    if cc:
+        return shutil.which(cc) or (cc if os.path.isfile(cc) else None)
+    for name in ("cc", "gcc", "clang"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _cache_dir() -> str:
+    return os.environ.get("GEOATTN_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "geoattn")
+
+
+def _build(d: int, real: str) -> ctypes.CDLL | str:
+    """Compile (or find in the cache) and load the library of one ``d`` and real type; a string says why not."""
+    if os.environ.get("GEOATTN_NATIVE", "1") == "0":
+        return "GEOATTN_NATIVE=0 in the environment"
+    cc = _compiler()
+    if cc is None:
+        return "no C compiler found ($CC, cc, gcc or clang)"
+    try:
+        with open(SOURCE, "rb") as fh:
+            source = fh.read()
+    except OSError as err:
+        return f"cannot read {SOURCE}: {err}"
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    base = ["-O3", "-std=c99", "-fPIC", "-shared", f"-DGEOATTN_D={d}", f"-DGEOATTN_{real.upper()}"]
+    errors = []
+    for flags in (base + ["-march=native"], base):
+        key = hashlib.sha256(source + repr((cc, version, flags)).encode()).hexdigest()[:16]
+        path = os.path.join(_cache_dir(), f"native_gram_d{d}_{real}_{key}.so")
+        if not os.path.exists(path):
+            os.makedirs(_cache_dir(), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=_cache_dir())
+            os.close(fd)
+            proc = subprocess.run([cc, *flags, "-o", tmp, SOURCE, "-lm"], capture_output=True, text=True)
+            if proc.returncode != 0:
+                os.unlink(tmp)
+                errors.append(f"{' '.join(flags)}: {proc.stderr.strip()[:300]}")
+                continue
+            os.replace(tmp, path)  # atomic: a concurrent process sees the old state or the whole library
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as err:
+            errors.append(f"loading {path}: {err}")
+            continue
+        for name in (f"geoattn_vp_gram_fwd_d{d}_{real}", f"geoattn_vp_gram_bwd_d{d}_{real}"):
+            getattr(lib, name).restype = None
+        return lib
+    return "the C compiler failed: " + " | ".join(errors)
+
+
+def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:
+    if not 1 <= d <= MAX_DIM:
+        return f"d={d}: the native kernels cover d <= {MAX_DIM}"
+    if dtype not in _REALS:
+        return f"{dtype}: the native kernels take float32 or float64 tokens"
+    key = (d, _REALS[dtype][0])
+    with _lock:
+        if key not in _libraries:
+            _libraries[key] = _build(*key)
+        return _libraries[key]
+
+
+def native_status(d: int = 4, dtype: torch.dtype = torch.float32) -> tuple[bool, str]:
+    """Whether the native kernels for ``d`` and ``dtype`` can run here, and why not (building them if needed).
+
+    >>> ok, why = native_status(4)
+    >>> isinstance(ok, bool) and isinstance(why, str)
+    True
+    """
+    lib = _library(d, dtype)
+    return (True, "native kernels built") if not isinstance(lib, str) else (False, lib)
+
+
+def _ptr(t: torch.Tensor) -> ctypes.c_void_p:
+    return ctypes.c_void_p(t.data_ptr())
+
+
+def _run(fn, B: int, T: int, args: list) -> None:
+    """Call ``fn(B, T, *args)`` on the whole batch, or on contiguous parts of it on torch's thread count. ``args``
+    are the C function's arrays in order, each ``(tensor, batched)``: a batched tensor has the batch as its
+    first dimension and is split, a shared one is passed whole."""
+    parts = max(1, min(torch.get_num_threads(), B // _MIN_PER_THREAD))
+    bounds = [B * k // parts for k in range(parts + 1)]
+
+    def call(k):
+        lo, hi = bounds[k], bounds[k + 1]
+        fn(ctypes.c_int64(hi - lo), ctypes.c_int64(T), *(_ptr(t[lo:hi] if batched else t) for t, batched in args))
+
+    if parts == 1:
+        call(0)
+        return
+    with ThreadPoolExecutor(parts) as pool:
+        list(pool.map(call, range(parts)))
+
+
+def _check(x: torch.Tensor, A: torch.Tensor) -> None:
+    if x.device.type != "cpu" or x.dim() != 3 or not x.is_contiguous() or x.dtype not in _REALS:
+        raise ValueError(f"Expected a contiguous CPU tensor (B, T, d) of float32 or float64. Got {x.dtype} "
+                         f"{tuple(x.shape)} on {x.device}.")
+    d = x.shape[-1]
+    if A.dtype != torch.float64 or A.shape != (d, d) or not A.is_contiguous():
+        raise ValueError(f"Expected A as a contiguous float64 ({d}, {d}) tensor. Got {A.dtype} {tuple(A.shape)}.")
+
+
+def gram_forward(x: torch.Tensor, A: torch.Tensor):
+    """``(y, Gram, N, rmax)`` of the closed-form Gram layer for ``x`` of shape ``(B, T, d)`` (contiguous, float32 or
+    float64, CPU) and skew ``A`` (float64 ``(d, d)``; the kernel reads its strict lower triangle): ``y`` of ``x``'s
+    dtype, the float64 ``Gram = x^T x`` and ``N = (I + Gram A)^{-T}`` of shape ``(B, d, d)``, and ``rmax`` ``(B,)``,
+    the largest entry of :math:`|(I + GA)^TN - I|` (NaN when one is)."""
+    _check(x, A)
+    B, T, d = x.shape
+    lib = _library(d, x.dtype)
+    if isinstance(lib, str):
+        raise RuntimeError(f"Expected the native kernels to be available. Got: {lib}.")
+    y = torch.empty_like(x)
+    f64 = dict(dtype=torch.float64, device=x.device)
+    G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
+    # the C parameters: token input x; shared A; token output y; sample outputs Gram, N; maxabs output R
+    _run(getattr(lib, f"geoattn_vp_gram_fwd_d{d}_{_REALS[x.dtype][0]}"), B, T,
+         [(x, True), (A, False), (y, True), (G, True), (N, True), (R, True)])
+    return y, G, N, R
+
+
+def gram_backward(x: torch.Tensor, gy: torch.Tensor, G: torch.Tensor, N: torch.Tensor, A: torch.Tensor):
+    """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64 ``(B, d, d)``;
+    the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient ``gy``, from the
+    forward's ``Gram`` and ``N`` (:func:`gram_forward`)."""
+    _check(x, A)
+    B, T, d = x.shape
+    if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous():
+        raise ValueError(f"Expected gy contiguous, of x's shape {tuple(x.shape)} and dtype {x.dtype}. Got "
+                         f"{gy.dtype} {tuple(gy.shape)}.")
+    lib = _library(d, x.dtype)
+    if isinstance(lib, str):
+        raise RuntimeError(f"Expected the native kernels to be available. Got: {lib}.")
+    gx = torch.empty_like(x)
+    gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+    # the C parameters: token inputs x, Gy; sample inputs Gram, N; shared A; token output gx; sample output gA
+    _run(getattr(lib, f"geoattn_vp_gram_bwd_d{d}_{_REALS[x.dtype][0]}"), B, T,
+         [(x, True), (gy, True), (G, True), (N, True), (A, False), (gx, True), (gA, True)])
+    return gx, gA
