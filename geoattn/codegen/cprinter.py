@@ -132,6 +132,8 @@ class _Function:
             for s in sp.sympify(expr).atoms(MatrixSymbol):
                 if s.name in spec.token_inputs:
                     tokens[s.name] = s
+        for name in spec.token_inputs:
+            tokens.setdefault(name, MatrixSymbol(name, ex.T, ex.d))
         self.tokens = tokens
         for name in spec.token_inputs:
             row = sp.Matrix(1, d, lambda _, j: sp.Symbol(f"{name}_{j}", real=True))
@@ -199,6 +201,10 @@ class _Function:
         # which entry symbols are needed outside the small phase: the row maps' and the outputs'
         phase = {"reduction": [], "small": [], "rowmap": []}
         for name, expr in spec.bindings:
+            unbound = [str(m) for m in sp.sympify(expr).atoms(MatrixSymbol) if m not in self.env]
+            if unbound:
+                raise CodegenError(f"Expected {', '.join(unbound)} in {name} to be an input or an earlier binding. "
+                                   f"Got an unbound symbol.")
             value = evaluate(expr, self.env, self.sizes)
             kind = kinds[name]
             if kind == "reduction" and any(s.name in phase["small"] or s.name in phase["rowmap"]

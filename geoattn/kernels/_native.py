@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-__all__ = ["native_status", "gram_forward", "gram_backward", "SOURCE"]
+__all__ = ["native_status", "gram_forward", "gram_backward", "build", "SOURCE"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram.c")
@@ -68,29 +68,31 @@ def _cache_dir() -> str:
     return os.environ.get("GEOATTN_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "geoattn")
 
 
-def _build(d: int, real: str) -> ctypes.CDLL | str:
-    """Compile (or find in the cache) and load the library of one ``d`` and real type; a string says why not."""
+def build(d: int, real: str, source: str = SOURCE, cache_dir: str | None = None) -> ctypes.CDLL | str:
+    """Compile (or find in the cache) and load the library of one ``d`` and real type (``"f32"``, ``"f64"``) from
+    the C file ``source``; a string says why it could not be built. The tests build broken kernels with it."""
     if os.environ.get("GEOATTN_NATIVE", "1") == "0":
         return "GEOATTN_NATIVE=0 in the environment"
     cc = _compiler()
     if cc is None:
         return "no C compiler found ($CC, cc, gcc or clang)"
     try:
-        with open(SOURCE, "rb") as fh:
-            source = fh.read()
+        with open(source, "rb") as fh:
+            text = fh.read()
     except OSError as err:
-        return f"cannot read {SOURCE}: {err}"
+        return f"cannot read {source}: {err}"
+    cache = cache_dir or _cache_dir()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
     base = ["-O3", "-std=c99", "-fPIC", "-shared", f"-DGEOATTN_D={d}", f"-DGEOATTN_{real.upper()}"]
     errors = []
     for flags in (base + ["-march=native"], base):
-        key = hashlib.sha256(source + repr((cc, version, flags)).encode()).hexdigest()[:16]
-        path = os.path.join(_cache_dir(), f"native_gram_d{d}_{real}_{key}.so")
+        key = hashlib.sha256(text + repr((cc, version, flags)).encode()).hexdigest()[:16]
+        path = os.path.join(cache, f"native_gram_d{d}_{real}_{key}.so")
         if not os.path.exists(path):
-            os.makedirs(_cache_dir(), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(suffix=".so", dir=_cache_dir())
+            os.makedirs(cache, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
             os.close(fd)
-            proc = subprocess.run([cc, *flags, "-o", tmp, SOURCE, "-lm"], capture_output=True, text=True)
+            proc = subprocess.run([cc, *flags, "-o", tmp, source, "-lm"], capture_output=True, text=True)
             if proc.returncode != 0:
                 os.unlink(tmp)
                 errors.append(f"{' '.join(flags)}: {proc.stderr.strip()[:300]}")
@@ -115,7 +117,7 @@ def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:
     key = (d, _REALS[dtype][0])
     with _lock:
         if key not in _libraries:
-            _libraries[key] = _build(*key)
+            _libraries[key] = build(*key)
         return _libraries[key]
 
 
@@ -161,14 +163,15 @@ def _check(x: torch.Tensor, A: torch.Tensor) -> None:
         raise ValueError(f"Expected A as a contiguous float64 ({d}, {d}) tensor. Got {A.dtype} {tuple(A.shape)}.")
 
 
-def gram_forward(x: torch.Tensor, A: torch.Tensor):
+def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None = None):
     """``(y, Gram, N, rmax)`` of the closed-form Gram layer for ``x`` of shape ``(B, T, d)`` (contiguous, float32 or
     float64, CPU) and skew ``A`` (float64 ``(d, d)``; the kernel reads its strict lower triangle): ``y`` of ``x``'s
     dtype, the float64 ``Gram = x^T x`` and ``N = (I + Gram A)^{-T}`` of shape ``(B, d, d)``, and ``rmax`` ``(B,)``,
-    the largest entry of :math:`|(I + GA)^TN - I|` (NaN when one is)."""
+    the largest entry of :math:`|(I + GA)^TN - I|` (NaN when one is). ``library`` (default: the one built from
+    :data:`SOURCE`) is for the tests' broken kernels."""
     _check(x, A)
     B, T, d = x.shape
-    lib = _library(d, x.dtype)
+    lib = library if library is not None else _library(d, x.dtype)
     if isinstance(lib, str):
         raise RuntimeError(f"Expected the native kernels to be available. Got: {lib}.")
     y = torch.empty_like(x)
@@ -180,16 +183,17 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor):
     return y, G, N, R
 
 
-def gram_backward(x: torch.Tensor, gy: torch.Tensor, G: torch.Tensor, N: torch.Tensor, A: torch.Tensor):
+def gram_backward(x: torch.Tensor, gy: torch.Tensor, G: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
+                  library: ctypes.CDLL | None = None):
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64 ``(B, d, d)``;
     the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient ``gy``, from the
-    forward's ``Gram`` and ``N`` (:func:`gram_forward`)."""
+    forward's ``Gram`` and ``N`` (:func:`gram_forward`; ``library`` likewise)."""
     _check(x, A)
     B, T, d = x.shape
     if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous():
         raise ValueError(f"Expected gy contiguous, of x's shape {tuple(x.shape)} and dtype {x.dtype}. Got "
                          f"{gy.dtype} {tuple(gy.shape)}.")
-    lib = _library(d, x.dtype)
+    lib = library if library is not None else _library(d, x.dtype)
     if isinstance(lib, str):
         raise RuntimeError(f"Expected the native kernels to be available. Got: {lib}.")
     gx = torch.empty_like(x)

@@ -1,0 +1,253 @@
+"""The native CPU kernels of the closed-form Gram layer: the C printer (geoattn.codegen.cprinter), the generated
+source, and the compiled kernels against independent references (geoattn.kernels._native)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from sympy.matrices.expressions import MatrixSymbol
+
+import geoattn.kernels as K
+from geoattn.codegen import cprinter, generate
+from geoattn.codegen.printer import CodegenError
+from geoattn.kernels import _gram, _native
+from geoattn.symbolic import expressions as ex
+from geoattn.symbolic.kernel_spec import NativeKernelSpec
+from geoattn.symbolic.kernel_table import NATIVE_KERNELS
+
+F32, F64 = torch.float32, torch.float64
+FWD, BWD = NATIVE_KERNELS
+
+
+def _native_or_skip(d=4, dtype=F32):
+    ok, why = _native.native_status(d, dtype)
+    if not ok:
+        pytest.skip(f"the native kernels cannot run here: {why}")
+
+
+def skew64(d, scale=1.0):
+    w = torch.randn(d, d, dtype=F64) * scale
+    return (w - w.mT).contiguous()
+
+
+def full64(x, A):
+    """The T x T form in float64 (an independent reference: it solves a T x T system)."""
+    return K.vp_attention(x.double(), A.double(), method="full")
+
+
+# -- the printer -------------------------------------------------------------------------------------------------
+
+
+def test_printer_sorts_bindings_into_reductions_small_bindings_and_row_maps():
+    toks = {ex.x, ex.Gy}
+    kinds = {n: cprinter._kind(n, e, toks) for n, e in ex.GRAM_CLOSED_LAYER_VJP}
+    assert kinds == {"Pbar": "reduction", "P": "small", "Mbar": "small", "H": "small", "gx": "rowmap", "gA": "small"}
+
+
+@pytest.mark.parametrize("expr", [ex.x.T * ex.Gy * ex.x.T * ex.x,  # three token factors
+                                  MatrixSymbol("S", ex.d, ex.d) * ex.x.T,  # a d x T result
+                                  ex.x.T * ex.Gy + MatrixSymbol("S", ex.d, ex.d)])  # mixed terms
+def test_printer_refuses_other_token_products(expr):
+    with pytest.raises(CodegenError):
+        spec = NativeKernelSpec(name="bad", doc="", bindings=[("Z", expr)], token_inputs=("x", "Gy"),
+                                sample_inputs={"S": "general"})
+        cprinter.print_native_kernel(spec, 2, "f32")
+
+
+def test_printer_refuses_unknown_symbols_sizes_and_types():
+    spec = NativeKernelSpec(name="bad", doc="", bindings=[("Z", MatrixSymbol("Q", ex.d, ex.d))], token_inputs=())
+    with pytest.raises(CodegenError, match="unbound symbol"):
+        cprinter.print_native_kernel(spec, 2, "f32")
+    with pytest.raises(CodegenError, match="1 <= d <= 4"):
+        cprinter.print_native_kernel(FWD, 5, "f32")
+    with pytest.raises(CodegenError, match="real type"):
+        cprinter.print_native_kernel(FWD, 2, "f16")
+
+
+def test_printer_shares_symmetric_entries_and_reads_skew_lower_triangles():
+    src = cprinter.print_native_kernel(FWD, 3, "f32")
+    assert "Gram_1_0[l] +=" not in src and "Gram_0_1[l] +=" in src  # x^T x: one accumulator per pair
+    assert "A[3]" in src and "A[1]" not in src  # A_1_0 read, A_0_1 = -A_1_0 assumed
+    assert "-ffast-math" not in src
+
+
+def test_generated_source_is_up_to_date():
+    with open(generate.native_target_path()) as fh:
+        assert fh.read() == generate.generate_native_module()
+
+
+# -- the compiled kernels ----------------------------------------------------------------------------------------
+
+
+def test_native_kernels_build_where_a_compiler_is_found():
+    if _native._compiler() is None:
+        pytest.skip("no C compiler on this machine (scripts/setup.sh installs gcc where apt-get exists)")
+    for d in range(1, 5):
+        assert _native.native_status(d, F32) == (True, "native kernels built")
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+@pytest.mark.parametrize("T,B", [(16, 19), (3, 8), (40, 9), (100, 3)])  # a tail block, d > T, several token tiles
+def test_forward_matches_the_full_form(d, T, B):
+    _native_or_skip(d)
+    torch.manual_seed(d * 100 + T)
+    x = torch.randn(B, T, d)
+    A = skew64(d, 0.3)
+    y, G, N, rmax = _native.gram_forward(x, A)
+    ref = full64(x, A)
+    rel = ((y.double() - ref).abs() / x.double().norm(dim=-2, keepdim=True)).max()
+    assert rel <= 8 * T * torch.finfo(F32).eps, rel
+    x64 = x.double()
+    eps = torch.finfo(F64).eps
+    assert (G - x64.mT @ x64).abs().max() <= 4 * T * eps * (x64 * x64).sum((-2, -1)).max()
+    eye = torch.eye(d, dtype=F64)
+    M = eye + G @ A
+    Rtrue = M.mT @ N - eye  # N - M^{-T} = M^{-T} R: the residual bounds N's error
+    assert (Rtrue.abs().amax((-2, -1)) <= torch.finfo(F32).eps / 16).all()  # these inputs pass the runtime's check
+    Nref = torch.linalg.inv(M.mT)
+    cond = torch.linalg.cond(M)
+    bound = torch.linalg.matrix_norm(Nref, 2) * (torch.linalg.matrix_norm(Rtrue) + 64 * d * eps * cond)
+    assert ((N - Nref).abs().amax((-2, -1)) <= bound).all()
+    # the kernel's own residual: the same matrix up to the rounding of the product M^T N
+    scale = 1 + torch.linalg.matrix_norm(M) * torch.linalg.matrix_norm(N)
+    assert ((rmax - Rtrue.abs().amax((-2, -1))).abs() <= 16 * d * eps * scale).all()
+
+
+@pytest.mark.parametrize("d", [2, 4])
+@pytest.mark.parametrize("T", [5, 40])
+def test_backward_matches_the_full_form(d, T):
+    _native_or_skip(d)
+    torch.manual_seed(d + T)
+    B = 11
+    x = torch.randn(B, T, d)
+    A = skew64(d, 0.3)
+    gy = torch.randn(B, T, d)
+    _, G, N, _ = _native.gram_forward(x, A)
+    gx, gA = _native.gram_backward(x, gy, G, N, A)
+    x64 = x.double().requires_grad_()
+    a = A.clone().requires_grad_()
+    rx, ra = torch.autograd.grad(full64(x64, 0.5 * (a - a.mT)), (x64, a), gy.double())
+    tol = 64 * T * torch.finfo(F32).eps
+    assert (gx.double() - rx).abs().max() <= tol * (1 + rx.abs().max())
+    ga = gA.sum(0)
+    assert (0.5 * (ga - ga.mT) - ra).abs().max() <= tol * B * (1 + ra.abs().max())
+
+
+def test_float64_tokens_agree_with_the_float64_solve():
+    _native_or_skip(4, F64)
+    torch.manual_seed(1)
+    x, A = torch.randn(9, 20, 4, dtype=F64), skew64(4, 0.3)
+    y, _, _, _ = _native.gram_forward(x, A)
+    ref = full64(x, A)
+    assert (y - ref).abs().max() <= 64 * 20 * torch.finfo(F64).eps * x.abs().max() * 10
+
+
+def test_results_do_not_depend_on_the_batch_or_the_thread_split():
+    _native_or_skip()
+    torch.manual_seed(2)
+    x, A = torch.randn(2 * _native._MIN_PER_THREAD + 5, 16, 4), skew64(4, 0.3)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = _native.gram_forward(x, A)
+        torch.set_num_threads(2)
+        two = _native.gram_forward(x, A)
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(one, two):
+        assert torch.equal(a, b)
+    for i in (0, 7, 1000):
+        for batch in (x[i : i + 1], x[i : i + 9], torch.cat([x[:3] * 1e3, x[i : i + 1]])):
+            k = 0 if batch.shape[0] != 4 else 3
+            assert torch.equal(_native.gram_forward(batch.contiguous(), A)[0][k], one[0][i])
+
+
+def test_nan_inputs_fail_the_residual_check():
+    _native_or_skip()
+    x, A = torch.randn(3, 16, 4), skew64(4)
+    x[1, 4, 2] = float("nan")
+    y, _, _, rmax = _native.gram_forward(x, A)
+    assert torch.isnan(rmax[1]) and not torch.isnan(rmax[[0, 2]]).any()
+    assert torch.isnan(y[1]).all() and not torch.isnan(y[[0, 2]]).any()
+
+
+def test_inputs_are_checked():
+    _native_or_skip()
+    with pytest.raises(ValueError, match="Expected a contiguous CPU tensor"):
+        _native.gram_forward(torch.randn(2, 16, 4).mT, skew64(4))
+    with pytest.raises(ValueError, match="Expected A as a contiguous float64"):
+        _native.gram_forward(torch.randn(2, 16, 4), skew64(4).float())
+    with pytest.raises(ValueError, match="Expected gy contiguous"):
+        x = torch.randn(2, 16, 4)
+        _native.gram_backward(x, torch.ones(()).expand_as(x), torch.eye(4, dtype=F64).expand(2, 4, 4),
+                              torch.eye(4, dtype=F64).expand(2, 4, 4), skew64(4))
+
+
+def test_the_layer_takes_the_native_kernels(monkeypatch):
+    _native_or_skip()
+    calls = []
+    real = _native.gram_forward
+    monkeypatch.setattr(_native, "gram_forward", lambda *a: calls.append(1) or real(*a))
+    x = torch.randn(5, 16, 4, requires_grad=True)
+    K.vp_attention(x, skew64(4).float()).sum().backward()
+    assert calls and x.grad is not None
+    monkeypatch.setattr(_gram, "USE_NATIVE", False)
+    calls.clear()
+    K.vp_attention(x, skew64(4).float())
+    assert not calls
+
+
+# -- negative controls: kernels printed from broken bindings are caught -------------------------------------------
+
+
+def _broken_library(tmp_path, spec, d):
+    src = tmp_path / "broken.c"
+    header = generate.NATIVE_HEADER.format(hash="-", version="-", sources="", lanes=cprinter.LANES,
+                                           chunk=cprinter.TOKEN_CHUNK)
+    src.write_text(header + f"#define GEOATTN_D {d}\n" + "\n".join(
+        cprinter.print_native_kernel(k, d, "f32") for k in spec))
+    lib = _native.build(d, "f32", str(src), str(tmp_path / "cache"))
+    if isinstance(lib, str):
+        pytest.skip(f"cannot build: {lib}")
+    return lib
+
+
+def _with(bindings, name, expr):
+    return [(n, expr if n == name else e) for n, e in bindings]
+
+
+@pytest.mark.parametrize("name,expr", [
+    ("J", -ex.A * ex.Gram),  # a sign in the closed form
+    ("y", ex.x * MatrixSymbol("N", ex.d, ex.d)),  # N in place of P = 2N - I
+])
+def test_negative_control_a_broken_forward_kernel_is_caught(tmp_path, name, expr):
+    _native_or_skip()
+    torch.manual_seed(3)
+    x, A = torch.randn(6, 16, 4), skew64(4, 0.3)
+    spec = NativeKernelSpec(**{**FWD.__dict__, "bindings": _with(FWD.bindings, name, expr)})
+    lib = _broken_library(tmp_path, [spec, BWD], 4)
+    y = _native.gram_forward(x, A, library=lib)[0]
+    rel = ((y.double() - full64(x, A)).abs() / x.double().norm(dim=-2, keepdim=True)).max()
+    assert rel > 8 * 16 * torch.finfo(F32).eps  # the check test_forward_matches_the_full_form makes
+
+
+def test_negative_control_a_broken_backward_kernel_is_caught(tmp_path):
+    _native_or_skip()
+    torch.manual_seed(4)
+    x, A, gy = torch.randn(6, 16, 4), skew64(4, 0.3), torch.randn(6, 16, 4)
+    P, H = MatrixSymbol("P", ex.d, ex.d), MatrixSymbol("H", ex.d, ex.d)
+    spec = NativeKernelSpec(**{**BWD.__dict__, "bindings": _with(BWD.bindings, "gx", ex.Gy * P.T - ex.x * H)})
+    lib = _broken_library(tmp_path, [FWD, spec], 4)
+    _, G, N, _ = _native.gram_forward(x, A, library=lib)
+    gx, _ = _native.gram_backward(x, gy, G, N, A, library=lib)
+    x64 = x.double().requires_grad_()
+    rx = torch.autograd.grad(full64(x64, A), x64, gy.double())[0]
+    assert (gx.double() - rx).abs().max() > 64 * 16 * torch.finfo(F32).eps * (1 + rx.abs().max())
+
+
+def test_sympy_free_runtime():
+    import subprocess
+    import sys
+
+    code = "import sys, geoattn.kernels._native as n, geoattn.kernels._gram; assert 'sympy' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
