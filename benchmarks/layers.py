@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from geoattn.kernels import native_status  # noqa: E402
 from geoattn.nn import LinearSymplecticAttention, OrthonormalAttention, VolumePreservingAttention  # noqa: E402
 from targets import summarise  # noqa: E402
 
@@ -125,18 +126,28 @@ def common_parser(doc: str, quick: str) -> argparse.ArgumentParser:
     return parser
 
 
+def native_note(device) -> str:
+    """Whether the native CPU kernels of the closed-form Gram layer serve this run, and why not."""
+    if torch.device(device).type != "cpu":
+        return "not used (not a CPU run)"
+    ok, why = native_status(4, torch.float32)
+    return "built" if ok else f"not used: {why}"
+
+
 def print_preamble(device) -> None:
     """The first lines of a table: versions, threads, device, what the columns mean, the header."""
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), device {device}, "
           f"{platform.processor() or platform.machine()}; float32; ratios = layer / SDPA in the same run; "
-          "f+b: dense random incoming gradient, sum: gradient of out.sum()")
+          "f+b: dense random incoming gradient, sum: gradient of out.sum(); "
+          f"native Gram kernels: {native_note(device)}")
     print(HEADER)
 
 
 def write_results(path: str, device, rows: list[dict], **extra) -> None:
     """The rows as JSON with the torch version, thread count and device (and ``extra`` fields)."""
     with open(path, "w") as fh:
-        json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "device": str(device), **extra,
+        json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "device": str(device),
+                   "native": native_note(device), **extra,
                    "rows": rows}, fh, indent=1)
 
 

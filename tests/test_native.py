@@ -41,7 +41,7 @@ def full64(x, A):
 def test_printer_sorts_bindings_into_reductions_small_bindings_and_row_maps():
     toks = {ex.x, ex.Gy}
     kinds = {n: cprinter._kind(n, e, toks) for n, e in ex.GRAM_CLOSED_LAYER_VJP}
-    assert kinds == {"Pbar": "reduction", "P": "small", "Mbar": "small", "H": "small", "gx": "rowmap", "gA": "small"}
+    assert kinds == {"Gram": "reduction", "Pbar": "reduction", "P": "small", "Mbar": "small", "H": "small", "gx": "rowmap", "gA": "small"}
 
 
 @pytest.mark.parametrize("expr", [ex.x.T * ex.Gy * ex.x.T * ex.x,  # three token factors
@@ -122,8 +122,8 @@ def test_backward_matches_the_full_form(d, T):
     x = torch.randn(B, T, d)
     A = skew64(d, 0.3)
     gy = torch.randn(B, T, d)
-    _, G, N, _ = _native.gram_forward(x, A)
-    gx, gA = _native.gram_backward(x, gy, G, N, A)
+    _, _, N, _ = _native.gram_forward(x, A)
+    gx, gA = _native.gram_backward(x, gy, N, A)
     x64 = x.double().requires_grad_()
     a = A.clone().requires_grad_()
     rx, ra = torch.autograd.grad(full64(x64, 0.5 * (a - a.mT)), (x64, a), gy.double())
@@ -179,8 +179,9 @@ def test_inputs_are_checked():
         _native.gram_forward(torch.randn(2, 16, 4), skew64(4).float())
     with pytest.raises(ValueError, match="Expected gy contiguous"):
         x = torch.randn(2, 16, 4)
-        _native.gram_backward(x, torch.ones(()).expand_as(x), torch.eye(4, dtype=F64).expand(2, 4, 4),
-                              torch.eye(4, dtype=F64).expand(2, 4, 4), skew64(4))
+        _native.gram_backward(x, torch.ones(()).expand_as(x), torch.eye(4, dtype=F64).repeat(2, 1, 1), skew64(4))
+    with pytest.raises(ValueError, match="Expected N contiguous"):
+        _native.gram_backward(x, x, torch.eye(4, dtype=F64).expand(2, 4, 4), skew64(4))
 
 
 def test_the_layer_takes_the_native_kernels(monkeypatch):
@@ -238,8 +239,8 @@ def test_negative_control_a_broken_backward_kernel_is_caught(tmp_path):
     P, H = MatrixSymbol("P", ex.d, ex.d), MatrixSymbol("H", ex.d, ex.d)
     spec = NativeKernelSpec(**{**BWD.__dict__, "bindings": _with(BWD.bindings, "gx", ex.Gy * P.T - ex.x * H)})
     lib = _broken_library(tmp_path, [FWD, spec], 4)
-    _, G, N, _ = _native.gram_forward(x, A, library=lib)
-    gx, _ = _native.gram_backward(x, gy, G, N, A, library=lib)
+    _, _, N, _ = _native.gram_forward(x, A, library=lib)
+    gx, _ = _native.gram_backward(x, gy, N, A, library=lib)
     x64 = x.double().requires_grad_()
     rx = torch.autograd.grad(full64(x64, A), x64, gy.double())[0]
     assert (gx.double() - rx).abs().max() > 64 * 16 * torch.finfo(F32).eps * (1 + rx.abs().max())

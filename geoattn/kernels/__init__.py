@@ -39,6 +39,7 @@ from ._functions import (
 )
 
 from ._lowrank import ACTIVATIONS as _VP_ACTIVATIONS
+from ._native import native_status
 from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
 
 #: the activations of :func:`vp_attention` (and of :class:`geoattn.nn.VolumePreservingAttention`)
@@ -61,6 +62,7 @@ __all__ = [
     "symattn_potential",
     "lift",
     "vp_attention",
+    "native_status",
 ]
 
 

@@ -107,7 +107,7 @@ class _VPGramClosed(torch.autograd.Function):
         As = _skew64(A)
         ctx.native = _native_applies(x)
         if ctx.native:
-            xn = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32).contiguous()
+            xn = _native_tokens(x)
             y, G, N, rmax = _native.gram_forward(xn, As.contiguous())
             ok = rmax <= torch.finfo(x.dtype).eps / 16
             if not bool(ok.all()):
@@ -116,7 +116,7 @@ class _VPGramClosed(torch.autograd.Function):
                 N = N.index_copy(0, bad, Nb)
                 eye = torch.eye(d, dtype=torch.float64, device=x.device)
                 y = y.index_copy(0, bad, (xn.index_select(0, bad).double() @ (2 * Nb - eye)).to(xn.dtype))
-            ctx.save_for_backward(x, A, xn, G, N, As)
+            ctx.save_for_backward(x, A, N, As)  # the backward recomputes the Gram matrix in its pass over x
             sq = G.diagonal(dim1=-2, dim2=-1).sum(-1)
             ctx.mark_non_differentiable(ok, sq)
             return y.to(x.dtype), ok, sq
@@ -149,8 +149,9 @@ class _VPGramClosed(torch.autograd.Function):
             _, pullback = torch.func.vjp(f, x, A)
             return pullback(gy)
         if ctx.native:
-            _, _, xn, G, N, As = ctx.saved_tensors
-            gx, gA = _native.gram_backward(xn, gy.to(xn.dtype).contiguous(), G, N, As)
+            _, _, N, As = ctx.saved_tensors
+            xn = _native_tokens(x)
+            gx, gA = _native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As)
             gAs = gA.sum(0)
             return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype)
         _, _, xs, G, N, P, As = ctx.saved_tensors
@@ -170,6 +171,11 @@ class _VPGramClosed(torch.autograd.Function):
 
 #: whether the native kernels may serve (the tests turn it off to exercise the eager form)
 USE_NATIVE = True
+
+
+def _native_tokens(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as the native kernels take it: contiguous float32 (float64 stays float64); no copy when it is already."""
+    return x.to(torch.float64 if x.dtype == torch.float64 else torch.float32).contiguous()
 
 
 def _native_applies(x: torch.Tensor) -> bool:

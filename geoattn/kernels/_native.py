@@ -122,10 +122,30 @@ def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:
 
 
 def native_status(d: int = 4, dtype: torch.dtype = torch.float32) -> tuple[bool, str]:
-    """Whether the native kernels for ``d`` and ``dtype`` can run here, and why not (building them if needed).
+    """Whether the native CPU kernels of the closed-form Gram layer can run here, and why not.
 
+    The Cayley layer (:func:`geoattn.kernels.vp_attention`, :class:`geoattn.nn.VolumePreservingAttention`) takes
+    them for CPU inputs with ``d <= 4`` when this returns ``True``; otherwise it computes the same closed form with
+    torch operations. The first call for a ``d`` and ``dtype`` compiles that library (about a second) or finds it
+    in the cache (Note [native kernels]).
+
+    Parameters
+    ----------
+    d : int
+        the feature size (1 to 4).
+    dtype : torch.dtype
+        ``torch.float32`` (the layer's float32 and half inputs) or ``torch.float64``.
+
+    Returns
+    -------
+    (bool, str)
+        whether the kernels are available, and the reason when they are not (no C compiler, ``GEOATTN_NATIVE=0``,
+        the compiler's error, a ``d`` or dtype they do not cover).
+
+    Examples
+    --------
     >>> ok, why = native_status(4)
-    >>> isinstance(ok, bool) and isinstance(why, str)
+    >>> ok or why != ""
     True
     """
     lib = _library(d, dtype)
@@ -183,22 +203,25 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
     return y, G, N, R
 
 
-def gram_backward(x: torch.Tensor, gy: torch.Tensor, G: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
+def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
                   library: ctypes.CDLL | None = None):
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64 ``(B, d, d)``;
     the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient ``gy``, from the
-    forward's ``Gram`` and ``N`` (:func:`gram_forward`; ``library`` likewise)."""
+    forward's ``N`` (:func:`gram_forward`; the Gram matrix is recomputed in the pass over the tokens; ``library``
+    likewise)."""
     _check(x, A)
     B, T, d = x.shape
     if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous():
         raise ValueError(f"Expected gy contiguous, of x's shape {tuple(x.shape)} and dtype {x.dtype}. Got "
                          f"{gy.dtype} {tuple(gy.shape)}.")
+    if N.shape != (B, d, d) or N.dtype != torch.float64 or not N.is_contiguous():
+        raise ValueError(f"Expected N contiguous, float64, of shape {(B, d, d)}. Got {N.dtype} {tuple(N.shape)}.")
     lib = library if library is not None else _library(d, x.dtype)
     if isinstance(lib, str):
         raise RuntimeError(f"Expected the native kernels to be available. Got: {lib}.")
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
-    # the C parameters: token inputs x, Gy; sample inputs Gram, N; shared A; token output gx; sample output gA
+    # the C parameters: token inputs x, Gy; sample input N; shared A; token output gx; sample output gA
     _run(getattr(lib, f"geoattn_vp_gram_bwd_d{d}_{_REALS[x.dtype][0]}"), B, T,
-         [(x, True), (gy, True), (G, True), (N, True), (A, False), (gx, True), (gA, True)])
+         [(x, True), (gy, True), (N, True), (A, False), (gx, True), (gA, True)])
     return gx, gA

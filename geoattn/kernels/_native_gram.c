@@ -6,12 +6,12 @@
    (-DGEOATTN_D=<d> -DGEOATTN_F32 or -DGEOATTN_F64), and called through ctypes; every function is batched
    over B samples of T tokens (Note [lanes] in geoattn.codegen.cprinter).
 
-   bindings-sha256: 07f1838dbc91a466526909be3913083b025c188e66e0b7247fa2a336414b1721
+   bindings-sha256: f6ffbc9db7b0014bb5b67e4ffc5d6ef95bcbc5cc1f800978dfd455f655326e15
    printer-version: 3
 
    Sources (kernel: bindings  [ledger claims]):
      vp_gram_fwd: Gram = x.T*x; J = A*Gram; J2 = J**2; Nu = ((1 - Trace(J2)/2)*I + J2)*(I + J); N = 1/(-Trace(J2**2)/4 + Trace(J2)**2/8 - Trace(J2)/2 + 1)*Nu; P = -I + 2*N; R = -I - J*N + N; y = x*P  [vp.gram_closed_form, vp.gram_closed_form_vjp]
-     vp_gram_bwd: Pbar = x.T*Gy; P = -I + 2*N; Mbar = -2*N*Pbar.T*N; H = A*Mbar.T - Mbar*A; gx = Gy*P.T + x*H; gA = Gram*Mbar  [vp.gram_closed_form_vjp]
+     vp_gram_bwd: Gram = x.T*x; Pbar = x.T*Gy; P = -I + 2*N; Mbar = -2*N*Pbar.T*N; H = A*Mbar.T - Mbar*A; gx = Gy*P.T + x*H; gA = Gram*Mbar  [vp.gram_closed_form_vjp]
 */
 
 #include <math.h>
@@ -94,12 +94,12 @@ void geoattn_vp_gram_fwd_d1_f32(int64_t B, int64_t T, const float *restrict x, c
     }
 }
 
-void geoattn_vp_gram_bwd_d1_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict Gram, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
+void geoattn_vp_gram_bwd_d1_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
 {
     double tile_x[TOKEN_CHUNK*1*LANES];
     double tile_Gy[TOKEN_CHUNK*1*LANES];
-    double Gram_0_0[LANES];
     double N_0_0[LANES];
+    double Gram_0_0[LANES];
     double Pbar_0_0[LANES];
     double P_0_0[LANES];
     double gA_0_0[LANES];
@@ -109,9 +109,9 @@ void geoattn_vp_gram_bwd_d1_f32(int64_t B, int64_t T, const float *restrict x, c
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
         for (int l = 0; l < LANES; l++) {
             const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            Gram_0_0[l] = Gram[(int64_t)bl*1 + 0];
             N_0_0[l] = N[(int64_t)bl*1 + 0];
         }
+        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
@@ -124,6 +124,7 @@ void geoattn_vp_gram_bwd_d1_f32(int64_t B, int64_t T, const float *restrict x, c
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
+                    Gram_0_0[l] += (tile_x[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l];
                 }
             }
@@ -216,12 +217,12 @@ void geoattn_vp_gram_fwd_d1_f64(int64_t B, int64_t T, const double *restrict x, 
     }
 }
 
-void geoattn_vp_gram_bwd_d1_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict Gram, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
+void geoattn_vp_gram_bwd_d1_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
 {
     double tile_x[TOKEN_CHUNK*1*LANES];
     double tile_Gy[TOKEN_CHUNK*1*LANES];
-    double Gram_0_0[LANES];
     double N_0_0[LANES];
+    double Gram_0_0[LANES];
     double Pbar_0_0[LANES];
     double P_0_0[LANES];
     double gA_0_0[LANES];
@@ -231,9 +232,9 @@ void geoattn_vp_gram_bwd_d1_f64(int64_t B, int64_t T, const double *restrict x, 
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
         for (int l = 0; l < LANES; l++) {
             const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            Gram_0_0[l] = Gram[(int64_t)bl*1 + 0];
             N_0_0[l] = N[(int64_t)bl*1 + 0];
         }
+        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
@@ -246,6 +247,7 @@ void geoattn_vp_gram_bwd_d1_f64(int64_t B, int64_t T, const double *restrict x, 
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
+                    Gram_0_0[l] += (tile_x[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l];
                 }
             }
@@ -404,18 +406,18 @@ void geoattn_vp_gram_fwd_d2_f32(int64_t B, int64_t T, const float *restrict x, c
     }
 }
 
-void geoattn_vp_gram_bwd_d2_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict Gram, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
+void geoattn_vp_gram_bwd_d2_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[2];
     double tile_x[TOKEN_CHUNK*2*LANES];
     double tile_Gy[TOKEN_CHUNK*2*LANES];
-    double Gram_0_0[LANES];
-    double Gram_1_0[LANES];
-    double Gram_1_1[LANES];
     double N_0_0[LANES];
     double N_0_1[LANES];
     double N_1_0[LANES];
     double N_1_1[LANES];
+    double Gram_0_0[LANES];
+    double Gram_0_1[LANES];
+    double Gram_1_1[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_1_0[LANES];
@@ -437,14 +439,14 @@ void geoattn_vp_gram_bwd_d2_f32(int64_t B, int64_t T, const float *restrict x, c
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
         for (int l = 0; l < LANES; l++) {
             const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            Gram_0_0[l] = Gram[(int64_t)bl*4 + 0];
-            Gram_1_0[l] = Gram[(int64_t)bl*4 + 2];
-            Gram_1_1[l] = Gram[(int64_t)bl*4 + 3];
             N_0_0[l] = N[(int64_t)bl*4 + 0];
             N_0_1[l] = N[(int64_t)bl*4 + 1];
             N_1_0[l] = N[(int64_t)bl*4 + 2];
             N_1_1[l] = N[(int64_t)bl*4 + 3];
         }
+        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_1_0[l] = 0.0;
@@ -460,6 +462,9 @@ void geoattn_vp_gram_bwd_d2_f32(int64_t B, int64_t T, const float *restrict x, c
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
+                    Gram_0_0[l] += (tile_x[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l]);
+                    Gram_0_1[l] += tile_x[(0 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
+                    Gram_1_1[l] += (tile_x[(1 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l];
                     Pbar_1_0[l] += tile_Gy[(0 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
@@ -484,10 +489,10 @@ void geoattn_vp_gram_bwd_d2_f32(int64_t B, int64_t T, const float *restrict x, c
             H_0_0[l] = -Mbar_0_1*sH_0;
             H_0_1[l] = A_1_0*Mbar_0_0 - A_1_0*Mbar_1_1;
             H_1_1[l] = Mbar_1_0*sH_0;
-            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_1_0[l]*Mbar_1_0;
-            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_1_0[l]*Mbar_1_1;
-            gA_1_0[l] = Gram_1_0[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0;
-            gA_1_1[l] = Gram_1_0[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1;
+            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_0_1[l]*Mbar_1_0;
+            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_0_1[l]*Mbar_1_1;
+            gA_1_0[l] = Gram_0_1[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0;
+            gA_1_1[l] = Gram_0_1[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1;
         }
         for (int l = 0; l < nl; l++) {
             gA[(int64_t)(b0 + l)*4 + 0] = gA_0_0[l];
@@ -643,18 +648,18 @@ void geoattn_vp_gram_fwd_d2_f64(int64_t B, int64_t T, const double *restrict x, 
     }
 }
 
-void geoattn_vp_gram_bwd_d2_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict Gram, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
+void geoattn_vp_gram_bwd_d2_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[2];
     double tile_x[TOKEN_CHUNK*2*LANES];
     double tile_Gy[TOKEN_CHUNK*2*LANES];
-    double Gram_0_0[LANES];
-    double Gram_1_0[LANES];
-    double Gram_1_1[LANES];
     double N_0_0[LANES];
     double N_0_1[LANES];
     double N_1_0[LANES];
     double N_1_1[LANES];
+    double Gram_0_0[LANES];
+    double Gram_0_1[LANES];
+    double Gram_1_1[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_1_0[LANES];
@@ -676,14 +681,14 @@ void geoattn_vp_gram_bwd_d2_f64(int64_t B, int64_t T, const double *restrict x, 
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
         for (int l = 0; l < LANES; l++) {
             const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            Gram_0_0[l] = Gram[(int64_t)bl*4 + 0];
-            Gram_1_0[l] = Gram[(int64_t)bl*4 + 2];
-            Gram_1_1[l] = Gram[(int64_t)bl*4 + 3];
             N_0_0[l] = N[(int64_t)bl*4 + 0];
             N_0_1[l] = N[(int64_t)bl*4 + 1];
             N_1_0[l] = N[(int64_t)bl*4 + 2];
             N_1_1[l] = N[(int64_t)bl*4 + 3];
         }
+        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_1_0[l] = 0.0;
@@ -699,6 +704,9 @@ void geoattn_vp_gram_bwd_d2_f64(int64_t B, int64_t T, const double *restrict x, 
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
+                    Gram_0_0[l] += (tile_x[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l]);
+                    Gram_0_1[l] += tile_x[(0 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
+                    Gram_1_1[l] += (tile_x[(1 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l];
                     Pbar_1_0[l] += tile_Gy[(0 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
@@ -723,10 +731,10 @@ void geoattn_vp_gram_bwd_d2_f64(int64_t B, int64_t T, const double *restrict x, 
             H_0_0[l] = -Mbar_0_1*sH_0;
             H_0_1[l] = A_1_0*Mbar_0_0 - A_1_0*Mbar_1_1;
             H_1_1[l] = Mbar_1_0*sH_0;
-            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_1_0[l]*Mbar_1_0;
-            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_1_0[l]*Mbar_1_1;
-            gA_1_0[l] = Gram_1_0[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0;
-            gA_1_1[l] = Gram_1_0[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1;
+            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_0_1[l]*Mbar_1_0;
+            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_0_1[l]*Mbar_1_1;
+            gA_1_0[l] = Gram_0_1[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0;
+            gA_1_1[l] = Gram_0_1[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1;
         }
         for (int l = 0; l < nl; l++) {
             gA[(int64_t)(b0 + l)*4 + 0] = gA_0_0[l];
@@ -964,19 +972,13 @@ void geoattn_vp_gram_fwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
     }
 }
 
-void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict Gram, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
+void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[3];
     const double A_2_0 = A[6];
     const double A_2_1 = A[7];
     double tile_x[TOKEN_CHUNK*3*LANES];
     double tile_Gy[TOKEN_CHUNK*3*LANES];
-    double Gram_0_0[LANES];
-    double Gram_1_0[LANES];
-    double Gram_2_0[LANES];
-    double Gram_1_1[LANES];
-    double Gram_2_1[LANES];
-    double Gram_2_2[LANES];
     double N_0_0[LANES];
     double N_0_1[LANES];
     double N_0_2[LANES];
@@ -986,6 +988,12 @@ void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
     double N_2_0[LANES];
     double N_2_1[LANES];
     double N_2_2[LANES];
+    double Gram_0_0[LANES];
+    double Gram_0_1[LANES];
+    double Gram_0_2[LANES];
+    double Gram_1_1[LANES];
+    double Gram_1_2[LANES];
+    double Gram_2_2[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -1025,12 +1033,6 @@ void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
         for (int l = 0; l < LANES; l++) {
             const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            Gram_0_0[l] = Gram[(int64_t)bl*9 + 0];
-            Gram_1_0[l] = Gram[(int64_t)bl*9 + 3];
-            Gram_2_0[l] = Gram[(int64_t)bl*9 + 6];
-            Gram_1_1[l] = Gram[(int64_t)bl*9 + 4];
-            Gram_2_1[l] = Gram[(int64_t)bl*9 + 7];
-            Gram_2_2[l] = Gram[(int64_t)bl*9 + 8];
             N_0_0[l] = N[(int64_t)bl*9 + 0];
             N_0_1[l] = N[(int64_t)bl*9 + 1];
             N_0_2[l] = N[(int64_t)bl*9 + 2];
@@ -1041,6 +1043,12 @@ void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
             N_2_1[l] = N[(int64_t)bl*9 + 7];
             N_2_2[l] = N[(int64_t)bl*9 + 8];
         }
+        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -1061,6 +1069,12 @@ void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
+                    Gram_0_0[l] += (tile_x[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l]);
+                    Gram_0_1[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
+                    Gram_0_2[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
+                    Gram_1_1[l] += (tile_x[(1 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l]);
+                    Gram_1_2[l] += tile_x[(1 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
+                    Gram_2_2[l] += (tile_x[(2 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
@@ -1110,15 +1124,15 @@ void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
             H_1_1[l] = Mbar_1_0*sH_0 - Mbar_1_2*sH_2;
             H_1_2[l] = A_1_0*Mbar_2_0 + A_2_0*Mbar_1_0 + A_2_1*Mbar_1_1 - A_2_1*Mbar_2_2;
             H_2_2[l] = Mbar_2_0*sH_1 + Mbar_2_1*sH_2;
-            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_1_0[l]*Mbar_1_0 + Gram_2_0[l]*Mbar_2_0;
-            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_1_0[l]*Mbar_1_1 + Gram_2_0[l]*Mbar_2_1;
-            gA_0_2[l] = Gram_0_0[l]*Mbar_0_2 + Gram_1_0[l]*Mbar_1_2 + Gram_2_0[l]*Mbar_2_2;
-            gA_1_0[l] = Gram_1_0[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0 + Gram_2_1[l]*Mbar_2_0;
-            gA_1_1[l] = Gram_1_0[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1 + Gram_2_1[l]*Mbar_2_1;
-            gA_1_2[l] = Gram_1_0[l]*Mbar_0_2 + Gram_1_1[l]*Mbar_1_2 + Gram_2_1[l]*Mbar_2_2;
-            gA_2_0[l] = Gram_2_0[l]*Mbar_0_0 + Gram_2_1[l]*Mbar_1_0 + Gram_2_2[l]*Mbar_2_0;
-            gA_2_1[l] = Gram_2_0[l]*Mbar_0_1 + Gram_2_1[l]*Mbar_1_1 + Gram_2_2[l]*Mbar_2_1;
-            gA_2_2[l] = Gram_2_0[l]*Mbar_0_2 + Gram_2_1[l]*Mbar_1_2 + Gram_2_2[l]*Mbar_2_2;
+            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_0_1[l]*Mbar_1_0 + Gram_0_2[l]*Mbar_2_0;
+            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_0_1[l]*Mbar_1_1 + Gram_0_2[l]*Mbar_2_1;
+            gA_0_2[l] = Gram_0_0[l]*Mbar_0_2 + Gram_0_1[l]*Mbar_1_2 + Gram_0_2[l]*Mbar_2_2;
+            gA_1_0[l] = Gram_0_1[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0 + Gram_1_2[l]*Mbar_2_0;
+            gA_1_1[l] = Gram_0_1[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1 + Gram_1_2[l]*Mbar_2_1;
+            gA_1_2[l] = Gram_0_1[l]*Mbar_0_2 + Gram_1_1[l]*Mbar_1_2 + Gram_1_2[l]*Mbar_2_2;
+            gA_2_0[l] = Gram_0_2[l]*Mbar_0_0 + Gram_1_2[l]*Mbar_1_0 + Gram_2_2[l]*Mbar_2_0;
+            gA_2_1[l] = Gram_0_2[l]*Mbar_0_1 + Gram_1_2[l]*Mbar_1_1 + Gram_2_2[l]*Mbar_2_1;
+            gA_2_2[l] = Gram_0_2[l]*Mbar_0_2 + Gram_1_2[l]*Mbar_1_2 + Gram_2_2[l]*Mbar_2_2;
         }
         for (int l = 0; l < nl; l++) {
             gA[(int64_t)(b0 + l)*9 + 0] = gA_0_0[l];
@@ -1363,19 +1377,13 @@ void geoattn_vp_gram_fwd_d3_f64(int64_t B, int64_t T, const double *restrict x, 
     }
 }
 
-void geoattn_vp_gram_bwd_d3_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict Gram, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
+void geoattn_vp_gram_bwd_d3_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[3];
     const double A_2_0 = A[6];
     const double A_2_1 = A[7];
     double tile_x[TOKEN_CHUNK*3*LANES];
     double tile_Gy[TOKEN_CHUNK*3*LANES];
-    double Gram_0_0[LANES];
-    double Gram_1_0[LANES];
-    double Gram_2_0[LANES];
-    double Gram_1_1[LANES];
-    double Gram_2_1[LANES];
-    double Gram_2_2[LANES];
     double N_0_0[LANES];
     double N_0_1[LANES];
     double N_0_2[LANES];
@@ -1385,6 +1393,12 @@ void geoattn_vp_gram_bwd_d3_f64(int64_t B, int64_t T, const double *restrict x, 
     double N_2_0[LANES];
     double N_2_1[LANES];
     double N_2_2[LANES];
+    double Gram_0_0[LANES];
+    double Gram_0_1[LANES];
+    double Gram_0_2[LANES];
+    double Gram_1_1[LANES];
+    double Gram_1_2[LANES];
+    double Gram_2_2[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -1424,12 +1438,6 @@ void geoattn_vp_gram_bwd_d3_f64(int64_t B, int64_t T, const double *restrict x, 
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
         for (int l = 0; l < LANES; l++) {
             const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            Gram_0_0[l] = Gram[(int64_t)bl*9 + 0];
-            Gram_1_0[l] = Gram[(int64_t)bl*9 + 3];
-            Gram_2_0[l] = Gram[(int64_t)bl*9 + 6];
-            Gram_1_1[l] = Gram[(int64_t)bl*9 + 4];
-            Gram_2_1[l] = Gram[(int64_t)bl*9 + 7];
-            Gram_2_2[l] = Gram[(int64_t)bl*9 + 8];
             N_0_0[l] = N[(int64_t)bl*9 + 0];
             N_0_1[l] = N[(int64_t)bl*9 + 1];
             N_0_2[l] = N[(int64_t)bl*9 + 2];
@@ -1440,6 +1448,12 @@ void geoattn_vp_gram_bwd_d3_f64(int64_t B, int64_t T, const double *restrict x, 
             N_2_1[l] = N[(int64_t)bl*9 + 7];
             N_2_2[l] = N[(int64_t)bl*9 + 8];
         }
+        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -1460,6 +1474,12 @@ void geoattn_vp_gram_bwd_d3_f64(int64_t B, int64_t T, const double *restrict x, 
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
+                    Gram_0_0[l] += (tile_x[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l]);
+                    Gram_0_1[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
+                    Gram_0_2[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
+                    Gram_1_1[l] += (tile_x[(1 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l]);
+                    Gram_1_2[l] += tile_x[(1 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
+                    Gram_2_2[l] += (tile_x[(2 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
@@ -1509,15 +1529,15 @@ void geoattn_vp_gram_bwd_d3_f64(int64_t B, int64_t T, const double *restrict x, 
             H_1_1[l] = Mbar_1_0*sH_0 - Mbar_1_2*sH_2;
             H_1_2[l] = A_1_0*Mbar_2_0 + A_2_0*Mbar_1_0 + A_2_1*Mbar_1_1 - A_2_1*Mbar_2_2;
             H_2_2[l] = Mbar_2_0*sH_1 + Mbar_2_1*sH_2;
-            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_1_0[l]*Mbar_1_0 + Gram_2_0[l]*Mbar_2_0;
-            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_1_0[l]*Mbar_1_1 + Gram_2_0[l]*Mbar_2_1;
-            gA_0_2[l] = Gram_0_0[l]*Mbar_0_2 + Gram_1_0[l]*Mbar_1_2 + Gram_2_0[l]*Mbar_2_2;
-            gA_1_0[l] = Gram_1_0[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0 + Gram_2_1[l]*Mbar_2_0;
-            gA_1_1[l] = Gram_1_0[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1 + Gram_2_1[l]*Mbar_2_1;
-            gA_1_2[l] = Gram_1_0[l]*Mbar_0_2 + Gram_1_1[l]*Mbar_1_2 + Gram_2_1[l]*Mbar_2_2;
-            gA_2_0[l] = Gram_2_0[l]*Mbar_0_0 + Gram_2_1[l]*Mbar_1_0 + Gram_2_2[l]*Mbar_2_0;
-            gA_2_1[l] = Gram_2_0[l]*Mbar_0_1 + Gram_2_1[l]*Mbar_1_1 + Gram_2_2[l]*Mbar_2_1;
-            gA_2_2[l] = Gram_2_0[l]*Mbar_0_2 + Gram_2_1[l]*Mbar_1_2 + Gram_2_2[l]*Mbar_2_2;
+            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_0_1[l]*Mbar_1_0 + Gram_0_2[l]*Mbar_2_0;
+            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_0_1[l]*Mbar_1_1 + Gram_0_2[l]*Mbar_2_1;
+            gA_0_2[l] = Gram_0_0[l]*Mbar_0_2 + Gram_0_1[l]*Mbar_1_2 + Gram_0_2[l]*Mbar_2_2;
+            gA_1_0[l] = Gram_0_1[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0 + Gram_1_2[l]*Mbar_2_0;
+            gA_1_1[l] = Gram_0_1[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1 + Gram_1_2[l]*Mbar_2_1;
+            gA_1_2[l] = Gram_0_1[l]*Mbar_0_2 + Gram_1_1[l]*Mbar_1_2 + Gram_1_2[l]*Mbar_2_2;
+            gA_2_0[l] = Gram_0_2[l]*Mbar_0_0 + Gram_1_2[l]*Mbar_1_0 + Gram_2_2[l]*Mbar_2_0;
+            gA_2_1[l] = Gram_0_2[l]*Mbar_0_1 + Gram_1_2[l]*Mbar_1_1 + Gram_2_2[l]*Mbar_2_1;
+            gA_2_2[l] = Gram_0_2[l]*Mbar_0_2 + Gram_1_2[l]*Mbar_1_2 + Gram_2_2[l]*Mbar_2_2;
         }
         for (int l = 0; l < nl; l++) {
             gA[(int64_t)(b0 + l)*9 + 0] = gA_0_0[l];
@@ -1872,7 +1892,7 @@ void geoattn_vp_gram_fwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
     }
 }
 
-void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict Gram, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
+void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[4];
     const double A_2_0 = A[8];
@@ -1882,16 +1902,6 @@ void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
     const double A_3_2 = A[14];
     double tile_x[TOKEN_CHUNK*4*LANES];
     double tile_Gy[TOKEN_CHUNK*4*LANES];
-    double Gram_0_0[LANES];
-    double Gram_1_0[LANES];
-    double Gram_2_0[LANES];
-    double Gram_3_0[LANES];
-    double Gram_1_1[LANES];
-    double Gram_2_1[LANES];
-    double Gram_3_1[LANES];
-    double Gram_2_2[LANES];
-    double Gram_3_2[LANES];
-    double Gram_3_3[LANES];
     double N_0_0[LANES];
     double N_0_1[LANES];
     double N_0_2[LANES];
@@ -1908,6 +1918,16 @@ void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
     double N_3_1[LANES];
     double N_3_2[LANES];
     double N_3_3[LANES];
+    double Gram_0_0[LANES];
+    double Gram_0_1[LANES];
+    double Gram_0_2[LANES];
+    double Gram_0_3[LANES];
+    double Gram_1_1[LANES];
+    double Gram_1_2[LANES];
+    double Gram_1_3[LANES];
+    double Gram_2_2[LANES];
+    double Gram_2_3[LANES];
+    double Gram_3_3[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -1972,16 +1992,6 @@ void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
         for (int l = 0; l < LANES; l++) {
             const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            Gram_0_0[l] = Gram[(int64_t)bl*16 + 0];
-            Gram_1_0[l] = Gram[(int64_t)bl*16 + 4];
-            Gram_2_0[l] = Gram[(int64_t)bl*16 + 8];
-            Gram_3_0[l] = Gram[(int64_t)bl*16 + 12];
-            Gram_1_1[l] = Gram[(int64_t)bl*16 + 5];
-            Gram_2_1[l] = Gram[(int64_t)bl*16 + 9];
-            Gram_3_1[l] = Gram[(int64_t)bl*16 + 13];
-            Gram_2_2[l] = Gram[(int64_t)bl*16 + 10];
-            Gram_3_2[l] = Gram[(int64_t)bl*16 + 14];
-            Gram_3_3[l] = Gram[(int64_t)bl*16 + 15];
             N_0_0[l] = N[(int64_t)bl*16 + 0];
             N_0_1[l] = N[(int64_t)bl*16 + 1];
             N_0_2[l] = N[(int64_t)bl*16 + 2];
@@ -1999,6 +2009,16 @@ void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
             N_3_2[l] = N[(int64_t)bl*16 + 14];
             N_3_3[l] = N[(int64_t)bl*16 + 15];
         }
+        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -2026,6 +2046,16 @@ void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
+                    Gram_0_0[l] += (tile_x[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l]);
+                    Gram_0_1[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
+                    Gram_0_2[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
+                    Gram_0_3[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
+                    Gram_1_1[l] += (tile_x[(1 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l]);
+                    Gram_1_2[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
+                    Gram_1_3[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
+                    Gram_2_2[l] += (tile_x[(2 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l]);
+                    Gram_2_3[l] += tile_x[(2 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
+                    Gram_3_3[l] += (tile_x[(3 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
@@ -2109,22 +2139,22 @@ void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
             H_2_2[l] = Mbar_2_0*sH_0 + Mbar_2_1*sH_2 - Mbar_2_3*sH_4;
             H_2_3[l] = A_2_0*Mbar_3_0 + A_2_1*Mbar_3_1 + A_3_0*Mbar_2_0 + A_3_1*Mbar_2_1 + A_3_2*Mbar_2_2 - A_3_2*Mbar_3_3;
             H_3_3[l] = Mbar_3_0*sH_1 + Mbar_3_1*sH_3 + Mbar_3_2*sH_4;
-            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_1_0[l]*Mbar_1_0 + Gram_2_0[l]*Mbar_2_0 + Gram_3_0[l]*Mbar_3_0;
-            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_1_0[l]*Mbar_1_1 + Gram_2_0[l]*Mbar_2_1 + Gram_3_0[l]*Mbar_3_1;
-            gA_0_2[l] = Gram_0_0[l]*Mbar_0_2 + Gram_1_0[l]*Mbar_1_2 + Gram_2_0[l]*Mbar_2_2 + Gram_3_0[l]*Mbar_3_2;
-            gA_0_3[l] = Gram_0_0[l]*Mbar_0_3 + Gram_1_0[l]*Mbar_1_3 + Gram_2_0[l]*Mbar_2_3 + Gram_3_0[l]*Mbar_3_3;
-            gA_1_0[l] = Gram_1_0[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0 + Gram_2_1[l]*Mbar_2_0 + Gram_3_1[l]*Mbar_3_0;
-            gA_1_1[l] = Gram_1_0[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1 + Gram_2_1[l]*Mbar_2_1 + Gram_3_1[l]*Mbar_3_1;
-            gA_1_2[l] = Gram_1_0[l]*Mbar_0_2 + Gram_1_1[l]*Mbar_1_2 + Gram_2_1[l]*Mbar_2_2 + Gram_3_1[l]*Mbar_3_2;
-            gA_1_3[l] = Gram_1_0[l]*Mbar_0_3 + Gram_1_1[l]*Mbar_1_3 + Gram_2_1[l]*Mbar_2_3 + Gram_3_1[l]*Mbar_3_3;
-            gA_2_0[l] = Gram_2_0[l]*Mbar_0_0 + Gram_2_1[l]*Mbar_1_0 + Gram_2_2[l]*Mbar_2_0 + Gram_3_2[l]*Mbar_3_0;
-            gA_2_1[l] = Gram_2_0[l]*Mbar_0_1 + Gram_2_1[l]*Mbar_1_1 + Gram_2_2[l]*Mbar_2_1 + Gram_3_2[l]*Mbar_3_1;
-            gA_2_2[l] = Gram_2_0[l]*Mbar_0_2 + Gram_2_1[l]*Mbar_1_2 + Gram_2_2[l]*Mbar_2_2 + Gram_3_2[l]*Mbar_3_2;
-            gA_2_3[l] = Gram_2_0[l]*Mbar_0_3 + Gram_2_1[l]*Mbar_1_3 + Gram_2_2[l]*Mbar_2_3 + Gram_3_2[l]*Mbar_3_3;
-            gA_3_0[l] = Gram_3_0[l]*Mbar_0_0 + Gram_3_1[l]*Mbar_1_0 + Gram_3_2[l]*Mbar_2_0 + Gram_3_3[l]*Mbar_3_0;
-            gA_3_1[l] = Gram_3_0[l]*Mbar_0_1 + Gram_3_1[l]*Mbar_1_1 + Gram_3_2[l]*Mbar_2_1 + Gram_3_3[l]*Mbar_3_1;
-            gA_3_2[l] = Gram_3_0[l]*Mbar_0_2 + Gram_3_1[l]*Mbar_1_2 + Gram_3_2[l]*Mbar_2_2 + Gram_3_3[l]*Mbar_3_2;
-            gA_3_3[l] = Gram_3_0[l]*Mbar_0_3 + Gram_3_1[l]*Mbar_1_3 + Gram_3_2[l]*Mbar_2_3 + Gram_3_3[l]*Mbar_3_3;
+            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_0_1[l]*Mbar_1_0 + Gram_0_2[l]*Mbar_2_0 + Gram_0_3[l]*Mbar_3_0;
+            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_0_1[l]*Mbar_1_1 + Gram_0_2[l]*Mbar_2_1 + Gram_0_3[l]*Mbar_3_1;
+            gA_0_2[l] = Gram_0_0[l]*Mbar_0_2 + Gram_0_1[l]*Mbar_1_2 + Gram_0_2[l]*Mbar_2_2 + Gram_0_3[l]*Mbar_3_2;
+            gA_0_3[l] = Gram_0_0[l]*Mbar_0_3 + Gram_0_1[l]*Mbar_1_3 + Gram_0_2[l]*Mbar_2_3 + Gram_0_3[l]*Mbar_3_3;
+            gA_1_0[l] = Gram_0_1[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0 + Gram_1_2[l]*Mbar_2_0 + Gram_1_3[l]*Mbar_3_0;
+            gA_1_1[l] = Gram_0_1[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1 + Gram_1_2[l]*Mbar_2_1 + Gram_1_3[l]*Mbar_3_1;
+            gA_1_2[l] = Gram_0_1[l]*Mbar_0_2 + Gram_1_1[l]*Mbar_1_2 + Gram_1_2[l]*Mbar_2_2 + Gram_1_3[l]*Mbar_3_2;
+            gA_1_3[l] = Gram_0_1[l]*Mbar_0_3 + Gram_1_1[l]*Mbar_1_3 + Gram_1_2[l]*Mbar_2_3 + Gram_1_3[l]*Mbar_3_3;
+            gA_2_0[l] = Gram_0_2[l]*Mbar_0_0 + Gram_1_2[l]*Mbar_1_0 + Gram_2_2[l]*Mbar_2_0 + Gram_2_3[l]*Mbar_3_0;
+            gA_2_1[l] = Gram_0_2[l]*Mbar_0_1 + Gram_1_2[l]*Mbar_1_1 + Gram_2_2[l]*Mbar_2_1 + Gram_2_3[l]*Mbar_3_1;
+            gA_2_2[l] = Gram_0_2[l]*Mbar_0_2 + Gram_1_2[l]*Mbar_1_2 + Gram_2_2[l]*Mbar_2_2 + Gram_2_3[l]*Mbar_3_2;
+            gA_2_3[l] = Gram_0_2[l]*Mbar_0_3 + Gram_1_2[l]*Mbar_1_3 + Gram_2_2[l]*Mbar_2_3 + Gram_2_3[l]*Mbar_3_3;
+            gA_3_0[l] = Gram_0_3[l]*Mbar_0_0 + Gram_1_3[l]*Mbar_1_0 + Gram_2_3[l]*Mbar_2_0 + Gram_3_3[l]*Mbar_3_0;
+            gA_3_1[l] = Gram_0_3[l]*Mbar_0_1 + Gram_1_3[l]*Mbar_1_1 + Gram_2_3[l]*Mbar_2_1 + Gram_3_3[l]*Mbar_3_1;
+            gA_3_2[l] = Gram_0_3[l]*Mbar_0_2 + Gram_1_3[l]*Mbar_1_2 + Gram_2_3[l]*Mbar_2_2 + Gram_3_3[l]*Mbar_3_2;
+            gA_3_3[l] = Gram_0_3[l]*Mbar_0_3 + Gram_1_3[l]*Mbar_1_3 + Gram_2_3[l]*Mbar_2_3 + Gram_3_3[l]*Mbar_3_3;
         }
         for (int l = 0; l < nl; l++) {
             gA[(int64_t)(b0 + l)*16 + 0] = gA_0_0[l];
@@ -2488,7 +2518,7 @@ void geoattn_vp_gram_fwd_d4_f64(int64_t B, int64_t T, const double *restrict x, 
     }
 }
 
-void geoattn_vp_gram_bwd_d4_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict Gram, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
+void geoattn_vp_gram_bwd_d4_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[4];
     const double A_2_0 = A[8];
@@ -2498,16 +2528,6 @@ void geoattn_vp_gram_bwd_d4_f64(int64_t B, int64_t T, const double *restrict x, 
     const double A_3_2 = A[14];
     double tile_x[TOKEN_CHUNK*4*LANES];
     double tile_Gy[TOKEN_CHUNK*4*LANES];
-    double Gram_0_0[LANES];
-    double Gram_1_0[LANES];
-    double Gram_2_0[LANES];
-    double Gram_3_0[LANES];
-    double Gram_1_1[LANES];
-    double Gram_2_1[LANES];
-    double Gram_3_1[LANES];
-    double Gram_2_2[LANES];
-    double Gram_3_2[LANES];
-    double Gram_3_3[LANES];
     double N_0_0[LANES];
     double N_0_1[LANES];
     double N_0_2[LANES];
@@ -2524,6 +2544,16 @@ void geoattn_vp_gram_bwd_d4_f64(int64_t B, int64_t T, const double *restrict x, 
     double N_3_1[LANES];
     double N_3_2[LANES];
     double N_3_3[LANES];
+    double Gram_0_0[LANES];
+    double Gram_0_1[LANES];
+    double Gram_0_2[LANES];
+    double Gram_0_3[LANES];
+    double Gram_1_1[LANES];
+    double Gram_1_2[LANES];
+    double Gram_1_3[LANES];
+    double Gram_2_2[LANES];
+    double Gram_2_3[LANES];
+    double Gram_3_3[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -2588,16 +2618,6 @@ void geoattn_vp_gram_bwd_d4_f64(int64_t B, int64_t T, const double *restrict x, 
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
         for (int l = 0; l < LANES; l++) {
             const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            Gram_0_0[l] = Gram[(int64_t)bl*16 + 0];
-            Gram_1_0[l] = Gram[(int64_t)bl*16 + 4];
-            Gram_2_0[l] = Gram[(int64_t)bl*16 + 8];
-            Gram_3_0[l] = Gram[(int64_t)bl*16 + 12];
-            Gram_1_1[l] = Gram[(int64_t)bl*16 + 5];
-            Gram_2_1[l] = Gram[(int64_t)bl*16 + 9];
-            Gram_3_1[l] = Gram[(int64_t)bl*16 + 13];
-            Gram_2_2[l] = Gram[(int64_t)bl*16 + 10];
-            Gram_3_2[l] = Gram[(int64_t)bl*16 + 14];
-            Gram_3_3[l] = Gram[(int64_t)bl*16 + 15];
             N_0_0[l] = N[(int64_t)bl*16 + 0];
             N_0_1[l] = N[(int64_t)bl*16 + 1];
             N_0_2[l] = N[(int64_t)bl*16 + 2];
@@ -2615,6 +2635,16 @@ void geoattn_vp_gram_bwd_d4_f64(int64_t B, int64_t T, const double *restrict x, 
             N_3_2[l] = N[(int64_t)bl*16 + 14];
             N_3_3[l] = N[(int64_t)bl*16 + 15];
         }
+        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
+        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -2642,6 +2672,16 @@ void geoattn_vp_gram_bwd_d4_f64(int64_t B, int64_t T, const double *restrict x, 
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
+                    Gram_0_0[l] += (tile_x[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l]);
+                    Gram_0_1[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
+                    Gram_0_2[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
+                    Gram_0_3[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
+                    Gram_1_1[l] += (tile_x[(1 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l]);
+                    Gram_1_2[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
+                    Gram_1_3[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
+                    Gram_2_2[l] += (tile_x[(2 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l]);
+                    Gram_2_3[l] += tile_x[(2 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
+                    Gram_3_3[l] += (tile_x[(3 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
@@ -2725,22 +2765,22 @@ void geoattn_vp_gram_bwd_d4_f64(int64_t B, int64_t T, const double *restrict x, 
             H_2_2[l] = Mbar_2_0*sH_0 + Mbar_2_1*sH_2 - Mbar_2_3*sH_4;
             H_2_3[l] = A_2_0*Mbar_3_0 + A_2_1*Mbar_3_1 + A_3_0*Mbar_2_0 + A_3_1*Mbar_2_1 + A_3_2*Mbar_2_2 - A_3_2*Mbar_3_3;
             H_3_3[l] = Mbar_3_0*sH_1 + Mbar_3_1*sH_3 + Mbar_3_2*sH_4;
-            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_1_0[l]*Mbar_1_0 + Gram_2_0[l]*Mbar_2_0 + Gram_3_0[l]*Mbar_3_0;
-            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_1_0[l]*Mbar_1_1 + Gram_2_0[l]*Mbar_2_1 + Gram_3_0[l]*Mbar_3_1;
-            gA_0_2[l] = Gram_0_0[l]*Mbar_0_2 + Gram_1_0[l]*Mbar_1_2 + Gram_2_0[l]*Mbar_2_2 + Gram_3_0[l]*Mbar_3_2;
-            gA_0_3[l] = Gram_0_0[l]*Mbar_0_3 + Gram_1_0[l]*Mbar_1_3 + Gram_2_0[l]*Mbar_2_3 + Gram_3_0[l]*Mbar_3_3;
-            gA_1_0[l] = Gram_1_0[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0 + Gram_2_1[l]*Mbar_2_0 + Gram_3_1[l]*Mbar_3_0;
-            gA_1_1[l] = Gram_1_0[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1 + Gram_2_1[l]*Mbar_2_1 + Gram_3_1[l]*Mbar_3_1;
-            gA_1_2[l] = Gram_1_0[l]*Mbar_0_2 + Gram_1_1[l]*Mbar_1_2 + Gram_2_1[l]*Mbar_2_2 + Gram_3_1[l]*Mbar_3_2;
-            gA_1_3[l] = Gram_1_0[l]*Mbar_0_3 + Gram_1_1[l]*Mbar_1_3 + Gram_2_1[l]*Mbar_2_3 + Gram_3_1[l]*Mbar_3_3;
-            gA_2_0[l] = Gram_2_0[l]*Mbar_0_0 + Gram_2_1[l]*Mbar_1_0 + Gram_2_2[l]*Mbar_2_0 + Gram_3_2[l]*Mbar_3_0;
-            gA_2_1[l] = Gram_2_0[l]*Mbar_0_1 + Gram_2_1[l]*Mbar_1_1 + Gram_2_2[l]*Mbar_2_1 + Gram_3_2[l]*Mbar_3_1;
-            gA_2_2[l] = Gram_2_0[l]*Mbar_0_2 + Gram_2_1[l]*Mbar_1_2 + Gram_2_2[l]*Mbar_2_2 + Gram_3_2[l]*Mbar_3_2;
-            gA_2_3[l] = Gram_2_0[l]*Mbar_0_3 + Gram_2_1[l]*Mbar_1_3 + Gram_2_2[l]*Mbar_2_3 + Gram_3_2[l]*Mbar_3_3;
-            gA_3_0[l] = Gram_3_0[l]*Mbar_0_0 + Gram_3_1[l]*Mbar_1_0 + Gram_3_2[l]*Mbar_2_0 + Gram_3_3[l]*Mbar_3_0;
-            gA_3_1[l] = Gram_3_0[l]*Mbar_0_1 + Gram_3_1[l]*Mbar_1_1 + Gram_3_2[l]*Mbar_2_1 + Gram_3_3[l]*Mbar_3_1;
-            gA_3_2[l] = Gram_3_0[l]*Mbar_0_2 + Gram_3_1[l]*Mbar_1_2 + Gram_3_2[l]*Mbar_2_2 + Gram_3_3[l]*Mbar_3_2;
-            gA_3_3[l] = Gram_3_0[l]*Mbar_0_3 + Gram_3_1[l]*Mbar_1_3 + Gram_3_2[l]*Mbar_2_3 + Gram_3_3[l]*Mbar_3_3;
+            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_0_1[l]*Mbar_1_0 + Gram_0_2[l]*Mbar_2_0 + Gram_0_3[l]*Mbar_3_0;
+            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_0_1[l]*Mbar_1_1 + Gram_0_2[l]*Mbar_2_1 + Gram_0_3[l]*Mbar_3_1;
+            gA_0_2[l] = Gram_0_0[l]*Mbar_0_2 + Gram_0_1[l]*Mbar_1_2 + Gram_0_2[l]*Mbar_2_2 + Gram_0_3[l]*Mbar_3_2;
+            gA_0_3[l] = Gram_0_0[l]*Mbar_0_3 + Gram_0_1[l]*Mbar_1_3 + Gram_0_2[l]*Mbar_2_3 + Gram_0_3[l]*Mbar_3_3;
+            gA_1_0[l] = Gram_0_1[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0 + Gram_1_2[l]*Mbar_2_0 + Gram_1_3[l]*Mbar_3_0;
+            gA_1_1[l] = Gram_0_1[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1 + Gram_1_2[l]*Mbar_2_1 + Gram_1_3[l]*Mbar_3_1;
+            gA_1_2[l] = Gram_0_1[l]*Mbar_0_2 + Gram_1_1[l]*Mbar_1_2 + Gram_1_2[l]*Mbar_2_2 + Gram_1_3[l]*Mbar_3_2;
+            gA_1_3[l] = Gram_0_1[l]*Mbar_0_3 + Gram_1_1[l]*Mbar_1_3 + Gram_1_2[l]*Mbar_2_3 + Gram_1_3[l]*Mbar_3_3;
+            gA_2_0[l] = Gram_0_2[l]*Mbar_0_0 + Gram_1_2[l]*Mbar_1_0 + Gram_2_2[l]*Mbar_2_0 + Gram_2_3[l]*Mbar_3_0;
+            gA_2_1[l] = Gram_0_2[l]*Mbar_0_1 + Gram_1_2[l]*Mbar_1_1 + Gram_2_2[l]*Mbar_2_1 + Gram_2_3[l]*Mbar_3_1;
+            gA_2_2[l] = Gram_0_2[l]*Mbar_0_2 + Gram_1_2[l]*Mbar_1_2 + Gram_2_2[l]*Mbar_2_2 + Gram_2_3[l]*Mbar_3_2;
+            gA_2_3[l] = Gram_0_2[l]*Mbar_0_3 + Gram_1_2[l]*Mbar_1_3 + Gram_2_2[l]*Mbar_2_3 + Gram_2_3[l]*Mbar_3_3;
+            gA_3_0[l] = Gram_0_3[l]*Mbar_0_0 + Gram_1_3[l]*Mbar_1_0 + Gram_2_3[l]*Mbar_2_0 + Gram_3_3[l]*Mbar_3_0;
+            gA_3_1[l] = Gram_0_3[l]*Mbar_0_1 + Gram_1_3[l]*Mbar_1_1 + Gram_2_3[l]*Mbar_2_1 + Gram_3_3[l]*Mbar_3_1;
+            gA_3_2[l] = Gram_0_3[l]*Mbar_0_2 + Gram_1_3[l]*Mbar_1_2 + Gram_2_3[l]*Mbar_2_2 + Gram_3_3[l]*Mbar_3_2;
+            gA_3_3[l] = Gram_0_3[l]*Mbar_0_3 + Gram_1_3[l]*Mbar_1_3 + Gram_2_3[l]*Mbar_2_3 + Gram_3_3[l]*Mbar_3_3;
         }
         for (int l = 0; l < nl; l++) {
             gA[(int64_t)(b0 + l)*16 + 0] = gA_0_0[l];

@@ -330,8 +330,7 @@ GRAM_CLOSED_VJP = [("Mbar", -2 * _Ng * Pbar.T * _Ng), ("H", A * _Mbar.T - _Mbar 
 # Note [the closed-form Gram layer]
 # The whole layer, token-sized products included, as bindings: the forward takes x (T x d) to the Gram matrix,
 # the closed form and y = x P; the backward takes x, the incoming gradient Gy and the forward's N to x_bar,
-# the per-sample A_bar before skew-symmetrisation (Gram M_bar; the batch sum and skew part are the caller's)
-# and nothing else. These are the sources of the native CPU kernels (geoattn.codegen.cprinter), and the
+# the per-sample A_bar before skew-symmetrisation (Gram M_bar; the batch sum and skew part are the caller's). These are the sources of the native CPU kernels (geoattn.codegen.cprinter), and the
 # backward list is what the claim vp.gram_closed_form_vjp evaluates against the T x T layer, so the printed
 # x_bar is the verified one. Token-sized products have one of two shapes the C printer knows: a sum over the
 # tokens of X^T Y (both T x d), or a row-by-row map X S + Y S' (S, S' d x d).
@@ -340,6 +339,7 @@ _P_b = MatrixSymbol("P", d, d)
 _H_b = MatrixSymbol("H", d, d)
 GRAM_CLOSED_LAYER = [("Gram", x.T * x), *GRAM_CLOSED, ("y", x * _P_b)]
 GRAM_CLOSED_LAYER_VJP = [
+    ("Gram", x.T * x),  # recomputed in the same pass over the tokens as Pbar: the forward saves only x and N
     ("Pbar", x.T * Gy),
     ("P", 2 * _Ng - I_d),
     *GRAM_CLOSED_VJP,

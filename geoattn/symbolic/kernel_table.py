@@ -385,10 +385,10 @@ NATIVE_KERNELS: list[NativeKernelSpec] = [
     NativeKernelSpec(
         name="vp_gram_bwd",
         doc="The closed-form Gram layer's backward for d <= 4: x_bar = y_bar P^T + x H and the per-sample "
-        "Gram M_bar (A_bar is the skew part of its sum over the batch), from the forward's Gram and N.",
+        "Gram M_bar (A_bar is the skew part of its sum over the batch), from x, y_bar and the forward's N.",
         bindings=GRAM_CLOSED_LAYER_VJP,
         token_inputs=("x", "Gy"),
-        sample_inputs={"Gram": "symmetric", "N": "general"},
+        sample_inputs={"N": "general"},
         shared_inputs={"A": "skew"},
         token_outputs=("gx",),
         sample_outputs=("gA",),

@@ -88,8 +88,8 @@ def closed_vjp_identity() -> MatrixIdentity:
         k, t = size["d"], X.rows
         sizes = {ex.d: k, ex.T: t}
         fwd = run_bindings(ex.GRAM_CLOSED_LAYER, {ex.x: X, ex.A: Am}, sizes)
-        back = run_bindings(ex.GRAM_CLOSED_LAYER_VJP, {ex.x: X, ex.Gy: Gy, ex.A: Am, MatrixSymbol("N", ex.d, ex.d): fwd["N"],
-                                                       MatrixSymbol("Gram", ex.d, ex.d): fwd["Gram"]}, sizes)
+        back = run_bindings(ex.GRAM_CLOSED_LAYER_VJP, {ex.x: X, ex.Gy: Gy, ex.A: Am,
+                                                       MatrixSymbol("N", ex.d, ex.d): fwd["N"]}, sizes)
         gx, ga = back["gx"], back["gA"]
         dx, da = _reference_gradient(X, Am, Gy)
         y = alg.cayley(X * Am * X.T).T * X  # the T x T layer
