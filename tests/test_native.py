@@ -86,6 +86,23 @@ def test_native_kernels_build_where_a_compiler_is_found():
         assert _native.native_status(d, F32) == (True, "native kernels built")
 
 
+def test_build_says_why_it_cannot_build(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEOATTN_NATIVE", "0")
+    assert _native.build(4, "f32", cache_dir=str(tmp_path)) == "GEOATTN_NATIVE=0 in the environment"
+    monkeypatch.delenv("GEOATTN_NATIVE")
+    monkeypatch.setattr(_native, "_compiler", lambda: None)
+    assert _native.build(4, "f32", cache_dir=str(tmp_path)).startswith("no C compiler found")
+    monkeypatch.undo()
+    if _native._compiler() is None:
+        return
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the cache directory should be
+    assert _native.build(4, "f32", cache_dir=str(blocked / "cache")).startswith("cannot build the native kernels")
+    bad = tmp_path / "bad.c"
+    bad.write_text("this is not C\n")
+    assert _native.build(4, "f32", source=str(bad), cache_dir=str(tmp_path)).startswith("the C compiler failed")
+
+
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
 @pytest.mark.parametrize("T,B", [(16, 19), (3, 8), (40, 9), (100, 3)])  # a tail block, d > T, several token tiles
 def test_forward_matches_the_full_form(d, T, B):

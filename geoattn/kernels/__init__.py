@@ -317,8 +317,9 @@ def vp_attention(
       ``d x d`` inverse and the backward are closed forms
       (``vp.gram_closed_form``, ``vp.gram_closed_form_vjp``,
       :mod:`geoattn.kernels._gram`): no LAPACK call for the samples that pass
-      their residual check, a ``d x d`` solve for the others; otherwise a
-      pivoted solve differentiated by autograd;
+      their residual check, a ``d x d`` solve for the others; on CPU they run
+      as C kernels printed from the same bindings (:func:`native_status`);
+      otherwise a pivoted solve differentiated by autograd;
     * ``"full"``: the ``T x T`` matrices, as the seeds write the layer;
     * ``"auto"`` (default): when ``d < T``, ``"gram"`` for the Cayley transform of
       float32 or half inputs and ``"lowrank"`` otherwise; ``"full"`` when

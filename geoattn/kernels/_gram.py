@@ -6,7 +6,10 @@ For ``x`` of shape ``(B, T, d)`` and skew ``A`` the layer output is
 :math:`G = x^Tx` (ledger ``vp.gram_form``). For ``d <= 4``, ``N`` has a closed form (ledger
 ``vp.gram_closed_form``, kernel ``vp_gram_closed``; Note [closed-form Gram solve] in
 :mod:`geoattn.symbolic.expressions`), and so does the backward (``vp.gram_closed_form_vjp``, kernel
-``vp_gram_closed_vjp``).
+``vp_gram_closed_vjp``). On CPU, where a C compiler is found, the whole layer runs as the native kernels
+printed from the same bindings (:mod:`geoattn.kernels._native`, Note [native kernels]); the torch form below
+serves everywhere else (other devices, no compiler, ``GEOATTN_NATIVE=0``), and the residual check, the solved
+samples and the large-input fallback are the same on both.
 
 Note [structure-of-arrays runtime]
 ----------------------------------

@@ -22,7 +22,7 @@ the eager form serves, and :func:`native_status` says why):
 The compiler flags are ``-O3 -std=c99 -fPIC -shared``, with ``-march=native`` when it is accepted; never
 ``-ffast-math`` (the residual check must see a NaN). The cache directory is ``$GEOATTN_CACHE`` or
 ``~/.cache/geoattn``; a library's name carries a hash of the source, the compiler and the flags, so a stale
-library is never loaded. With more than one torch thread the batch is split into contiguous parts run on
+library is never loaded; with ``-march=native`` it also carries the CPU's model and flags. With more than one torch thread the batch is split into contiguous parts run on
 that many threads (ctypes releases the GIL); every sample goes through the same operations whatever the
 split (Note [lanes] in :mod:`geoattn.codegen.cprinter`).
 """
@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -64,6 +65,17 @@ def _compiler() -> str | None:
     return None
 
 
+def _cpu_id() -> str:
+    """What ``-march=native`` depends on: the CPU's model and instruction-set flags (a cache shared by machines
+    with different CPUs never hands one the other's library)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            lines = [ln for ln in fh if ln.startswith(("model name", "flags", "Features", "CPU part"))]
+        return "".join(sorted(set(lines)))
+    except OSError:
+        return platform.machine() + platform.processor()
+
+
 def _cache_dir() -> str:
     return os.environ.get("GEOATTN_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "geoattn")
 
@@ -82,11 +94,18 @@ def build(d: int, real: str, source: str = SOURCE, cache_dir: str | None = None)
     except OSError as err:
         return f"cannot read {source}: {err}"
     cache = cache_dir or _cache_dir()
+    try:
+        return _compile(cc, text, source, cache, d, real)
+    except OSError as err:  # an unwritable cache directory, a compiler that cannot be run
+        return f"cannot build the native kernels: {err}"
+
+
+def _compile(cc: str, text: bytes, source: str, cache: str, d: int, real: str) -> ctypes.CDLL | str:
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
     base = ["-O3", "-std=c99", "-fPIC", "-shared", f"-DGEOATTN_D={d}", f"-DGEOATTN_{real.upper()}"]
     errors = []
     for flags in (base + ["-march=native"], base):
-        key = hashlib.sha256(text + repr((cc, version, flags)).encode()).hexdigest()[:16]
+        key = hashlib.sha256(text + repr((cc, version, flags, _cpu_id())).encode()).hexdigest()[:16]
         path = os.path.join(cache, f"native_gram_d{d}_{real}_{key}.so")
         if not os.path.exists(path):
             os.makedirs(cache, exist_ok=True)
@@ -161,15 +180,15 @@ def _run(fn, B: int, T: int, args: list) -> None:
     are the C function's arrays in order, each ``(tensor, batched)``: a batched tensor has the batch as its
     first dimension and is split, a shared one is passed whole."""
     parts = max(1, min(torch.get_num_threads(), B // _MIN_PER_THREAD))
+    if parts == 1:
+        fn(ctypes.c_int64(B), ctypes.c_int64(T), *(ctypes.c_void_p(t.data_ptr()) for t, _ in args))
+        return
     bounds = [B * k // parts for k in range(parts + 1)]
 
     def call(k):
         lo, hi = bounds[k], bounds[k + 1]
         fn(ctypes.c_int64(hi - lo), ctypes.c_int64(T), *(_ptr(t[lo:hi] if batched else t) for t, batched in args))
 
-    if parts == 1:
-        call(0)
-        return
     with ThreadPoolExecutor(parts) as pool:
         list(pool.map(call, range(parts)))
 

@@ -53,7 +53,9 @@ class VolumePreservingAttention(nn.Module):
     ``torch.func`` gradients do): :func:`geoattn.kernels.vp_attention`
     computes float32 Cayley inputs by the Gram form :math:`y = 2x(I + x^Tx\,A)^{-T} - x`
     in float64 (``vp.gram_form``; for ``dim <= 4`` with the closed-form inverse and backward
-    of ``vp.gram_closed_form``: no solve for the samples that pass its residual check), and otherwise factors :math:`x = QR` and uses
+    of ``vp.gram_closed_form``: no solve for the samples that pass its residual check; on CPU
+    as C kernels printed from the verified bindings, see :func:`geoattn.kernels.native_status`),
+    and otherwise factors :math:`x = QR` and uses
     :math:`f(Z^TAZ) = I + Q(f(RAR^T) - I)Q^T` (``vp.lowrank_form``);
     :math:`O(T\,\mathrm{dim}^2)` time and memory either way. The
     arbitrary weighting keeps the ``T x T`` form: the lower-triangle
