@@ -6,6 +6,7 @@ import pytest
 
 import geoattn.experiments.training
 import geoattn.kernels
+import geoattn.kernels._native
 import geoattn.models.feedforward
 import geoattn.models.integrators
 import geoattn.models.sympnet
@@ -22,6 +23,7 @@ import geoattn.testing
 
 MODULES = [
     geoattn.kernels,
+    geoattn.kernels._native,
     geoattn.symbolic,
     geoattn.testing,
     geoattn.nn.attention,

@@ -179,6 +179,17 @@ def test_closed_form_gradcheck_and_double_backward(T, path):
     assert torch.autograd.gradgradcheck(fn, (x[:1, :5], A))
 
 
+def test_gradcheck_through_the_closed_form_n(path, monkeypatch):
+    """In float64 every sample fails the eps(float64)/16 residual check and takes the solved N, so the test above
+    checks the backward formulas only; with float32's tolerance the closed-form N itself is differentiated."""
+    monkeypatch.setattr(_gram, "residual_tolerance", lambda dtype: torch.finfo(F32).eps / 16)
+    torch.manual_seed(11)
+    x = (0.5 * torch.randn(3, 9, 4, dtype=F64)).requires_grad_()
+    A = (0.5 * torch.randn(4, 4, dtype=F64)).requires_grad_()
+    assert bool(_gram._VPGramClosed.apply(x.detach(), A.detach())[1].all()) and path.served()
+    assert torch.autograd.gradcheck(lambda a, b: _gram._VPGramClosed.apply(a, b)[0], (x, A))
+
+
 @pytest.mark.parametrize("T", [16, 40])
 @pytest.mark.parametrize("incoming", ["dense", "sum"])
 def test_closed_form_backward_matches_the_full_form(T, incoming, path):

@@ -68,7 +68,6 @@ def test_printer_shares_symmetric_entries_and_reads_skew_lower_triangles():
     src = cprinter.print_native_kernel(FWD, 3, "f32")
     assert "Gram_1_0[l] +=" not in src and "Gram_0_1[l] +=" in src  # x^T x: one accumulator per pair
     assert "A[3]" in src and "A[1]" not in src  # A_1_0 read, A_0_1 = -A_1_0 assumed
-    assert "-ffast-math" not in src
 
 
 def test_generated_source_is_up_to_date():
@@ -130,7 +129,7 @@ def test_forward_matches_the_full_form(d, T, B):
     assert ((rmax - Rtrue.abs().amax((-2, -1))).abs() <= 16 * d * eps * scale).all()
 
 
-@pytest.mark.parametrize("d", [2, 4])
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
 @pytest.mark.parametrize("T", [5, 40])
 def test_backward_matches_the_full_form(d, T):
     _native_or_skip(d)
@@ -154,24 +153,29 @@ def test_float64_tokens_agree_with_the_float64_solve():
     _native_or_skip(4, F64)
     torch.manual_seed(1)
     x, A = torch.randn(9, 20, 4, dtype=F64), skew64(4, 0.3)
-    y, _, _, _ = _native.gram_forward(x, A)
+    y, G, _, _ = _native.gram_forward(x, A)
     ref = full64(x, A)
-    assert (y - ref).abs().max() <= 64 * 20 * torch.finfo(F64).eps * x.abs().max() * 10
+    cond = torch.linalg.cond(torch.eye(4, dtype=F64) + G @ A)  # both sides lose cond(I + G A) units of rounding
+    err = ((y - ref).abs() / x.norm(dim=-2, keepdim=True)).amax((-2, -1))
+    assert (err <= 64 * 20 * torch.finfo(F64).eps * cond).all(), (err, cond)
 
 
 def test_results_do_not_depend_on_the_batch_or_the_thread_split():
     _native_or_skip()
     torch.manual_seed(2)
     x, A = torch.randn(2 * _native._MIN_PER_THREAD + 5, 16, 4), skew64(4, 0.3)
+    gy = torch.randn_like(x)
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
         one = _native.gram_forward(x, A)
+        back_one = _native.gram_backward(x, gy, one[2], A)
         torch.set_num_threads(2)
         two = _native.gram_forward(x, A)
+        back_two = _native.gram_backward(x, gy, one[2], A)
     finally:
         torch.set_num_threads(threads)
-    for a, b in zip(one, two):
+    for a, b in zip(one + back_one, two + back_two):
         assert torch.equal(a, b)
     for i in (0, 7, 1000):
         for batch in (x[i : i + 1], x[i : i + 9], torch.cat([x[:3] * 1e3, x[i : i + 1]])):
@@ -201,18 +205,27 @@ def test_inputs_are_checked():
         _native.gram_backward(x, x, torch.eye(4, dtype=F64).expand(2, 4, 4), skew64(4))
 
 
-def test_the_layer_takes_the_native_kernels(monkeypatch):
+def test_the_layer_takes_the_native_kernels_and_agrees_with_the_eager_form(monkeypatch):
     _native_or_skip()
     calls = []
-    real = _native.gram_forward
-    monkeypatch.setattr(_native, "gram_forward", lambda *a: calls.append(1) or real(*a))
-    x = torch.randn(5, 16, 4, requires_grad=True)
-    K.vp_attention(x, skew64(4).float()).sum().backward()
-    assert calls and x.grad is not None
-    monkeypatch.setattr(_gram, "USE_NATIVE", False)
-    calls.clear()
-    K.vp_attention(x, skew64(4).float())
-    assert not calls
+    for name in ("gram_forward", "gram_backward"):
+        real = getattr(_native, name)
+        monkeypatch.setattr(_native, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+    torch.manual_seed(5)
+    x0, A0 = torch.randn(5, 16, 4), skew64(4, 0.3).float()
+    g = torch.randn(5, 16, 4)
+    results = {}
+    for native in (True, False):
+        monkeypatch.setattr(_gram, "USE_NATIVE", native)
+        calls.clear()
+        x, A = x0.clone().requires_grad_(), A0.clone().requires_grad_()
+        y = K.vp_attention(x, A)
+        y.backward(g)
+        assert calls == (["gram_forward", "gram_backward"] if native else [])
+        results[native] = (y.detach(), x.grad, A.grad)
+    tol = 64 * 16 * torch.finfo(F32).eps
+    for a, b in zip(results[True], results[False]):  # the same float64 computation, rounded to float32 once
+        assert (a - b).abs().max() <= tol * (1 + b.abs().max())
 
 
 # -- negative controls: kernels printed from broken bindings are caught -------------------------------------------
@@ -261,11 +274,3 @@ def test_negative_control_a_broken_backward_kernel_is_caught(tmp_path):
     x64 = x.double().requires_grad_()
     rx = torch.autograd.grad(full64(x64, A), x64, gy.double())[0]
     assert (gx.double() - rx).abs().max() > 64 * 16 * torch.finfo(F32).eps * (1 + rx.abs().max())
-
-
-def test_sympy_free_runtime():
-    import subprocess
-    import sys
-
-    code = "import sys, geoattn.kernels._native as n, geoattn.kernels._gram; assert 'sympy' not in sys.modules"
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

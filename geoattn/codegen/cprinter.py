@@ -80,16 +80,15 @@ def _structured(name: str, d: int, structure: str) -> tuple[sp.Matrix, list]:
     """An explicit ``d x d`` matrix of entry symbols with a structure, and its ``(symbol, (i, j))`` stored entries."""
     syms = {}
     m = sp.zeros(d, d)
+    if structure not in ("general", "symmetric", "skew"):
+        raise CodegenError(f"Expected a structure 'general', 'symmetric' or 'skew'. Got {structure!r}.")
     for i in range(d):
         for j in range(d):
-            lo, hi = (i, j) if i >= j else (j, i)
-            if structure == "general":
-                lo, hi = i, j
-            elif structure == "skew" and i == j:
+            if structure == "skew" and i == j:
                 continue
-            elif structure not in ("symmetric", "skew"):
-                raise CodegenError(f"Expected a structure 'general', 'symmetric' or 'skew'. Got {structure!r}.")
-            s = syms.setdefault((lo, hi), sp.Symbol(f"{name}_{lo}_{hi}", real=True))
+            # the stored entry: (i, j) itself, or for the structured ones the one in the lower triangle
+            r, c = (i, j) if structure == "general" or i >= j else (j, i)
+            s = syms.setdefault((r, c), sp.Symbol(f"{name}_{r}_{c}", real=True))
             m[i, j] = -s if structure == "skew" and i < j else s
     return m, [(s, ij) for ij, s in syms.items()]
 
@@ -127,6 +126,7 @@ class _Function:
         self.names: dict = {}  # entry symbol -> C code
         self.lane: set = set()  # entry symbols held as lane arrays
         self.decls: list[str] = []
+        self.bound: dict = {}  # binding name -> (matrix of entry symbols, (symbol, expression) pairs, kind)
         tokens = {}
         for _, expr in spec.bindings:
             for s in sp.sympify(expr).atoms(MatrixSymbol):
@@ -182,7 +182,7 @@ class _Function:
         """C statements computing ``pairs`` (symbol, expression) with shared subexpressions as locals;
         ``target(symbol, code)`` is the statement for each result."""
         syms = sp.numbered_symbols(f"{prefix}_")
-        temps, reduced = sp.cse([e for _, e in pairs], symbols=syms, order="none")
+        temps, reduced = sp.cse([e for _, e in pairs], symbols=syms)  # canonical order: the same source every run
         lines = []
         for t, e in temps:
             self.names[t] = str(t)
@@ -213,17 +213,17 @@ class _Function:
             sym, pairs = self._entries(name, value, name)
             phase[kind].append(name)
             self.env[MatrixSymbol(name, *(ex.d if s == ex.d else s for s in expr.shape))] = sym
-            setattr(self, f"_pairs_{name}", (sym, pairs, kind))
+            self.bound[name] = (sym, pairs, kind)
         outputs = set(spec.sample_outputs) | set(spec.maxabs_outputs)
         rowmap_atoms = set()
         for name in phase["rowmap"]:
-            for _, e in getattr(self, f"_pairs_{name}")[1]:
+            for _, e in self.bound[name][1]:
                 rowmap_atoms |= e.free_symbols
         body: list[str] = []
         # phase 1: reductions over the tokens
         red_lines = []
         for name in phase["reduction"]:
-            _, pairs, _ = getattr(self, f"_pairs_{name}")
+            _, pairs, _ = self.bound[name]
             for s, _ in pairs:
                 self._lane(s)
                 body.append(f"for (int l = 0; l < LANES; l++) {s}[l] = 0.0;")
@@ -231,7 +231,7 @@ class _Function:
         # phase 2: the small bindings, one loop over the lanes
         small_lines = []
         for name in phase["small"]:
-            sym, pairs, _ = getattr(self, f"_pairs_{name}")
+            sym, pairs, _ = self.bound[name]
             keep = name in outputs or any(s in rowmap_atoms for s, _ in pairs)
             for s, _ in pairs:
                 if keep:
@@ -244,12 +244,11 @@ class _Function:
         # phase 3: the row maps, one row per token
         row_lines, stores = [], []
         for name in phase["rowmap"]:
-            sym, pairs, _ = getattr(self, f"_pairs_{name}")
+            sym, pairs, _ = self.bound[name]
             self.decls.append(f"double row_{name}[{d}][LANES];")
             for j in range(d):
                 self.names.setdefault(sym[0, j], f"row_{name}[{j}][l]")
-            row_lines += self._assign(
-                [(s, e) for s, e in pairs], lambda s, c: f"{self.names[s]} = {c};", f"w{name}")
+            row_lines += self._assign(pairs, lambda s, c: f"{self.names[s]} = {c};", f"w{name}")
             for j in range(d):
                 e = sym[0, j]
                 code = self.names[e] if not e.is_Number else _ScalarC({}).doprint(e)
@@ -297,7 +296,7 @@ class _Function:
             out += block(small_lines, 3)
             out.append(ind * 2 + "}")
         for name in spec.sample_outputs:
-            sym = getattr(self, f"_pairs_{name}")[0]
+            sym = self.bound[name][0]
             out.append(ind * 2 + "for (int l = 0; l < nl; l++) {")
             for i in range(d):
                 for j in range(d):
@@ -306,9 +305,10 @@ class _Function:
                     out.append(ind * 3 + f"{name}[(int64_t)(b0 + l)*{d * d} + {i * d + j}] = {code};")
             out.append(ind * 2 + "}")
         for name in spec.maxabs_outputs:
-            _, pairs, _ = getattr(self, f"_pairs_{name}")
+            sym, pairs, _ = self.bound[name]
+            consts = [abs(float(e)) for e in sym if e.is_Number]  # entries that are numbers count too
             out.append(ind * 2 + "for (int l = 0; l < nl; l++) {")
-            out.append(ind * 3 + "double m = 0.0, a;")
+            out.append(ind * 3 + f"double m = {max(consts, default=0.0)!r}, a;")
             for s, _ in pairs:  # a NaN entry makes the maximum NaN
                 out.append(ind * 3 + f"a = fabs({self.names[s]}); if (a > m || a != a) m = a;")
             out.append(ind * 3 + f"{name}[b0 + l] = m;")

@@ -143,10 +143,11 @@ def write(path: str | None = None, native_path: str | None = None) -> str:
     """Write the generated module to ``path`` (default :func:`target_path`) and the native kernels' C source to
     ``native_path`` (default :func:`native_target_path`); return the module's path."""
     path = path or target_path()
-    with open(path, "w") as fh:
-        fh.write(generate_module())
-    with open(native_path or native_target_path(), "w") as fh:
-        fh.write(generate_native_module())
+    for target, text in ((path, generate_module()), (native_path or native_target_path(), generate_native_module())):
+        tmp = f"{target}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, target)  # atomic: a reader (the native kernels' compiler) never sees a partial file
     return path
 
 

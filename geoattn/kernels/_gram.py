@@ -50,7 +50,7 @@ import torch
 from . import _generated as gen
 from . import _native
 
-__all__ = ["closed_form_applies", "vp_gram_closed"]
+__all__ = ["closed_form_applies", "residual_tolerance", "vp_gram_closed"]
 
 #: the largest d the closed form covers (vp.gram_closed_form)
 CLOSED_MAX_DIM = 4
@@ -93,10 +93,16 @@ def _outer_sum(xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
     return gen.soa_mm(xs.transpose(0, 1), ys)
 
 
+def residual_tolerance(dtype: torch.dtype) -> float:
+    """The largest residual entry :math:`|(I + GA)^TN - I|` the closed form may leave for inputs of ``dtype``:
+    ``eps(dtype) / 16`` (Note [closed-form residual check])."""
+    return torch.finfo(dtype).eps / 16
+
+
 def _residual_ok(R: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Per sample: whether ``max |R| <= eps(dtype) / 16`` for the kernel's residual ``R = (I + G A)^T N - I``
-    (Note [closed-form residual check])."""
-    return R.abs().flatten(0, 1).amax(0) <= torch.finfo(dtype).eps / 16
+    """Per sample: whether ``max |R| <= residual_tolerance(dtype)`` for the kernel's residual ``R = (I + G A)^T N - I``
+    in the structure-of-arrays layout."""
+    return R.abs().flatten(0, 1).amax(0) <= residual_tolerance(dtype)
 
 
 class _VPGramClosed(torch.autograd.Function):
@@ -112,7 +118,7 @@ class _VPGramClosed(torch.autograd.Function):
         if ctx.native:
             xn = _native_tokens(x)
             y, G, N, rmax = _native.gram_forward(xn, As.contiguous())
-            ok = rmax <= torch.finfo(x.dtype).eps / 16
+            ok = rmax <= residual_tolerance(x.dtype)
             if not bool(ok.all()):
                 bad = (~ok).nonzero().squeeze(-1)
                 Nb = _solve(G.index_select(0, bad), As)
@@ -176,17 +182,21 @@ class _VPGramClosed(torch.autograd.Function):
 USE_NATIVE = True
 
 
+def _native_dtype(x: torch.Tensor) -> torch.dtype:
+    """The real type the native kernels take ``x`` in: float64 stays float64, the rest is float32."""
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
 def _native_tokens(x: torch.Tensor) -> torch.Tensor:
-    """``x`` as the native kernels take it: contiguous float32 (float64 stays float64); no copy when it is already."""
-    return x.to(torch.float64 if x.dtype == torch.float64 else torch.float32).contiguous()
+    """``x`` as the native kernels take it, contiguous; no copy when it is already."""
+    return x.to(_native_dtype(x)).contiguous()
 
 
 def _native_applies(x: torch.Tensor) -> bool:
     """Whether the native kernels serve ``x`` (Note [native kernels] in :mod:`geoattn.kernels._native`)."""
     if not USE_NATIVE or x.device.type != "cpu":
         return False
-    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-    return _native.native_status(x.shape[-1], dtype)[0]
+    return _native.native_status(x.shape[-1], _native_dtype(x))[0]
 
 
 def _skew64(A: torch.Tensor) -> torch.Tensor:

@@ -53,12 +53,12 @@ class NativeKernelSpec:
     * ``token_inputs``: ``T x d`` matrices per sample, stored ``(B, T, d)`` in the input's real type;
     * ``sample_inputs``: ``d x d`` matrices per sample, stored ``(B, d, d)`` in double, with their structure;
     * ``shared_inputs``: ``d x d`` matrices shared by the batch, stored ``(d, d)`` in double, with their
-      structure.
+      structure;
+    * ``token_outputs`` (``(B, T, d)``, real type), ``sample_outputs`` (``(B, d, d)``, double) and
+      ``maxabs_outputs`` (``(B,)``, double: the largest absolute entry of the binding, ``NaN`` when one is).
 
     A structure is ``"general"``, ``"symmetric"`` (only the lower triangle is read) or ``"skew"`` (only the strict
     lower triangle is read): the kernel assumes the rest, so the caller must pass such matrices.
-    * ``token_outputs`` (``(B, T, d)``, real type), ``sample_outputs`` (``(B, d, d)``, double) and
-      ``maxabs_outputs`` (``(B,)``, double: the largest absolute entry of the binding, ``NaN`` when one is).
     """
 
     name: str
