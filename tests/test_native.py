@@ -51,21 +51,19 @@ def test_printer_refuses_other_token_products(expr):
     with pytest.raises(CodegenError):
         spec = NativeKernelSpec(name="bad", doc="", bindings=[("Z", expr)], token_inputs=("x", "Gy"),
                                 sample_inputs={"S": "general"})
-        cprinter.print_native_kernel(spec, 2, "f32")
+        cprinter.print_native_kernel(spec, 2)
 
 
-def test_printer_refuses_unknown_symbols_sizes_and_types():
+def test_printer_refuses_unknown_symbols_and_sizes():
     spec = NativeKernelSpec(name="bad", doc="", bindings=[("Z", MatrixSymbol("Q", ex.d, ex.d))], token_inputs=())
     with pytest.raises(CodegenError, match="unbound symbol"):
-        cprinter.print_native_kernel(spec, 2, "f32")
+        cprinter.print_native_kernel(spec, 2)
     with pytest.raises(CodegenError, match="1 <= d <= 4"):
-        cprinter.print_native_kernel(FWD, 5, "f32")
-    with pytest.raises(CodegenError, match="real type"):
-        cprinter.print_native_kernel(FWD, 2, "f16")
+        cprinter.print_native_kernel(FWD, 5)
 
 
 def test_printer_shares_symmetric_entries_and_reads_skew_lower_triangles():
-    src = cprinter.print_native_kernel(FWD, 3, "f32")
+    src = cprinter.print_native_kernel(FWD, 3)
     assert "Gram_1_0[l] +=" not in src and "Gram_0_1[l] +=" in src  # x^T x: one accumulator per pair
     assert "A[3]" in src and "A[1]" not in src  # A_1_0 read, A_0_1 = -A_1_0 assumed
 
@@ -234,9 +232,8 @@ def test_the_layer_takes_the_native_kernels_and_agrees_with_the_eager_form(monke
 def _broken_library(tmp_path, spec, d):
     src = tmp_path / "broken.c"
     header = generate.NATIVE_HEADER.format(hash="-", version="-", sources="", lanes=cprinter.LANES,
-                                           chunk=cprinter.TOKEN_CHUNK)
-    src.write_text(header + f"#define GEOATTN_D {d}\n" + "\n".join(
-        cprinter.print_native_kernel(k, d, "f32") for k in spec))
+                                           chunk=cprinter.TOKEN_CHUNK, prelude=cprinter.REAL_PRELUDE)
+    src.write_text(header + "\n".join(cprinter.print_native_kernel(k, d) for k in spec))
     lib = _native.build(d, "f32", str(src), str(tmp_path / "cache"))
     if isinstance(lib, str):
         pytest.skip(f"cannot build: {lib}")

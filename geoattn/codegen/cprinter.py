@@ -36,14 +36,20 @@ from ..symbolic.interpreter import evaluate
 from ..symbolic.kernel_spec import NativeKernelSpec
 from .printer import CodegenError, _split
 
-__all__ = ["LANES", "TOKEN_CHUNK", "REAL_TYPES", "c_function_name", "print_native_kernel"]
+__all__ = ["LANES", "TOKEN_CHUNK", "REAL_TYPES", "REAL_PRELUDE", "c_function_name", "print_native_kernel"]
 
 #: samples per block (Note [lanes])
 LANES = 8
 #: tokens per tile (Note [lanes])
 TOKEN_CHUNK = 32
-#: suffix -> C type of the token-sized arrays
+#: suffix -> C type of the token-sized arrays; a function is printed once, with ``real_t`` and
+#: ``GEOATTN_NAME(...)``, and compiled for one of them (``-DGEOATTN_F32`` or ``-DGEOATTN_F64``)
 REAL_TYPES = {"f32": "float", "f64": "double"}
+#: the C lines that define ``real_t`` and ``GEOATTN_NAME`` from the compiler's ``-DGEOATTN_<REAL>``
+REAL_PRELUDE = "\n".join(
+    [f"#{'if' if k == 0 else 'elif'} defined(GEOATTN_{sfx.upper()})\ntypedef {c} real_t;\n"
+     f"#define GEOATTN_NAME(name) geoattn_##name##_{sfx}" for k, (sfx, c) in enumerate(REAL_TYPES.items())]
+    + ["#else\n#error \"compile with -DGEOATTN_F32 or -DGEOATTN_F64\"\n#endif"])
 
 
 def c_function_name(spec: NativeKernelSpec, d: int, real: str) -> str:
@@ -115,12 +121,12 @@ def _kind(name: str, expr, tokens: set) -> str:
 
 
 class _Function:
-    """The C source of one kernel at one ``d`` and one real type (built by :func:`print_native_kernel`)."""
+    """The C source of one kernel at one ``d`` (built by :func:`print_native_kernel`)."""
 
-    def __init__(self, spec: NativeKernelSpec, d: int, real: str):
+    def __init__(self, spec: NativeKernelSpec, d: int):
         from ..symbolic import expressions as ex
 
-        self.spec, self.d, self.real, self.ctype = spec, d, real, REAL_TYPES[real]
+        self.spec, self.d = spec, d
         self.sizes = {ex.T: 1, ex.d: d}
         self.env: dict = {}  # MatrixSymbol -> explicit matrix of entry symbols / numbers
         self.names: dict = {}  # entry symbol -> C code
@@ -252,7 +258,7 @@ class _Function:
             for j in range(d):
                 e = sym[0, j]
                 code = self.names[e] if not e.is_Number else _ScalarC({}).doprint(e)
-                stores.append(f"{name}[((int64_t)(b0 + l)*T + t0 + tt)*{d} + {j}] = ({self.ctype})({code});")
+                stores.append(f"{name}[((int64_t)(b0 + l)*T + t0 + tt)*{d} + {j}] = (real_t)({code});")
         return self._assemble(body, red_lines, small_lines, row_lines, stores, phase)
 
     def _assemble(self, init, red_lines, small_lines, row_lines, stores, phase) -> str:
@@ -263,12 +269,12 @@ class _Function:
             return [ind * depth + ln for ln in lines]
 
         params = ["int64_t B", "int64_t T"]
-        params += [f"const {self.ctype} *restrict {n}" for n in spec.token_inputs]
+        params += [f"const real_t *restrict {n}" for n in spec.token_inputs]
         params += [f"const double *restrict {n}" for n in spec.sample_inputs]
         params += [f"const double *restrict {n}" for n in spec.shared_inputs]
-        params += [f"{self.ctype} *restrict {n}" for n in spec.token_outputs]
+        params += [f"real_t *restrict {n}" for n in spec.token_outputs]
         params += [f"double *restrict {n}" for n in (*spec.sample_outputs, *spec.maxabs_outputs)]
-        out = [f"void {c_function_name(spec, d, self.real)}({', '.join(params)})", "{"]
+        out = [f"void GEOATTN_NAME({spec.name}_d{d})({', '.join(params)})", "{"]
         out += block(self.consts, 1)
         out += block([f"double tile_{n}[TOKEN_CHUNK*{d}*LANES];" for n in spec.token_inputs], 1)
         out += block(sorted(set(self.decls), key=self.decls.index), 1)
@@ -282,15 +288,14 @@ class _Function:
             out.append(ind * 2 + "}")
         out += block(init, 2)
         load = self._tile_load()
+        def token_loop(load_lines, lane_lines, after=()):
+            """Over the tiles of tokens, then the tokens, then the lanes (``after``: per token, after the lanes)."""
+            return ([ind * 2 + "for (int64_t c = 0; c < nchunks; c++) {", *load_lines,
+                     ind * 3 + "for (int64_t tt = 0; tt < nt; tt++) {", ind * 4 + "for (int l = 0; l < LANES; l++) {",
+                     *block(lane_lines, 5), ind * 4 + "}", *after, ind * 3 + "}", ind * 2 + "}"])
+
         if phase["reduction"]:
-            out.append(ind * 2 + "for (int64_t c = 0; c < nchunks; c++) {")
-            out += block(load, 3)
-            out.append(ind * 3 + "for (int64_t tt = 0; tt < nt; tt++) {")
-            out.append(ind * 4 + "for (int l = 0; l < LANES; l++) {")
-            out += block(red_lines, 5)
-            out.append(ind * 4 + "}")
-            out.append(ind * 3 + "}")
-            out.append(ind * 2 + "}")
+            out += token_loop(block(load, 3), red_lines)
         if small_lines:
             out.append(ind * 2 + "for (int l = 0; l < LANES; l++) {")
             out += block(small_lines, 3)
@@ -314,21 +319,11 @@ class _Function:
             out.append(ind * 3 + f"{name}[b0 + l] = m;")
             out.append(ind * 2 + "}")
         if phase["rowmap"]:
-            out.append(ind * 2 + "for (int64_t c = 0; c < nchunks; c++) {")
             reload = block(load, 3)
             if phase["reduction"]:  # one chunk: the tile still holds it
-                reload = [ind * 3 + "if (nchunks > 1) {"] + block(load[1:], 4) + [ind * 3 + "}"]
-                reload.insert(0, ind * 3 + load[0])
-            out += reload
-            out.append(ind * 3 + "for (int64_t tt = 0; tt < nt; tt++) {")
-            out.append(ind * 4 + "for (int l = 0; l < LANES; l++) {")
-            out += block(row_lines, 5)
-            out.append(ind * 4 + "}")
-            out.append(ind * 4 + "for (int l = 0; l < nl; l++) {")
-            out += block(stores, 5)
-            out.append(ind * 4 + "}")
-            out.append(ind * 3 + "}")
-            out.append(ind * 2 + "}")
+                reload = [ind * 3 + load[0], ind * 3 + "if (nchunks > 1) {", *block(load[1:], 4), ind * 3 + "}"]
+            store = [ind * 4 + "for (int l = 0; l < nl; l++) {", *block(stores, 5), ind * 4 + "}"]
+            out += token_loop(reload, row_lines, store)
         out.append(ind + "}")
         out.append("}")
         return "\n".join(out) + "\n"
@@ -340,17 +335,15 @@ class _Function:
                  "for (int l = 0; l < LANES; l++) {",
                  "    const int64_t bl = b0 + (l < nl ? l : nl - 1);"]
         for n in self.spec.token_inputs:
-            lines += [f"    const {self.ctype} *src_{n} = {n} + (bl*T + t0)*{d};",
+            lines += [f"    const real_t *src_{n} = {n} + (bl*T + t0)*{d};",
                       f"    for (int64_t tt = 0; tt < nt*{d}; tt++) tile_{n}[tt*LANES + l] = (double)src_{n}[tt];"]
         lines.append("}")
         return lines
 
 
-def print_native_kernel(spec: NativeKernelSpec, d: int, real: str) -> str:
-    """The C source of one function: ``spec`` at size ``d`` (``1 <= d <= spec.max_dim``) for the real type ``real``
-    (``"f32"`` or ``"f64"``)."""
+def print_native_kernel(spec: NativeKernelSpec, d: int) -> str:
+    """The C source of one function: ``spec`` at size ``d`` (``1 <= d <= spec.max_dim``), with token arrays of type
+    ``real_t`` and its name through ``GEOATTN_NAME`` (:data:`REAL_PRELUDE` defines both)."""
     if not 1 <= d <= spec.max_dim:
         raise CodegenError(f"Expected 1 <= d <= {spec.max_dim} for {spec.name}. Got d = {d}.")
-    if real not in REAL_TYPES:
-        raise CodegenError(f"Expected a real type in {sorted(REAL_TYPES)}. Got {real!r}.")
-    return _Function(spec, d, real).build()
+    return _Function(spec, d).build()

@@ -9,7 +9,7 @@ import sympy as sp
 
 from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, native_hash
-from .cprinter import LANES, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
+from .cprinter import LANES, REAL_PRELUDE, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
 from .printer import SOA_HELPER_NAMES, SOA_HELPERS, SoAKernelPrinter, TorchKernelPrinter, common_scalar, factor_sums
 
 __all__ = ["generate_kernel", "generate_module", "generate_native_module", "target_path", "native_target_path",
@@ -105,6 +105,8 @@ NATIVE_HEADER = """/* Native CPU kernels generated from the verified SymPy bindi
 
 #define LANES {lanes}
 #define TOKEN_CHUNK {chunk}
+
+{prelude}
 """
 
 
@@ -115,14 +117,12 @@ def generate_native_module() -> str:
         for k in NATIVE_KERNELS
     )
     header = NATIVE_HEADER.format(hash=native_hash(), version=PRINTER_VERSION, sources=sources, lanes=LANES,
-                                  chunk=TOKEN_CHUNK)
-    # one group per (d, real type), each compiled on its own when first needed (GEOATTN_D, GEOATTN_<REAL>)
+                                  chunk=TOKEN_CHUNK, prelude=REAL_PRELUDE)
+    # one group per d, compiled on its own for one real type when first needed (GEOATTN_D, GEOATTN_<REAL>)
     functions = []
     for d in range(1, max(k.max_dim for k in NATIVE_KERNELS) + 1):
-        for real in REAL_TYPES:
-            group = [print_native_kernel(k, d, real) for k in NATIVE_KERNELS if d <= k.max_dim]
-            functions.append(f"#if GEOATTN_D == {d} && defined(GEOATTN_{real.upper()})\n\n" + "\n".join(group)
-                             + f"\n#endif  /* d = {d}, {real} */\n")
+        group = [print_native_kernel(k, d) for k in NATIVE_KERNELS if d <= k.max_dim]
+        functions.append(f"#if GEOATTN_D == {d}\n\n" + "\n".join(group) + f"\n#endif  /* d = {d} */\n")
     index = "\n".join(f"   {c_function_name(k, d, real)}" for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1)
                       for real in REAL_TYPES)
     return header + f"\n/* functions:\n{index}\n*/\n\n" + "\n".join(functions)

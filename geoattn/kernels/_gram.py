@@ -52,8 +52,8 @@ from . import _native
 
 __all__ = ["closed_form_applies", "residual_tolerance", "vp_gram_closed"]
 
-#: the largest d the closed form covers (vp.gram_closed_form)
-CLOSED_MAX_DIM = 4
+#: the largest d the closed form covers (vp.gram_closed_form); the native kernels are printed up to it
+CLOSED_MAX_DIM = _native.MAX_DIM
 #: sequences shorter than this do the token-sized work in the structure-of-arrays layout, longer ones by
 #: batched products (Note [structure-of-arrays runtime])
 SOA_MAX_T = 32

@@ -50,7 +50,7 @@ __all__ = ["native_status", "gram_forward", "gram_backward", "build", "SOURCE"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram.c")
-#: the largest d the kernels cover
+#: the largest d the kernels cover: that of the closed form (vp.gram_closed_form; _gram.CLOSED_MAX_DIM)
 MAX_DIM = 4
 _REALS = {torch.float32: ("f32", ctypes.c_float), torch.float64: ("f64", ctypes.c_double)}
 _lock = threading.Lock()

@@ -20,6 +20,16 @@
 #define LANES 8
 #define TOKEN_CHUNK 32
 
+#if defined(GEOATTN_F32)
+typedef float real_t;
+#define GEOATTN_NAME(name) geoattn_##name##_f32
+#elif defined(GEOATTN_F64)
+typedef double real_t;
+#define GEOATTN_NAME(name) geoattn_##name##_f64
+#else
+#error "compile with -DGEOATTN_F32 or -DGEOATTN_F64"
+#endif
+
 /* functions:
    geoattn_vp_gram_fwd_d1_f32
    geoattn_vp_gram_fwd_d1_f64
@@ -39,9 +49,9 @@
    geoattn_vp_gram_bwd_d4_f64
 */
 
-#if GEOATTN_D == 1 && defined(GEOATTN_F32)
+#if GEOATTN_D == 1
 
-void geoattn_vp_gram_fwd_d1_f32(int64_t B, int64_t T, const float *restrict x, const double *restrict A, float *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
+void GEOATTN_NAME(vp_gram_fwd_d1)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
     double tile_x[TOKEN_CHUNK*1*LANES];
     double Gram_0_0[LANES];
@@ -54,7 +64,7 @@ void geoattn_vp_gram_fwd_d1_f32(int64_t B, int64_t T, const float *restrict x, c
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const float *src_x = x + (bl*T + t0)*1;
+                const real_t *src_x = x + (bl*T + t0)*1;
                 for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
@@ -78,7 +88,7 @@ void geoattn_vp_gram_fwd_d1_f32(int64_t B, int64_t T, const float *restrict x, c
             if (nchunks > 1) {
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const float *src_x = x + (bl*T + t0)*1;
+                    const real_t *src_x = x + (bl*T + t0)*1;
                     for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
                 }
             }
@@ -87,14 +97,14 @@ void geoattn_vp_gram_fwd_d1_f32(int64_t B, int64_t T, const float *restrict x, c
                     row_y[0][l] = tile_x[(0 + 1*tt)*LANES + l];
                 }
                 for (int l = 0; l < nl; l++) {
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*1 + 0] = (float)(row_y[0][l]);
+                    y[((int64_t)(b0 + l)*T + t0 + tt)*1 + 0] = (real_t)(row_y[0][l]);
                 }
             }
         }
     }
 }
 
-void geoattn_vp_gram_bwd_d1_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
+void GEOATTN_NAME(vp_gram_bwd_d1)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double tile_x[TOKEN_CHUNK*1*LANES];
     double tile_Gy[TOKEN_CHUNK*1*LANES];
@@ -117,9 +127,9 @@ void geoattn_vp_gram_bwd_d1_f32(int64_t B, int64_t T, const float *restrict x, c
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const float *src_x = x + (bl*T + t0)*1;
+                const real_t *src_x = x + (bl*T + t0)*1;
                 for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const float *src_Gy = Gy + (bl*T + t0)*1;
+                const real_t *src_Gy = Gy + (bl*T + t0)*1;
                 for (int64_t tt = 0; tt < nt*1; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
@@ -142,9 +152,9 @@ void geoattn_vp_gram_bwd_d1_f32(int64_t B, int64_t T, const float *restrict x, c
             if (nchunks > 1) {
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const float *src_x = x + (bl*T + t0)*1;
+                    const real_t *src_x = x + (bl*T + t0)*1;
                     for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const float *src_Gy = Gy + (bl*T + t0)*1;
+                    const real_t *src_Gy = Gy + (bl*T + t0)*1;
                     for (int64_t tt = 0; tt < nt*1; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
                 }
             }
@@ -153,141 +163,18 @@ void geoattn_vp_gram_bwd_d1_f32(int64_t B, int64_t T, const float *restrict x, c
                     row_gx[0][l] = tile_Gy[(0 + 1*tt)*LANES + l]*P_0_0[l];
                 }
                 for (int l = 0; l < nl; l++) {
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*1 + 0] = (float)(row_gx[0][l]);
+                    gx[((int64_t)(b0 + l)*T + t0 + tt)*1 + 0] = (real_t)(row_gx[0][l]);
                 }
             }
         }
     }
 }
 
-#endif  /* d = 1, f32 */
+#endif  /* d = 1 */
 
-#if GEOATTN_D == 1 && defined(GEOATTN_F64)
+#if GEOATTN_D == 2
 
-void geoattn_vp_gram_fwd_d1_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict A, double *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
-{
-    double tile_x[TOKEN_CHUNK*1*LANES];
-    double Gram_0_0[LANES];
-    double row_y[1][LANES];
-    const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
-    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
-        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            for (int l = 0; l < LANES; l++) {
-                const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const double *src_x = x + (bl*T + t0)*1;
-                for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l]);
-                }
-            }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*1 + 0] = Gram_0_0[l];
-        }
-        for (int l = 0; l < nl; l++) {
-            N[(int64_t)(b0 + l)*1 + 0] = 1.0;
-        }
-        for (int l = 0; l < nl; l++) {
-            double m = 0.0, a;
-            R[b0 + l] = m;
-        }
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            if (nchunks > 1) {
-                for (int l = 0; l < LANES; l++) {
-                    const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const double *src_x = x + (bl*T + t0)*1;
-                    for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                }
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    row_y[0][l] = tile_x[(0 + 1*tt)*LANES + l];
-                }
-                for (int l = 0; l < nl; l++) {
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*1 + 0] = (double)(row_y[0][l]);
-                }
-            }
-        }
-    }
-}
-
-void geoattn_vp_gram_bwd_d1_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
-{
-    double tile_x[TOKEN_CHUNK*1*LANES];
-    double tile_Gy[TOKEN_CHUNK*1*LANES];
-    double N_0_0[LANES];
-    double Gram_0_0[LANES];
-    double Pbar_0_0[LANES];
-    double P_0_0[LANES];
-    double gA_0_0[LANES];
-    double row_gx[1][LANES];
-    const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
-    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
-        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) {
-            const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            N_0_0[l] = N[(int64_t)bl*1 + 0];
-        }
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            for (int l = 0; l < LANES; l++) {
-                const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const double *src_x = x + (bl*T + t0)*1;
-                for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const double *src_Gy = Gy + (bl*T + t0)*1;
-                for (int64_t tt = 0; tt < nt*1; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l]);
-                    Pbar_0_0[l] += tile_Gy[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l];
-                }
-            }
-        }
-        for (int l = 0; l < LANES; l++) {
-            P_0_0[l] = 2.0*N_0_0[l] - 1.0;
-            const double Mbar_0_0 = -2.0*(N_0_0[l]*N_0_0[l])*Pbar_0_0[l];
-            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0;
-        }
-        for (int l = 0; l < nl; l++) {
-            gA[(int64_t)(b0 + l)*1 + 0] = gA_0_0[l];
-        }
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            if (nchunks > 1) {
-                for (int l = 0; l < LANES; l++) {
-                    const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const double *src_x = x + (bl*T + t0)*1;
-                    for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const double *src_Gy = Gy + (bl*T + t0)*1;
-                    for (int64_t tt = 0; tt < nt*1; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
-                }
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    row_gx[0][l] = tile_Gy[(0 + 1*tt)*LANES + l]*P_0_0[l];
-                }
-                for (int l = 0; l < nl; l++) {
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*1 + 0] = (double)(row_gx[0][l]);
-                }
-            }
-        }
-    }
-}
-
-#endif  /* d = 1, f64 */
-
-#if GEOATTN_D == 2 && defined(GEOATTN_F32)
-
-void geoattn_vp_gram_fwd_d2_f32(int64_t B, int64_t T, const float *restrict x, const double *restrict A, float *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
+void GEOATTN_NAME(vp_gram_fwd_d2)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
     const double A_1_0 = A[2];
     double tile_x[TOKEN_CHUNK*2*LANES];
@@ -317,7 +204,7 @@ void geoattn_vp_gram_fwd_d2_f32(int64_t B, int64_t T, const float *restrict x, c
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const float *src_x = x + (bl*T + t0)*2;
+                const real_t *src_x = x + (bl*T + t0)*2;
                 for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
@@ -388,7 +275,7 @@ void geoattn_vp_gram_fwd_d2_f32(int64_t B, int64_t T, const float *restrict x, c
             if (nchunks > 1) {
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const float *src_x = x + (bl*T + t0)*2;
+                    const real_t *src_x = x + (bl*T + t0)*2;
                     for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
                 }
             }
@@ -398,15 +285,15 @@ void geoattn_vp_gram_fwd_d2_f32(int64_t B, int64_t T, const float *restrict x, c
                     row_y[1][l] = P_0_1[l]*tile_x[(0 + 2*tt)*LANES + l] + P_1_1[l]*tile_x[(1 + 2*tt)*LANES + l];
                 }
                 for (int l = 0; l < nl; l++) {
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*2 + 0] = (float)(row_y[0][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*2 + 1] = (float)(row_y[1][l]);
+                    y[((int64_t)(b0 + l)*T + t0 + tt)*2 + 0] = (real_t)(row_y[0][l]);
+                    y[((int64_t)(b0 + l)*T + t0 + tt)*2 + 1] = (real_t)(row_y[1][l]);
                 }
             }
         }
     }
 }
 
-void geoattn_vp_gram_bwd_d2_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
+void GEOATTN_NAME(vp_gram_bwd_d2)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[2];
     double tile_x[TOKEN_CHUNK*2*LANES];
@@ -455,9 +342,9 @@ void geoattn_vp_gram_bwd_d2_f32(int64_t B, int64_t T, const float *restrict x, c
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const float *src_x = x + (bl*T + t0)*2;
+                const real_t *src_x = x + (bl*T + t0)*2;
                 for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const float *src_Gy = Gy + (bl*T + t0)*2;
+                const real_t *src_Gy = Gy + (bl*T + t0)*2;
                 for (int64_t tt = 0; tt < nt*2; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
@@ -505,9 +392,9 @@ void geoattn_vp_gram_bwd_d2_f32(int64_t B, int64_t T, const float *restrict x, c
             if (nchunks > 1) {
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const float *src_x = x + (bl*T + t0)*2;
+                    const real_t *src_x = x + (bl*T + t0)*2;
                     for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const float *src_Gy = Gy + (bl*T + t0)*2;
+                    const real_t *src_Gy = Gy + (bl*T + t0)*2;
                     for (int64_t tt = 0; tt < nt*2; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
                 }
             }
@@ -517,261 +404,19 @@ void geoattn_vp_gram_bwd_d2_f32(int64_t B, int64_t T, const float *restrict x, c
                     row_gx[1][l] = tile_Gy[(0 + 2*tt)*LANES + l]*P_1_0[l] + tile_Gy[(1 + 2*tt)*LANES + l]*P_1_1[l] + H_0_1[l]*tile_x[(0 + 2*tt)*LANES + l] + H_1_1[l]*tile_x[(1 + 2*tt)*LANES + l];
                 }
                 for (int l = 0; l < nl; l++) {
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*2 + 0] = (float)(row_gx[0][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*2 + 1] = (float)(row_gx[1][l]);
+                    gx[((int64_t)(b0 + l)*T + t0 + tt)*2 + 0] = (real_t)(row_gx[0][l]);
+                    gx[((int64_t)(b0 + l)*T + t0 + tt)*2 + 1] = (real_t)(row_gx[1][l]);
                 }
             }
         }
     }
 }
 
-#endif  /* d = 2, f32 */
+#endif  /* d = 2 */
 
-#if GEOATTN_D == 2 && defined(GEOATTN_F64)
+#if GEOATTN_D == 3
 
-void geoattn_vp_gram_fwd_d2_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict A, double *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
-{
-    const double A_1_0 = A[2];
-    double tile_x[TOKEN_CHUNK*2*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_1_1[LANES];
-    double N_0_0[LANES];
-    double N_0_1[LANES];
-    double N_1_0[LANES];
-    double N_1_1[LANES];
-    double P_0_0[LANES];
-    double P_0_1[LANES];
-    double P_1_0[LANES];
-    double P_1_1[LANES];
-    double R_0_0[LANES];
-    double R_0_1[LANES];
-    double R_1_0[LANES];
-    double R_1_1[LANES];
-    double row_y[2][LANES];
-    const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
-    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
-        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            for (int l = 0; l < LANES; l++) {
-                const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const double *src_x = x + (bl*T + t0)*2;
-                for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l]);
-                }
-            }
-        }
-        for (int l = 0; l < LANES; l++) {
-            const double sJ_0 = A_1_0*Gram_0_1[l];
-            const double J_0_0 = -sJ_0;
-            const double J_0_1 = -A_1_0*Gram_1_1[l];
-            const double J_1_0 = A_1_0*Gram_0_0[l];
-            const double J_1_1 = sJ_0;
-            const double sJ2_0 = J_0_1*J_1_0;
-            const double J2_0_0 = (J_0_0*J_0_0) + sJ2_0;
-            const double J2_0_1 = J_0_0*J_0_1 + J_0_1*J_1_1;
-            const double J2_1_0 = J_0_0*J_1_0 + J_1_0*J_1_1;
-            const double J2_1_1 = (J_1_1*J_1_1) + sJ2_0;
-            const double sNu_0 = J_0_0 + 1.0;
-            const double sNu_1 = (1.0/2.0)*J2_0_0;
-            const double sNu_2 = (1.0/2.0)*J2_1_1;
-            const double sNu_3 = sNu_1 - sNu_2 + 1.0;
-            const double sNu_4 = J_1_1 + 1.0;
-            const double sNu_5 = -sNu_1 + sNu_2 + 1.0;
-            const double Nu_0_0 = J2_0_1*J_1_0 + sNu_0*sNu_3;
-            const double Nu_0_1 = J2_0_1*sNu_4 + J_0_1*sNu_3;
-            const double Nu_1_0 = J2_1_0*sNu_0 + J_1_0*sNu_5;
-            const double Nu_1_1 = J2_1_0*J_0_1 + sNu_4*sNu_5;
-            const double sN_0 = (1.0/(-1.0/4.0*(J2_0_0*J2_0_0) - 1.0/2.0*J2_0_0 - 1.0/2.0*J2_0_1*J2_1_0 - 1.0/4.0*(J2_1_1*J2_1_1) - 1.0/2.0*J2_1_1 + (1.0/8.0)*((J2_0_0 + J2_1_1)*(J2_0_0 + J2_1_1)) + 1.0));
-            N_0_0[l] = Nu_0_0*sN_0;
-            N_0_1[l] = Nu_0_1*sN_0;
-            N_1_0[l] = Nu_1_0*sN_0;
-            N_1_1[l] = Nu_1_1*sN_0;
-            P_0_0[l] = 2.0*N_0_0[l] - 1.0;
-            P_0_1[l] = 2.0*N_0_1[l];
-            P_1_0[l] = 2.0*N_1_0[l];
-            P_1_1[l] = 2.0*N_1_1[l] - 1.0;
-            R_0_0[l] = -J_0_0*N_0_0[l] - J_0_1*N_1_0[l] + N_0_0[l] - 1.0;
-            R_0_1[l] = -J_0_0*N_0_1[l] - J_0_1*N_1_1[l] + N_0_1[l];
-            R_1_0[l] = -J_1_0*N_0_0[l] - J_1_1*N_1_0[l] + N_1_0[l];
-            R_1_1[l] = -J_1_0*N_0_1[l] - J_1_1*N_1_1[l] + N_1_1[l] - 1.0;
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*4 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*4 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*4 + 2] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*4 + 3] = Gram_1_1[l];
-        }
-        for (int l = 0; l < nl; l++) {
-            N[(int64_t)(b0 + l)*4 + 0] = N_0_0[l];
-            N[(int64_t)(b0 + l)*4 + 1] = N_0_1[l];
-            N[(int64_t)(b0 + l)*4 + 2] = N_1_0[l];
-            N[(int64_t)(b0 + l)*4 + 3] = N_1_1[l];
-        }
-        for (int l = 0; l < nl; l++) {
-            double m = 0.0, a;
-            a = fabs(R_0_0[l]); if (a > m || a != a) m = a;
-            a = fabs(R_0_1[l]); if (a > m || a != a) m = a;
-            a = fabs(R_1_0[l]); if (a > m || a != a) m = a;
-            a = fabs(R_1_1[l]); if (a > m || a != a) m = a;
-            R[b0 + l] = m;
-        }
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            if (nchunks > 1) {
-                for (int l = 0; l < LANES; l++) {
-                    const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const double *src_x = x + (bl*T + t0)*2;
-                    for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                }
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    row_y[0][l] = P_0_0[l]*tile_x[(0 + 2*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 2*tt)*LANES + l];
-                    row_y[1][l] = P_0_1[l]*tile_x[(0 + 2*tt)*LANES + l] + P_1_1[l]*tile_x[(1 + 2*tt)*LANES + l];
-                }
-                for (int l = 0; l < nl; l++) {
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*2 + 0] = (double)(row_y[0][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*2 + 1] = (double)(row_y[1][l]);
-                }
-            }
-        }
-    }
-}
-
-void geoattn_vp_gram_bwd_d2_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
-{
-    const double A_1_0 = A[2];
-    double tile_x[TOKEN_CHUNK*2*LANES];
-    double tile_Gy[TOKEN_CHUNK*2*LANES];
-    double N_0_0[LANES];
-    double N_0_1[LANES];
-    double N_1_0[LANES];
-    double N_1_1[LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_1_1[LANES];
-    double Pbar_0_0[LANES];
-    double Pbar_0_1[LANES];
-    double Pbar_1_0[LANES];
-    double Pbar_1_1[LANES];
-    double P_0_0[LANES];
-    double P_0_1[LANES];
-    double P_1_0[LANES];
-    double P_1_1[LANES];
-    double H_0_0[LANES];
-    double H_0_1[LANES];
-    double H_1_1[LANES];
-    double gA_0_0[LANES];
-    double gA_0_1[LANES];
-    double gA_1_0[LANES];
-    double gA_1_1[LANES];
-    double row_gx[2][LANES];
-    const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
-    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
-        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) {
-            const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            N_0_0[l] = N[(int64_t)bl*4 + 0];
-            N_0_1[l] = N[(int64_t)bl*4 + 1];
-            N_1_0[l] = N[(int64_t)bl*4 + 2];
-            N_1_1[l] = N[(int64_t)bl*4 + 3];
-        }
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_1_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_1_1[l] = 0.0;
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            for (int l = 0; l < LANES; l++) {
-                const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const double *src_x = x + (bl*T + t0)*2;
-                for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const double *src_Gy = Gy + (bl*T + t0)*2;
-                for (int64_t tt = 0; tt < nt*2; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l]);
-                    Pbar_0_0[l] += tile_Gy[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l];
-                    Pbar_0_1[l] += tile_Gy[(1 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l];
-                    Pbar_1_0[l] += tile_Gy[(0 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
-                    Pbar_1_1[l] += tile_Gy[(1 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
-                }
-            }
-        }
-        for (int l = 0; l < LANES; l++) {
-            P_0_0[l] = 2.0*N_0_0[l] - 1.0;
-            P_0_1[l] = 2.0*N_0_1[l];
-            P_1_0[l] = 2.0*N_1_0[l];
-            P_1_1[l] = 2.0*N_1_1[l] - 1.0;
-            const double sMbar_0 = 2.0*N_0_0[l]*Pbar_0_0[l] + 2.0*N_0_1[l]*Pbar_0_1[l];
-            const double sMbar_1 = 2.0*N_0_0[l]*Pbar_1_0[l] + 2.0*N_0_1[l]*Pbar_1_1[l];
-            const double sMbar_2 = 2.0*N_1_0[l]*Pbar_0_0[l] + 2.0*N_1_1[l]*Pbar_0_1[l];
-            const double sMbar_3 = 2.0*N_1_0[l]*Pbar_1_0[l] + 2.0*N_1_1[l]*Pbar_1_1[l];
-            const double Mbar_0_0 = -N_0_0[l]*sMbar_0 - N_1_0[l]*sMbar_1;
-            const double Mbar_0_1 = -N_0_1[l]*sMbar_0 - N_1_1[l]*sMbar_1;
-            const double Mbar_1_0 = -N_0_0[l]*sMbar_2 - N_1_0[l]*sMbar_3;
-            const double Mbar_1_1 = -N_0_1[l]*sMbar_2 - N_1_1[l]*sMbar_3;
-            const double sH_0 = 2.0*A_1_0;
-            H_0_0[l] = -Mbar_0_1*sH_0;
-            H_0_1[l] = A_1_0*Mbar_0_0 - A_1_0*Mbar_1_1;
-            H_1_1[l] = Mbar_1_0*sH_0;
-            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_0_1[l]*Mbar_1_0;
-            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_0_1[l]*Mbar_1_1;
-            gA_1_0[l] = Gram_0_1[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0;
-            gA_1_1[l] = Gram_0_1[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1;
-        }
-        for (int l = 0; l < nl; l++) {
-            gA[(int64_t)(b0 + l)*4 + 0] = gA_0_0[l];
-            gA[(int64_t)(b0 + l)*4 + 1] = gA_0_1[l];
-            gA[(int64_t)(b0 + l)*4 + 2] = gA_1_0[l];
-            gA[(int64_t)(b0 + l)*4 + 3] = gA_1_1[l];
-        }
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            if (nchunks > 1) {
-                for (int l = 0; l < LANES; l++) {
-                    const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const double *src_x = x + (bl*T + t0)*2;
-                    for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const double *src_Gy = Gy + (bl*T + t0)*2;
-                    for (int64_t tt = 0; tt < nt*2; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
-                }
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    row_gx[0][l] = tile_Gy[(0 + 2*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 2*tt)*LANES + l]*P_0_1[l] + H_0_0[l]*tile_x[(0 + 2*tt)*LANES + l] + H_0_1[l]*tile_x[(1 + 2*tt)*LANES + l];
-                    row_gx[1][l] = tile_Gy[(0 + 2*tt)*LANES + l]*P_1_0[l] + tile_Gy[(1 + 2*tt)*LANES + l]*P_1_1[l] + H_0_1[l]*tile_x[(0 + 2*tt)*LANES + l] + H_1_1[l]*tile_x[(1 + 2*tt)*LANES + l];
-                }
-                for (int l = 0; l < nl; l++) {
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*2 + 0] = (double)(row_gx[0][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*2 + 1] = (double)(row_gx[1][l]);
-                }
-            }
-        }
-    }
-}
-
-#endif  /* d = 2, f64 */
-
-#if GEOATTN_D == 3 && defined(GEOATTN_F32)
-
-void geoattn_vp_gram_fwd_d3_f32(int64_t B, int64_t T, const float *restrict x, const double *restrict A, float *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
+void GEOATTN_NAME(vp_gram_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
     const double A_1_0 = A[3];
     const double A_2_0 = A[6];
@@ -824,7 +469,7 @@ void geoattn_vp_gram_fwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const float *src_x = x + (bl*T + t0)*3;
+                const real_t *src_x = x + (bl*T + t0)*3;
                 for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
@@ -952,7 +597,7 @@ void geoattn_vp_gram_fwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
             if (nchunks > 1) {
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const float *src_x = x + (bl*T + t0)*3;
+                    const real_t *src_x = x + (bl*T + t0)*3;
                     for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
                 }
             }
@@ -963,16 +608,16 @@ void geoattn_vp_gram_fwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
                     row_y[2][l] = P_0_2[l]*tile_x[(0 + 3*tt)*LANES + l] + P_1_2[l]*tile_x[(1 + 3*tt)*LANES + l] + P_2_2[l]*tile_x[(2 + 3*tt)*LANES + l];
                 }
                 for (int l = 0; l < nl; l++) {
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*3 + 0] = (float)(row_y[0][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*3 + 1] = (float)(row_y[1][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*3 + 2] = (float)(row_y[2][l]);
+                    y[((int64_t)(b0 + l)*T + t0 + tt)*3 + 0] = (real_t)(row_y[0][l]);
+                    y[((int64_t)(b0 + l)*T + t0 + tt)*3 + 1] = (real_t)(row_y[1][l]);
+                    y[((int64_t)(b0 + l)*T + t0 + tt)*3 + 2] = (real_t)(row_y[2][l]);
                 }
             }
         }
     }
 }
 
-void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
+void GEOATTN_NAME(vp_gram_bwd_d3)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[3];
     const double A_2_0 = A[6];
@@ -1062,9 +707,9 @@ void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const float *src_x = x + (bl*T + t0)*3;
+                const real_t *src_x = x + (bl*T + t0)*3;
                 for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const float *src_Gy = Gy + (bl*T + t0)*3;
+                const real_t *src_Gy = Gy + (bl*T + t0)*3;
                 for (int64_t tt = 0; tt < nt*3; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
@@ -1150,9 +795,9 @@ void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
             if (nchunks > 1) {
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const float *src_x = x + (bl*T + t0)*3;
+                    const real_t *src_x = x + (bl*T + t0)*3;
                     for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const float *src_Gy = Gy + (bl*T + t0)*3;
+                    const real_t *src_Gy = Gy + (bl*T + t0)*3;
                     for (int64_t tt = 0; tt < nt*3; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
                 }
             }
@@ -1163,425 +808,20 @@ void geoattn_vp_gram_bwd_d3_f32(int64_t B, int64_t T, const float *restrict x, c
                     row_gx[2][l] = tile_Gy[(0 + 3*tt)*LANES + l]*P_2_0[l] + tile_Gy[(1 + 3*tt)*LANES + l]*P_2_1[l] + tile_Gy[(2 + 3*tt)*LANES + l]*P_2_2[l] + H_0_2[l]*tile_x[(0 + 3*tt)*LANES + l] + H_1_2[l]*tile_x[(1 + 3*tt)*LANES + l] + H_2_2[l]*tile_x[(2 + 3*tt)*LANES + l];
                 }
                 for (int l = 0; l < nl; l++) {
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*3 + 0] = (float)(row_gx[0][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*3 + 1] = (float)(row_gx[1][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*3 + 2] = (float)(row_gx[2][l]);
+                    gx[((int64_t)(b0 + l)*T + t0 + tt)*3 + 0] = (real_t)(row_gx[0][l]);
+                    gx[((int64_t)(b0 + l)*T + t0 + tt)*3 + 1] = (real_t)(row_gx[1][l]);
+                    gx[((int64_t)(b0 + l)*T + t0 + tt)*3 + 2] = (real_t)(row_gx[2][l]);
                 }
             }
         }
     }
 }
 
-#endif  /* d = 3, f32 */
+#endif  /* d = 3 */
 
-#if GEOATTN_D == 3 && defined(GEOATTN_F64)
+#if GEOATTN_D == 4
 
-void geoattn_vp_gram_fwd_d3_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict A, double *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
-{
-    const double A_1_0 = A[3];
-    const double A_2_0 = A[6];
-    const double A_2_1 = A[7];
-    double tile_x[TOKEN_CHUNK*3*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_2_2[LANES];
-    double N_0_0[LANES];
-    double N_0_1[LANES];
-    double N_0_2[LANES];
-    double N_1_0[LANES];
-    double N_1_1[LANES];
-    double N_1_2[LANES];
-    double N_2_0[LANES];
-    double N_2_1[LANES];
-    double N_2_2[LANES];
-    double P_0_0[LANES];
-    double P_0_1[LANES];
-    double P_0_2[LANES];
-    double P_1_0[LANES];
-    double P_1_1[LANES];
-    double P_1_2[LANES];
-    double P_2_0[LANES];
-    double P_2_1[LANES];
-    double P_2_2[LANES];
-    double R_0_0[LANES];
-    double R_0_1[LANES];
-    double R_0_2[LANES];
-    double R_1_0[LANES];
-    double R_1_1[LANES];
-    double R_1_2[LANES];
-    double R_2_0[LANES];
-    double R_2_1[LANES];
-    double R_2_2[LANES];
-    double row_y[3][LANES];
-    const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
-    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
-        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            for (int l = 0; l < LANES; l++) {
-                const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const double *src_x = x + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l]);
-                }
-            }
-        }
-        for (int l = 0; l < LANES; l++) {
-            const double sJ_0 = A_1_0*Gram_0_1[l];
-            const double sJ_1 = A_2_0*Gram_0_2[l];
-            const double sJ_2 = A_2_1*Gram_1_2[l];
-            const double J_0_0 = -sJ_0 - sJ_1;
-            const double J_0_1 = -A_1_0*Gram_1_1[l] - A_2_0*Gram_1_2[l];
-            const double J_0_2 = -A_1_0*Gram_1_2[l] - A_2_0*Gram_2_2[l];
-            const double J_1_0 = A_1_0*Gram_0_0[l] - A_2_1*Gram_0_2[l];
-            const double J_1_1 = sJ_0 - sJ_2;
-            const double J_1_2 = A_1_0*Gram_0_2[l] - A_2_1*Gram_2_2[l];
-            const double J_2_0 = A_2_0*Gram_0_0[l] + A_2_1*Gram_0_1[l];
-            const double J_2_1 = A_2_0*Gram_0_1[l] + A_2_1*Gram_1_1[l];
-            const double J_2_2 = sJ_1 + sJ_2;
-            const double sJ2_0 = J_0_1*J_1_0;
-            const double sJ2_1 = J_0_2*J_2_0;
-            const double sJ2_2 = J_1_2*J_2_1;
-            const double J2_0_0 = (J_0_0*J_0_0) + sJ2_0 + sJ2_1;
-            const double J2_0_1 = J_0_0*J_0_1 + J_0_1*J_1_1 + J_0_2*J_2_1;
-            const double J2_0_2 = J_0_0*J_0_2 + J_0_1*J_1_2 + J_0_2*J_2_2;
-            const double J2_1_0 = J_0_0*J_1_0 + J_1_0*J_1_1 + J_1_2*J_2_0;
-            const double J2_1_1 = (J_1_1*J_1_1) + sJ2_0 + sJ2_2;
-            const double J2_1_2 = J_0_2*J_1_0 + J_1_1*J_1_2 + J_1_2*J_2_2;
-            const double J2_2_0 = J_0_0*J_2_0 + J_1_0*J_2_1 + J_2_0*J_2_2;
-            const double J2_2_1 = J_0_1*J_2_0 + J_1_1*J_2_1 + J_2_1*J_2_2;
-            const double J2_2_2 = (J_2_2*J_2_2) + sJ2_1 + sJ2_2;
-            const double sNu_0 = J_0_0 + 1.0;
-            const double sNu_1 = (1.0/2.0)*J2_2_2;
-            const double sNu_2 = -sNu_1;
-            const double sNu_3 = (1.0/2.0)*J2_0_0;
-            const double sNu_4 = (1.0/2.0)*J2_1_1;
-            const double sNu_5 = sNu_3 - sNu_4;
-            const double sNu_6 = sNu_2 + sNu_5 + 1.0;
-            const double sNu_7 = J_1_1 + 1.0;
-            const double sNu_8 = J_2_2 + 1.0;
-            const double sNu_9 = -sNu_1 - sNu_5 + 1.0;
-            const double sNu_10 = -sNu_2 - sNu_3 - sNu_4 + 1.0;
-            const double Nu_0_0 = J2_0_1*J_1_0 + J2_0_2*J_2_0 + sNu_0*sNu_6;
-            const double Nu_0_1 = J2_0_1*sNu_7 + J2_0_2*J_2_1 + J_0_1*sNu_6;
-            const double Nu_0_2 = J2_0_1*J_1_2 + J2_0_2*sNu_8 + J_0_2*sNu_6;
-            const double Nu_1_0 = J2_1_0*sNu_0 + J2_1_2*J_2_0 + J_1_0*sNu_9;
-            const double Nu_1_1 = J2_1_0*J_0_1 + J2_1_2*J_2_1 + sNu_7*sNu_9;
-            const double Nu_1_2 = J2_1_0*J_0_2 + J2_1_2*sNu_8 + J_1_2*sNu_9;
-            const double Nu_2_0 = J2_2_0*sNu_0 + J2_2_1*J_1_0 + J_2_0*sNu_10;
-            const double Nu_2_1 = J2_2_0*J_0_1 + J2_2_1*sNu_7 + J_2_1*sNu_10;
-            const double Nu_2_2 = J2_2_0*J_0_2 + J2_2_1*J_1_2 + sNu_10*sNu_8;
-            const double sN_0 = (1.0/(-1.0/4.0*(J2_0_0*J2_0_0) - 1.0/2.0*J2_0_0 - 1.0/2.0*J2_0_1*J2_1_0 - 1.0/2.0*J2_0_2*J2_2_0 - 1.0/4.0*(J2_1_1*J2_1_1) - 1.0/2.0*J2_1_1 - 1.0/2.0*J2_1_2*J2_2_1 - 1.0/4.0*(J2_2_2*J2_2_2) - 1.0/2.0*J2_2_2 + (1.0/8.0)*((J2_0_0 + J2_1_1 + J2_2_2)*(J2_0_0 + J2_1_1 + J2_2_2)) + 1.0));
-            N_0_0[l] = Nu_0_0*sN_0;
-            N_0_1[l] = Nu_0_1*sN_0;
-            N_0_2[l] = Nu_0_2*sN_0;
-            N_1_0[l] = Nu_1_0*sN_0;
-            N_1_1[l] = Nu_1_1*sN_0;
-            N_1_2[l] = Nu_1_2*sN_0;
-            N_2_0[l] = Nu_2_0*sN_0;
-            N_2_1[l] = Nu_2_1*sN_0;
-            N_2_2[l] = Nu_2_2*sN_0;
-            P_0_0[l] = 2.0*N_0_0[l] - 1.0;
-            P_0_1[l] = 2.0*N_0_1[l];
-            P_0_2[l] = 2.0*N_0_2[l];
-            P_1_0[l] = 2.0*N_1_0[l];
-            P_1_1[l] = 2.0*N_1_1[l] - 1.0;
-            P_1_2[l] = 2.0*N_1_2[l];
-            P_2_0[l] = 2.0*N_2_0[l];
-            P_2_1[l] = 2.0*N_2_1[l];
-            P_2_2[l] = 2.0*N_2_2[l] - 1.0;
-            R_0_0[l] = -J_0_0*N_0_0[l] - J_0_1*N_1_0[l] - J_0_2*N_2_0[l] + N_0_0[l] - 1.0;
-            R_0_1[l] = -J_0_0*N_0_1[l] - J_0_1*N_1_1[l] - J_0_2*N_2_1[l] + N_0_1[l];
-            R_0_2[l] = -J_0_0*N_0_2[l] - J_0_1*N_1_2[l] - J_0_2*N_2_2[l] + N_0_2[l];
-            R_1_0[l] = -J_1_0*N_0_0[l] - J_1_1*N_1_0[l] - J_1_2*N_2_0[l] + N_1_0[l];
-            R_1_1[l] = -J_1_0*N_0_1[l] - J_1_1*N_1_1[l] - J_1_2*N_2_1[l] + N_1_1[l] - 1.0;
-            R_1_2[l] = -J_1_0*N_0_2[l] - J_1_1*N_1_2[l] - J_1_2*N_2_2[l] + N_1_2[l];
-            R_2_0[l] = -J_2_0*N_0_0[l] - J_2_1*N_1_0[l] - J_2_2*N_2_0[l] + N_2_0[l];
-            R_2_1[l] = -J_2_0*N_0_1[l] - J_2_1*N_1_1[l] - J_2_2*N_2_1[l] + N_2_1[l];
-            R_2_2[l] = -J_2_0*N_0_2[l] - J_2_1*N_1_2[l] - J_2_2*N_2_2[l] + N_2_2[l] - 1.0;
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*9 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*9 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*9 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*9 + 3] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*9 + 4] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*9 + 5] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*9 + 6] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*9 + 7] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*9 + 8] = Gram_2_2[l];
-        }
-        for (int l = 0; l < nl; l++) {
-            N[(int64_t)(b0 + l)*9 + 0] = N_0_0[l];
-            N[(int64_t)(b0 + l)*9 + 1] = N_0_1[l];
-            N[(int64_t)(b0 + l)*9 + 2] = N_0_2[l];
-            N[(int64_t)(b0 + l)*9 + 3] = N_1_0[l];
-            N[(int64_t)(b0 + l)*9 + 4] = N_1_1[l];
-            N[(int64_t)(b0 + l)*9 + 5] = N_1_2[l];
-            N[(int64_t)(b0 + l)*9 + 6] = N_2_0[l];
-            N[(int64_t)(b0 + l)*9 + 7] = N_2_1[l];
-            N[(int64_t)(b0 + l)*9 + 8] = N_2_2[l];
-        }
-        for (int l = 0; l < nl; l++) {
-            double m = 0.0, a;
-            a = fabs(R_0_0[l]); if (a > m || a != a) m = a;
-            a = fabs(R_0_1[l]); if (a > m || a != a) m = a;
-            a = fabs(R_0_2[l]); if (a > m || a != a) m = a;
-            a = fabs(R_1_0[l]); if (a > m || a != a) m = a;
-            a = fabs(R_1_1[l]); if (a > m || a != a) m = a;
-            a = fabs(R_1_2[l]); if (a > m || a != a) m = a;
-            a = fabs(R_2_0[l]); if (a > m || a != a) m = a;
-            a = fabs(R_2_1[l]); if (a > m || a != a) m = a;
-            a = fabs(R_2_2[l]); if (a > m || a != a) m = a;
-            R[b0 + l] = m;
-        }
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            if (nchunks > 1) {
-                for (int l = 0; l < LANES; l++) {
-                    const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const double *src_x = x + (bl*T + t0)*3;
-                    for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                }
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    row_y[0][l] = P_0_0[l]*tile_x[(0 + 3*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 3*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 3*tt)*LANES + l];
-                    row_y[1][l] = P_0_1[l]*tile_x[(0 + 3*tt)*LANES + l] + P_1_1[l]*tile_x[(1 + 3*tt)*LANES + l] + P_2_1[l]*tile_x[(2 + 3*tt)*LANES + l];
-                    row_y[2][l] = P_0_2[l]*tile_x[(0 + 3*tt)*LANES + l] + P_1_2[l]*tile_x[(1 + 3*tt)*LANES + l] + P_2_2[l]*tile_x[(2 + 3*tt)*LANES + l];
-                }
-                for (int l = 0; l < nl; l++) {
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*3 + 0] = (double)(row_y[0][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*3 + 1] = (double)(row_y[1][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*3 + 2] = (double)(row_y[2][l]);
-                }
-            }
-        }
-    }
-}
-
-void geoattn_vp_gram_bwd_d3_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
-{
-    const double A_1_0 = A[3];
-    const double A_2_0 = A[6];
-    const double A_2_1 = A[7];
-    double tile_x[TOKEN_CHUNK*3*LANES];
-    double tile_Gy[TOKEN_CHUNK*3*LANES];
-    double N_0_0[LANES];
-    double N_0_1[LANES];
-    double N_0_2[LANES];
-    double N_1_0[LANES];
-    double N_1_1[LANES];
-    double N_1_2[LANES];
-    double N_2_0[LANES];
-    double N_2_1[LANES];
-    double N_2_2[LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_2_2[LANES];
-    double Pbar_0_0[LANES];
-    double Pbar_0_1[LANES];
-    double Pbar_0_2[LANES];
-    double Pbar_1_0[LANES];
-    double Pbar_1_1[LANES];
-    double Pbar_1_2[LANES];
-    double Pbar_2_0[LANES];
-    double Pbar_2_1[LANES];
-    double Pbar_2_2[LANES];
-    double P_0_0[LANES];
-    double P_0_1[LANES];
-    double P_0_2[LANES];
-    double P_1_0[LANES];
-    double P_1_1[LANES];
-    double P_1_2[LANES];
-    double P_2_0[LANES];
-    double P_2_1[LANES];
-    double P_2_2[LANES];
-    double H_0_0[LANES];
-    double H_0_1[LANES];
-    double H_0_2[LANES];
-    double H_1_1[LANES];
-    double H_1_2[LANES];
-    double H_2_2[LANES];
-    double gA_0_0[LANES];
-    double gA_0_1[LANES];
-    double gA_0_2[LANES];
-    double gA_1_0[LANES];
-    double gA_1_1[LANES];
-    double gA_1_2[LANES];
-    double gA_2_0[LANES];
-    double gA_2_1[LANES];
-    double gA_2_2[LANES];
-    double row_gx[3][LANES];
-    const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
-    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
-        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) {
-            const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            N_0_0[l] = N[(int64_t)bl*9 + 0];
-            N_0_1[l] = N[(int64_t)bl*9 + 1];
-            N_0_2[l] = N[(int64_t)bl*9 + 2];
-            N_1_0[l] = N[(int64_t)bl*9 + 3];
-            N_1_1[l] = N[(int64_t)bl*9 + 4];
-            N_1_2[l] = N[(int64_t)bl*9 + 5];
-            N_2_0[l] = N[(int64_t)bl*9 + 6];
-            N_2_1[l] = N[(int64_t)bl*9 + 7];
-            N_2_2[l] = N[(int64_t)bl*9 + 8];
-        }
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_1_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_2_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_2_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_2_2[l] = 0.0;
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            for (int l = 0; l < LANES; l++) {
-                const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const double *src_x = x + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const double *src_Gy = Gy + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l]);
-                    Pbar_0_0[l] += tile_Gy[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
-                    Pbar_0_1[l] += tile_Gy[(1 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
-                    Pbar_0_2[l] += tile_Gy[(2 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
-                    Pbar_1_0[l] += tile_Gy[(0 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
-                    Pbar_1_1[l] += tile_Gy[(1 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
-                    Pbar_1_2[l] += tile_Gy[(2 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
-                    Pbar_2_0[l] += tile_Gy[(0 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Pbar_2_1[l] += tile_Gy[(1 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Pbar_2_2[l] += tile_Gy[(2 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                }
-            }
-        }
-        for (int l = 0; l < LANES; l++) {
-            P_0_0[l] = 2.0*N_0_0[l] - 1.0;
-            P_0_1[l] = 2.0*N_0_1[l];
-            P_0_2[l] = 2.0*N_0_2[l];
-            P_1_0[l] = 2.0*N_1_0[l];
-            P_1_1[l] = 2.0*N_1_1[l] - 1.0;
-            P_1_2[l] = 2.0*N_1_2[l];
-            P_2_0[l] = 2.0*N_2_0[l];
-            P_2_1[l] = 2.0*N_2_1[l];
-            P_2_2[l] = 2.0*N_2_2[l] - 1.0;
-            const double sMbar_0 = 2.0*N_0_0[l]*Pbar_0_0[l] + 2.0*N_0_1[l]*Pbar_0_1[l] + 2.0*N_0_2[l]*Pbar_0_2[l];
-            const double sMbar_1 = 2.0*N_0_0[l]*Pbar_1_0[l] + 2.0*N_0_1[l]*Pbar_1_1[l] + 2.0*N_0_2[l]*Pbar_1_2[l];
-            const double sMbar_2 = 2.0*N_0_0[l]*Pbar_2_0[l] + 2.0*N_0_1[l]*Pbar_2_1[l] + 2.0*N_0_2[l]*Pbar_2_2[l];
-            const double sMbar_3 = 2.0*N_1_0[l]*Pbar_0_0[l] + 2.0*N_1_1[l]*Pbar_0_1[l] + 2.0*N_1_2[l]*Pbar_0_2[l];
-            const double sMbar_4 = 2.0*N_1_0[l]*Pbar_1_0[l] + 2.0*N_1_1[l]*Pbar_1_1[l] + 2.0*N_1_2[l]*Pbar_1_2[l];
-            const double sMbar_5 = 2.0*N_1_0[l]*Pbar_2_0[l] + 2.0*N_1_1[l]*Pbar_2_1[l] + 2.0*N_1_2[l]*Pbar_2_2[l];
-            const double sMbar_6 = 2.0*N_2_0[l]*Pbar_0_0[l] + 2.0*N_2_1[l]*Pbar_0_1[l] + 2.0*N_2_2[l]*Pbar_0_2[l];
-            const double sMbar_7 = 2.0*N_2_0[l]*Pbar_1_0[l] + 2.0*N_2_1[l]*Pbar_1_1[l] + 2.0*N_2_2[l]*Pbar_1_2[l];
-            const double sMbar_8 = 2.0*N_2_0[l]*Pbar_2_0[l] + 2.0*N_2_1[l]*Pbar_2_1[l] + 2.0*N_2_2[l]*Pbar_2_2[l];
-            const double Mbar_0_0 = -N_0_0[l]*sMbar_0 - N_1_0[l]*sMbar_1 - N_2_0[l]*sMbar_2;
-            const double Mbar_0_1 = -N_0_1[l]*sMbar_0 - N_1_1[l]*sMbar_1 - N_2_1[l]*sMbar_2;
-            const double Mbar_0_2 = -N_0_2[l]*sMbar_0 - N_1_2[l]*sMbar_1 - N_2_2[l]*sMbar_2;
-            const double Mbar_1_0 = -N_0_0[l]*sMbar_3 - N_1_0[l]*sMbar_4 - N_2_0[l]*sMbar_5;
-            const double Mbar_1_1 = -N_0_1[l]*sMbar_3 - N_1_1[l]*sMbar_4 - N_2_1[l]*sMbar_5;
-            const double Mbar_1_2 = -N_0_2[l]*sMbar_3 - N_1_2[l]*sMbar_4 - N_2_2[l]*sMbar_5;
-            const double Mbar_2_0 = -N_0_0[l]*sMbar_6 - N_1_0[l]*sMbar_7 - N_2_0[l]*sMbar_8;
-            const double Mbar_2_1 = -N_0_1[l]*sMbar_6 - N_1_1[l]*sMbar_7 - N_2_1[l]*sMbar_8;
-            const double Mbar_2_2 = -N_0_2[l]*sMbar_6 - N_1_2[l]*sMbar_7 - N_2_2[l]*sMbar_8;
-            const double sH_0 = 2.0*A_1_0;
-            const double sH_1 = 2.0*A_2_0;
-            const double sH_2 = 2.0*A_2_1;
-            H_0_0[l] = -Mbar_0_1*sH_0 - Mbar_0_2*sH_1;
-            H_0_1[l] = A_1_0*Mbar_0_0 - A_1_0*Mbar_1_1 - A_2_0*Mbar_1_2 - A_2_1*Mbar_0_2;
-            H_0_2[l] = -A_1_0*Mbar_2_1 + A_2_0*Mbar_0_0 - A_2_0*Mbar_2_2 + A_2_1*Mbar_0_1;
-            H_1_1[l] = Mbar_1_0*sH_0 - Mbar_1_2*sH_2;
-            H_1_2[l] = A_1_0*Mbar_2_0 + A_2_0*Mbar_1_0 + A_2_1*Mbar_1_1 - A_2_1*Mbar_2_2;
-            H_2_2[l] = Mbar_2_0*sH_1 + Mbar_2_1*sH_2;
-            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_0_1[l]*Mbar_1_0 + Gram_0_2[l]*Mbar_2_0;
-            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_0_1[l]*Mbar_1_1 + Gram_0_2[l]*Mbar_2_1;
-            gA_0_2[l] = Gram_0_0[l]*Mbar_0_2 + Gram_0_1[l]*Mbar_1_2 + Gram_0_2[l]*Mbar_2_2;
-            gA_1_0[l] = Gram_0_1[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0 + Gram_1_2[l]*Mbar_2_0;
-            gA_1_1[l] = Gram_0_1[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1 + Gram_1_2[l]*Mbar_2_1;
-            gA_1_2[l] = Gram_0_1[l]*Mbar_0_2 + Gram_1_1[l]*Mbar_1_2 + Gram_1_2[l]*Mbar_2_2;
-            gA_2_0[l] = Gram_0_2[l]*Mbar_0_0 + Gram_1_2[l]*Mbar_1_0 + Gram_2_2[l]*Mbar_2_0;
-            gA_2_1[l] = Gram_0_2[l]*Mbar_0_1 + Gram_1_2[l]*Mbar_1_1 + Gram_2_2[l]*Mbar_2_1;
-            gA_2_2[l] = Gram_0_2[l]*Mbar_0_2 + Gram_1_2[l]*Mbar_1_2 + Gram_2_2[l]*Mbar_2_2;
-        }
-        for (int l = 0; l < nl; l++) {
-            gA[(int64_t)(b0 + l)*9 + 0] = gA_0_0[l];
-            gA[(int64_t)(b0 + l)*9 + 1] = gA_0_1[l];
-            gA[(int64_t)(b0 + l)*9 + 2] = gA_0_2[l];
-            gA[(int64_t)(b0 + l)*9 + 3] = gA_1_0[l];
-            gA[(int64_t)(b0 + l)*9 + 4] = gA_1_1[l];
-            gA[(int64_t)(b0 + l)*9 + 5] = gA_1_2[l];
-            gA[(int64_t)(b0 + l)*9 + 6] = gA_2_0[l];
-            gA[(int64_t)(b0 + l)*9 + 7] = gA_2_1[l];
-            gA[(int64_t)(b0 + l)*9 + 8] = gA_2_2[l];
-        }
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            if (nchunks > 1) {
-                for (int l = 0; l < LANES; l++) {
-                    const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const double *src_x = x + (bl*T + t0)*3;
-                    for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const double *src_Gy = Gy + (bl*T + t0)*3;
-                    for (int64_t tt = 0; tt < nt*3; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
-                }
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    row_gx[0][l] = tile_Gy[(0 + 3*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 3*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 3*tt)*LANES + l]*P_0_2[l] + H_0_0[l]*tile_x[(0 + 3*tt)*LANES + l] + H_0_1[l]*tile_x[(1 + 3*tt)*LANES + l] + H_0_2[l]*tile_x[(2 + 3*tt)*LANES + l];
-                    row_gx[1][l] = tile_Gy[(0 + 3*tt)*LANES + l]*P_1_0[l] + tile_Gy[(1 + 3*tt)*LANES + l]*P_1_1[l] + tile_Gy[(2 + 3*tt)*LANES + l]*P_1_2[l] + H_0_1[l]*tile_x[(0 + 3*tt)*LANES + l] + H_1_1[l]*tile_x[(1 + 3*tt)*LANES + l] + H_1_2[l]*tile_x[(2 + 3*tt)*LANES + l];
-                    row_gx[2][l] = tile_Gy[(0 + 3*tt)*LANES + l]*P_2_0[l] + tile_Gy[(1 + 3*tt)*LANES + l]*P_2_1[l] + tile_Gy[(2 + 3*tt)*LANES + l]*P_2_2[l] + H_0_2[l]*tile_x[(0 + 3*tt)*LANES + l] + H_1_2[l]*tile_x[(1 + 3*tt)*LANES + l] + H_2_2[l]*tile_x[(2 + 3*tt)*LANES + l];
-                }
-                for (int l = 0; l < nl; l++) {
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*3 + 0] = (double)(row_gx[0][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*3 + 1] = (double)(row_gx[1][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*3 + 2] = (double)(row_gx[2][l]);
-                }
-            }
-        }
-    }
-}
-
-#endif  /* d = 3, f64 */
-
-#if GEOATTN_D == 4 && defined(GEOATTN_F32)
-
-void geoattn_vp_gram_fwd_d4_f32(int64_t B, int64_t T, const float *restrict x, const double *restrict A, float *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
+void GEOATTN_NAME(vp_gram_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
     const double A_1_0 = A[4];
     const double A_2_0 = A[8];
@@ -1666,7 +906,7 @@ void geoattn_vp_gram_fwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const float *src_x = x + (bl*T + t0)*4;
+                const real_t *src_x = x + (bl*T + t0)*4;
                 for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
@@ -1870,7 +1110,7 @@ void geoattn_vp_gram_fwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
             if (nchunks > 1) {
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const float *src_x = x + (bl*T + t0)*4;
+                    const real_t *src_x = x + (bl*T + t0)*4;
                     for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
                 }
             }
@@ -1882,17 +1122,17 @@ void geoattn_vp_gram_fwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
                     row_y[3][l] = P_0_3[l]*tile_x[(0 + 4*tt)*LANES + l] + P_1_3[l]*tile_x[(1 + 4*tt)*LANES + l] + P_2_3[l]*tile_x[(2 + 4*tt)*LANES + l] + P_3_3[l]*tile_x[(3 + 4*tt)*LANES + l];
                 }
                 for (int l = 0; l < nl; l++) {
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 0] = (float)(row_y[0][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 1] = (float)(row_y[1][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 2] = (float)(row_y[2][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 3] = (float)(row_y[3][l]);
+                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 0] = (real_t)(row_y[0][l]);
+                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 1] = (real_t)(row_y[1][l]);
+                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 2] = (real_t)(row_y[2][l]);
+                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 3] = (real_t)(row_y[3][l]);
                 }
             }
         }
     }
 }
 
-void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, const float *restrict Gy, const double *restrict N, const double *restrict A, float *restrict gx, double *restrict gA)
+void GEOATTN_NAME(vp_gram_bwd_d4)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[4];
     const double A_2_0 = A[8];
@@ -2039,9 +1279,9 @@ void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const float *src_x = x + (bl*T + t0)*4;
+                const real_t *src_x = x + (bl*T + t0)*4;
                 for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const float *src_Gy = Gy + (bl*T + t0)*4;
+                const real_t *src_Gy = Gy + (bl*T + t0)*4;
                 for (int64_t tt = 0; tt < nt*4; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
@@ -2179,9 +1419,9 @@ void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
             if (nchunks > 1) {
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const float *src_x = x + (bl*T + t0)*4;
+                    const real_t *src_x = x + (bl*T + t0)*4;
                     for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const float *src_Gy = Gy + (bl*T + t0)*4;
+                    const real_t *src_Gy = Gy + (bl*T + t0)*4;
                     for (int64_t tt = 0; tt < nt*4; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
                 }
             }
@@ -2193,640 +1433,14 @@ void geoattn_vp_gram_bwd_d4_f32(int64_t B, int64_t T, const float *restrict x, c
                     row_gx[3][l] = tile_Gy[(0 + 4*tt)*LANES + l]*P_3_0[l] + tile_Gy[(1 + 4*tt)*LANES + l]*P_3_1[l] + tile_Gy[(2 + 4*tt)*LANES + l]*P_3_2[l] + tile_Gy[(3 + 4*tt)*LANES + l]*P_3_3[l] + H_0_3[l]*tile_x[(0 + 4*tt)*LANES + l] + H_1_3[l]*tile_x[(1 + 4*tt)*LANES + l] + H_2_3[l]*tile_x[(2 + 4*tt)*LANES + l] + H_3_3[l]*tile_x[(3 + 4*tt)*LANES + l];
                 }
                 for (int l = 0; l < nl; l++) {
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 0] = (float)(row_gx[0][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 1] = (float)(row_gx[1][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 2] = (float)(row_gx[2][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 3] = (float)(row_gx[3][l]);
+                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 0] = (real_t)(row_gx[0][l]);
+                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 1] = (real_t)(row_gx[1][l]);
+                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 2] = (real_t)(row_gx[2][l]);
+                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 3] = (real_t)(row_gx[3][l]);
                 }
             }
         }
     }
 }
 
-#endif  /* d = 4, f32 */
-
-#if GEOATTN_D == 4 && defined(GEOATTN_F64)
-
-void geoattn_vp_gram_fwd_d4_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict A, double *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
-{
-    const double A_1_0 = A[4];
-    const double A_2_0 = A[8];
-    const double A_3_0 = A[12];
-    const double A_2_1 = A[9];
-    const double A_3_1 = A[13];
-    const double A_3_2 = A[14];
-    double tile_x[TOKEN_CHUNK*4*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_3_3[LANES];
-    double N_0_0[LANES];
-    double N_0_1[LANES];
-    double N_0_2[LANES];
-    double N_0_3[LANES];
-    double N_1_0[LANES];
-    double N_1_1[LANES];
-    double N_1_2[LANES];
-    double N_1_3[LANES];
-    double N_2_0[LANES];
-    double N_2_1[LANES];
-    double N_2_2[LANES];
-    double N_2_3[LANES];
-    double N_3_0[LANES];
-    double N_3_1[LANES];
-    double N_3_2[LANES];
-    double N_3_3[LANES];
-    double P_0_0[LANES];
-    double P_0_1[LANES];
-    double P_0_2[LANES];
-    double P_0_3[LANES];
-    double P_1_0[LANES];
-    double P_1_1[LANES];
-    double P_1_2[LANES];
-    double P_1_3[LANES];
-    double P_2_0[LANES];
-    double P_2_1[LANES];
-    double P_2_2[LANES];
-    double P_2_3[LANES];
-    double P_3_0[LANES];
-    double P_3_1[LANES];
-    double P_3_2[LANES];
-    double P_3_3[LANES];
-    double R_0_0[LANES];
-    double R_0_1[LANES];
-    double R_0_2[LANES];
-    double R_0_3[LANES];
-    double R_1_0[LANES];
-    double R_1_1[LANES];
-    double R_1_2[LANES];
-    double R_1_3[LANES];
-    double R_2_0[LANES];
-    double R_2_1[LANES];
-    double R_2_2[LANES];
-    double R_2_3[LANES];
-    double R_3_0[LANES];
-    double R_3_1[LANES];
-    double R_3_2[LANES];
-    double R_3_3[LANES];
-    double row_y[4][LANES];
-    const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
-    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
-        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            for (int l = 0; l < LANES; l++) {
-                const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const double *src_x = x + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l]);
-                }
-            }
-        }
-        for (int l = 0; l < LANES; l++) {
-            const double sJ_0 = A_1_0*Gram_0_1[l];
-            const double sJ_1 = A_2_0*Gram_0_2[l];
-            const double sJ_2 = A_3_0*Gram_0_3[l];
-            const double sJ_3 = A_2_1*Gram_1_2[l];
-            const double sJ_4 = A_3_1*Gram_1_3[l];
-            const double sJ_5 = A_3_2*Gram_2_3[l];
-            const double J_0_0 = -sJ_0 - sJ_1 - sJ_2;
-            const double J_0_1 = -A_1_0*Gram_1_1[l] - A_2_0*Gram_1_2[l] - A_3_0*Gram_1_3[l];
-            const double J_0_2 = -A_1_0*Gram_1_2[l] - A_2_0*Gram_2_2[l] - A_3_0*Gram_2_3[l];
-            const double J_0_3 = -A_1_0*Gram_1_3[l] - A_2_0*Gram_2_3[l] - A_3_0*Gram_3_3[l];
-            const double J_1_0 = A_1_0*Gram_0_0[l] - A_2_1*Gram_0_2[l] - A_3_1*Gram_0_3[l];
-            const double J_1_1 = sJ_0 - sJ_3 - sJ_4;
-            const double J_1_2 = A_1_0*Gram_0_2[l] - A_2_1*Gram_2_2[l] - A_3_1*Gram_2_3[l];
-            const double J_1_3 = A_1_0*Gram_0_3[l] - A_2_1*Gram_2_3[l] - A_3_1*Gram_3_3[l];
-            const double J_2_0 = A_2_0*Gram_0_0[l] + A_2_1*Gram_0_1[l] - A_3_2*Gram_0_3[l];
-            const double J_2_1 = A_2_0*Gram_0_1[l] + A_2_1*Gram_1_1[l] - A_3_2*Gram_1_3[l];
-            const double J_2_2 = sJ_1 + sJ_3 - sJ_5;
-            const double J_2_3 = A_2_0*Gram_0_3[l] + A_2_1*Gram_1_3[l] - A_3_2*Gram_3_3[l];
-            const double J_3_0 = A_3_0*Gram_0_0[l] + A_3_1*Gram_0_1[l] + A_3_2*Gram_0_2[l];
-            const double J_3_1 = A_3_0*Gram_0_1[l] + A_3_1*Gram_1_1[l] + A_3_2*Gram_1_2[l];
-            const double J_3_2 = A_3_0*Gram_0_2[l] + A_3_1*Gram_1_2[l] + A_3_2*Gram_2_2[l];
-            const double J_3_3 = sJ_2 + sJ_4 + sJ_5;
-            const double sJ2_0 = J_0_1*J_1_0;
-            const double sJ2_1 = J_0_2*J_2_0;
-            const double sJ2_2 = J_0_3*J_3_0;
-            const double sJ2_3 = J_1_2*J_2_1;
-            const double sJ2_4 = J_1_3*J_3_1;
-            const double sJ2_5 = J_2_3*J_3_2;
-            const double J2_0_0 = (J_0_0*J_0_0) + sJ2_0 + sJ2_1 + sJ2_2;
-            const double J2_0_1 = J_0_0*J_0_1 + J_0_1*J_1_1 + J_0_2*J_2_1 + J_0_3*J_3_1;
-            const double J2_0_2 = J_0_0*J_0_2 + J_0_1*J_1_2 + J_0_2*J_2_2 + J_0_3*J_3_2;
-            const double J2_0_3 = J_0_0*J_0_3 + J_0_1*J_1_3 + J_0_2*J_2_3 + J_0_3*J_3_3;
-            const double J2_1_0 = J_0_0*J_1_0 + J_1_0*J_1_1 + J_1_2*J_2_0 + J_1_3*J_3_0;
-            const double J2_1_1 = (J_1_1*J_1_1) + sJ2_0 + sJ2_3 + sJ2_4;
-            const double J2_1_2 = J_0_2*J_1_0 + J_1_1*J_1_2 + J_1_2*J_2_2 + J_1_3*J_3_2;
-            const double J2_1_3 = J_0_3*J_1_0 + J_1_1*J_1_3 + J_1_2*J_2_3 + J_1_3*J_3_3;
-            const double J2_2_0 = J_0_0*J_2_0 + J_1_0*J_2_1 + J_2_0*J_2_2 + J_2_3*J_3_0;
-            const double J2_2_1 = J_0_1*J_2_0 + J_1_1*J_2_1 + J_2_1*J_2_2 + J_2_3*J_3_1;
-            const double J2_2_2 = (J_2_2*J_2_2) + sJ2_1 + sJ2_3 + sJ2_5;
-            const double J2_2_3 = J_0_3*J_2_0 + J_1_3*J_2_1 + J_2_2*J_2_3 + J_2_3*J_3_3;
-            const double J2_3_0 = J_0_0*J_3_0 + J_1_0*J_3_1 + J_2_0*J_3_2 + J_3_0*J_3_3;
-            const double J2_3_1 = J_0_1*J_3_0 + J_1_1*J_3_1 + J_2_1*J_3_2 + J_3_1*J_3_3;
-            const double J2_3_2 = J_0_2*J_3_0 + J_1_2*J_3_1 + J_2_2*J_3_2 + J_3_2*J_3_3;
-            const double J2_3_3 = (J_3_3*J_3_3) + sJ2_2 + sJ2_4 + sJ2_5;
-            const double sNu_0 = J_0_0 + 1.0;
-            const double sNu_1 = (1.0/2.0)*J2_1_1;
-            const double sNu_2 = (1.0/2.0)*J2_0_0;
-            const double sNu_3 = (1.0/2.0)*J2_2_2;
-            const double sNu_4 = (1.0/2.0)*J2_3_3;
-            const double sNu_5 = sNu_3 + sNu_4 - 1.0;
-            const double sNu_6 = -sNu_1 + sNu_2 - sNu_5;
-            const double sNu_7 = J_1_1 + 1.0;
-            const double sNu_8 = J_2_2 + 1.0;
-            const double sNu_9 = J_3_3 + 1.0;
-            const double sNu_10 = sNu_1 - sNu_2 - sNu_5;
-            const double sNu_11 = sNu_1 + sNu_2 - 1.0;
-            const double sNu_12 = -sNu_11 + sNu_3 - sNu_4;
-            const double sNu_13 = -sNu_11 - sNu_3 + sNu_4;
-            const double Nu_0_0 = J2_0_1*J_1_0 + J2_0_2*J_2_0 + J2_0_3*J_3_0 + sNu_0*sNu_6;
-            const double Nu_0_1 = J2_0_1*sNu_7 + J2_0_2*J_2_1 + J2_0_3*J_3_1 + J_0_1*sNu_6;
-            const double Nu_0_2 = J2_0_1*J_1_2 + J2_0_2*sNu_8 + J2_0_3*J_3_2 + J_0_2*sNu_6;
-            const double Nu_0_3 = J2_0_1*J_1_3 + J2_0_2*J_2_3 + J2_0_3*sNu_9 + J_0_3*sNu_6;
-            const double Nu_1_0 = J2_1_0*sNu_0 + J2_1_2*J_2_0 + J2_1_3*J_3_0 + J_1_0*sNu_10;
-            const double Nu_1_1 = J2_1_0*J_0_1 + J2_1_2*J_2_1 + J2_1_3*J_3_1 + sNu_10*sNu_7;
-            const double Nu_1_2 = J2_1_0*J_0_2 + J2_1_2*sNu_8 + J2_1_3*J_3_2 + J_1_2*sNu_10;
-            const double Nu_1_3 = J2_1_0*J_0_3 + J2_1_2*J_2_3 + J2_1_3*sNu_9 + J_1_3*sNu_10;
-            const double Nu_2_0 = J2_2_0*sNu_0 + J2_2_1*J_1_0 + J2_2_3*J_3_0 + J_2_0*sNu_12;
-            const double Nu_2_1 = J2_2_0*J_0_1 + J2_2_1*sNu_7 + J2_2_3*J_3_1 + J_2_1*sNu_12;
-            const double Nu_2_2 = J2_2_0*J_0_2 + J2_2_1*J_1_2 + J2_2_3*J_3_2 + sNu_12*sNu_8;
-            const double Nu_2_3 = J2_2_0*J_0_3 + J2_2_1*J_1_3 + J2_2_3*sNu_9 + J_2_3*sNu_12;
-            const double Nu_3_0 = J2_3_0*sNu_0 + J2_3_1*J_1_0 + J2_3_2*J_2_0 + J_3_0*sNu_13;
-            const double Nu_3_1 = J2_3_0*J_0_1 + J2_3_1*sNu_7 + J2_3_2*J_2_1 + J_3_1*sNu_13;
-            const double Nu_3_2 = J2_3_0*J_0_2 + J2_3_1*J_1_2 + J2_3_2*sNu_8 + J_3_2*sNu_13;
-            const double Nu_3_3 = J2_3_0*J_0_3 + J2_3_1*J_1_3 + J2_3_2*J_2_3 + sNu_13*sNu_9;
-            const double sN_0 = (1.0/(-1.0/4.0*(J2_0_0*J2_0_0) - 1.0/2.0*J2_0_0 - 1.0/2.0*J2_0_1*J2_1_0 - 1.0/2.0*J2_0_2*J2_2_0 - 1.0/2.0*J2_0_3*J2_3_0 - 1.0/4.0*(J2_1_1*J2_1_1) - 1.0/2.0*J2_1_1 - 1.0/2.0*J2_1_2*J2_2_1 - 1.0/2.0*J2_1_3*J2_3_1 - 1.0/4.0*(J2_2_2*J2_2_2) - 1.0/2.0*J2_2_2 - 1.0/2.0*J2_2_3*J2_3_2 - 1.0/4.0*(J2_3_3*J2_3_3) - 1.0/2.0*J2_3_3 + (1.0/8.0)*((J2_0_0 + J2_1_1 + J2_2_2 + J2_3_3)*(J2_0_0 + J2_1_1 + J2_2_2 + J2_3_3)) + 1.0));
-            N_0_0[l] = Nu_0_0*sN_0;
-            N_0_1[l] = Nu_0_1*sN_0;
-            N_0_2[l] = Nu_0_2*sN_0;
-            N_0_3[l] = Nu_0_3*sN_0;
-            N_1_0[l] = Nu_1_0*sN_0;
-            N_1_1[l] = Nu_1_1*sN_0;
-            N_1_2[l] = Nu_1_2*sN_0;
-            N_1_3[l] = Nu_1_3*sN_0;
-            N_2_0[l] = Nu_2_0*sN_0;
-            N_2_1[l] = Nu_2_1*sN_0;
-            N_2_2[l] = Nu_2_2*sN_0;
-            N_2_3[l] = Nu_2_3*sN_0;
-            N_3_0[l] = Nu_3_0*sN_0;
-            N_3_1[l] = Nu_3_1*sN_0;
-            N_3_2[l] = Nu_3_2*sN_0;
-            N_3_3[l] = Nu_3_3*sN_0;
-            P_0_0[l] = 2.0*N_0_0[l] - 1.0;
-            P_0_1[l] = 2.0*N_0_1[l];
-            P_0_2[l] = 2.0*N_0_2[l];
-            P_0_3[l] = 2.0*N_0_3[l];
-            P_1_0[l] = 2.0*N_1_0[l];
-            P_1_1[l] = 2.0*N_1_1[l] - 1.0;
-            P_1_2[l] = 2.0*N_1_2[l];
-            P_1_3[l] = 2.0*N_1_3[l];
-            P_2_0[l] = 2.0*N_2_0[l];
-            P_2_1[l] = 2.0*N_2_1[l];
-            P_2_2[l] = 2.0*N_2_2[l] - 1.0;
-            P_2_3[l] = 2.0*N_2_3[l];
-            P_3_0[l] = 2.0*N_3_0[l];
-            P_3_1[l] = 2.0*N_3_1[l];
-            P_3_2[l] = 2.0*N_3_2[l];
-            P_3_3[l] = 2.0*N_3_3[l] - 1.0;
-            R_0_0[l] = -J_0_0*N_0_0[l] - J_0_1*N_1_0[l] - J_0_2*N_2_0[l] - J_0_3*N_3_0[l] + N_0_0[l] - 1.0;
-            R_0_1[l] = -J_0_0*N_0_1[l] - J_0_1*N_1_1[l] - J_0_2*N_2_1[l] - J_0_3*N_3_1[l] + N_0_1[l];
-            R_0_2[l] = -J_0_0*N_0_2[l] - J_0_1*N_1_2[l] - J_0_2*N_2_2[l] - J_0_3*N_3_2[l] + N_0_2[l];
-            R_0_3[l] = -J_0_0*N_0_3[l] - J_0_1*N_1_3[l] - J_0_2*N_2_3[l] - J_0_3*N_3_3[l] + N_0_3[l];
-            R_1_0[l] = -J_1_0*N_0_0[l] - J_1_1*N_1_0[l] - J_1_2*N_2_0[l] - J_1_3*N_3_0[l] + N_1_0[l];
-            R_1_1[l] = -J_1_0*N_0_1[l] - J_1_1*N_1_1[l] - J_1_2*N_2_1[l] - J_1_3*N_3_1[l] + N_1_1[l] - 1.0;
-            R_1_2[l] = -J_1_0*N_0_2[l] - J_1_1*N_1_2[l] - J_1_2*N_2_2[l] - J_1_3*N_3_2[l] + N_1_2[l];
-            R_1_3[l] = -J_1_0*N_0_3[l] - J_1_1*N_1_3[l] - J_1_2*N_2_3[l] - J_1_3*N_3_3[l] + N_1_3[l];
-            R_2_0[l] = -J_2_0*N_0_0[l] - J_2_1*N_1_0[l] - J_2_2*N_2_0[l] - J_2_3*N_3_0[l] + N_2_0[l];
-            R_2_1[l] = -J_2_0*N_0_1[l] - J_2_1*N_1_1[l] - J_2_2*N_2_1[l] - J_2_3*N_3_1[l] + N_2_1[l];
-            R_2_2[l] = -J_2_0*N_0_2[l] - J_2_1*N_1_2[l] - J_2_2*N_2_2[l] - J_2_3*N_3_2[l] + N_2_2[l] - 1.0;
-            R_2_3[l] = -J_2_0*N_0_3[l] - J_2_1*N_1_3[l] - J_2_2*N_2_3[l] - J_2_3*N_3_3[l] + N_2_3[l];
-            R_3_0[l] = -J_3_0*N_0_0[l] - J_3_1*N_1_0[l] - J_3_2*N_2_0[l] - J_3_3*N_3_0[l] + N_3_0[l];
-            R_3_1[l] = -J_3_0*N_0_1[l] - J_3_1*N_1_1[l] - J_3_2*N_2_1[l] - J_3_3*N_3_1[l] + N_3_1[l];
-            R_3_2[l] = -J_3_0*N_0_2[l] - J_3_1*N_1_2[l] - J_3_2*N_2_2[l] - J_3_3*N_3_2[l] + N_3_2[l];
-            R_3_3[l] = -J_3_0*N_0_3[l] - J_3_1*N_1_3[l] - J_3_2*N_2_3[l] - J_3_3*N_3_3[l] + N_3_3[l] - 1.0;
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*16 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*16 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*16 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*16 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*16 + 4] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*16 + 5] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*16 + 6] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*16 + 7] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*16 + 8] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*16 + 9] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*16 + 10] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*16 + 11] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*16 + 12] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*16 + 13] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*16 + 14] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*16 + 15] = Gram_3_3[l];
-        }
-        for (int l = 0; l < nl; l++) {
-            N[(int64_t)(b0 + l)*16 + 0] = N_0_0[l];
-            N[(int64_t)(b0 + l)*16 + 1] = N_0_1[l];
-            N[(int64_t)(b0 + l)*16 + 2] = N_0_2[l];
-            N[(int64_t)(b0 + l)*16 + 3] = N_0_3[l];
-            N[(int64_t)(b0 + l)*16 + 4] = N_1_0[l];
-            N[(int64_t)(b0 + l)*16 + 5] = N_1_1[l];
-            N[(int64_t)(b0 + l)*16 + 6] = N_1_2[l];
-            N[(int64_t)(b0 + l)*16 + 7] = N_1_3[l];
-            N[(int64_t)(b0 + l)*16 + 8] = N_2_0[l];
-            N[(int64_t)(b0 + l)*16 + 9] = N_2_1[l];
-            N[(int64_t)(b0 + l)*16 + 10] = N_2_2[l];
-            N[(int64_t)(b0 + l)*16 + 11] = N_2_3[l];
-            N[(int64_t)(b0 + l)*16 + 12] = N_3_0[l];
-            N[(int64_t)(b0 + l)*16 + 13] = N_3_1[l];
-            N[(int64_t)(b0 + l)*16 + 14] = N_3_2[l];
-            N[(int64_t)(b0 + l)*16 + 15] = N_3_3[l];
-        }
-        for (int l = 0; l < nl; l++) {
-            double m = 0.0, a;
-            a = fabs(R_0_0[l]); if (a > m || a != a) m = a;
-            a = fabs(R_0_1[l]); if (a > m || a != a) m = a;
-            a = fabs(R_0_2[l]); if (a > m || a != a) m = a;
-            a = fabs(R_0_3[l]); if (a > m || a != a) m = a;
-            a = fabs(R_1_0[l]); if (a > m || a != a) m = a;
-            a = fabs(R_1_1[l]); if (a > m || a != a) m = a;
-            a = fabs(R_1_2[l]); if (a > m || a != a) m = a;
-            a = fabs(R_1_3[l]); if (a > m || a != a) m = a;
-            a = fabs(R_2_0[l]); if (a > m || a != a) m = a;
-            a = fabs(R_2_1[l]); if (a > m || a != a) m = a;
-            a = fabs(R_2_2[l]); if (a > m || a != a) m = a;
-            a = fabs(R_2_3[l]); if (a > m || a != a) m = a;
-            a = fabs(R_3_0[l]); if (a > m || a != a) m = a;
-            a = fabs(R_3_1[l]); if (a > m || a != a) m = a;
-            a = fabs(R_3_2[l]); if (a > m || a != a) m = a;
-            a = fabs(R_3_3[l]); if (a > m || a != a) m = a;
-            R[b0 + l] = m;
-        }
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            if (nchunks > 1) {
-                for (int l = 0; l < LANES; l++) {
-                    const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const double *src_x = x + (bl*T + t0)*4;
-                    for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                }
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    row_y[0][l] = P_0_0[l]*tile_x[(0 + 4*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 4*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 4*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 4*tt)*LANES + l];
-                    row_y[1][l] = P_0_1[l]*tile_x[(0 + 4*tt)*LANES + l] + P_1_1[l]*tile_x[(1 + 4*tt)*LANES + l] + P_2_1[l]*tile_x[(2 + 4*tt)*LANES + l] + P_3_1[l]*tile_x[(3 + 4*tt)*LANES + l];
-                    row_y[2][l] = P_0_2[l]*tile_x[(0 + 4*tt)*LANES + l] + P_1_2[l]*tile_x[(1 + 4*tt)*LANES + l] + P_2_2[l]*tile_x[(2 + 4*tt)*LANES + l] + P_3_2[l]*tile_x[(3 + 4*tt)*LANES + l];
-                    row_y[3][l] = P_0_3[l]*tile_x[(0 + 4*tt)*LANES + l] + P_1_3[l]*tile_x[(1 + 4*tt)*LANES + l] + P_2_3[l]*tile_x[(2 + 4*tt)*LANES + l] + P_3_3[l]*tile_x[(3 + 4*tt)*LANES + l];
-                }
-                for (int l = 0; l < nl; l++) {
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 0] = (double)(row_y[0][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 1] = (double)(row_y[1][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 2] = (double)(row_y[2][l]);
-                    y[((int64_t)(b0 + l)*T + t0 + tt)*4 + 3] = (double)(row_y[3][l]);
-                }
-            }
-        }
-    }
-}
-
-void geoattn_vp_gram_bwd_d4_f64(int64_t B, int64_t T, const double *restrict x, const double *restrict Gy, const double *restrict N, const double *restrict A, double *restrict gx, double *restrict gA)
-{
-    const double A_1_0 = A[4];
-    const double A_2_0 = A[8];
-    const double A_3_0 = A[12];
-    const double A_2_1 = A[9];
-    const double A_3_1 = A[13];
-    const double A_3_2 = A[14];
-    double tile_x[TOKEN_CHUNK*4*LANES];
-    double tile_Gy[TOKEN_CHUNK*4*LANES];
-    double N_0_0[LANES];
-    double N_0_1[LANES];
-    double N_0_2[LANES];
-    double N_0_3[LANES];
-    double N_1_0[LANES];
-    double N_1_1[LANES];
-    double N_1_2[LANES];
-    double N_1_3[LANES];
-    double N_2_0[LANES];
-    double N_2_1[LANES];
-    double N_2_2[LANES];
-    double N_2_3[LANES];
-    double N_3_0[LANES];
-    double N_3_1[LANES];
-    double N_3_2[LANES];
-    double N_3_3[LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_3_3[LANES];
-    double Pbar_0_0[LANES];
-    double Pbar_0_1[LANES];
-    double Pbar_0_2[LANES];
-    double Pbar_0_3[LANES];
-    double Pbar_1_0[LANES];
-    double Pbar_1_1[LANES];
-    double Pbar_1_2[LANES];
-    double Pbar_1_3[LANES];
-    double Pbar_2_0[LANES];
-    double Pbar_2_1[LANES];
-    double Pbar_2_2[LANES];
-    double Pbar_2_3[LANES];
-    double Pbar_3_0[LANES];
-    double Pbar_3_1[LANES];
-    double Pbar_3_2[LANES];
-    double Pbar_3_3[LANES];
-    double P_0_0[LANES];
-    double P_0_1[LANES];
-    double P_0_2[LANES];
-    double P_0_3[LANES];
-    double P_1_0[LANES];
-    double P_1_1[LANES];
-    double P_1_2[LANES];
-    double P_1_3[LANES];
-    double P_2_0[LANES];
-    double P_2_1[LANES];
-    double P_2_2[LANES];
-    double P_2_3[LANES];
-    double P_3_0[LANES];
-    double P_3_1[LANES];
-    double P_3_2[LANES];
-    double P_3_3[LANES];
-    double H_0_0[LANES];
-    double H_0_1[LANES];
-    double H_0_2[LANES];
-    double H_0_3[LANES];
-    double H_1_1[LANES];
-    double H_1_2[LANES];
-    double H_1_3[LANES];
-    double H_2_2[LANES];
-    double H_2_3[LANES];
-    double H_3_3[LANES];
-    double gA_0_0[LANES];
-    double gA_0_1[LANES];
-    double gA_0_2[LANES];
-    double gA_0_3[LANES];
-    double gA_1_0[LANES];
-    double gA_1_1[LANES];
-    double gA_1_2[LANES];
-    double gA_1_3[LANES];
-    double gA_2_0[LANES];
-    double gA_2_1[LANES];
-    double gA_2_2[LANES];
-    double gA_2_3[LANES];
-    double gA_3_0[LANES];
-    double gA_3_1[LANES];
-    double gA_3_2[LANES];
-    double gA_3_3[LANES];
-    double row_gx[4][LANES];
-    const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
-    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
-        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) {
-            const int64_t bl = b0 + (l < nl ? l : nl - 1);
-            N_0_0[l] = N[(int64_t)bl*16 + 0];
-            N_0_1[l] = N[(int64_t)bl*16 + 1];
-            N_0_2[l] = N[(int64_t)bl*16 + 2];
-            N_0_3[l] = N[(int64_t)bl*16 + 3];
-            N_1_0[l] = N[(int64_t)bl*16 + 4];
-            N_1_1[l] = N[(int64_t)bl*16 + 5];
-            N_1_2[l] = N[(int64_t)bl*16 + 6];
-            N_1_3[l] = N[(int64_t)bl*16 + 7];
-            N_2_0[l] = N[(int64_t)bl*16 + 8];
-            N_2_1[l] = N[(int64_t)bl*16 + 9];
-            N_2_2[l] = N[(int64_t)bl*16 + 10];
-            N_2_3[l] = N[(int64_t)bl*16 + 11];
-            N_3_0[l] = N[(int64_t)bl*16 + 12];
-            N_3_1[l] = N[(int64_t)bl*16 + 13];
-            N_3_2[l] = N[(int64_t)bl*16 + 14];
-            N_3_3[l] = N[(int64_t)bl*16 + 15];
-        }
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_1_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_2_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_2_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_3_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_3_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_3_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Pbar_3_3[l] = 0.0;
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            for (int l = 0; l < LANES; l++) {
-                const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const double *src_x = x + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const double *src_Gy = Gy + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l]);
-                    Pbar_0_0[l] += tile_Gy[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
-                    Pbar_0_1[l] += tile_Gy[(1 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
-                    Pbar_0_2[l] += tile_Gy[(2 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
-                    Pbar_0_3[l] += tile_Gy[(3 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
-                    Pbar_1_0[l] += tile_Gy[(0 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Pbar_1_1[l] += tile_Gy[(1 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Pbar_1_2[l] += tile_Gy[(2 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Pbar_1_3[l] += tile_Gy[(3 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Pbar_2_0[l] += tile_Gy[(0 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Pbar_2_1[l] += tile_Gy[(1 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Pbar_2_2[l] += tile_Gy[(2 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Pbar_2_3[l] += tile_Gy[(3 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Pbar_3_0[l] += tile_Gy[(0 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Pbar_3_1[l] += tile_Gy[(1 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Pbar_3_2[l] += tile_Gy[(2 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Pbar_3_3[l] += tile_Gy[(3 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                }
-            }
-        }
-        for (int l = 0; l < LANES; l++) {
-            P_0_0[l] = 2.0*N_0_0[l] - 1.0;
-            P_0_1[l] = 2.0*N_0_1[l];
-            P_0_2[l] = 2.0*N_0_2[l];
-            P_0_3[l] = 2.0*N_0_3[l];
-            P_1_0[l] = 2.0*N_1_0[l];
-            P_1_1[l] = 2.0*N_1_1[l] - 1.0;
-            P_1_2[l] = 2.0*N_1_2[l];
-            P_1_3[l] = 2.0*N_1_3[l];
-            P_2_0[l] = 2.0*N_2_0[l];
-            P_2_1[l] = 2.0*N_2_1[l];
-            P_2_2[l] = 2.0*N_2_2[l] - 1.0;
-            P_2_3[l] = 2.0*N_2_3[l];
-            P_3_0[l] = 2.0*N_3_0[l];
-            P_3_1[l] = 2.0*N_3_1[l];
-            P_3_2[l] = 2.0*N_3_2[l];
-            P_3_3[l] = 2.0*N_3_3[l] - 1.0;
-            const double sMbar_0 = 2.0*N_0_0[l]*Pbar_0_0[l] + 2.0*N_0_1[l]*Pbar_0_1[l] + 2.0*N_0_2[l]*Pbar_0_2[l] + 2.0*N_0_3[l]*Pbar_0_3[l];
-            const double sMbar_1 = 2.0*N_0_0[l]*Pbar_1_0[l] + 2.0*N_0_1[l]*Pbar_1_1[l] + 2.0*N_0_2[l]*Pbar_1_2[l] + 2.0*N_0_3[l]*Pbar_1_3[l];
-            const double sMbar_2 = 2.0*N_0_0[l]*Pbar_2_0[l] + 2.0*N_0_1[l]*Pbar_2_1[l] + 2.0*N_0_2[l]*Pbar_2_2[l] + 2.0*N_0_3[l]*Pbar_2_3[l];
-            const double sMbar_3 = 2.0*N_0_0[l]*Pbar_3_0[l] + 2.0*N_0_1[l]*Pbar_3_1[l] + 2.0*N_0_2[l]*Pbar_3_2[l] + 2.0*N_0_3[l]*Pbar_3_3[l];
-            const double sMbar_4 = 2.0*N_1_0[l]*Pbar_0_0[l] + 2.0*N_1_1[l]*Pbar_0_1[l] + 2.0*N_1_2[l]*Pbar_0_2[l] + 2.0*N_1_3[l]*Pbar_0_3[l];
-            const double sMbar_5 = 2.0*N_1_0[l]*Pbar_1_0[l] + 2.0*N_1_1[l]*Pbar_1_1[l] + 2.0*N_1_2[l]*Pbar_1_2[l] + 2.0*N_1_3[l]*Pbar_1_3[l];
-            const double sMbar_6 = 2.0*N_1_0[l]*Pbar_2_0[l] + 2.0*N_1_1[l]*Pbar_2_1[l] + 2.0*N_1_2[l]*Pbar_2_2[l] + 2.0*N_1_3[l]*Pbar_2_3[l];
-            const double sMbar_7 = 2.0*N_1_0[l]*Pbar_3_0[l] + 2.0*N_1_1[l]*Pbar_3_1[l] + 2.0*N_1_2[l]*Pbar_3_2[l] + 2.0*N_1_3[l]*Pbar_3_3[l];
-            const double sMbar_8 = 2.0*N_2_0[l]*Pbar_0_0[l] + 2.0*N_2_1[l]*Pbar_0_1[l] + 2.0*N_2_2[l]*Pbar_0_2[l] + 2.0*N_2_3[l]*Pbar_0_3[l];
-            const double sMbar_9 = 2.0*N_2_0[l]*Pbar_1_0[l] + 2.0*N_2_1[l]*Pbar_1_1[l] + 2.0*N_2_2[l]*Pbar_1_2[l] + 2.0*N_2_3[l]*Pbar_1_3[l];
-            const double sMbar_10 = 2.0*N_2_0[l]*Pbar_2_0[l] + 2.0*N_2_1[l]*Pbar_2_1[l] + 2.0*N_2_2[l]*Pbar_2_2[l] + 2.0*N_2_3[l]*Pbar_2_3[l];
-            const double sMbar_11 = 2.0*N_2_0[l]*Pbar_3_0[l] + 2.0*N_2_1[l]*Pbar_3_1[l] + 2.0*N_2_2[l]*Pbar_3_2[l] + 2.0*N_2_3[l]*Pbar_3_3[l];
-            const double sMbar_12 = 2.0*N_3_0[l]*Pbar_0_0[l] + 2.0*N_3_1[l]*Pbar_0_1[l] + 2.0*N_3_2[l]*Pbar_0_2[l] + 2.0*N_3_3[l]*Pbar_0_3[l];
-            const double sMbar_13 = 2.0*N_3_0[l]*Pbar_1_0[l] + 2.0*N_3_1[l]*Pbar_1_1[l] + 2.0*N_3_2[l]*Pbar_1_2[l] + 2.0*N_3_3[l]*Pbar_1_3[l];
-            const double sMbar_14 = 2.0*N_3_0[l]*Pbar_2_0[l] + 2.0*N_3_1[l]*Pbar_2_1[l] + 2.0*N_3_2[l]*Pbar_2_2[l] + 2.0*N_3_3[l]*Pbar_2_3[l];
-            const double sMbar_15 = 2.0*N_3_0[l]*Pbar_3_0[l] + 2.0*N_3_1[l]*Pbar_3_1[l] + 2.0*N_3_2[l]*Pbar_3_2[l] + 2.0*N_3_3[l]*Pbar_3_3[l];
-            const double Mbar_0_0 = -N_0_0[l]*sMbar_0 - N_1_0[l]*sMbar_1 - N_2_0[l]*sMbar_2 - N_3_0[l]*sMbar_3;
-            const double Mbar_0_1 = -N_0_1[l]*sMbar_0 - N_1_1[l]*sMbar_1 - N_2_1[l]*sMbar_2 - N_3_1[l]*sMbar_3;
-            const double Mbar_0_2 = -N_0_2[l]*sMbar_0 - N_1_2[l]*sMbar_1 - N_2_2[l]*sMbar_2 - N_3_2[l]*sMbar_3;
-            const double Mbar_0_3 = -N_0_3[l]*sMbar_0 - N_1_3[l]*sMbar_1 - N_2_3[l]*sMbar_2 - N_3_3[l]*sMbar_3;
-            const double Mbar_1_0 = -N_0_0[l]*sMbar_4 - N_1_0[l]*sMbar_5 - N_2_0[l]*sMbar_6 - N_3_0[l]*sMbar_7;
-            const double Mbar_1_1 = -N_0_1[l]*sMbar_4 - N_1_1[l]*sMbar_5 - N_2_1[l]*sMbar_6 - N_3_1[l]*sMbar_7;
-            const double Mbar_1_2 = -N_0_2[l]*sMbar_4 - N_1_2[l]*sMbar_5 - N_2_2[l]*sMbar_6 - N_3_2[l]*sMbar_7;
-            const double Mbar_1_3 = -N_0_3[l]*sMbar_4 - N_1_3[l]*sMbar_5 - N_2_3[l]*sMbar_6 - N_3_3[l]*sMbar_7;
-            const double Mbar_2_0 = -N_0_0[l]*sMbar_8 - N_1_0[l]*sMbar_9 - N_2_0[l]*sMbar_10 - N_3_0[l]*sMbar_11;
-            const double Mbar_2_1 = -N_0_1[l]*sMbar_8 - N_1_1[l]*sMbar_9 - N_2_1[l]*sMbar_10 - N_3_1[l]*sMbar_11;
-            const double Mbar_2_2 = -N_0_2[l]*sMbar_8 - N_1_2[l]*sMbar_9 - N_2_2[l]*sMbar_10 - N_3_2[l]*sMbar_11;
-            const double Mbar_2_3 = -N_0_3[l]*sMbar_8 - N_1_3[l]*sMbar_9 - N_2_3[l]*sMbar_10 - N_3_3[l]*sMbar_11;
-            const double Mbar_3_0 = -N_0_0[l]*sMbar_12 - N_1_0[l]*sMbar_13 - N_2_0[l]*sMbar_14 - N_3_0[l]*sMbar_15;
-            const double Mbar_3_1 = -N_0_1[l]*sMbar_12 - N_1_1[l]*sMbar_13 - N_2_1[l]*sMbar_14 - N_3_1[l]*sMbar_15;
-            const double Mbar_3_2 = -N_0_2[l]*sMbar_12 - N_1_2[l]*sMbar_13 - N_2_2[l]*sMbar_14 - N_3_2[l]*sMbar_15;
-            const double Mbar_3_3 = -N_0_3[l]*sMbar_12 - N_1_3[l]*sMbar_13 - N_2_3[l]*sMbar_14 - N_3_3[l]*sMbar_15;
-            const double sH_0 = 2.0*A_2_0;
-            const double sH_1 = 2.0*A_3_0;
-            const double sH_2 = 2.0*A_2_1;
-            const double sH_3 = 2.0*A_3_1;
-            const double sH_4 = 2.0*A_3_2;
-            H_0_0[l] = -2.0*A_1_0*Mbar_0_1 - Mbar_0_2*sH_0 - Mbar_0_3*sH_1;
-            H_0_1[l] = A_1_0*Mbar_0_0 - A_1_0*Mbar_1_1 - A_2_0*Mbar_1_2 - A_2_1*Mbar_0_2 - A_3_0*Mbar_1_3 - A_3_1*Mbar_0_3;
-            H_0_2[l] = -A_1_0*Mbar_2_1 + A_2_0*Mbar_0_0 - A_2_0*Mbar_2_2 + A_2_1*Mbar_0_1 - A_3_0*Mbar_2_3 - A_3_2*Mbar_0_3;
-            H_0_3[l] = -A_1_0*Mbar_3_1 - A_2_0*Mbar_3_2 + A_3_0*Mbar_0_0 - A_3_0*Mbar_3_3 + A_3_1*Mbar_0_1 + A_3_2*Mbar_0_2;
-            H_1_1[l] = 2.0*A_1_0*Mbar_1_0 - Mbar_1_2*sH_2 - Mbar_1_3*sH_3;
-            H_1_2[l] = A_1_0*Mbar_2_0 + A_2_0*Mbar_1_0 + A_2_1*Mbar_1_1 - A_2_1*Mbar_2_2 - A_3_1*Mbar_2_3 - A_3_2*Mbar_1_3;
-            H_1_3[l] = A_1_0*Mbar_3_0 - A_2_1*Mbar_3_2 + A_3_0*Mbar_1_0 + A_3_1*Mbar_1_1 - A_3_1*Mbar_3_3 + A_3_2*Mbar_1_2;
-            H_2_2[l] = Mbar_2_0*sH_0 + Mbar_2_1*sH_2 - Mbar_2_3*sH_4;
-            H_2_3[l] = A_2_0*Mbar_3_0 + A_2_1*Mbar_3_1 + A_3_0*Mbar_2_0 + A_3_1*Mbar_2_1 + A_3_2*Mbar_2_2 - A_3_2*Mbar_3_3;
-            H_3_3[l] = Mbar_3_0*sH_1 + Mbar_3_1*sH_3 + Mbar_3_2*sH_4;
-            gA_0_0[l] = Gram_0_0[l]*Mbar_0_0 + Gram_0_1[l]*Mbar_1_0 + Gram_0_2[l]*Mbar_2_0 + Gram_0_3[l]*Mbar_3_0;
-            gA_0_1[l] = Gram_0_0[l]*Mbar_0_1 + Gram_0_1[l]*Mbar_1_1 + Gram_0_2[l]*Mbar_2_1 + Gram_0_3[l]*Mbar_3_1;
-            gA_0_2[l] = Gram_0_0[l]*Mbar_0_2 + Gram_0_1[l]*Mbar_1_2 + Gram_0_2[l]*Mbar_2_2 + Gram_0_3[l]*Mbar_3_2;
-            gA_0_3[l] = Gram_0_0[l]*Mbar_0_3 + Gram_0_1[l]*Mbar_1_3 + Gram_0_2[l]*Mbar_2_3 + Gram_0_3[l]*Mbar_3_3;
-            gA_1_0[l] = Gram_0_1[l]*Mbar_0_0 + Gram_1_1[l]*Mbar_1_0 + Gram_1_2[l]*Mbar_2_0 + Gram_1_3[l]*Mbar_3_0;
-            gA_1_1[l] = Gram_0_1[l]*Mbar_0_1 + Gram_1_1[l]*Mbar_1_1 + Gram_1_2[l]*Mbar_2_1 + Gram_1_3[l]*Mbar_3_1;
-            gA_1_2[l] = Gram_0_1[l]*Mbar_0_2 + Gram_1_1[l]*Mbar_1_2 + Gram_1_2[l]*Mbar_2_2 + Gram_1_3[l]*Mbar_3_2;
-            gA_1_3[l] = Gram_0_1[l]*Mbar_0_3 + Gram_1_1[l]*Mbar_1_3 + Gram_1_2[l]*Mbar_2_3 + Gram_1_3[l]*Mbar_3_3;
-            gA_2_0[l] = Gram_0_2[l]*Mbar_0_0 + Gram_1_2[l]*Mbar_1_0 + Gram_2_2[l]*Mbar_2_0 + Gram_2_3[l]*Mbar_3_0;
-            gA_2_1[l] = Gram_0_2[l]*Mbar_0_1 + Gram_1_2[l]*Mbar_1_1 + Gram_2_2[l]*Mbar_2_1 + Gram_2_3[l]*Mbar_3_1;
-            gA_2_2[l] = Gram_0_2[l]*Mbar_0_2 + Gram_1_2[l]*Mbar_1_2 + Gram_2_2[l]*Mbar_2_2 + Gram_2_3[l]*Mbar_3_2;
-            gA_2_3[l] = Gram_0_2[l]*Mbar_0_3 + Gram_1_2[l]*Mbar_1_3 + Gram_2_2[l]*Mbar_2_3 + Gram_2_3[l]*Mbar_3_3;
-            gA_3_0[l] = Gram_0_3[l]*Mbar_0_0 + Gram_1_3[l]*Mbar_1_0 + Gram_2_3[l]*Mbar_2_0 + Gram_3_3[l]*Mbar_3_0;
-            gA_3_1[l] = Gram_0_3[l]*Mbar_0_1 + Gram_1_3[l]*Mbar_1_1 + Gram_2_3[l]*Mbar_2_1 + Gram_3_3[l]*Mbar_3_1;
-            gA_3_2[l] = Gram_0_3[l]*Mbar_0_2 + Gram_1_3[l]*Mbar_1_2 + Gram_2_3[l]*Mbar_2_2 + Gram_3_3[l]*Mbar_3_2;
-            gA_3_3[l] = Gram_0_3[l]*Mbar_0_3 + Gram_1_3[l]*Mbar_1_3 + Gram_2_3[l]*Mbar_2_3 + Gram_3_3[l]*Mbar_3_3;
-        }
-        for (int l = 0; l < nl; l++) {
-            gA[(int64_t)(b0 + l)*16 + 0] = gA_0_0[l];
-            gA[(int64_t)(b0 + l)*16 + 1] = gA_0_1[l];
-            gA[(int64_t)(b0 + l)*16 + 2] = gA_0_2[l];
-            gA[(int64_t)(b0 + l)*16 + 3] = gA_0_3[l];
-            gA[(int64_t)(b0 + l)*16 + 4] = gA_1_0[l];
-            gA[(int64_t)(b0 + l)*16 + 5] = gA_1_1[l];
-            gA[(int64_t)(b0 + l)*16 + 6] = gA_1_2[l];
-            gA[(int64_t)(b0 + l)*16 + 7] = gA_1_3[l];
-            gA[(int64_t)(b0 + l)*16 + 8] = gA_2_0[l];
-            gA[(int64_t)(b0 + l)*16 + 9] = gA_2_1[l];
-            gA[(int64_t)(b0 + l)*16 + 10] = gA_2_2[l];
-            gA[(int64_t)(b0 + l)*16 + 11] = gA_2_3[l];
-            gA[(int64_t)(b0 + l)*16 + 12] = gA_3_0[l];
-            gA[(int64_t)(b0 + l)*16 + 13] = gA_3_1[l];
-            gA[(int64_t)(b0 + l)*16 + 14] = gA_3_2[l];
-            gA[(int64_t)(b0 + l)*16 + 15] = gA_3_3[l];
-        }
-        for (int64_t c = 0; c < nchunks; c++) {
-            const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
-            if (nchunks > 1) {
-                for (int l = 0; l < LANES; l++) {
-                    const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const double *src_x = x + (bl*T + t0)*4;
-                    for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const double *src_Gy = Gy + (bl*T + t0)*4;
-                    for (int64_t tt = 0; tt < nt*4; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
-                }
-            }
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    row_gx[0][l] = tile_Gy[(0 + 4*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 4*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 4*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 4*tt)*LANES + l]*P_0_3[l] + H_0_0[l]*tile_x[(0 + 4*tt)*LANES + l] + H_0_1[l]*tile_x[(1 + 4*tt)*LANES + l] + H_0_2[l]*tile_x[(2 + 4*tt)*LANES + l] + H_0_3[l]*tile_x[(3 + 4*tt)*LANES + l];
-                    row_gx[1][l] = tile_Gy[(0 + 4*tt)*LANES + l]*P_1_0[l] + tile_Gy[(1 + 4*tt)*LANES + l]*P_1_1[l] + tile_Gy[(2 + 4*tt)*LANES + l]*P_1_2[l] + tile_Gy[(3 + 4*tt)*LANES + l]*P_1_3[l] + H_0_1[l]*tile_x[(0 + 4*tt)*LANES + l] + H_1_1[l]*tile_x[(1 + 4*tt)*LANES + l] + H_1_2[l]*tile_x[(2 + 4*tt)*LANES + l] + H_1_3[l]*tile_x[(3 + 4*tt)*LANES + l];
-                    row_gx[2][l] = tile_Gy[(0 + 4*tt)*LANES + l]*P_2_0[l] + tile_Gy[(1 + 4*tt)*LANES + l]*P_2_1[l] + tile_Gy[(2 + 4*tt)*LANES + l]*P_2_2[l] + tile_Gy[(3 + 4*tt)*LANES + l]*P_2_3[l] + H_0_2[l]*tile_x[(0 + 4*tt)*LANES + l] + H_1_2[l]*tile_x[(1 + 4*tt)*LANES + l] + H_2_2[l]*tile_x[(2 + 4*tt)*LANES + l] + H_2_3[l]*tile_x[(3 + 4*tt)*LANES + l];
-                    row_gx[3][l] = tile_Gy[(0 + 4*tt)*LANES + l]*P_3_0[l] + tile_Gy[(1 + 4*tt)*LANES + l]*P_3_1[l] + tile_Gy[(2 + 4*tt)*LANES + l]*P_3_2[l] + tile_Gy[(3 + 4*tt)*LANES + l]*P_3_3[l] + H_0_3[l]*tile_x[(0 + 4*tt)*LANES + l] + H_1_3[l]*tile_x[(1 + 4*tt)*LANES + l] + H_2_3[l]*tile_x[(2 + 4*tt)*LANES + l] + H_3_3[l]*tile_x[(3 + 4*tt)*LANES + l];
-                }
-                for (int l = 0; l < nl; l++) {
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 0] = (double)(row_gx[0][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 1] = (double)(row_gx[1][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 2] = (double)(row_gx[2][l]);
-                    gx[((int64_t)(b0 + l)*T + t0 + tt)*4 + 3] = (double)(row_gx[3][l]);
-                }
-            }
-        }
-    }
-}
-
-#endif  /* d = 4, f64 */
+#endif  /* d = 4 */
