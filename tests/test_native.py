@@ -100,6 +100,22 @@ def test_build_says_why_it_cannot_build(tmp_path, monkeypatch):
     assert _native.build(4, "f32", source=str(bad), cache_dir=str(tmp_path)).startswith("the C compiler failed")
 
 
+def test_a_changed_source_gets_its_own_library(tmp_path):
+    """The library's name hashes the source bytes it was compiled from: an edited source is never served by the
+    library of the old one."""
+    if _native._compiler() is None:
+        pytest.skip("no C compiler on this machine")
+    src = tmp_path / "native_gram.c"
+    src.write_text(open(_native.SOURCE).read())
+    cache = tmp_path / "cache"
+    assert not isinstance(_native.build(1, "f32", str(src), str(cache)), str)
+    assert not isinstance(_native.build(1, "f32", str(src), str(cache)), str)  # found in the cache
+    assert len(list(cache.glob("*.so"))) == 1
+    src.write_text(src.read_text() + "\n/* edited */\n")
+    assert not isinstance(_native.build(1, "f32", str(src), str(cache)), str)
+    assert len(list(cache.glob("*.so"))) == 2
+
+
 @pytest.mark.parametrize("d", [1, 2, 3, 4])
 @pytest.mark.parametrize("T,B", [(16, 19), (3, 8), (40, 9), (100, 3)])  # a tail block, d > T, several token tiles
 def test_forward_matches_the_full_form(d, T, B):
