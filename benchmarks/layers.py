@@ -1,11 +1,13 @@
 """Layer benchmark: the structure-preserving layers against scaled_dot_product_attention at the same shape.
 
     python benchmarks/layers.py [--quick] [--json PATH] [--threads N] [--device cpu|cuda]
-                                [--batch B ...] [--lengths T ...] [--sweep-tokens N] [--sweep T ...]
+                                [--batch B ...] [--lengths T ...] [--dims D ...] [--layers NAME ...]
+                                [--sweep-tokens N] [--sweep T ...]
 
 For input ``x`` of shape ``(B, T, dim)`` the reference is
-``torch.nn.functional.scaled_dot_product_attention(x, x, x)`` (no projections),
-measured in the same run. Reported: forward and forward+backward times
+``torch.nn.functional.scaled_dot_product_attention(h, h, h)`` with ``h = x`` as one
+head, ``(B, 1, T, dim)`` (no projections; the fused kernels' layout, Note [the SDPA
+reference is four-dimensional]), measured in the same run. Reported: forward and forward+backward times
 (median of repeats) with two incoming gradients, a dense random one (``f+b``)
 and the expanded one of ``loss = out.sum()`` (``f+b sum``); their ratios to the
 reference (below 1: faster than SDPA); and memory: on CPU the bytes of tensors
@@ -99,9 +101,15 @@ def ratios(m, ref):
     return {f"ratio_{k}": m[k] / ref[k] for k in ("fwd", "fwd_bwd", "fwd_bwd_sum", "memory")}
 
 
+# Note [the SDPA reference is four-dimensional]
+# torch's fused attention kernels (the flash kernel on CPU; flash and memory-efficient ones on CUDA) take
+# (batch, heads, T, dim) inputs. A three-dimensional (B, T, dim) input falls back to the composite form, which on
+# CPU took 2.5-3 times as long (B = 4096, dim = 4, T = 16 and 32, one thread) and on CUDA builds the B x T x T
+# matrix. The reference is the fused path, as multi-head code calls it.
 def sdpa(y):
-    """The reference: torch's scaled dot-product self-attention of ``y``."""
-    return F.scaled_dot_product_attention(y, y, y)
+    """The reference: torch's scaled dot-product self-attention of ``y`` as one head, ``(B, 1, T, dim)``."""
+    h = y.unsqueeze(-3)
+    return F.scaled_dot_product_attention(h, h, h).squeeze(-3)
 
 
 def line(name, B, dim, T, m, r=None):
@@ -151,6 +159,15 @@ def write_results(path: str, device, rows: list[dict], **extra) -> None:
                    "rows": rows}, fh, indent=1)
 
 
+#: the layers of the main table: name -> (dim, T, device) -> module
+LAYERS = {
+    "VolumePreservingAttention": lambda dim, T, device: VolumePreservingAttention(dim, device=device),
+    "VolumePreservingAttention(exp)": lambda dim, T, device: VolumePreservingAttention(dim, activation="exp",
+                                                                                       device=device),
+    "OrthonormalAttention": lambda dim, T, device: OrthonormalAttention(dim, device=device),
+    "LinearSymplecticAttention": lambda dim, T, device: LinearSymplecticAttention(T, device=device),
+}
+
 HEADER = (f"{'layer':<31}{'B':>6}{'dim':>4}{'T':>5}{'fwd ms':>10}{'fwd x':>7}{'f+b ms':>10}{'f+b x':>7}"
           f"{'sum ms':>10}{'sum x':>7}{'mem KiB':>10}{'mem x':>7}")
 
@@ -160,6 +177,7 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, nargs="+", help="batch sizes of the main table")
     parser.add_argument("--lengths", type=int, nargs="+", help="sequence lengths of the main table")
     parser.add_argument("--dims", type=int, nargs="+", help="feature sizes of the main table")
+    parser.add_argument("--layers", nargs="+", choices=sorted(LAYERS), help="layers of the main table (default: all)")
     parser.add_argument("--sweep-tokens", type=int, default=None, help="B * T of the length sweep")
     parser.add_argument("--sweep", type=int, nargs="*", help="sequence lengths of the sweep (none: no sweep)")
     args = parser.parse_args(argv)
@@ -179,12 +197,8 @@ def main(argv=None) -> int:
                 torch.manual_seed(0)
                 x = torch.randn(B, T, dim, device=device)
                 ref = measure(sdpa, x, reps, device)
-                layers = [("VolumePreservingAttention", VolumePreservingAttention(dim, device=device)),
-                          ("VolumePreservingAttention(exp)", VolumePreservingAttention(dim, activation="exp",
-                                                                                       device=device)),
-                          ("OrthonormalAttention", OrthonormalAttention(dim, device=device))]
-                if dim % 2 == 0:
-                    layers.append(("LinearSymplecticAttention", LinearSymplecticAttention(T, device=device)))
+                layers = [(name, make(dim, T, device)) for name, make in LAYERS.items()
+                          if (args.layers is None or name in args.layers) and (dim % 2 == 0 or "Symplectic" not in name)]
                 rows.append({"layer": "sdpa", "B": B, "dim": dim, "T": T, **ref})
                 line("sdpa (reference)", B, dim, T, ref)
                 for name, layer in layers:

@@ -4,7 +4,7 @@
                                     [--batch B] [--lengths T ...]
 
 For input ``x`` of shape ``(B, T, 4)`` (two positions, two momenta per token) the reference is
-``scaled_dot_product_attention(x, x, x)`` measured in the same run, as in ``benchmarks/layers.py``
+``scaled_dot_product_attention`` of ``x`` as one head, measured in the same run, as in ``benchmarks/layers.py``
 (whose timing and memory helpers this script uses): forward, forward+backward with a dense random
 incoming gradient and with the one of ``out.sum()``, activation memory. Besides the layer with its
 generated backward, a row times the same layer differentiated by autograd through the generated

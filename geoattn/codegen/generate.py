@@ -10,12 +10,12 @@ import sympy as sp
 from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, native_hash
 from .cprinter import LANES, REAL_PRELUDE, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
-from .printer import SOA_HELPER_NAMES, SOA_HELPERS, SoAKernelPrinter, TorchKernelPrinter, common_scalar, factor_sums
+from .printer import SCALAR_HELPER_NAMES, SCALAR_HELPERS, SOA_HELPER_NAMES, SOA_HELPERS, SoAKernelPrinter, TorchKernelPrinter, common_scalar, factor_sums
 
 __all__ = ["generate_kernel", "generate_module", "generate_native_module", "target_path", "native_target_path",
            "write", "check"]
 
-PRINTER_VERSION = 3
+PRINTER_VERSION = 4
 
 HEADER = '''"""Torch kernels generated from the verified SymPy expressions.
 
@@ -30,8 +30,6 @@ printer-version: {version}
 Sources (kernel: expression  [ledger claims]):
 {sources}
 """
-
-import math
 
 import torch
 
@@ -77,11 +75,12 @@ def generate_module() -> str:
         version=PRINTER_VERSION,
         sources=sources,
         names=", ".join([f'"{k.name}"' for k in KERNELS]
-                        + [f'"{n}"' for n in SOA_HELPER_NAMES if any(k.layout == "soa" for k in KERNELS)]),
+                        + [f'"{n}"' for n in SOA_HELPER_NAMES if any(k.layout == "soa" for k in KERNELS)]
+                        + [f'"{n}"' for n in SCALAR_HELPER_NAMES]),
     )
     counts = "".join(f'    "{k.name}": {len(k.returns or k.outputs)},\n' for k in KERNELS)
     table = f"#: how many tensors each kernel returns (read by the autograd wrappers)\nN_OUTPUTS = {{\n{counts}}}\n"
-    helpers = "\n\n" + SOA_HELPERS if any(k.layout == "soa" for k in KERNELS) else ""
+    helpers = "\n\n" + SCALAR_HELPERS + ("\n\n" + SOA_HELPERS if any(k.layout == "soa" for k in KERNELS) else "")
     return header + helpers + "\n\n" + "\n\n".join(generate_kernel(k) for k in KERNELS) + "\n\n" + table
 
 

@@ -46,7 +46,8 @@ from sympy.matrices.expressions import (
 )
 
 
-__all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "SoAKernelPrinter", "SOA_HELPERS", "SOA_HELPER_NAMES", "CodegenError"]
+__all__ = ["factor_sums", "common_scalar", "TorchKernelPrinter", "SoAKernelPrinter", "SOA_HELPERS", "SOA_HELPER_NAMES", "SCALAR_HELPERS",
+           "SCALAR_HELPER_NAMES", "CodegenError"]
 
 
 # Note [accumulated sums]
@@ -120,6 +121,9 @@ def common_scalar(expr):
 
 class TorchKernelPrinter(Printer):
     """Print the outputs of one kernel as the body of a torch function (a SymPy :class:`~sympy.printing.printer.Printer`)."""
+
+    #: the tensor layout of the printed kernels: "batch" (batch-first, (..., m, n)) or "soa" ((m, n, *batch))
+    layout = "batch"
 
     def __init__(self, names: dict, dims: dict, like: str, accumulate: bool = False):
         super().__init__()
@@ -356,6 +360,9 @@ class TorchKernelPrinter(Printer):
         """The lines that build the identity matrices the printed outputs used."""
         lines = []
         for size in self.needs_eye:
+            if getattr(size, "is_Integer", False):  # a literal size (a fixed-size kernel)
+                lines.append(f"{self.needs_eye[size]} = {self._eye_code(str(int(size)))}")
+                continue
             if size not in self.dims:
                 raise CodegenError(f"Expected an argument giving the size {size} in dims. Got {sorted(map(str, self.dims))}.")
             arg, axis = self.dims[size]
@@ -377,6 +384,16 @@ class TorchKernelPrinter(Printer):
 # (d, 1, *batch) x (1, d, *batch) slices, a transpose is a view, a trace is d - 1 additions and a number per
 # matrix (shape (*batch)) broadcasts against (d, d, *batch) as it stands. A weight shared by the batch is
 # passed as (d, d, 1). Inverses are not printed in this layout (a closed form is bound instead).
+
+#: helpers the scalar coefficients call (printed once into the generated module, always)
+SCALAR_HELPER_NAMES = ("sin_over",)
+SCALAR_HELPERS = '''def sin_over(x):
+    """sin(x)/x, 1 at x = 0, for real x. Not torch.sinc(x / pi): its argument is rounded twice, so its error grows
+    with |x| (about |x| eps: at |x| = 1e3 in float32, a rotation built from it is orthogonal to 2e-4 only)."""
+    zero = x == 0
+    safe = torch.where(zero, torch.ones_like(x), x)
+    return torch.where(zero, torch.ones_like(x), torch.sin(safe) / safe)
+'''
 
 #: helpers the structure-of-arrays kernels call (printed once into the generated module, public there: the
 #: runtime uses the same products)
@@ -413,6 +430,8 @@ class SoAKernelPrinter(TorchKernelPrinter):
     """Print a kernel in the structure-of-arrays layout (Note [structure-of-arrays layout]): products as
     ``soa_mm``, transposes as ``.transpose(0, 1)`` views, traces as ``soa_tr``; inverses, diagonal scalings
     and squares of sums are declared unsupported."""
+
+    layout = "soa"
 
     def __init__(self, names: dict, dims: dict, like: str, accumulate: bool = False):
         if accumulate:
@@ -462,7 +481,7 @@ class SoAKernelPrinter(TorchKernelPrinter):
 
 class _ScalarPrinter(Printer):
     """Elementwise torch code of a scalar SymPy expression (a SymPy Printer): symbols from ``env`` (their tensors'
-    code), numbers, +, *, 1/x, exp, sin, cos, sinc, and Tr(X) in a batched coefficient; parentheses by SymPy's
+    code), numbers, +, *, 1/x, x**n, sqrt, exp, sin, cos, sinc, and Tr(X) in a batched coefficient; parentheses by SymPy's
     precedence."""
 
     printmethod = "_torchscalar"
@@ -485,7 +504,7 @@ class _ScalarPrinter(Printer):
         return f"({code})" if precedence(item) <= level and item not in self.env else code
 
     def emptyPrinter(self, e) -> str:
-        raise CodegenError(f"Expected a supported scalar (numbers, I, +, *, 1/x, x**n, exp, sin, cos, sinc, and Tr(X) in a "
+        raise CodegenError(f"Expected a supported scalar (numbers, I, +, *, 1/x, x**n, sqrt, exp, sin, cos, sinc, and Tr(X) in a "
                            f"batched coefficient). Got {e!r}.")
 
     def _print_ImaginaryUnit(self, e) -> str:
@@ -536,14 +555,16 @@ class _ScalarPrinter(Printer):
             return f"1 / {self.parenthesize(e.base, PRECEDENCE['Pow'])}"
         if e.exp.is_Integer and e.exp > 1:
             return f"{self.parenthesize(e.base, PRECEDENCE['Pow'])} ** {int(e.exp)}"
+        if e.exp == sp.Rational(1, 2):
+            return f"torch.sqrt({self._print(e.base)})"
         return self.emptyPrinter(e)
 
     def _print_exp(self, e) -> str:
         return f"torch.exp({self._print(e.args[0])})"
 
     def _print_sinc(self, e) -> str:
-        # sympy: sin(x)/x; torch: sin(pi x)/(pi x)
-        return f"torch.sinc({self.parenthesize(e.args[0], PRECEDENCE['Mul'])} / math.pi)"
+        # sympy's sinc is sin(x)/x; torch.sinc is sin(pi x)/(pi x), whose rounding of pi x grows with |x|
+        return f"sin_over({self._print(e.args[0])})"
 
     def _print_sin(self, e) -> str:
         return f"torch.sin({self._print(e.args[0])})"

@@ -151,6 +151,25 @@ def cayley_routed(c: torch.Tensor, big: torch.Tensor | None, solve, shift: float
     return out
 
 
+#: the largest size of skew matrix whose exponential has the closed form exp_skew_so4 (smaller ones are padded)
+EXP_CLOSED_MAX = 4
+
+
+def exp_skew_closed(s: torch.Tensor) -> torch.Tensor:
+    """``exp(S)`` of exactly skew ``S`` of size ``k <= 4`` by the closed form of ``exp_skew.hodge_form``: the
+    matrices are padded with zeros to ``4 x 4`` (``exp(diag(S, 0)) = diag(exp(S), 1)``) and cut back. One formula at
+    every norm: no series, no squarings, no eigendecomposition (Note [exp of a 4 x 4 skew matrix]). No backward of its
+    own: the callers differentiate the layer, not this factor."""
+    k = s.shape[-1]
+    if k > EXP_CLOSED_MAX:
+        raise ValueError(f"Expected skew matrices of size at most {EXP_CLOSED_MAX} for the closed-form exponential. "
+                         f"Got size {k}.")
+    if k == EXP_CLOSED_MAX:
+        return gen.exp_skew_so4(s)
+    padded = torch.nn.functional.pad(s, (0, EXP_CLOSED_MAX - k, 0, EXP_CLOSED_MAX - k))
+    return gen.exp_skew_so4(padded)[..., :k, :k]
+
+
 def cayley_closed(c: torch.Tensor, kernel=gen.cayley_skew_small, shift: float = 0.0) -> torch.Tensor:
     """The closed form ``kernel`` (Cayley(C), or with ``shift=1`` Cayley(C) - I) of skew samples with T <= 3. Its
     C^2 and Tr(C^2) overflow for entries near sqrt(max float) / T (1e18 in float32): samples with an entry above

@@ -5,8 +5,8 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: a3ca02525f4f04591923dc079b9a4941008f9f0af8417ed54685fe26dfa9f3bd
-printer-version: 3
+expressions-sha256: 01e67aae5ec8b052645d4a504a526f50aa4dd6dc2c0b8bca7b6d9ce9091d6e26
+printer-version: 4
 
 Sources (kernel: expression  [ledger claims]):
   cayley_matrix: Lam = (I + C)**(-1)*(I - C)  [cayley.orthogonal, kernels.cayley_left_solve]
@@ -32,6 +32,7 @@ Sources (kernel: expression  [ledger claims]):
   vp_gram_closed: J = A*Gram; J2 = J**2; Nu = ((1 - Trace(J2)/2)*I + J2)*(I + J); N = 1/(-Trace(J2**2)/4 + Trace(J2)**2/8 - Trace(J2)/2 + 1)*Nu; P = -I + 2*N; R = -I - J*N + N  [vp.gram_closed_form]
   vp_gram_closed_vjp: Mbar = -2*N*Pbar.T*N; H = A*Mbar.T - Mbar*A  [vp.gram_closed_form_vjp]
   cayley_minus_identity_skew_small: S2 = S**2; W = (2/(1 - Trace(S2)/2))*(-S + S2)  [kernels.cayley_skew_small]
+  exp_skew_so4: H = Hodge4(S); Sp = (1/2)*H + (1/2)*S; Sm = -(1/2)*H + (1/2)*S; Sp2 = Sp**2; Sm2 = Sm**2; Ep = cos(sqrt(-Trace(Sp2))/2)*I + sinc(sqrt(-Trace(Sp2))/2)*Sp; Em = cos(sqrt(-Trace(Sm2))/2)*I + sinc(sqrt(-Trace(Sm2))/2)*Sm; E = Ep*Em  [exp_skew.hodge_form]
   vp_lowrank_apply: K = W.T*R; y = Q*K + x  [vp.lowrank_form]
   vp_lowrank_project: Y1 = Q.T*Gy  [vp.lowrank_exp_vjp]
   vp_lowrank_cayley_vjp: Y1 = Q.T*Gy; NR = (I + (1/2)*W.T)*R; P1 = Y1.T*NR; P2 = NR.T*R; P2A = P2*A; gx = Gy*(I - 2*P2A) + Q*(-2*NR*P1*A.T + W*Y1*(I - P2A)); gA0 = -2*P2.T*P1; gA = (1/2)*gA0 - (1/2)*gA0.T  [vp.lowrank_cayley_vjp]
@@ -46,11 +47,17 @@ Sources (kernel: expression  [ledger claims]):
   symattn_vjp_columns: Cd = V*A*z.T + z*A*V.T; K = SoftmaxJVP(G, Cd, columns); P = G*V + K*z; H = G.T*V; R = H + K.T*z; gz = P*A.T + R*A; gA = H.T*z + z.T*P  [symattn.layer_vjp]
 """
 
-import math
-
 import torch
 
-__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "vp_gram_closed", "vp_gram_closed_vjp", "cayley_minus_identity_skew_small", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "soa_mm", "soa_tr", "soa_tr_mm", "soa_eye", "N_OUTPUTS"]
+__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "vp_gram_closed", "vp_gram_closed_vjp", "cayley_minus_identity_skew_small", "exp_skew_so4", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "soa_mm", "soa_tr", "soa_tr_mm", "soa_eye", "sin_over", "N_OUTPUTS"]
+
+
+def sin_over(x):
+    """sin(x)/x, 1 at x = 0, for real x. Not torch.sinc(x / pi): its argument is rounded twice, so its error grows
+    with |x| (about |x| eps: at |x| = 1e3 in float32, a rotation built from it is orthogonal to 2e-4 only)."""
+    zero = x == 0
+    safe = torch.where(zero, torch.ones_like(x), x)
+    return torch.where(zero, torch.ones_like(x), torch.sin(safe) / safe)
 
 
 def soa_mm(a, b):
@@ -232,7 +239,7 @@ def exp_skew_vjp(U, theta, G):
     Verified by: exp_skew.vjp
     """
     t0 = U.mH
-    gS = ((U @ (((t0 @ G) @ U) * (torch.exp(0.5j * (theta.unsqueeze(-1) + theta.unsqueeze(-2))) * torch.sinc((0.5 * theta.unsqueeze(-1) - 0.5 * theta.unsqueeze(-2)) / math.pi)))) @ t0).real
+    gS = ((U @ (((t0 @ G) @ U) * (torch.exp(0.5j * (theta.unsqueeze(-1) + theta.unsqueeze(-2))) * sin_over(0.5 * theta.unsqueeze(-1) - 0.5 * theta.unsqueeze(-2))))) @ t0).real
     return gS
 
 
@@ -467,6 +474,32 @@ def cayley_minus_identity_skew_small(S):
     return W
 
 
+def exp_skew_so4(S):
+    """exp(S) for skew 4 x 4 S in closed form: (cos t+ I + sinc t+ S+)(cos t- I + sinc t- S-) with S+- = (S +- *S)/2 and t+-^2 = -Tr(S+-^2)/4 (Note [exp of a 4 x 4 skew matrix]); no series, squaring or eigendecomposition.
+
+    Generated from:
+    H = Hodge4(S)
+    Sp = (1/2)*H + (1/2)*S
+    Sm = -(1/2)*H + (1/2)*S
+    Sp2 = Sp**2
+    Sm2 = Sm**2
+    Ep = cos(sqrt(-Trace(Sp2))/2)*I + sinc(sqrt(-Trace(Sp2))/2)*Sp
+    Em = cos(sqrt(-Trace(Sm2))/2)*I + sinc(sqrt(-Trace(Sm2))/2)*Sm
+    E = Ep*Em
+    Verified by: exp_skew.hodge_form
+    """
+    eye = torch.eye(4, dtype=S.dtype, device=S.device)
+    H = ((0.5 * (S - S.mT)).flatten(-2)[..., [0, 11, 7, 6, 11, 0, 3, 2, 7, 3, 0, 1, 6, 2, 1, 0]] * S.new_tensor([0, 1, -1, 1, -1, 0, 1, -1, 1, -1, 0, 1, -1, 1, -1, 0])).unflatten(-1, (4, 4))
+    Sp = 0.5 * (H + S)
+    Sm = 0.5 * S - 0.5 * H
+    Sp2 = Sp @ Sp
+    Sm2 = Sm @ Sm
+    Ep = torch.cos(0.5 * torch.sqrt(-Sp2.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None])) * eye + sin_over(0.5 * torch.sqrt(-Sp2.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None])) * Sp
+    Em = torch.cos(0.5 * torch.sqrt(-Sm2.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None])) * eye + sin_over(0.5 * torch.sqrt(-Sm2.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None])) * Sm
+    E = Ep @ Em
+    return E
+
+
 def vp_lowrank_apply(x, Q, W, R):
     """Row-layout layer output x + Q W^T R = Lambda^T x with Lambda = I + Q W Q^T (W = f(S) - I).
 
@@ -693,6 +726,7 @@ N_OUTPUTS = {
     "vp_gram_closed": 3,
     "vp_gram_closed_vjp": 2,
     "cayley_minus_identity_skew_small": 1,
+    "exp_skew_so4": 1,
     "vp_lowrank_apply": 1,
     "vp_lowrank_project": 1,
     "vp_lowrank_cayley_vjp": 2,

@@ -87,8 +87,9 @@ from __future__ import annotations
 import torch
 
 from . import _generated as gen
-from ._functions import _large_skew, _traced, cayley_closed, cayley_routed
+from ._functions import EXP_CLOSED_MAX, _large_skew, _traced, cayley_closed, cayley_routed, exp_skew_closed
 from ._gram import closed_form_applies, vp_gram_closed
+from ._householder import thin_qr
 
 __all__ = ["choose_method", "vp_lowrank", "vp_gram", "vp_full", "ACTIVATIONS", "METHODS"]
 
@@ -160,12 +161,15 @@ def _small_factors(x: torch.Tensor, A: torch.Tensor, activation: str):
     """``Q, R, W = f(S) - I`` of the low-rank form (``S`` too for the exponential)."""
     from . import exp_skew
 
-    Q, R = torch.linalg.qr(x)
+    Q, R = thin_qr(x)  # Note [batched Householder QR on CUDA]
     S = gen.vp_lowrank_skew(R, A)
     if activation == "cayley" and S.shape[-1] <= 3:  # S is exactly skew: Note [Cayley of small skew matrices]
         W = cayley_closed(S, gen.cayley_minus_identity_skew_small, shift=1.0)
     elif activation == "cayley":
         W = cayley_routed(S, _large_skew(S), gen.cayley_minus_identity, shift=1.0)  # Note [Cayley at large norms]
+    elif S.shape[-1] <= EXP_CLOSED_MAX:  # Note [exp of a 4 x 4 skew matrix]: one formula at every norm
+        W = exp_skew_closed(S)
+        W.diagonal(dim1=-2, dim2=-1).sub_(1)
     else:
         W = exp_skew(S, check=False)
         W.diagonal(dim1=-2, dim2=-1).sub_(1)

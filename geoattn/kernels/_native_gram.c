@@ -7,7 +7,7 @@
    over B samples of T tokens (Note [lanes] in geoattn.codegen.cprinter).
 
    bindings-sha256: f6ffbc9db7b0014bb5b67e4ffc5d6ef95bcbc5cc1f800978dfd455f655326e15
-   printer-version: 3
+   printer-version: 4
 
    Sources (kernel: bindings  [ledger claims]):
      vp_gram_fwd: Gram = x.T*x; J = A*Gram; J2 = J**2; Nu = ((1 - Trace(J2)/2)*I + J2)*(I + J); N = 1/(-Trace(J2**2)/4 + Trace(J2)**2/8 - Trace(J2)/2 + 1)*Nu; P = -I + 2*N; R = -I - J*N + N; y = x*P  [vp.gram_closed_form, vp.gram_closed_form_vjp]

@@ -30,12 +30,13 @@ from sympy.matrices.expressions import (
 
 from .interpreter import evaluate
 from .kernel_spec import KernelSpec
-from .nodes import PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
+from .nodes import Hodge4, PairMatrix, RealPart, StrictLower, StrictUpper, VectorMap
 
 __all__ = [
     "StrictLower",
     "StrictUpper",
     "RealPart",
+    "Hodge4",
     "VectorMap",
     "PairMatrix",
     "KernelSpec",
@@ -289,6 +290,34 @@ CAYLEY_MINUS_I = -2 * Inverse(I_k + Sd) * Sd
 #: the same for skew S with k <= 3, without a solve: 2 (S^2 - S)/(1 - Tr(S^2)/2) (see CAYLEY_SKEW_SMALL)
 _S2 = MatrixSymbol("S2", k, k)
 CAYLEY_MINUS_I_SKEW_SMALL = [("S2", Sd**2), ("W", (_S2 - Sd) * (2 / (1 - Trace(_S2) / 2)))]
+# Note [exp of a 4 x 4 skew matrix]
+# so(4) is the sum of two commuting copies of so(3). With the Hodge star, S = S_+ + S_- where
+# S_pm = (S pm *S)/2 commute and square to -theta_pm^2 I, theta_pm^2 = -Tr(S_pm^2)/4. Hence
+# exp(S) = exp(S_+) exp(S_-) with exp(S_pm) = cos(theta_pm) I + sinc(theta_pm) S_pm (claim
+# exp_skew.hodge_form): no series, no squarings and no eigendecomposition, at every norm, in a few
+# 4 x 4 products. A smaller skew matrix is padded with zeros: exp(diag(S, 0)) = diag(exp(S), 1).
+S4 = MatrixSymbol("S", 4, 4)
+_I4 = Identity(4)
+_H4, _Sp, _Sm, _Sp2, _Sm2, _Ep, _Em = (MatrixSymbol(n, 4, 4) for n in ("H", "Sp", "Sm", "Sp2", "Sm2", "Ep", "Em"))
+
+
+def _half_turn(half, square):
+    """cos(theta) I + sinc(theta) X for X = ``half`` with X^2 = ``square`` = -theta^2 I."""
+    theta = sp.sqrt(-Trace(square)) / 2
+    return sp.cos(theta) * _I4 + sp.sinc(theta) * half
+
+
+EXP_SO4 = [
+    ("H", Hodge4(S4)),
+    ("Sp", (S4 + _H4) / 2),
+    ("Sm", (S4 - _H4) / 2),
+    ("Sp2", _Sp**2),
+    ("Sm2", _Sm**2),
+    ("Ep", _half_turn(_Sp, _Sp2)),
+    ("Em", _half_turn(_Sm, _Sm2)),
+    ("E", _Ep * _Em),
+]
+
 #: the Gram (push-through) form of the Cayley layer in the row layout: Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z with
 #: Z = x^T, so y = x Cayley(G A)^T = 2 x (I + G A)^{-T} - x with the d x d Gram matrix G = x^T x (vp.push_through)
 _Gd = MatrixSymbol("G", d, d)

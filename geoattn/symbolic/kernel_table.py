@@ -14,6 +14,8 @@ from .expressions import (  # the expressions the kernels print
     CAYLEY_FROM_EIGH,
     CAYLEY_MINUS_I,
     CAYLEY_MINUS_I_SKEW_SMALL,
+    EXP_SO4,
+    S4,
     CAYLEY_SKEW_SMALL,
     GRAM_CAYLEY,
     GRAM_CLOSED,
@@ -162,6 +164,17 @@ def _lowrank_specs() -> list["KernelSpec"]:
             dims={},
             claims=["kernels.cayley_skew_small"],
             returns=("W",),
+        ),
+        KernelSpec(
+            name="exp_skew_so4",
+            doc="exp(S) for skew 4 x 4 S in closed form: (cos t+ I + sinc t+ S+)(cos t- I + sinc t- S-) with "
+            "S+- = (S +- *S)/2 and t+-^2 = -Tr(S+-^2)/4 (Note [exp of a 4 x 4 skew matrix]); no series, squaring or "
+            "eigendecomposition.",
+            inputs={"S": S4},
+            outputs=EXP_SO4,
+            dims={},
+            claims=["exp_skew.hodge_form"],
+            returns=("E",),
         ),
         KernelSpec(
             name="vp_lowrank_apply",

@@ -2,6 +2,7 @@ r"""The matrix-expression nodes the kernels need beyond SymPy's own, each with a
 
 * :class:`StrictLower`, :class:`StrictUpper`: ``tril(X, -1)``, ``triu(X, 1)``;
 * :class:`RealPart`: entrywise real part;
+* :class:`Hodge4`: the Hodge star of ``4 x 4`` matrices, :math:`(\star X)_{ij} = \tfrac12\sum_{kl}\varepsilon_{ijkl}X_{kl}`;
 * :class:`VectorMap`: a scalar function applied entrywise to a vector;
 * :class:`PairMatrix`: the matrix ``[f(v_j, v_k)]_{jk}`` built from a vector;
 * :class:`Softmax`: exp of every entry, normalised over all entries or over each column, optionally
@@ -22,7 +23,7 @@ from sympy.matrices.expressions import MatrixExpr
 
 from .algebra import UnaryMatrixExpr
 
-__all__ = ["StrictLower", "StrictUpper", "RealPart", "VectorMap", "PairMatrix", "Softmax", "SoftmaxJVP"]
+__all__ = ["StrictLower", "StrictUpper", "RealPart", "Hodge4", "VectorMap", "PairMatrix", "Softmax", "SoftmaxJVP"]
 
 
 class _Unary(UnaryMatrixExpr):
@@ -75,6 +76,55 @@ class RealPart(_Unary):
 
     def _torchcode(self, printer):
         return f"{printer.wrap(printer.print_arg(self.arg))}.real"
+
+
+def _hodge4_table() -> list[tuple[int, int]]:
+    """For each entry (i, j) of a 4 x 4 matrix, row-major: the flat index of the pair k < l complementary to
+    {i, j} and the sign eps_ijkl, so that (star X)_ij = eps_ijkl K_kl with K = (X - X^T)/2; (0, 0) on the diagonal."""
+    table = []
+    for i in range(4):
+        for j in range(4):
+            if i == j:
+                table.append((0, 0))
+                continue
+            k, l = (m for m in range(4) if m not in (i, j))
+            table.append((4 * k + l, int(sp.LeviCivita(i, j, k, l))))
+    return table
+
+
+class Hodge4(_Unary):
+    r"""The Hodge star of a ``4 x 4`` matrix, :math:`(\star X)_{ij} = \tfrac12\sum_{kl}\varepsilon_{ijkl}X_{kl}`.
+
+    It depends on the skew part of ``X`` only and is skew; on skew matrices it is the linear involution that
+    splits :math:`\mathfrak{so}(4)` into its self-dual and anti-self-dual halves (claim
+    ``exp_skew.hodge_form``).
+    """
+
+    def __new__(cls, arg):
+        arg = sp.sympify(arg)
+        if tuple(arg.shape) != (4, 4):
+            raise ValueError(f"Expected a 4 x 4 matrix for the Hodge star. Got shape {tuple(arg.shape)}.")
+        return super().__new__(cls, arg)
+
+    @staticmethod
+    def explicit(m: sp.Matrix) -> sp.Matrix:
+        """The Hodge star of an explicit ``4 x 4`` matrix, from the Levi-Civita symbol."""
+        return sp.Matrix(4, 4, lambda i, j: sum(sp.LeviCivita(i, j, k, l) * m[k, l]
+                                                for k in range(4) for l in range(4)) / 2)
+
+    def _latex(self, printer):
+        return r"\star\left(%s\right)" % printer._print(self.arg)
+
+    def _torchcode(self, printer):
+        if getattr(printer, "layout", "batch") != "batch":
+            return printer.emptyPrinter(self)  # written for batch-first tensors only
+        # (X - X^T)/2 flattened row-major, gathered at the complementary pair (k, l) of each entry (i, j), signed
+        table = _hodge4_table()
+        idx = [k for k, _ in table]
+        sign = [v for _, v in table]
+        a = printer.print_arg(self.arg)
+        skew = f"0.5 * ({a} - {a}.mT)"
+        return (f"(({skew}).flatten(-2)[..., {idx}] * {a}.new_tensor({sign})).unflatten(-1, (4, 4))")
 
 
 class _VectorFunction(MatrixExpr):
