@@ -122,7 +122,7 @@ def common_scalar(expr):
 class TorchKernelPrinter(Printer):
     """Print the outputs of one kernel as the body of a torch function (a SymPy :class:`~sympy.printing.printer.Printer`)."""
 
-    #: the tensor layout of the printed kernels: "batch" (batch-first, (..., m, n)) or "soa" ((m, n, *batch))
+    #: the tensor layout of the printed kernels: ``"batch"`` (batch-first, ``(..., m, n)``) or ``"soa"`` (``(m, n, *batch)``)
     layout = "batch"
 
     def __init__(self, names: dict, dims: dict, like: str, accumulate: bool = False):
