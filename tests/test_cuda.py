@@ -86,18 +86,20 @@ def test_vp_attention_gradcheck_on_cuda(activation, T, d):
     assert torch.autograd.gradcheck(lambda x, A: K.vp_attention(x, A - A.mT, activation=activation), (x, A))
 
 
+@pytest.mark.parametrize("activation", ["cayley", "exp"])
 @pytest.mark.parametrize("dtype", [F32, F64])
-def test_vp_sample_does_not_depend_on_its_batch_on_cuda(dtype):
-    """A rank-deficient or large neighbour must not change another sample's result."""
+def test_vp_sample_does_not_depend_on_its_batch_on_cuda(dtype, activation):
+    """A rank-deficient or large neighbour must not change another sample's result (beyond the rounding of the
+    batched products, whose CUDA kernels depend on the batch size)."""
     torch.manual_seed(3)
     x = torch.randn(5, 16, 4, dtype=dtype, device="cuda") / 4
     A = skew(4, dtype).cuda()
-    alone = K.vp_attention(x[:1], A)
+    alone = K.vp_attention(x[:1], A, activation=activation)
     x2 = x.clone()
     x2[1] = x2[1, :1] * torch.arange(16, dtype=dtype, device="cuda")[:, None]  # rank one
     x2[2] *= 1e4  # past GRAM_MAX_SCALE: the QR form on its own
     x2[3] = 0
-    both = K.vp_attention(x2, A)
+    both = K.vp_attention(x2, A, activation=activation)
     assert torch.allclose(both[:1], alone, rtol=0, atol=tol(dtype, 16 * 4))
     assert torch.isfinite(both).all()
 
@@ -202,4 +204,5 @@ def test_exp_closed_form_on_cuda(dtype):
         S = S - S.mT
         E = exp_skew_closed(S.cuda())
         assert (E.mT @ E - torch.eye(k, dtype=dtype, device="cuda")).abs().max() <= 8 * k * eps(dtype)
-        assert (E.cpu() - exp_skew_closed(S)).abs().max() <= 64 * k * 60 * eps(dtype)
+        norm = S.flatten(-2).norm(dim=-1).max().item()  # exp moves by about |S| eps under rounding of S
+        assert (E.cpu() - exp_skew_closed(S)).abs().max() <= 64 * k * norm * eps(dtype)

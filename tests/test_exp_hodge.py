@@ -39,7 +39,8 @@ def _broken(name, expr):
     return [(n, expr if n == name else e) for n, e in ex.EXP_SO4]
 
 
-@pytest.mark.parametrize("mutant", ["no Hodge star", "sign of a half-turn", "sine in place of sinc"])
+@pytest.mark.parametrize("mutant", ["no Hodge star", "sign of a half-turn", "sine in place of sinc",
+                                    "square of the other half", "scaled square"])
 def test_negative_control_broken_bindings_fail_the_proof_and_are_refuted(mutant):
     H, Sp, Sp2, I4 = (sp.MatrixSymbol(n, 4, 4) for n in ("H", "Sp", "Sp2", "I"))
     theta = sp.sqrt(-sp.Trace(Sp2)) / 2
@@ -47,8 +48,12 @@ def test_negative_control_broken_bindings_fail_the_proof_and_are_refuted(mutant)
         bad = _broken("H", ex.S4)
     elif mutant == "sign of a half-turn":
         bad = _broken("Ep", sp.cos(theta) * sp.Identity(4) - sp.sinc(theta) * Sp)
-    else:
+    elif mutant == "sine in place of sinc":
         bad = _broken("Ep", sp.cos(theta) * sp.Identity(4) + sp.sin(theta) * Sp)
+    elif mutant == "square of the other half":  # a multiple of I, but not S+^2: the angle is wrong
+        bad = _broken("Sp2", sp.MatrixSymbol("Sm", 4, 4) ** 2)
+    else:
+        bad = _broken("Sp2", 4 * Sp**2)
     with pytest.raises(ProofFailed):
         so4_derivation(bad).run()
     assert search_counterexample(so4_identity(bad), [{"T": 4}], seed=0, points=3) is not None
@@ -105,7 +110,7 @@ def test_matches_matrix_exp(k, scale, dtype):
 @pytest.mark.parametrize("dtype", [F32, F64])
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_orthogonal_at_every_norm(k, dtype):
-    """One formula at every norm: the rotation stays orthogonal to a few eps up to |S| = 1e6 (a form built on
+    """One formula from 1e-6 to 1e6: the rotation stays orthogonal to a few eps (a form built on
     torch.sinc(x / pi) drifts by about |x| eps)."""
     torch.manual_seed(5)
     for scale in (1e-6, 1.0, 1e3, 1e6):

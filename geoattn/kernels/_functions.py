@@ -158,8 +158,10 @@ EXP_CLOSED_MAX = 4
 def exp_skew_closed(s: torch.Tensor) -> torch.Tensor:
     """``exp(S)`` of exactly skew ``S`` of size ``k <= 4`` by the closed form of ``exp_skew.hodge_form``: the
     matrices are padded with zeros to ``4 x 4`` (``exp(diag(S, 0)) = diag(exp(S), 1)``) and cut back. One formula at
-    every norm: no series, no squarings, no eigendecomposition (Note [exp of a 4 x 4 skew matrix]). No backward of its
-    own: the callers differentiate the layer, not this factor."""
+    every norm up to where ``Tr(S_pm^2)`` overflows (entries of about 1e18 in float32): no series, no squarings,
+    no eigendecomposition (Note [exp of a 4 x 4 skew matrix]). ``S`` must be skew in floating point, as the low-rank
+    form's ``S`` is (a diagonal entry can make the square root's argument negative). No backward of its own: the
+    callers differentiate the layer, not this factor (autograd through it gives NaN where a half is zero)."""
     k = s.shape[-1]
     if k > EXP_CLOSED_MAX:
         raise ValueError(f"Expected skew matrices of size at most {EXP_CLOSED_MAX} for the closed-form exponential. "

@@ -489,7 +489,7 @@ def exp_skew_so4(S):
     Verified by: exp_skew.hodge_form
     """
     eye = torch.eye(4, dtype=S.dtype, device=S.device)
-    H = ((0.5 * (S - S.mT)).flatten(-2)[..., [0, 11, 7, 6, 11, 0, 3, 2, 7, 3, 0, 1, 6, 2, 1, 0]] * S.new_tensor([0, 1, -1, 1, -1, 0, 1, -1, 1, -1, 0, 1, -1, 1, -1, 0])).unflatten(-1, (4, 4))
+    H = (lambda K: torch.stack([0 * K[..., 0, 0], K[..., 2, 3], -K[..., 1, 3], K[..., 1, 2], -K[..., 2, 3], 0 * K[..., 0, 0], K[..., 0, 3], -K[..., 0, 2], K[..., 1, 3], -K[..., 0, 3], 0 * K[..., 0, 0], K[..., 0, 1], -K[..., 1, 2], K[..., 0, 2], -K[..., 0, 1], 0 * K[..., 0, 0]], dim=-1).unflatten(-1, (4, 4)))(0.5 * (S - S.mT))
     Sp = 0.5 * (H + S)
     Sm = 0.5 * S - 0.5 * H
     Sp2 = Sp @ Sp

@@ -118,13 +118,15 @@ class Hodge4(_Unary):
     def _torchcode(self, printer):
         if getattr(printer, "layout", "batch") != "batch":
             return printer.emptyPrinter(self)  # written for batch-first tensors only
-        # (X - X^T)/2 flattened row-major, gathered at the complementary pair (k, l) of each entry (i, j), signed
-        table = _hodge4_table()
-        idx = [k for k, _ in table]
-        sign = [v for _, v in table]
+        # the entries of (X - X^T)/2 at the complementary pair (k, l) of each entry (i, j), signed, stacked in
+        # row-major order: indices and signs are Python constants, so no tensor is built on the host per call
         a = printer.print_arg(self.arg)
-        skew = f"0.5 * ({a} - {a}.mT)"
-        return (f"(({skew}).flatten(-2)[..., {idx}] * {a}.new_tensor({sign})).unflatten(-1, (4, 4))")
+        entries = []
+        for flat, sign in _hodge4_table():
+            k, l = divmod(flat, 4)
+            entries.append("0 * K[..., 0, 0]" if sign == 0 else f"{'-' if sign < 0 else ''}K[..., {k}, {l}]")
+        body = ", ".join(entries)
+        return f"(lambda K: torch.stack([{body}], dim=-1).unflatten(-1, (4, 4)))(0.5 * ({a} - {a}.mT))"
 
 
 class _VectorFunction(MatrixExpr):

@@ -159,7 +159,7 @@ def _unsinc(e):
 def so4_identity(bindings=None) -> MatrixIdentity:
     r"""The kernel's ``E`` minus :math:`\exp(S)` at :math:`S = Q\,\mathrm{diag}((u + v)J, (u - v)J)\,Q^T`, with ``Q``
     the Cayley transform of a skew 4 x 4 matrix ``q`` (special orthogonal, and rational at a rational point) and
-    angles ``u, v``; every skew 4 x 4 matrix has this form. There :math:`\exp(S) = Q\,\mathrm{diag}(R(u)R(v),
+    angles ``u, v`` (rational at the search's points); every skew 4 x 4 matrix has this form. There :math:`\exp(S) = Q\,\mathrm{diag}(R(u)R(v),
     R(u)R(v)^T)\,Q^T` (``R`` the plane rotation), so at a rational point both sides are polynomials in ``cos u``,
     ``sin u``, ``cos v``, ``sin v`` with rational coefficients (the kernel's angles are ``|u|`` and ``|v|``), and the
     residual is exactly zero; a nonzero one is a counterexample. ``bindings`` replaces the kernel's (negative
@@ -194,8 +194,9 @@ def so4_derivation(bindings=None) -> Derivation:
     theta, m = sp.symbols("theta m", positive=True)
 
     def square_ok(name):
-        sq = out[name + "2"]
-        return (sq - sq.trace() / 4 * sp.eye(4)).applyfunc(sp.expand) == zero
+        half, sq = out[name], out[name + "2"]
+        is_square = (sq - half * half).applyfunc(sp.expand) == zero  # the binding is the half's square
+        return is_square and (sq - sq.trace() / 4 * sp.eye(4)).applyfunc(sp.expand) == zero
 
     def series_ok():
         even = sp.summation((-theta**2) ** m / sp.factorial(2 * m), (m, 0, sp.oo))
@@ -203,7 +204,7 @@ def so4_derivation(bindings=None) -> Derivation:
         return sp.simplify(even - sp.cos(theta)) == 0 and sp.simplify(odd - sp.sin(theta) / theta) == 0
 
     def assembled_ok():
-        tp, tm = (sp.sqrt(-out[n].trace()) / 2 for n in ("Sp2", "Sm2"))
+        tp, tm = (sp.sqrt(-(X * X).trace()) / 2 for X in (Sp, Sm))  # the angles from the halves themselves
         turn = [sp.cos(t) * sp.eye(4) + sp.sinc(t) * X for t, X in ((tp, Sp), (tm, Sm))]
         return (out["E"] - turn[0] * turn[1]).applyfunc(sp.expand) == zero
 
@@ -266,7 +267,7 @@ CLAIMS = [
         expected=Level.PROVED,
         checker=Policy(identity=so4_identity(), search=at_sizes({"T": 4}), points=2, prove=so4_derivation),
         notes="Skew matrices of size k < 4 are padded with zeros (exp(diag(S, 0)) = diag(exp(S), 1)). The exact "
-        "check at a random rational rotation Q with symbolic angles corroborates the proof.",
+        "check at random rational rotations Q and rational angles corroborates the proof.",
     ),
     Claim(
         id="exp_skew.vjp",
