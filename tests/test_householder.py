@@ -54,6 +54,28 @@ def test_r_agrees_with_lapack_up_to_signs(dtype):
     assert ((R.abs() - Rl.abs()).abs() / scale).max() <= 64 * 16 * eps(dtype)
 
 
+def test_signs_follow_lapack():
+    """The docstring's promise: not only |R|, the signs too, on generic samples."""
+    torch.manual_seed(11)
+    x = torch.randn(64, 16, 4, dtype=F64)
+    Q, R = householder_qr(x)
+    Ql, Rl = torch.linalg.qr(x)
+    assert (R - Rl).abs().max() <= 64 * 16 * eps(F64) * x.abs().max()
+    assert (Q - Ql).abs().max() <= 64 * 16 * eps(F64)
+
+
+def test_subnormal_samples_factor_accurately():
+    """A float32 sample at 1e-40 is scaled by 2**132, a power of two float32 cannot hold."""
+    torch.manual_seed(12)
+    x = torch.randn(2, 8, 3) * 1e-40
+    Q, R = householder_qr(x)
+    assert torch.isfinite(Q).all() and torch.isfinite(R).all()
+    assert (Q.mT @ Q - torch.eye(3)).abs().max() <= 4 * 8 * 3 * eps(F32)
+    spacing = torch.finfo(F32).smallest_normal * eps(F32)  # the spacing of subnormals: R itself is rounded to it
+    err = (Q.double() @ R.double() - x.double()).abs().max()
+    assert err <= 4 * 8 * 3 * (eps(F32) * x.abs().max() + spacing)
+
+
 def test_a_sample_does_not_depend_on_its_batch():
     x = batch(16, 4, F64)
     Q, R = householder_qr(x)

@@ -64,7 +64,9 @@ def householder_qr(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _ldexp(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-    """``a * 2**e`` in two steps, so that no power of two overflows the dtype (``2**132`` does in float32)."""
+    """``a * 2**e`` in two half steps: correct whether or not ``torch.ldexp`` forms ``2**e`` on its own (a product
+    with ``2**e`` would overflow from ``e = 128`` in float32; torch 2.13's CPU kernel does not, others are not
+    checked here)."""
     half = torch.div(e, 2, rounding_mode="floor")
     return torch.ldexp(torch.ldexp(a, half), e - half)
 

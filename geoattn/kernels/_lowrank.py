@@ -167,11 +167,8 @@ def _small_factors(x: torch.Tensor, A: torch.Tensor, activation: str):
         W = cayley_closed(S, gen.cayley_minus_identity_skew_small, shift=1.0)
     elif activation == "cayley":
         W = cayley_routed(S, _large_skew(S), gen.cayley_minus_identity, shift=1.0)  # Note [Cayley at large norms]
-    elif S.shape[-1] <= EXP_CLOSED_MAX:  # Note [exp of a 4 x 4 skew matrix]: one formula at every norm
-        W = exp_skew_closed(S)
-        W.diagonal(dim1=-2, dim2=-1).sub_(1)
-    else:
-        W = exp_skew(S, check=False)
+    else:  # Note [exp of a 4 x 4 skew matrix]: for k <= 4 one formula at every norm
+        W = exp_skew_closed(S) if S.shape[-1] <= EXP_CLOSED_MAX else exp_skew(S, check=False)
         W.diagonal(dim1=-2, dim2=-1).sub_(1)
     return Q, R, S, W
 

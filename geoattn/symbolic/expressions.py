@@ -296,6 +296,7 @@ CAYLEY_MINUS_I_SKEW_SMALL = [("S2", Sd**2), ("W", (_S2 - Sd) * (2 / (1 - Trace(_
 # exp(S) = exp(S_+) exp(S_-) with exp(S_pm) = cos(theta_pm) I + sinc(theta_pm) S_pm (claim
 # exp_skew.hodge_form): no series, no squarings and no eigendecomposition, at every norm, in a few
 # 4 x 4 products. A smaller skew matrix is padded with zeros: exp(diag(S, 0)) = diag(exp(S), 1).
+#: the 4 x 4 skew input of the kernel exp_skew_so4
 S4 = MatrixSymbol("S", 4, 4)
 _I4 = Identity(4)
 _H4, _Sp, _Sm, _Sp2, _Sm2, _Ep, _Em = (MatrixSymbol(n, 4, 4) for n in ("H", "Sp", "Sm", "Sp2", "Sm2", "Ep", "Em"))
@@ -307,6 +308,7 @@ def _half_turn(half, square):
     return sp.cos(theta) * _I4 + sp.sinc(theta) * half
 
 
+#: exp(S) for skew 4 x 4 S as the product of the half-turns of S_pm = (S pm *S)/2 (exp_skew.hodge_form)
 EXP_SO4 = [
     ("H", Hodge4(S4)),
     ("Sp", (S4 + _H4) / 2),

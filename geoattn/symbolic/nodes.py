@@ -118,15 +118,13 @@ class Hodge4(_Unary):
     def _torchcode(self, printer):
         if getattr(printer, "layout", "batch") != "batch":
             return printer.emptyPrinter(self)  # written for batch-first tensors only
-        # the entries of (X - X^T)/2 at the complementary pair (k, l) of each entry (i, j), signed, stacked in
-        # row-major order: indices and signs are Python constants, so no tensor is built on the host per call
+        # entry (i, j) is eps_ijkl (X_kl - X_lk)/2 for the complementary pair k < l, stacked in row-major order:
+        # indices and signs are Python constants, so no tensor is built on the host per call
         a = printer.print_arg(self.arg)
-        entries = []
-        for flat, sign in _hodge4_table():
-            k, l = divmod(flat, 4)
-            entries.append("0 * K[..., 0, 0]" if sign == 0 else f"{'-' if sign < 0 else ''}K[..., {k}, {l}]")
-        body = ", ".join(entries)
-        return f"(lambda K: torch.stack([{body}], dim=-1).unflatten(-1, (4, 4)))(0.5 * ({a} - {a}.mT))"
+        entries = [f"torch.zeros_like({a}[..., 0, 0])" if sign == 0 else
+                   f"{'-' if sign < 0 else ''}({a}[..., {k}, {l}] - {a}[..., {l}, {k}])"
+                   for k, l, sign in ((*divmod(flat, 4), sign) for flat, sign in _hodge4_table())]
+        return f"0.5 * torch.stack([{', '.join(entries)}], dim=-1).unflatten(-1, (4, 4))"
 
 
 class _VectorFunction(MatrixExpr):

@@ -137,7 +137,7 @@ def exp_vjp_identity(conj: bool = True) -> MatrixIdentity:
         th = sp.Matrix([-sv, sv])
         vjp = _ev(expr, {ex.U: U, ex.theta: th, G: Gm}, size)
         res = (Gm.T * dexp).trace() - (vjp.T * Hm).trace()
-        res = res.replace(sp.sinc, lambda z: sp.sin(z) / z)  # sinc(0) = 1 is already evaluated
+        res = _unsinc(res)  # sinc(0) = 1 is already evaluated
         return sp.simplify(sp.expand_complex(res))
 
     return MatrixIdentity(
