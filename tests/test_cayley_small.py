@@ -6,12 +6,21 @@ import pytest
 import torch
 
 import geoattn.kernels as K
+from geoattn.kernels import _functions, _native
 from geoattn.kernels import _generated as gen
 from geoattn.kernels._lowrank import vp_full, vp_lowrank
 from geoattn.symbolic.claims.kernels import skew_small_identity
 from geoattn.symbolic.strategies import search_counterexample
 
 F64 = torch.float64
+
+
+@pytest.fixture(autouse=True, params=["native", "torch"])
+def path(request, monkeypatch):
+    """Every test runs with the native T <= 3 kernels where they serve (Note [native Cayley kernels]) and with the
+    torch forms alone."""
+    monkeypatch.setattr(_functions, "USE_NATIVE", request.param == "native")
+    return request.param
 
 
 def skew(*shape, scale=1.0, dtype=F64):
@@ -225,12 +234,15 @@ def test_gram_form_under_vmap_over_A():
     assert (out - ref).abs().max() <= 8 * 9 * torch.finfo(torch.float32).eps * (1 + ref.abs().max())
 
 
-def test_skew_batches_take_the_closed_form_and_mixed_batches_solve_only_the_others(monkeypatch):
+def test_skew_batches_take_the_closed_form_and_mixed_batches_solve_only_the_others(monkeypatch, path):
     """The routing itself (the values above agree whichever branch runs): an all-skew batch is exactly the
-    generated closed form; in a mixed batch the solve sees only the non-skew samples."""
+    closed form (generated torch, or native C); in a mixed batch the solve sees only the non-skew samples."""
     torch.manual_seed(11)
     c = skew(64, 3, 3)
-    assert torch.equal(K.cayley(c), gen.cayley_skew_small(c))
+    closed = (lambda m: _native.cayley_forward(m.contiguous())[0]) if path == "native" else gen.cayley_skew_small
+    if path == "native" and not _native.native_status(3, F64)[0]:
+        closed = gen.cayley_skew_small
+    assert torch.equal(K.cayley(c), closed(c))
     mixed = c.clone()
     mixed[5] += torch.randn(3, 3, dtype=F64)  # not skew
     seen = []
@@ -238,7 +250,7 @@ def test_skew_batches_take_the_closed_form_and_mixed_batches_solve_only_the_othe
     monkeypatch.setattr(gen, "cayley_matrix", lambda m: seen.append(m.shape[0]) or real(m))
     out = K.cayley(mixed)
     assert seen == [1]
-    assert torch.equal(out[:5], gen.cayley_skew_small(c[:5]))
+    assert torch.equal(out[:5], closed(c[:5]))
     assert (out[5] - solve_ref(mixed[5])).abs().max() <= 64 * 3 * torch.finfo(F64).eps * (1 + solve_ref(mixed[5]).abs().max())
 
 

@@ -16,7 +16,7 @@ from geoattn.symbolic.kernel_spec import NativeKernelSpec
 from geoattn.symbolic.kernel_table import NATIVE_KERNELS
 
 F32, F64 = torch.float32, torch.float64
-FWD, BWD = NATIVE_KERNELS
+FWD, BWD, CFWD, CBWD = NATIVE_KERNELS
 
 
 def _native_or_skip(d=4, dtype=F32):

@@ -12,7 +12,9 @@ is one of three kinds, read off its shape and its token-sized factors:
 * **row map** (``T x d``, every term :math:`c\,U M` with ``U`` a token input): one row per token.
 
 Anything else raises :class:`~geoattn.codegen.printer.CodegenError`. A kernel runs reductions, then small
-bindings, then row maps, so a reduction may use only inputs and a row map may use anything.
+bindings, then row maps, so a reduction may use only inputs and a row map may use anything. A kernel without
+token inputs has small bindings only: the Cayley transform of ``T x T`` matrices with ``T <= 3`` and its VJP,
+printed with ``T`` renamed ``d`` and with ``sample_real`` (per-sample arrays in the input's real type).
 
 Note [lanes]
 ------------
@@ -152,7 +154,8 @@ class _Function:
             self.env[MatrixSymbol(name, ex.d, ex.d)] = m
             for s, (i, j) in stored:
                 self._lane(s)
-                self.loads.append(f"{self.names[s].replace('[l]', '')}[l] = {name}[(int64_t)bl*{d * d} + {i * d + j}];")
+                cast = "(double)" if spec.sample_real else ""
+                self.loads.append(f"{self.names[s].replace('[l]', '')}[l] = {cast}{name}[(int64_t)bl*{d * d} + {i * d + j}];")
         self.consts: list[str] = []
         for name, structure in spec.shared_inputs.items():
             m, stored = _structured(name, d, structure)
@@ -270,15 +273,20 @@ class _Function:
 
         params = ["int64_t B", "int64_t T"]
         params += [f"const real_t *restrict {n}" for n in spec.token_inputs]
-        params += [f"const double *restrict {n}" for n in spec.sample_inputs]
+        sample = "real_t" if spec.sample_real else "double"
+        params += [f"const {sample} *restrict {n}" for n in spec.sample_inputs]
         params += [f"const double *restrict {n}" for n in spec.shared_inputs]
         params += [f"real_t *restrict {n}" for n in spec.token_outputs]
-        params += [f"double *restrict {n}" for n in (*spec.sample_outputs, *spec.maxabs_outputs)]
+        params += [f"{sample} *restrict {n}" for n in spec.sample_outputs]
+        params += [f"double *restrict {n}" for n in spec.maxabs_outputs]
         out = [f"void GEOATTN_NAME({spec.name}_d{d})({', '.join(params)})", "{"]
         out += block(self.consts, 1)
         out += block([f"double tile_{n}[TOKEN_CHUNK*{d}*LANES];" for n in spec.token_inputs], 1)
         out += block(sorted(set(self.decls), key=self.decls.index), 1)
-        out.append(ind + "const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;")
+        if spec.token_inputs:
+            out.append(ind + "const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;")
+        else:
+            out.append(ind + "(void)T;  /* no token inputs */")
         out.append(ind + "for (int64_t b0 = 0; b0 < B; b0 += LANES) {")
         out.append(ind * 2 + "const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;")
         if self.loads:
@@ -307,6 +315,8 @@ class _Function:
                 for j in range(d):
                     e = sym[i, j]
                     code = self.names[e] if not e.is_Number else _ScalarC({}).doprint(e)
+                    if spec.sample_real:
+                        code = f"(real_t)({code})"
                     out.append(ind * 3 + f"{name}[(int64_t)(b0 + l)*{d * d} + {i * d + j}] = {code};")
             out.append(ind * 2 + "}")
         for name in spec.maxabs_outputs:

@@ -87,10 +87,11 @@ def generate_module() -> str:
 NATIVE_HEADER = """/* Native CPU kernels generated from the verified SymPy bindings.
 
    DO NOT EDIT: this file is written by `geoattn codegen` from geoattn/symbolic/expressions.py
-   (Note [the closed-form Gram layer]); `geoattn codegen --check` fails when it is stale. It is compiled at first
-   use by geoattn.kernels._native (plain C99, no Python or torch headers), one library per d and real type
-   (-DGEOATTN_D=<d> -DGEOATTN_F32 or -DGEOATTN_F64), and called through ctypes; every function is batched
-   over B samples of T tokens (Note [lanes] in geoattn.codegen.cprinter).
+   (Note [the closed-form Gram layer]; Note [Cayley of small skew matrices] in geoattn.kernels._functions);
+   `geoattn codegen --check` fails when it is stale. It is compiled at first use by geoattn.kernels._native
+   (plain C99, no Python or torch headers), one library per d and real type (-DGEOATTN_D=<d> -DGEOATTN_F32 or
+   -DGEOATTN_F64), and called through ctypes; every function is batched over B samples, of T tokens where it
+   has token inputs (Note [lanes] in geoattn.codegen.cprinter).
 
    bindings-sha256: {hash}
    printer-version: {version}

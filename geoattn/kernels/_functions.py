@@ -30,6 +30,7 @@ import math
 import torch
 
 from . import _generated as gen
+from . import _native
 from ._checks import skew_defect, skew_tolerance
 
 
@@ -68,6 +69,18 @@ class _Cayley(torch.autograd.Function):
     # are skew up to the check's tolerance; any other sample is solved, so a result never depends on the rest
     # of the batch. The backward is the Cayley VJP of cayley.vjp from the output, as for every T. Inside
     # torch.func transforms, torch.compile and on the meta device every sample is solved.
+    #
+    # Note [native Cayley kernels]
+    # On the CPU, for float32 and float64 inputs with T <= 3, the forward and the backward are C kernels printed
+    # from the same bindings (kernels.cayley_skew_small and cayley.vjp, with T renamed d; geoattn.codegen.cprinter)
+    # and built with the Gram layer's (Note [native kernels] in geoattn.kernels._native). At this size torch's cost
+    # is per call, not per flop: one batched product of 4096 3 x 3 matrices takes about 120 us on one thread, as
+    # long as LAPACK's solve of the whole batch. The kernel evaluates the closed form in double in one pass over the
+    # batch, rounds once, and returns per sample max|C + C^T| and max|C|, so the skew check (skew_tolerance) needs
+    # no pass of its own. Non-skew samples are solved; skew samples whose C^2 would overflow in double (entries
+    # above sqrt(max double)/(2T), float64 inputs only) take the eigendecomposition, per sample. The backward takes
+    # the kernel when no graph of it is asked for; double backward keeps the torch form. USE_NATIVE = False, or
+    # GEOATTN_NATIVE=0 in the environment, turns the kernels off.
     generate_vmap_rule = True
 
     @staticmethod
@@ -83,6 +96,11 @@ class _Cayley(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (lam,) = ctx.saved_tensors
+        if not torch.is_grad_enabled() and native_small(lam) and grad.dtype == lam.dtype:
+            # no graph of the backward is asked for (double backward takes the torch form below)
+            T = lam.shape[-1]
+            gc = _native.cayley_backward(lam.reshape(-1, T, T).contiguous(), grad.reshape(-1, T, T).contiguous())
+            return gc.reshape(lam.shape), None
         if _constant(grad):
             return _cayley_vjp_constant(lam, grad), None
         # an expanded gradient that is not constant: batched products of expanded operands take
@@ -186,6 +204,8 @@ def cayley_closed(c: torch.Tensor, kernel=gen.cayley_skew_small, shift: float = 
 def _cayley_small(c: torch.Tensor) -> torch.Tensor:
     """Cayley(C) for T <= 3: the closed form on the skew samples, the solve on the others (Note [Cayley of small
     skew matrices]); non-skew samples never take the eigendecomposition (_large_skew flags skew ones only)."""
+    if native_small(c):
+        return _cayley_small_native(c)
     if all_skew_small(c):
         return cayley_closed(c)
     flat = c.reshape(-1, *c.shape[-2:])
@@ -195,6 +215,34 @@ def _cayley_small(c: torch.Tensor) -> torch.Tensor:
     if bool(skew.any()):
         out[skew] = cayley_closed(flat[skew])
     return out.reshape(c.shape)
+
+
+def native_small(t: torch.Tensor) -> bool:
+    """Whether the native kernels of the T <= 3 Cayley transform serve ``t`` (Note [native Cayley kernels])."""
+    return (USE_NATIVE and t.device.type == "cpu" and t.dtype in _NATIVE_REALS and 1 <= t.shape[-1] <= _native.CAYLEY_MAX
+            and not _traced(t) and _native.native_status(t.shape[-1], t.dtype)[0])
+
+
+_NATIVE_REALS = (torch.float32, torch.float64)
+#: whether cayley takes the native kernels where they serve (the tests compare with the torch forms)
+USE_NATIVE = True
+
+
+def _cayley_small_native(c: torch.Tensor) -> torch.Tensor:
+    """Cayley(C) for T <= 3 by the native kernel (Note [native Cayley kernels]): the closed form on the samples that
+    are skew up to :func:`skew_tolerance` and small enough for double, the solve on the other samples, the
+    eigendecomposition on the skew ones too large for it."""
+    T = c.shape[-1]
+    flat = c.detach().reshape(-1, T, T).contiguous()
+    lam, defect, size = _native.cayley_forward(flat)
+    skew = defect <= (8.0 * T * torch.finfo(c.dtype).eps) * size.clamp_min(1.0)  # skew_tolerance; NaN: not skew
+    big = size > math.sqrt(torch.finfo(torch.float64).max) / (2 * T)  # C^2 overflows in double (float64 input)
+    redo = ~skew | big
+    if bool(redo.any()):
+        lam[~skew] = gen.cayley_matrix(flat[~skew])
+        if bool((skew & big).any()):
+            lam[skew & big] = _cayley_eigh(flat[skew & big])
+    return lam.reshape(c.shape)
 
 
 def all_skew_small(c: torch.Tensor) -> bool:

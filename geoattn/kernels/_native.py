@@ -1,7 +1,10 @@
-r"""The native CPU kernels of the closed-form Gram layer: compiled at first use, called through :mod:`ctypes`.
+r"""The native CPU kernels: compiled at first use, called through :mod:`ctypes`.
 
-``_native_gram.c`` is generated from the verified bindings ``GRAM_CLOSED_LAYER`` and ``GRAM_CLOSED_LAYER_VJP``
-(``geoattn codegen``; Note [the closed-form Gram layer] in :mod:`geoattn.symbolic.expressions`). It is plain C99
+``_native_gram.c`` is generated from the verified bindings of the closed-form Gram layer, ``GRAM_CLOSED_LAYER`` and
+``GRAM_CLOSED_LAYER_VJP`` (``geoattn codegen``; Note [the closed-form Gram layer] in
+:mod:`geoattn.symbolic.expressions`), and of the Cayley transform of ``T x T`` matrices with ``T <= 3`` and its VJP,
+``CAYLEY_SKEW_SMALL`` and ``CAYLEY_VJP_BINDINGS`` (Note [native Cayley kernels] in :mod:`geoattn.kernels._functions`;
+their library is that of ``d = T``). It is plain C99
 with no Python or torch headers: one library per ``d`` and real type is built from it with the system's C
 compiler (about a second each) into a cache directory and reused by later processes.
 
@@ -17,7 +20,8 @@ own overhead, 1.2 to 1.4 ms against 5.1 to 5.2 ms for the eager form in the same
 all of these hold (otherwise the eager form serves, and :func:`native_status` says why):
 
 * the input is on the CPU and of float32 or half type (half is converted to float32); the layer sends no
-  float64 input to the closed form, which the tests call directly with float64 for gradcheck;
+  float64 input to the closed form, which the tests call directly with float64 for gradcheck (the Cayley kernels
+  take float32 and float64 inputs: Note [native Cayley kernels] in :mod:`geoattn.kernels._functions`);
 * a C compiler is found (``$CC``, else ``cc``, ``gcc`` or ``clang`` on the ``PATH``) and the library built;
 * the environment does not set ``GEOATTN_NATIVE=0``.
 
@@ -46,12 +50,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-__all__ = ["native_status", "gram_forward", "gram_backward", "build", "SOURCE"]
+__all__ = ["native_status", "gram_forward", "gram_backward", "cayley_forward", "cayley_backward", "build", "SOURCE"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram.c")
 #: the largest d the kernels cover: that of the closed form (vp.gram_closed_form; _gram.CLOSED_MAX_DIM)
 MAX_DIM = 4
+#: the C functions (without ``geoattn_`` and the ``_d<d>_<real>`` suffix) and the largest d each is printed for:
+#: those of :data:`geoattn.symbolic.kernel_table.NATIVE_KERNELS` (a test compares; the runtime never imports SymPy)
+FUNCTIONS = {"vp_gram_fwd": 4, "vp_gram_bwd": 4, "cayley_small_fwd": 3, "cayley_vjp": 3}
+#: the largest T of the Cayley kernels (Note [Cayley of small skew matrices] in geoattn.kernels._functions)
+CAYLEY_MAX = 3
 _REALS = {torch.float32: ("f32", ctypes.c_float), torch.float64: ("f64", ctypes.c_double)}
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
@@ -129,8 +138,10 @@ def _compile(cc: list[str], text: bytes, cache: str, d: int, real: str) -> ctype
         except OSError as err:
             errors.append(f"loading {path}: {err}")
             continue
-        for name in (f"geoattn_vp_gram_fwd_d{d}_{real}", f"geoattn_vp_gram_bwd_d{d}_{real}"):
-            getattr(lib, name).restype = None
+        for name, top in FUNCTIONS.items():
+            fn = getattr(lib, f"geoattn_{name}_d{d}_{real}", None) if d <= top else None
+            if fn is not None:  # a test's library may hold only some of them
+                fn.restype = None
         return lib
     return "the C compiler failed: " + " | ".join(errors)
 
@@ -165,19 +176,21 @@ def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:
 
 
 def native_status(d: int = 4, dtype: torch.dtype = torch.float32) -> tuple[bool, str]:
-    """Whether the native CPU kernels of the closed-form Gram layer can run here, and why not.
+    """Whether the native CPU kernels of size ``d`` can run here, and why not.
 
     The Cayley layer (:func:`geoattn.kernels.vp_attention`, :class:`geoattn.nn.VolumePreservingAttention`) takes
-    them for CPU inputs with ``d <= 4`` when this returns ``True``; otherwise it computes the same closed form with
-    torch operations. The first call for a ``d`` and ``dtype`` compiles that library (about a second) or finds it
+    the closed-form Gram layer's kernels for CPU inputs with ``d <= 4`` when this returns ``True``; otherwise it
+    computes the same closed form with torch operations. :func:`geoattn.kernels.cayley` takes the Cayley kernels
+    of size ``d = T <= 3`` for float32 and float64 CPU inputs likewise. The first call for a ``d`` and ``dtype`` compiles that library (about a second) or finds it
     in the cache (Note [native kernels]).
 
     Parameters
     ----------
     d : int
-        the feature size (1 to 4).
+        the feature size (1 to 4), or the size ``T`` of the Cayley transform's matrices (1 to 3).
     dtype : torch.dtype
-        ``torch.float32`` (the layer's float32 and half inputs) or ``torch.float64`` (only for direct calls).
+        ``torch.float32`` (the layer's float32 and half inputs) or ``torch.float64`` (the Cayley transform's
+        float64 inputs, and direct calls).
 
     Returns
     -------
@@ -269,3 +282,48 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     _run(getattr(lib, f"geoattn_vp_gram_bwd_d{d}_{_REALS[x.dtype][0]}"), B, T,
          [(x, True), (gy, True), (N, True), (A, False), (gx, True), (gA, True)])
     return gx, gA
+
+
+def _check_small(name: str, t: torch.Tensor) -> None:
+    if (t.device.type != "cpu" or t.dim() != 3 or not t.is_contiguous() or t.dtype not in _REALS
+            or t.shape[-1] != t.shape[-2] or not 1 <= t.shape[-1] <= CAYLEY_MAX):
+        raise ValueError(f"Expected {name} as a contiguous CPU tensor (B, T, T) with T <= {CAYLEY_MAX} of float32 "
+                         f"or float64. Got {t.dtype} {tuple(t.shape)} on {t.device}.")
+
+
+def _cayley_library(T: int, dtype: torch.dtype, library):
+    lib = library if library is not None else _library(T, dtype)
+    if isinstance(lib, str):
+        raise RuntimeError(f"Expected the native kernels to be available. Got: {lib}.")
+    return lib
+
+
+def cayley_forward(c: torch.Tensor, library: ctypes.CDLL | None = None):
+    """``(Lam, skew, size)`` for ``c`` of shape ``(B, T, T)``, ``T <= 3`` (contiguous, float32 or float64, CPU):
+    ``Lam = I + 2 (C^2 - C)/(1 - Tr(C^2)/2)`` in ``c``'s dtype (computed in double, rounded once), which is
+    Cayley(C) for skew ``C`` only, and per sample the float64 ``max |C + C^T|`` and ``max |C|`` (NaN when an entry
+    is) from which the caller decides which samples are skew. ``library`` is for the tests' broken kernels."""
+    _check_small("C", c)
+    B, T, _ = c.shape
+    lib = _cayley_library(T, c.dtype, library)
+    lam = torch.empty_like(c)
+    skew, size = torch.empty(B, dtype=torch.float64), torch.empty(B, dtype=torch.float64)
+    # the C parameters: sample input C; sample output Lam; maxabs outputs Skew, Size
+    _run(getattr(lib, f"geoattn_cayley_small_fwd_d{T}_{_REALS[c.dtype][0]}"), B, T,
+         [(c, True), (lam, True), (skew, True), (size, True)])
+    return lam, skew, size
+
+
+def cayley_backward(lam: torch.Tensor, g: torch.Tensor, library: ctypes.CDLL | None = None) -> torch.Tensor:
+    """The Cayley transform's vector-Jacobian product ``-1/2 (I + Lam^T) G (I + Lam^T)`` (``cayley.vjp``) for the
+    output ``lam`` and the incoming gradient ``g``, both ``(B, T, T)`` with ``T <= 3``, contiguous, of one dtype
+    (float32 or float64), on the CPU; computed in double, rounded once."""
+    _check_small("Lam", lam)
+    if g.shape != lam.shape or g.dtype != lam.dtype or not g.is_contiguous():
+        raise ValueError(f"Expected G contiguous, of Lam's shape {tuple(lam.shape)} and dtype {lam.dtype}. Got "
+                         f"{g.dtype} {tuple(g.shape)}.")
+    B, T, _ = lam.shape
+    lib = _cayley_library(T, lam.dtype, library)
+    gc = torch.empty_like(lam)
+    _run(getattr(lib, f"geoattn_cayley_vjp_d{T}_{_REALS[lam.dtype][0]}"), B, T, [(lam, True), (g, True), (gc, True)])
+    return gc

@@ -1,17 +1,20 @@
 /* Native CPU kernels generated from the verified SymPy bindings.
 
    DO NOT EDIT: this file is written by `geoattn codegen` from geoattn/symbolic/expressions.py
-   (Note [the closed-form Gram layer]); `geoattn codegen --check` fails when it is stale. It is compiled at first
-   use by geoattn.kernels._native (plain C99, no Python or torch headers), one library per d and real type
-   (-DGEOATTN_D=<d> -DGEOATTN_F32 or -DGEOATTN_F64), and called through ctypes; every function is batched
-   over B samples of T tokens (Note [lanes] in geoattn.codegen.cprinter).
+   (Note [the closed-form Gram layer]; Note [Cayley of small skew matrices] in geoattn.kernels._functions);
+   `geoattn codegen --check` fails when it is stale. It is compiled at first use by geoattn.kernels._native
+   (plain C99, no Python or torch headers), one library per d and real type (-DGEOATTN_D=<d> -DGEOATTN_F32 or
+   -DGEOATTN_F64), and called through ctypes; every function is batched over B samples, of T tokens where it
+   has token inputs (Note [lanes] in geoattn.codegen.cprinter).
 
-   bindings-sha256: f6ffbc9db7b0014bb5b67e4ffc5d6ef95bcbc5cc1f800978dfd455f655326e15
+   bindings-sha256: f69bc26d9100dfde54a7eeda2161211cb8aa9b6685ac59e2fb7a9008030964ca
    printer-version: 4
 
    Sources (kernel: bindings  [ledger claims]):
      vp_gram_fwd: Gram = x.T*x; J = A*Gram; J2 = J**2; Nu = ((1 - Trace(J2)/2)*I + J2)*(I + J); N = 1/(-Trace(J2**2)/4 + Trace(J2)**2/8 - Trace(J2)/2 + 1)*Nu; P = -I + 2*N; R = -I - J*N + N; y = x*P  [vp.gram_closed_form, vp.gram_closed_form_vjp]
      vp_gram_bwd: Gram = x.T*x; Pbar = x.T*Gy; P = -I + 2*N; Mbar = -2*N*Pbar.T*N; H = A*Mbar.T - Mbar*A; gx = Gy*P.T + x*H; gA = Gram*Mbar  [vp.gram_closed_form_vjp]
+     cayley_small_fwd: C2 = C**2; Lam = (2/(1 - Trace(C2)/2))*(-C + C2) + I; Skew = C + C.T; Size = C  [kernels.cayley_skew_small]
+     cayley_vjp: P = I + Lam.T; gC = -(1/2)*P*G*P  [cayley.vjp]
 */
 
 #include <math.h>
@@ -47,6 +50,18 @@ typedef double real_t;
    geoattn_vp_gram_bwd_d3_f64
    geoattn_vp_gram_bwd_d4_f32
    geoattn_vp_gram_bwd_d4_f64
+   geoattn_cayley_small_fwd_d1_f32
+   geoattn_cayley_small_fwd_d1_f64
+   geoattn_cayley_small_fwd_d2_f32
+   geoattn_cayley_small_fwd_d2_f64
+   geoattn_cayley_small_fwd_d3_f32
+   geoattn_cayley_small_fwd_d3_f64
+   geoattn_cayley_vjp_d1_f32
+   geoattn_cayley_vjp_d1_f64
+   geoattn_cayley_vjp_d2_f32
+   geoattn_cayley_vjp_d2_f64
+   geoattn_cayley_vjp_d3_f32
+   geoattn_cayley_vjp_d3_f64
 */
 
 #if GEOATTN_D == 1
@@ -166,6 +181,64 @@ void GEOATTN_NAME(vp_gram_bwd_d1)(int64_t B, int64_t T, const real_t *restrict x
                     gx[((int64_t)(b0 + l)*T + t0 + tt)*1 + 0] = (real_t)(row_gx[0][l]);
                 }
             }
+        }
+    }
+}
+
+void GEOATTN_NAME(cayley_small_fwd_d1)(int64_t B, int64_t T, const real_t *restrict C, real_t *restrict Lam, double *restrict Skew, double *restrict Size)
+{
+    double C_0_0[LANES];
+    double Lam_0_0[LANES];
+    double Skew_0_0[LANES];
+    double Size_0_0[LANES];
+    (void)T;  /* no token inputs */
+    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
+        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
+        for (int l = 0; l < LANES; l++) {
+            const int64_t bl = b0 + (l < nl ? l : nl - 1);
+            C_0_0[l] = (double)C[(int64_t)bl*1 + 0];
+        }
+        for (int l = 0; l < LANES; l++) {
+            const double C2_0_0 = (C_0_0[l]*C_0_0[l]);
+            Lam_0_0[l] = 1.0 + 2.0*(C2_0_0 - C_0_0[l])/(1.0 - 1.0/2.0*C2_0_0);
+            Skew_0_0[l] = 2.0*C_0_0[l];
+            Size_0_0[l] = C_0_0[l];
+        }
+        for (int l = 0; l < nl; l++) {
+            Lam[(int64_t)(b0 + l)*1 + 0] = (real_t)(Lam_0_0[l]);
+        }
+        for (int l = 0; l < nl; l++) {
+            double m = 0.0, a;
+            a = fabs(Skew_0_0[l]); if (a > m || a != a) m = a;
+            Skew[b0 + l] = m;
+        }
+        for (int l = 0; l < nl; l++) {
+            double m = 0.0, a;
+            a = fabs(Size_0_0[l]); if (a > m || a != a) m = a;
+            Size[b0 + l] = m;
+        }
+    }
+}
+
+void GEOATTN_NAME(cayley_vjp_d1)(int64_t B, int64_t T, const real_t *restrict Lam, const real_t *restrict G, real_t *restrict gC)
+{
+    double Lam_0_0[LANES];
+    double G_0_0[LANES];
+    double gC_0_0[LANES];
+    (void)T;  /* no token inputs */
+    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
+        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
+        for (int l = 0; l < LANES; l++) {
+            const int64_t bl = b0 + (l < nl ? l : nl - 1);
+            Lam_0_0[l] = (double)Lam[(int64_t)bl*1 + 0];
+            G_0_0[l] = (double)G[(int64_t)bl*1 + 0];
+        }
+        for (int l = 0; l < LANES; l++) {
+            const double P_0_0 = Lam_0_0[l] + 1.0;
+            gC_0_0[l] = -1.0/2.0*G_0_0[l]*(P_0_0*P_0_0);
+        }
+        for (int l = 0; l < nl; l++) {
+            gC[(int64_t)(b0 + l)*1 + 0] = (real_t)(gC_0_0[l]);
         }
     }
 }
@@ -408,6 +481,127 @@ void GEOATTN_NAME(vp_gram_bwd_d2)(int64_t B, int64_t T, const real_t *restrict x
                     gx[((int64_t)(b0 + l)*T + t0 + tt)*2 + 1] = (real_t)(row_gx[1][l]);
                 }
             }
+        }
+    }
+}
+
+void GEOATTN_NAME(cayley_small_fwd_d2)(int64_t B, int64_t T, const real_t *restrict C, real_t *restrict Lam, double *restrict Skew, double *restrict Size)
+{
+    double C_0_0[LANES];
+    double C_0_1[LANES];
+    double C_1_0[LANES];
+    double C_1_1[LANES];
+    double Lam_0_0[LANES];
+    double Lam_0_1[LANES];
+    double Lam_1_0[LANES];
+    double Lam_1_1[LANES];
+    double Skew_0_0[LANES];
+    double Skew_0_1[LANES];
+    double Skew_1_1[LANES];
+    double Size_0_0[LANES];
+    double Size_0_1[LANES];
+    double Size_1_0[LANES];
+    double Size_1_1[LANES];
+    (void)T;  /* no token inputs */
+    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
+        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
+        for (int l = 0; l < LANES; l++) {
+            const int64_t bl = b0 + (l < nl ? l : nl - 1);
+            C_0_0[l] = (double)C[(int64_t)bl*4 + 0];
+            C_0_1[l] = (double)C[(int64_t)bl*4 + 1];
+            C_1_0[l] = (double)C[(int64_t)bl*4 + 2];
+            C_1_1[l] = (double)C[(int64_t)bl*4 + 3];
+        }
+        for (int l = 0; l < LANES; l++) {
+            const double sC2_0 = C_0_1[l]*C_1_0[l];
+            const double C2_0_0 = (C_0_0[l]*C_0_0[l]) + sC2_0;
+            const double C2_0_1 = C_0_0[l]*C_0_1[l] + C_0_1[l]*C_1_1[l];
+            const double C2_1_0 = C_0_0[l]*C_1_0[l] + C_1_0[l]*C_1_1[l];
+            const double C2_1_1 = (C_1_1[l]*C_1_1[l]) + sC2_0;
+            const double sLam_0 = 2.0/(-1.0/2.0*C2_0_0 - 1.0/2.0*C2_1_1 + 1.0);
+            Lam_0_0[l] = sLam_0*(C2_0_0 - C_0_0[l]) + 1.0;
+            Lam_0_1[l] = sLam_0*(C2_0_1 - C_0_1[l]);
+            Lam_1_0[l] = sLam_0*(C2_1_0 - C_1_0[l]);
+            Lam_1_1[l] = sLam_0*(C2_1_1 - C_1_1[l]) + 1.0;
+            Skew_0_0[l] = 2.0*C_0_0[l];
+            Skew_0_1[l] = C_0_1[l] + C_1_0[l];
+            Skew_1_1[l] = 2.0*C_1_1[l];
+            Size_0_0[l] = C_0_0[l];
+            Size_0_1[l] = C_0_1[l];
+            Size_1_0[l] = C_1_0[l];
+            Size_1_1[l] = C_1_1[l];
+        }
+        for (int l = 0; l < nl; l++) {
+            Lam[(int64_t)(b0 + l)*4 + 0] = (real_t)(Lam_0_0[l]);
+            Lam[(int64_t)(b0 + l)*4 + 1] = (real_t)(Lam_0_1[l]);
+            Lam[(int64_t)(b0 + l)*4 + 2] = (real_t)(Lam_1_0[l]);
+            Lam[(int64_t)(b0 + l)*4 + 3] = (real_t)(Lam_1_1[l]);
+        }
+        for (int l = 0; l < nl; l++) {
+            double m = 0.0, a;
+            a = fabs(Skew_0_0[l]); if (a > m || a != a) m = a;
+            a = fabs(Skew_0_1[l]); if (a > m || a != a) m = a;
+            a = fabs(Skew_1_1[l]); if (a > m || a != a) m = a;
+            Skew[b0 + l] = m;
+        }
+        for (int l = 0; l < nl; l++) {
+            double m = 0.0, a;
+            a = fabs(Size_0_0[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_0_1[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_1_0[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_1_1[l]); if (a > m || a != a) m = a;
+            Size[b0 + l] = m;
+        }
+    }
+}
+
+void GEOATTN_NAME(cayley_vjp_d2)(int64_t B, int64_t T, const real_t *restrict Lam, const real_t *restrict G, real_t *restrict gC)
+{
+    double Lam_0_0[LANES];
+    double Lam_0_1[LANES];
+    double Lam_1_0[LANES];
+    double Lam_1_1[LANES];
+    double G_0_0[LANES];
+    double G_0_1[LANES];
+    double G_1_0[LANES];
+    double G_1_1[LANES];
+    double gC_0_0[LANES];
+    double gC_0_1[LANES];
+    double gC_1_0[LANES];
+    double gC_1_1[LANES];
+    (void)T;  /* no token inputs */
+    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
+        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
+        for (int l = 0; l < LANES; l++) {
+            const int64_t bl = b0 + (l < nl ? l : nl - 1);
+            Lam_0_0[l] = (double)Lam[(int64_t)bl*4 + 0];
+            Lam_0_1[l] = (double)Lam[(int64_t)bl*4 + 1];
+            Lam_1_0[l] = (double)Lam[(int64_t)bl*4 + 2];
+            Lam_1_1[l] = (double)Lam[(int64_t)bl*4 + 3];
+            G_0_0[l] = (double)G[(int64_t)bl*4 + 0];
+            G_0_1[l] = (double)G[(int64_t)bl*4 + 1];
+            G_1_0[l] = (double)G[(int64_t)bl*4 + 2];
+            G_1_1[l] = (double)G[(int64_t)bl*4 + 3];
+        }
+        for (int l = 0; l < LANES; l++) {
+            const double P_0_0 = Lam_0_0[l] + 1.0;
+            const double P_0_1 = Lam_1_0[l];
+            const double P_1_0 = Lam_0_1[l];
+            const double P_1_1 = Lam_1_1[l] + 1.0;
+            const double sgC_0 = (1.0/2.0)*G_0_0[l]*P_0_0 + (1.0/2.0)*G_1_0[l]*P_0_1;
+            const double sgC_1 = (1.0/2.0)*G_0_1[l]*P_0_0 + (1.0/2.0)*G_1_1[l]*P_0_1;
+            const double sgC_2 = (1.0/2.0)*G_0_0[l]*P_1_0 + (1.0/2.0)*G_1_0[l]*P_1_1;
+            const double sgC_3 = (1.0/2.0)*G_0_1[l]*P_1_0 + (1.0/2.0)*G_1_1[l]*P_1_1;
+            gC_0_0[l] = -P_0_0*sgC_0 - P_1_0*sgC_1;
+            gC_0_1[l] = -P_0_1*sgC_0 - P_1_1*sgC_1;
+            gC_1_0[l] = -P_0_0*sgC_2 - P_1_0*sgC_3;
+            gC_1_1[l] = -P_0_1*sgC_2 - P_1_1*sgC_3;
+        }
+        for (int l = 0; l < nl; l++) {
+            gC[(int64_t)(b0 + l)*4 + 0] = (real_t)(gC_0_0[l]);
+            gC[(int64_t)(b0 + l)*4 + 1] = (real_t)(gC_0_1[l]);
+            gC[(int64_t)(b0 + l)*4 + 2] = (real_t)(gC_1_0[l]);
+            gC[(int64_t)(b0 + l)*4 + 3] = (real_t)(gC_1_1[l]);
         }
     }
 }
@@ -813,6 +1007,228 @@ void GEOATTN_NAME(vp_gram_bwd_d3)(int64_t B, int64_t T, const real_t *restrict x
                     gx[((int64_t)(b0 + l)*T + t0 + tt)*3 + 2] = (real_t)(row_gx[2][l]);
                 }
             }
+        }
+    }
+}
+
+void GEOATTN_NAME(cayley_small_fwd_d3)(int64_t B, int64_t T, const real_t *restrict C, real_t *restrict Lam, double *restrict Skew, double *restrict Size)
+{
+    double C_0_0[LANES];
+    double C_0_1[LANES];
+    double C_0_2[LANES];
+    double C_1_0[LANES];
+    double C_1_1[LANES];
+    double C_1_2[LANES];
+    double C_2_0[LANES];
+    double C_2_1[LANES];
+    double C_2_2[LANES];
+    double Lam_0_0[LANES];
+    double Lam_0_1[LANES];
+    double Lam_0_2[LANES];
+    double Lam_1_0[LANES];
+    double Lam_1_1[LANES];
+    double Lam_1_2[LANES];
+    double Lam_2_0[LANES];
+    double Lam_2_1[LANES];
+    double Lam_2_2[LANES];
+    double Skew_0_0[LANES];
+    double Skew_0_1[LANES];
+    double Skew_0_2[LANES];
+    double Skew_1_1[LANES];
+    double Skew_1_2[LANES];
+    double Skew_2_2[LANES];
+    double Size_0_0[LANES];
+    double Size_0_1[LANES];
+    double Size_0_2[LANES];
+    double Size_1_0[LANES];
+    double Size_1_1[LANES];
+    double Size_1_2[LANES];
+    double Size_2_0[LANES];
+    double Size_2_1[LANES];
+    double Size_2_2[LANES];
+    (void)T;  /* no token inputs */
+    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
+        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
+        for (int l = 0; l < LANES; l++) {
+            const int64_t bl = b0 + (l < nl ? l : nl - 1);
+            C_0_0[l] = (double)C[(int64_t)bl*9 + 0];
+            C_0_1[l] = (double)C[(int64_t)bl*9 + 1];
+            C_0_2[l] = (double)C[(int64_t)bl*9 + 2];
+            C_1_0[l] = (double)C[(int64_t)bl*9 + 3];
+            C_1_1[l] = (double)C[(int64_t)bl*9 + 4];
+            C_1_2[l] = (double)C[(int64_t)bl*9 + 5];
+            C_2_0[l] = (double)C[(int64_t)bl*9 + 6];
+            C_2_1[l] = (double)C[(int64_t)bl*9 + 7];
+            C_2_2[l] = (double)C[(int64_t)bl*9 + 8];
+        }
+        for (int l = 0; l < LANES; l++) {
+            const double sC2_0 = C_0_1[l]*C_1_0[l];
+            const double sC2_1 = C_0_2[l]*C_2_0[l];
+            const double sC2_2 = C_1_2[l]*C_2_1[l];
+            const double C2_0_0 = (C_0_0[l]*C_0_0[l]) + sC2_0 + sC2_1;
+            const double C2_0_1 = C_0_0[l]*C_0_1[l] + C_0_1[l]*C_1_1[l] + C_0_2[l]*C_2_1[l];
+            const double C2_0_2 = C_0_0[l]*C_0_2[l] + C_0_1[l]*C_1_2[l] + C_0_2[l]*C_2_2[l];
+            const double C2_1_0 = C_0_0[l]*C_1_0[l] + C_1_0[l]*C_1_1[l] + C_1_2[l]*C_2_0[l];
+            const double C2_1_1 = (C_1_1[l]*C_1_1[l]) + sC2_0 + sC2_2;
+            const double C2_1_2 = C_0_2[l]*C_1_0[l] + C_1_1[l]*C_1_2[l] + C_1_2[l]*C_2_2[l];
+            const double C2_2_0 = C_0_0[l]*C_2_0[l] + C_1_0[l]*C_2_1[l] + C_2_0[l]*C_2_2[l];
+            const double C2_2_1 = C_0_1[l]*C_2_0[l] + C_1_1[l]*C_2_1[l] + C_2_1[l]*C_2_2[l];
+            const double C2_2_2 = (C_2_2[l]*C_2_2[l]) + sC2_1 + sC2_2;
+            const double sLam_0 = 2.0/(-1.0/2.0*C2_0_0 - 1.0/2.0*C2_1_1 - 1.0/2.0*C2_2_2 + 1.0);
+            Lam_0_0[l] = sLam_0*(C2_0_0 - C_0_0[l]) + 1.0;
+            Lam_0_1[l] = sLam_0*(C2_0_1 - C_0_1[l]);
+            Lam_0_2[l] = sLam_0*(C2_0_2 - C_0_2[l]);
+            Lam_1_0[l] = sLam_0*(C2_1_0 - C_1_0[l]);
+            Lam_1_1[l] = sLam_0*(C2_1_1 - C_1_1[l]) + 1.0;
+            Lam_1_2[l] = sLam_0*(C2_1_2 - C_1_2[l]);
+            Lam_2_0[l] = sLam_0*(C2_2_0 - C_2_0[l]);
+            Lam_2_1[l] = sLam_0*(C2_2_1 - C_2_1[l]);
+            Lam_2_2[l] = sLam_0*(C2_2_2 - C_2_2[l]) + 1.0;
+            Skew_0_0[l] = 2.0*C_0_0[l];
+            Skew_0_1[l] = C_0_1[l] + C_1_0[l];
+            Skew_0_2[l] = C_0_2[l] + C_2_0[l];
+            Skew_1_1[l] = 2.0*C_1_1[l];
+            Skew_1_2[l] = C_1_2[l] + C_2_1[l];
+            Skew_2_2[l] = 2.0*C_2_2[l];
+            Size_0_0[l] = C_0_0[l];
+            Size_0_1[l] = C_0_1[l];
+            Size_0_2[l] = C_0_2[l];
+            Size_1_0[l] = C_1_0[l];
+            Size_1_1[l] = C_1_1[l];
+            Size_1_2[l] = C_1_2[l];
+            Size_2_0[l] = C_2_0[l];
+            Size_2_1[l] = C_2_1[l];
+            Size_2_2[l] = C_2_2[l];
+        }
+        for (int l = 0; l < nl; l++) {
+            Lam[(int64_t)(b0 + l)*9 + 0] = (real_t)(Lam_0_0[l]);
+            Lam[(int64_t)(b0 + l)*9 + 1] = (real_t)(Lam_0_1[l]);
+            Lam[(int64_t)(b0 + l)*9 + 2] = (real_t)(Lam_0_2[l]);
+            Lam[(int64_t)(b0 + l)*9 + 3] = (real_t)(Lam_1_0[l]);
+            Lam[(int64_t)(b0 + l)*9 + 4] = (real_t)(Lam_1_1[l]);
+            Lam[(int64_t)(b0 + l)*9 + 5] = (real_t)(Lam_1_2[l]);
+            Lam[(int64_t)(b0 + l)*9 + 6] = (real_t)(Lam_2_0[l]);
+            Lam[(int64_t)(b0 + l)*9 + 7] = (real_t)(Lam_2_1[l]);
+            Lam[(int64_t)(b0 + l)*9 + 8] = (real_t)(Lam_2_2[l]);
+        }
+        for (int l = 0; l < nl; l++) {
+            double m = 0.0, a;
+            a = fabs(Skew_0_0[l]); if (a > m || a != a) m = a;
+            a = fabs(Skew_0_1[l]); if (a > m || a != a) m = a;
+            a = fabs(Skew_0_2[l]); if (a > m || a != a) m = a;
+            a = fabs(Skew_1_1[l]); if (a > m || a != a) m = a;
+            a = fabs(Skew_1_2[l]); if (a > m || a != a) m = a;
+            a = fabs(Skew_2_2[l]); if (a > m || a != a) m = a;
+            Skew[b0 + l] = m;
+        }
+        for (int l = 0; l < nl; l++) {
+            double m = 0.0, a;
+            a = fabs(Size_0_0[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_0_1[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_0_2[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_1_0[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_1_1[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_1_2[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_2_0[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_2_1[l]); if (a > m || a != a) m = a;
+            a = fabs(Size_2_2[l]); if (a > m || a != a) m = a;
+            Size[b0 + l] = m;
+        }
+    }
+}
+
+void GEOATTN_NAME(cayley_vjp_d3)(int64_t B, int64_t T, const real_t *restrict Lam, const real_t *restrict G, real_t *restrict gC)
+{
+    double Lam_0_0[LANES];
+    double Lam_0_1[LANES];
+    double Lam_0_2[LANES];
+    double Lam_1_0[LANES];
+    double Lam_1_1[LANES];
+    double Lam_1_2[LANES];
+    double Lam_2_0[LANES];
+    double Lam_2_1[LANES];
+    double Lam_2_2[LANES];
+    double G_0_0[LANES];
+    double G_0_1[LANES];
+    double G_0_2[LANES];
+    double G_1_0[LANES];
+    double G_1_1[LANES];
+    double G_1_2[LANES];
+    double G_2_0[LANES];
+    double G_2_1[LANES];
+    double G_2_2[LANES];
+    double gC_0_0[LANES];
+    double gC_0_1[LANES];
+    double gC_0_2[LANES];
+    double gC_1_0[LANES];
+    double gC_1_1[LANES];
+    double gC_1_2[LANES];
+    double gC_2_0[LANES];
+    double gC_2_1[LANES];
+    double gC_2_2[LANES];
+    (void)T;  /* no token inputs */
+    for (int64_t b0 = 0; b0 < B; b0 += LANES) {
+        const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
+        for (int l = 0; l < LANES; l++) {
+            const int64_t bl = b0 + (l < nl ? l : nl - 1);
+            Lam_0_0[l] = (double)Lam[(int64_t)bl*9 + 0];
+            Lam_0_1[l] = (double)Lam[(int64_t)bl*9 + 1];
+            Lam_0_2[l] = (double)Lam[(int64_t)bl*9 + 2];
+            Lam_1_0[l] = (double)Lam[(int64_t)bl*9 + 3];
+            Lam_1_1[l] = (double)Lam[(int64_t)bl*9 + 4];
+            Lam_1_2[l] = (double)Lam[(int64_t)bl*9 + 5];
+            Lam_2_0[l] = (double)Lam[(int64_t)bl*9 + 6];
+            Lam_2_1[l] = (double)Lam[(int64_t)bl*9 + 7];
+            Lam_2_2[l] = (double)Lam[(int64_t)bl*9 + 8];
+            G_0_0[l] = (double)G[(int64_t)bl*9 + 0];
+            G_0_1[l] = (double)G[(int64_t)bl*9 + 1];
+            G_0_2[l] = (double)G[(int64_t)bl*9 + 2];
+            G_1_0[l] = (double)G[(int64_t)bl*9 + 3];
+            G_1_1[l] = (double)G[(int64_t)bl*9 + 4];
+            G_1_2[l] = (double)G[(int64_t)bl*9 + 5];
+            G_2_0[l] = (double)G[(int64_t)bl*9 + 6];
+            G_2_1[l] = (double)G[(int64_t)bl*9 + 7];
+            G_2_2[l] = (double)G[(int64_t)bl*9 + 8];
+        }
+        for (int l = 0; l < LANES; l++) {
+            const double P_0_0 = Lam_0_0[l] + 1.0;
+            const double P_0_1 = Lam_1_0[l];
+            const double P_0_2 = Lam_2_0[l];
+            const double P_1_0 = Lam_0_1[l];
+            const double P_1_1 = Lam_1_1[l] + 1.0;
+            const double P_1_2 = Lam_2_1[l];
+            const double P_2_0 = Lam_0_2[l];
+            const double P_2_1 = Lam_1_2[l];
+            const double P_2_2 = Lam_2_2[l] + 1.0;
+            const double sgC_0 = (1.0/2.0)*G_0_0[l]*P_0_0 + (1.0/2.0)*G_1_0[l]*P_0_1 + (1.0/2.0)*G_2_0[l]*P_0_2;
+            const double sgC_1 = (1.0/2.0)*G_0_1[l]*P_0_0 + (1.0/2.0)*G_1_1[l]*P_0_1 + (1.0/2.0)*G_2_1[l]*P_0_2;
+            const double sgC_2 = (1.0/2.0)*G_0_2[l]*P_0_0 + (1.0/2.0)*G_1_2[l]*P_0_1 + (1.0/2.0)*G_2_2[l]*P_0_2;
+            const double sgC_3 = (1.0/2.0)*G_0_0[l]*P_1_0 + (1.0/2.0)*G_1_0[l]*P_1_1 + (1.0/2.0)*G_2_0[l]*P_1_2;
+            const double sgC_4 = (1.0/2.0)*G_0_1[l]*P_1_0 + (1.0/2.0)*G_1_1[l]*P_1_1 + (1.0/2.0)*G_2_1[l]*P_1_2;
+            const double sgC_5 = (1.0/2.0)*G_0_2[l]*P_1_0 + (1.0/2.0)*G_1_2[l]*P_1_1 + (1.0/2.0)*G_2_2[l]*P_1_2;
+            const double sgC_6 = (1.0/2.0)*G_0_0[l]*P_2_0 + (1.0/2.0)*G_1_0[l]*P_2_1 + (1.0/2.0)*G_2_0[l]*P_2_2;
+            const double sgC_7 = (1.0/2.0)*G_0_1[l]*P_2_0 + (1.0/2.0)*G_1_1[l]*P_2_1 + (1.0/2.0)*G_2_1[l]*P_2_2;
+            const double sgC_8 = (1.0/2.0)*G_0_2[l]*P_2_0 + (1.0/2.0)*G_1_2[l]*P_2_1 + (1.0/2.0)*G_2_2[l]*P_2_2;
+            gC_0_0[l] = -P_0_0*sgC_0 - P_1_0*sgC_1 - P_2_0*sgC_2;
+            gC_0_1[l] = -P_0_1*sgC_0 - P_1_1*sgC_1 - P_2_1*sgC_2;
+            gC_0_2[l] = -P_0_2*sgC_0 - P_1_2*sgC_1 - P_2_2*sgC_2;
+            gC_1_0[l] = -P_0_0*sgC_3 - P_1_0*sgC_4 - P_2_0*sgC_5;
+            gC_1_1[l] = -P_0_1*sgC_3 - P_1_1*sgC_4 - P_2_1*sgC_5;
+            gC_1_2[l] = -P_0_2*sgC_3 - P_1_2*sgC_4 - P_2_2*sgC_5;
+            gC_2_0[l] = -P_0_0*sgC_6 - P_1_0*sgC_7 - P_2_0*sgC_8;
+            gC_2_1[l] = -P_0_1*sgC_6 - P_1_1*sgC_7 - P_2_1*sgC_8;
+            gC_2_2[l] = -P_0_2*sgC_6 - P_1_2*sgC_7 - P_2_2*sgC_8;
+        }
+        for (int l = 0; l < nl; l++) {
+            gC[(int64_t)(b0 + l)*9 + 0] = (real_t)(gC_0_0[l]);
+            gC[(int64_t)(b0 + l)*9 + 1] = (real_t)(gC_0_1[l]);
+            gC[(int64_t)(b0 + l)*9 + 2] = (real_t)(gC_0_2[l]);
+            gC[(int64_t)(b0 + l)*9 + 3] = (real_t)(gC_1_0[l]);
+            gC[(int64_t)(b0 + l)*9 + 4] = (real_t)(gC_1_1[l]);
+            gC[(int64_t)(b0 + l)*9 + 5] = (real_t)(gC_1_2[l]);
+            gC[(int64_t)(b0 + l)*9 + 6] = (real_t)(gC_2_0[l]);
+            gC[(int64_t)(b0 + l)*9 + 7] = (real_t)(gC_2_1[l]);
+            gC[(int64_t)(b0 + l)*9 + 8] = (real_t)(gC_2_2[l]);
         }
     }
 }

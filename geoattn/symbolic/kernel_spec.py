@@ -59,6 +59,10 @@ class NativeKernelSpec:
 
     A structure is ``"general"``, ``"symmetric"`` (only the lower triangle is read) or ``"skew"`` (only the strict
     lower triangle is read): the kernel assumes the rest, so the caller must pass such matrices.
+
+    With ``sample_real`` the sample inputs and outputs are stored in the input's real type instead of double (a
+    kernel over per-sample matrices alone, such as the ``T x T`` Cayley transform with ``T`` renamed ``d``).
+    Every kernel computes in double whatever the storage.
     """
 
     name: str
@@ -72,6 +76,7 @@ class NativeKernelSpec:
     maxabs_outputs: tuple[str, ...] = ()
     claims: list[str] = field(default_factory=list)
     max_dim: int = 4
+    sample_real: bool = False
 
     def parameters(self) -> tuple[str, ...]:
         """The names of the C function's array parameters, in order."""
@@ -81,4 +86,5 @@ class NativeKernelSpec:
     def source_text(self) -> str:
         """One line naming the kernel, its arguments and its bindings (hashed into the generated header)."""
         outs = "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.bindings)
-        return f"{self.name}({', '.join(self.parameters())}) [native, d <= {self.max_dim}]: {outs}"
+        real = ", real samples" if self.sample_real else ""
+        return f"{self.name}({', '.join(self.parameters())}) [native, d <= {self.max_dim}{real}]: {outs}"

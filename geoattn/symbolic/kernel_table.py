@@ -380,6 +380,14 @@ KERNELS: list[KernelSpec] = [
 ]
 
 
+def _sized(value):
+    """``value`` (an expression, or a list of ``(name, expression)`` bindings) with the size ``T`` renamed ``d``: the
+    native printer reads per-sample matrices as ``d x d`` (the Cayley kernels' ``C`` is ``T x T``)."""
+    if isinstance(value, list):
+        return [(n, e.subs(T, d)) for n, e in value]
+    return value.subs(T, d)
+
+
 #: the native CPU kernels (C, printed by :mod:`geoattn.codegen.cprinter` into ``geoattn/kernels/_native_gram.c``;
 #: Note [the closed-form Gram layer] in :mod:`geoattn.symbolic.expressions`)
 NATIVE_KERNELS: list[NativeKernelSpec] = [
@@ -406,6 +414,31 @@ NATIVE_KERNELS: list[NativeKernelSpec] = [
         token_outputs=("gx",),
         sample_outputs=("gA",),
         claims=["vp.gram_closed_form_vjp"],
+    ),
+    NativeKernelSpec(
+        name="cayley_small_fwd",
+        doc="Cayley(C) = I + 2 (C^2 - C)/(1 - Tr(C^2)/2) of T x T matrices with T <= 3 (T renamed d), with the largest "
+        "entries of C + C^T and of C (the caller's skew check: the form holds for skew C only).",
+        bindings=[*_sized(CAYLEY_SKEW_SMALL), ("Skew", _sized(C + C.T)), ("Size", _sized(C))],
+        token_inputs=(),
+        sample_inputs={"C": "general"},
+        sample_outputs=("Lam",),
+        maxabs_outputs=("Skew", "Size"),
+        claims=["kernels.cayley_skew_small"],
+        max_dim=3,
+        sample_real=True,
+    ),
+    NativeKernelSpec(
+        name="cayley_vjp",
+        doc="The Cayley transform's vector-Jacobian product -1/2 (I + Lam^T) G (I + Lam^T) from the output Lam, "
+        "for T <= 3 (T renamed d).",
+        bindings=_sized(CAYLEY_VJP_BINDINGS),
+        token_inputs=(),
+        sample_inputs={"Lam": "general", "G": "general"},
+        sample_outputs=("gC",),
+        claims=["cayley.vjp"],
+        max_dim=3,
+        sample_real=True,
     ),
 ]
 
