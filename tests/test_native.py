@@ -287,3 +287,22 @@ def test_negative_control_a_broken_backward_kernel_is_caught(tmp_path):
     x64 = x.double().requires_grad_()
     rx = torch.autograd.grad(full64(x64, A), x64, gy.double())[0]
     assert (gx.double() - rx).abs().max() > 64 * 16 * torch.finfo(F32).eps * (1 + rx.abs().max())
+
+
+def test_vmapped_incoming_gradients_take_the_functional_backward(monkeypatch):
+    """is_grads_batched hands the backward a batched gradient, which has no storage for the C kernel to read: the
+    layer's backward then takes the differentiable float64 form, and agrees with the native one."""
+    _native_or_skip()
+    torch.manual_seed(6)
+    x, A = torch.randn(3, 16, 4, requires_grad=True), skew64(4, 0.3).float().requires_grad_()
+    gs = torch.randn(5, 3, 16, 4)
+    bx, bA = torch.autograd.grad(K.vp_attention(x, A), (x, A), gs, is_grads_batched=True)
+    calls = []
+    real = _native.gram_backward
+    monkeypatch.setattr(_native, "gram_backward", lambda *a: calls.append(1) or real(*a))
+    tol = 64 * 16 * torch.finfo(F32).eps
+    for k in range(5):
+        ox, oA = torch.autograd.grad(K.vp_attention(x, A), (x, A), gs[k])
+        assert (bx[k] - ox).abs().max() <= tol * (1 + ox.abs().max())
+        assert (bA[k] - oA).abs().max() <= tol * 16 * (1 + oA.abs().max())
+    assert len(calls) == 5  # the reference took the native backward

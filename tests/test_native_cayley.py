@@ -11,7 +11,7 @@ import geoattn.kernels as K
 from geoattn.codegen import cprinter, generate
 from geoattn.kernels import _functions, _native
 from geoattn.kernels import _generated as gen
-from geoattn.kernels._checks import skew_defect
+from geoattn.kernels._checks import skew_defect, skew_tolerance
 from geoattn.symbolic import expressions as ex
 from geoattn.symbolic.kernel_spec import NativeKernelSpec
 from geoattn.symbolic.kernel_table import NATIVE_KERNELS
@@ -196,17 +196,67 @@ def test_large_float32_entries_stay_on_the_native_form_and_orthogonal():
     assert (lam.mT @ lam - torch.eye(3)).abs().max() <= 16 * 3 * torch.finfo(F32).eps
 
 
-def test_gradcheck_and_double_backward_through_the_native_path():
+@pytest.mark.parametrize("T", [1, 2, 3])
+@pytest.mark.parametrize("skew_input", [True, False])
+def test_gradcheck_and_double_backward_through_the_native_path(monkeypatch, T, skew_input):
+    """The native backward is the Cayley VJP of the output whichever form made it: the closed form (skew
+    samples) or the solve (the others)."""
+    _native_or_skip(T, F64)
+    torch.manual_seed(4 + T)
+    a = torch.randn(3, T, T, dtype=F64, requires_grad=True)
+    calls = _counting(monkeypatch)
+
+    def f(a):
+        return K.cayley(a - a.mT if skew_input else a + 2 * torch.eye(T, dtype=F64))
+
+    assert torch.autograd.gradcheck(f, (a,))
+    assert calls.count("cayley_backward") > 0
+    assert torch.autograd.gradgradcheck(f, (a,))  # the backward's graph takes the torch form
+
+
+def test_vmapped_incoming_gradients_take_the_torch_form(monkeypatch):
+    """is_grads_batched and jacobian(vectorize=True) hand the backward a vmapped gradient, which has no storage
+    for the C kernel to read: the torch form serves it."""
     _native_or_skip(3, F64)
-    torch.manual_seed(4)
-    for T in (1, 2, 3):
-        a = torch.randn(3, T, T, dtype=F64, requires_grad=True)
+    torch.manual_seed(8)
+    c = skew(2, 3, 3).requires_grad_()
+    gs = torch.randn(4, 2, 3, 3, dtype=F64)
+    (batched,) = torch.autograd.grad(K.cayley(c), c, gs, is_grads_batched=True)
+    calls = _counting(monkeypatch)
+    for k in range(4):
+        (one,) = torch.autograd.grad(K.cayley(c), c, gs[k])
+        assert (batched[k] - one).abs().max() <= 16 * 3 * torch.finfo(F64).eps * (1 + one.abs().max())
+    assert calls.count("cayley_backward") == 4  # the reference took the native kernel
+    jv = torch.autograd.functional.jacobian(K.cayley, c.detach(), vectorize=True)
+    jl = torch.autograd.functional.jacobian(K.cayley, c.detach())
+    assert (jv - jl).abs().max() <= 16 * 3 * torch.finfo(F64).eps * (1 + jl.abs().max())
 
-        def f(a):
-            return K.cayley(a - a.mT)
 
-        assert torch.autograd.gradcheck(f, (a,))
-        assert torch.autograd.gradgradcheck(f, (a,))  # the backward's graph takes the torch form
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("scale", [1.0, 100.0])
+def test_the_skew_check_is_that_of_the_torch_path_at_its_boundary(monkeypatch, dtype, scale):
+    """Samples whose defect |C + C^T| is just below and just above skew_tolerance (8 T eps max(1, |C|)) are routed
+    alike by both paths: the closed form below, the solve above."""
+    _native_or_skip(3, dtype)
+    torch.manual_seed(9)
+    base = skew(4, 3, 3, scale=scale, dtype=F64)
+    tol = skew_tolerance(base.to(dtype))
+    c = base.clone()
+    for k, f in enumerate((0.5, 0.9, 1.1, 2.0)):
+        c[k, 2, 0] += f * float(tol[k])  # the defect: f times the tolerance (before rounding to dtype)
+    c = c.to(dtype)
+    solved = skew_defect(c) > skew_tolerance(c)
+    assert solved.tolist() == [False, False, True, True]  # the inputs straddle the boundary
+    seen = []
+    real = gen.cayley_matrix
+    monkeypatch.setattr(gen, "cayley_matrix", lambda m: seen.append(m.shape[0]) or real(m))
+    out = {}
+    for native in (True, False):
+        monkeypatch.setattr(_functions, "USE_NATIVE", native)
+        seen.clear()
+        out[native] = K.cayley(c)
+        assert seen == [2]  # the two samples above the tolerance, on either path
+    assert torch.equal(out[True][2:], out[False][2:])  # both solved by the same call
 
 
 # -- negative controls: kernels printed from broken bindings are caught ----------------------------------------------
@@ -234,15 +284,17 @@ Gd, Lamd = MatrixSymbol("G", ex.d, ex.d), MatrixSymbol("Lam", ex.d, ex.d)
 @pytest.mark.parametrize("name,expr", [
     ("Lam", ex.Identity(ex.d) + (C2 + Cd) * 2),  # a sign and the denominator dropped
     ("Skew", Cd - Cd.T),  # the check would call every skew sample non-skew, and the reverse
+    ("Size", Cd * 0),  # the tolerance would be absolute: large non-skew samples would pass as skew
 ])
 def test_negative_control_a_broken_forward_kernel_is_caught(tmp_path, name, expr):
     _native_or_skip()
     torch.manual_seed(6)
     c = skew(9, 3, 3, dtype=F32).contiguous()
-    lam, defect, _ = _native.cayley_forward(c, library=_broken_library(tmp_path, [_with(CFWD, name, expr), CBWD], 3))
+    lam, defect, size = _native.cayley_forward(c, library=_broken_library(tmp_path, [_with(CFWD, name, expr), CBWD], 3))
     # the checks of test_forward_matches_the_float64_solve
     assert ((lam.double() - solve_ref(c)).abs().max() > 4 * 3 * torch.finfo(F32).eps
-            or not torch.equal(defect, skew_defect(c.double())))
+            or not torch.equal(defect, skew_defect(c.double()))
+            or not torch.equal(size, c.double().abs().amax((-2, -1))))
 
 
 def test_negative_control_a_broken_backward_kernel_is_caught(tmp_path):

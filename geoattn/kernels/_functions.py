@@ -65,7 +65,9 @@ class _Cayley(torch.autograd.Function):
     # For T <= 3 a skew C satisfies C^3 = -a C with a = -Tr(C^2)/2, so Cayley(C) = I + 2 (C^2 - C)/(1 + a)
     # (kernels.cayley_skew_small): one batched product and a few elementwise passes instead of a LAPACK solve
     # per matrix, orthogonal to a few eps; samples with entries near where C^2 and Tr(C^2) would overflow
-    # (above sqrt(max float) / (2T): 3e18 in float32 at T = 3) take the eigendecomposition, per sample. The form is taken per sample, for the samples that
+    # (above sqrt(max float) / (2T): 3e18 in float32 at T = 3) take the eigendecomposition, per sample (on the CPU
+    # the native kernels compute in double: only float64 samples above sqrt(max double) / (2T) do; Note [native
+    # Cayley kernels]). The form is taken per sample, for the samples that
     # are skew up to the check's tolerance; any other sample is solved, so a result never depends on the rest
     # of the batch. The backward is the Cayley VJP of cayley.vjp from the output, as for every T. Inside
     # torch.func transforms, torch.compile and on the meta device every sample is solved.
@@ -74,8 +76,8 @@ class _Cayley(torch.autograd.Function):
     # On the CPU, for float32 and float64 inputs with T <= 3, the forward and the backward are C kernels printed
     # from the same bindings (kernels.cayley_skew_small and cayley.vjp, with T renamed d; geoattn.codegen.cprinter)
     # and built with the Gram layer's (Note [native kernels] in geoattn.kernels._native). At this size torch's cost
-    # is per call, not per flop: one batched product of 4096 3 x 3 matrices takes about 120 us on one thread, as
-    # long as LAPACK's solve of the whole batch. The kernel evaluates the closed form in double in one pass over the
+    # is per call, not per flop: one batched product of 4096 3 x 3 matrices takes about 120 us on one thread, a
+    # third of LAPACK's solve of the whole batch (330 us), for about 100 kflop. The kernel evaluates the closed form in double in one pass over the
     # batch, rounds once, and returns per sample max|C + C^T| and max|C|, so the skew check (skew_tolerance) needs
     # no pass of its own. Non-skew samples are solved; skew samples whose C^2 would overflow in double (entries
     # above sqrt(max double)/(2T), float64 inputs only) take the eigendecomposition, per sample. The backward takes
@@ -96,8 +98,9 @@ class _Cayley(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (lam,) = ctx.saved_tensors
-        if not torch.is_grad_enabled() and native_small(lam) and grad.dtype == lam.dtype:
-            # no graph of the backward is asked for (double backward takes the torch form below)
+        if not torch.is_grad_enabled() and native_small(lam) and grad.dtype == lam.dtype and not _traced(grad):
+            # no graph of the backward is asked for (double backward takes the torch form below), and the
+            # incoming gradient is a plain tensor (not vmapped by is_grads_batched or jacobian(vectorize=True))
             T = lam.shape[-1]
             gc = _native.cayley_backward(lam.reshape(-1, T, T).contiguous(), grad.reshape(-1, T, T).contiguous())
             return gc.reshape(lam.shape), None
@@ -446,8 +449,14 @@ def _n_intermediates(dtype: torch.dtype) -> int:
 
 
 def _under_functorch(t: torch.Tensor) -> bool:
-    check = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
-    return bool(check(t)) if check is not None else False
+    """Whether ``t`` is a functorch wrapper, or a legacy batched tensor (the incoming gradient under
+    ``is_grads_batched=True`` or ``jacobian(vectorize=True)``): no data to branch on, no storage to hand to C."""
+    functorch = getattr(torch._C, "_functorch", None)
+    for name in ("is_functorch_wrapped_tensor", "is_legacy_batchedtensor"):
+        check = getattr(functorch, name, None)
+        if check is not None and bool(check(t)):
+            return True
+    return False
 
 
 def _exp_frechet_adjoint(s: torch.Tensor, g: torch.Tensor) -> torch.Tensor:

@@ -49,6 +49,7 @@ import torch
 
 from . import _generated as gen
 from . import _native
+from ._functions import _under_functorch
 
 __all__ = ["closed_form_applies", "residual_tolerance", "vp_gram_closed"]
 
@@ -150,8 +151,9 @@ class _VPGramClosed(torch.autograd.Function):
     @staticmethod
     def backward(ctx, gy, _ok, _scale):
         x, A = ctx.saved_tensors[:2]
-        if torch.is_grad_enabled():
-            # double backward: through the float64 Gram form, built from differentiable operations
+        if torch.is_grad_enabled() or (ctx.native and _under_functorch(gy)):
+            # double backward: through the float64 Gram form, built from differentiable operations; also a
+            # batched incoming gradient (is_grads_batched, jacobian(vectorize=True)), which the C kernel cannot read
             def f(a, b):
                 return gen.vp_gram_cayley(a.double(), _skew64(b)).to(a.dtype)
 
