@@ -155,7 +155,8 @@ class _Function:
             for s, (i, j) in stored:
                 self._lane(s)
                 cast = "(double)" if spec.sample_real else ""
-                self.loads.append(f"{self.names[s].replace('[l]', '')}[l] = {cast}{name}[(int64_t)bl*{d * d} + {i * d + j}];")
+                lane = self.names[s].replace("[l]", "")
+                self.loads.append(f"{lane}[l] = {cast}{name}[(int64_t)bl*{d * d} + {i * d + j}];")
         self.consts: list[str] = []
         for name, structure in spec.shared_inputs.items():
             m, stored = _structured(name, d, structure)

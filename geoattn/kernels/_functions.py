@@ -77,9 +77,9 @@ class _Cayley(torch.autograd.Function):
     # from the same bindings (kernels.cayley_skew_small and cayley.vjp, with T renamed d; geoattn.codegen.cprinter)
     # and built with the Gram layer's (Note [native kernels] in geoattn.kernels._native). At this size torch's cost
     # is per call, not per flop: one batched product of 4096 3 x 3 matrices takes about 120 us on one thread, a
-    # third of LAPACK's solve of the whole batch (330 us), for about 100 kflop. The kernel evaluates the closed form in double in one pass over the
-    # batch, rounds once, and returns per sample max|C + C^T| and max|C|, so the skew check (skew_tolerance) needs
-    # no pass of its own. Non-skew samples are solved; skew samples whose C^2 would overflow in double (entries
+    # third of LAPACK's solve of the whole batch (330 us), for about 100 kflop. The kernel evaluates the closed
+    # form in double in one pass over the batch, rounds once, and returns per sample max|C + C^T| and max|C|, so
+    # the skew check (skew_tolerance) needs no pass of its own. Non-skew samples are solved; skew samples whose C^2 would overflow in double (entries
     # above sqrt(max double)/(2T), float64 inputs only) take the eigendecomposition, per sample. The backward takes
     # the kernel when no graph of it is asked for; double backward keeps the torch form. USE_NATIVE = False, or
     # GEOATTN_NATIVE=0 in the environment, turns the kernels off.
@@ -222,8 +222,8 @@ def _cayley_small(c: torch.Tensor) -> torch.Tensor:
 
 def native_small(t: torch.Tensor) -> bool:
     """Whether the native kernels of the T <= 3 Cayley transform serve ``t`` (Note [native Cayley kernels])."""
-    return (USE_NATIVE and t.device.type == "cpu" and t.dtype in _NATIVE_REALS and 1 <= t.shape[-1] <= _native.CAYLEY_MAX
-            and not _traced(t) and _native.native_status(t.shape[-1], t.dtype)[0])
+    return (USE_NATIVE and t.device.type == "cpu" and t.dtype in _NATIVE_REALS
+            and 1 <= t.shape[-1] <= _native.CAYLEY_MAX and not _traced(t) and _native.native_status(t.shape[-1], t.dtype)[0])
 
 
 _NATIVE_REALS = (torch.float32, torch.float64)

@@ -181,8 +181,8 @@ def native_status(d: int = 4, dtype: torch.dtype = torch.float32) -> tuple[bool,
     The Cayley layer (:func:`geoattn.kernels.vp_attention`, :class:`geoattn.nn.VolumePreservingAttention`) takes
     the closed-form Gram layer's kernels for CPU inputs with ``d <= 4`` when this returns ``True``; otherwise it
     computes the same closed form with torch operations. :func:`geoattn.kernels.cayley` takes the Cayley kernels
-    of size ``d = T <= 3`` for float32 and float64 CPU inputs likewise. The first call for a ``d`` and ``dtype`` compiles that library (about a second) or finds it
-    in the cache (Note [native kernels]).
+    of size ``d = T <= 3`` for float32 and float64 CPU inputs likewise. The first call for a ``d`` and ``dtype``
+    compiles that library (about a second) or finds it in the cache (Note [native kernels]).
 
     Parameters
     ----------
