@@ -37,3 +37,39 @@ class ShapeRecorder:
 
     def __exit__(self, *exc):
         return self._mode.__exit__(*exc)
+
+
+def build_native_library(tmp_path, specs, d):
+    """Print the native kernels ``specs`` at size ``d`` into one C file under ``tmp_path`` and build its float32
+    library (the tests' broken kernels); skips the test where it cannot be built."""
+    import pytest
+
+    from geoattn.codegen import cprinter, generate
+    from geoattn.kernels import _native
+
+    src = tmp_path / "broken.c"
+    header = generate.NATIVE_HEADER.format(hash="-", version="-", sources="", lanes=cprinter.LANES,
+                                           chunk=cprinter.TOKEN_CHUNK, prelude=cprinter.REAL_PRELUDE)
+    src.write_text(header + "\n".join(cprinter.print_native_kernel(k, d) for k in specs))
+    lib = _native.build(d, "f32", str(src), str(tmp_path / "cache"))
+    if isinstance(lib, str):
+        pytest.skip(f"cannot build: {lib}")
+    return lib
+
+
+def native_or_skip(d, dtype):
+    """Skip the test unless the native kernels of size ``d`` and ``dtype`` build here."""
+    import pytest
+
+    from geoattn.kernels import _native
+
+    ok, why = _native.native_status(d, dtype)
+    if not ok:
+        pytest.skip(f"the native kernels cannot run here: {why}")
+
+
+def full64(x, A):
+    """The T x T form in float64 (an independent reference: it solves a T x T system)."""
+    import geoattn.kernels as K
+
+    return K.vp_attention(x.double(), A.double(), method="full")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 import torch
+from conftest import full64
 
 import geoattn.kernels as K
 from geoattn.codegen.printer import CodegenError, SoAKernelPrinter
@@ -21,11 +22,6 @@ F32, F64 = torch.float32, torch.float64
 def skew(d, dtype=F32, scale=1.0):
     w = torch.randn(d, d, dtype=dtype) * scale
     return w - w.mT
-
-
-def full64(x, A):
-    """The T x T form in float64 (an independent reference: it solves a T x T system)."""
-    return K.vp_attention(x.double(), A.double(), method="full")
 
 
 def inputs(B, T, d, rank1=False, dtype=F32):
@@ -50,7 +46,7 @@ def test_negative_control_broken_forward_bindings_are_refuted(mutant, monkeypatc
     ident = vp_gram.closed_form_identity()
     sizes = [{"d": 2}, {"d": 3}]
     binds = dict(ex.GRAM_CLOSED)
-    J, Nu = sp.MatrixSymbol("J", ex.d, ex.d), sp.MatrixSymbol("Nu", ex.d, ex.d)
+    Nu = sp.MatrixSymbol("Nu", ex.d, ex.d)
     if mutant == "J = G A":
         binds["J"] = ex.Gram * ex.A
     elif mutant == "J = -A G":
@@ -59,7 +55,7 @@ def test_negative_control_broken_forward_bindings_are_refuted(mutant, monkeypatc
         binds["N"] = 2 * Nu
     else:
         binds["N"] = Nu.T * (1 / ex.GRAM_CLOSED_DET)
-    assert J in binds["J2"].free_symbols or binds["J2"].has(J)
+    assert list(binds.items()) != ex.GRAM_CLOSED  # the mutant changed a binding
     monkeypatch.setattr(ex, "GRAM_CLOSED", list(binds.items()))
     assert search_counterexample(ident, sizes, seed=0, points=1) is not None
 
@@ -244,7 +240,7 @@ def test_ill_conditioned_samples_are_solved_and_stay_accurate(path):
     gx = torch.autograd.grad(K.vp_attention(x.requires_grad_(), A), x, g)[0]
     rx = torch.autograd.grad(full64(x64, A64), x64, g.double())[0]
     err = (gx.double() - rx).abs().amax((-2, -1)) / (1 + rx.abs().amax((-2, -1)))
-    assert (err <= 4 * bound * cond.sqrt()).all(), (err, bound)
+    assert (err <= bound).all(), (err, bound)  # the forward's bound holds for the gradient (measured: below 2e-3 of it)
 
 
 def test_negative_control_a_broken_closed_kernel_is_caught_by_the_residual_check(monkeypatch):

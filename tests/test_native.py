@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import build_native_library, full64, native_or_skip
 from sympy.matrices.expressions import MatrixSymbol
 
 import geoattn.kernels as K
@@ -20,19 +21,12 @@ FWD, BWD, CFWD, CBWD = NATIVE_KERNELS
 
 
 def _native_or_skip(d=4, dtype=F32):
-    ok, why = _native.native_status(d, dtype)
-    if not ok:
-        pytest.skip(f"the native kernels cannot run here: {why}")
+    native_or_skip(d, dtype)
 
 
 def skew64(d, scale=1.0):
     w = torch.randn(d, d, dtype=F64) * scale
     return (w - w.mT).contiguous()
-
-
-def full64(x, A):
-    """The T x T form in float64 (an independent reference: it solves a T x T system)."""
-    return K.vp_attention(x.double(), A.double(), method="full")
 
 
 # -- the printer -------------------------------------------------------------------------------------------------
@@ -89,9 +83,11 @@ def test_build_says_why_it_cannot_build(tmp_path, monkeypatch):
     monkeypatch.delenv("GEOATTN_NATIVE")
     monkeypatch.setattr(_native, "_compiler", lambda: None)
     assert _native.build(4, "f32", cache_dir=str(tmp_path)).startswith("no C compiler found")
-    monkeypatch.undo()
+
+
+def test_build_reports_a_blocked_cache_and_a_compiler_error(tmp_path):
     if _native._compiler() is None:
-        return
+        pytest.skip("no C compiler on this machine")
     blocked = tmp_path / "file"
     blocked.write_text("")  # a file where the cache directory should be
     assert _native.build(4, "f32", cache_dir=str(blocked / "cache")).startswith("cannot build the native kernels")
@@ -245,17 +241,6 @@ def test_the_layer_takes_the_native_kernels_and_agrees_with_the_eager_form(monke
 # -- negative controls: kernels printed from broken bindings are caught -------------------------------------------
 
 
-def _broken_library(tmp_path, spec, d):
-    src = tmp_path / "broken.c"
-    header = generate.NATIVE_HEADER.format(hash="-", version="-", sources="", lanes=cprinter.LANES,
-                                           chunk=cprinter.TOKEN_CHUNK, prelude=cprinter.REAL_PRELUDE)
-    src.write_text(header + "\n".join(cprinter.print_native_kernel(k, d) for k in spec))
-    lib = _native.build(d, "f32", str(src), str(tmp_path / "cache"))
-    if isinstance(lib, str):
-        pytest.skip(f"cannot build: {lib}")
-    return lib
-
-
 def _with(bindings, name, expr):
     return [(n, expr if n == name else e) for n, e in bindings]
 
@@ -269,7 +254,7 @@ def test_negative_control_a_broken_forward_kernel_is_caught(tmp_path, name, expr
     torch.manual_seed(3)
     x, A = torch.randn(6, 16, 4), skew64(4, 0.3)
     spec = NativeKernelSpec(**{**FWD.__dict__, "bindings": _with(FWD.bindings, name, expr)})
-    lib = _broken_library(tmp_path, [spec, BWD], 4)
+    lib = build_native_library(tmp_path, [spec, BWD], 4)
     y = _native.gram_forward(x, A, library=lib)[0]
     rel = ((y.double() - full64(x, A)).abs() / x.double().norm(dim=-2, keepdim=True)).max()
     assert rel > 8 * 16 * torch.finfo(F32).eps  # the check test_forward_matches_the_full_form makes
@@ -281,7 +266,7 @@ def test_negative_control_a_broken_backward_kernel_is_caught(tmp_path):
     x, A, gy = torch.randn(6, 16, 4), skew64(4, 0.3), torch.randn(6, 16, 4)
     P, H = MatrixSymbol("P", ex.d, ex.d), MatrixSymbol("H", ex.d, ex.d)
     spec = NativeKernelSpec(**{**BWD.__dict__, "bindings": _with(BWD.bindings, "gx", ex.Gy * P.T - ex.x * H)})
-    lib = _broken_library(tmp_path, [FWD, spec], 4)
+    lib = build_native_library(tmp_path, [FWD, spec], 4)
     _, _, N, _ = _native.gram_forward(x, A, library=lib)
     gx, _ = _native.gram_backward(x, gy, N, A, library=lib)
     x64 = x.double().requires_grad_()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import build_native_library, native_or_skip
 from sympy.matrices.expressions import MatrixSymbol
 
 import geoattn.kernels as K
-from geoattn.codegen import cprinter, generate
+from geoattn.codegen import cprinter
 from geoattn.kernels import _functions, _native
 from geoattn.kernels import _generated as gen
 from geoattn.kernels._checks import skew_defect, skew_tolerance
@@ -22,9 +23,7 @@ CFWD, CBWD = SPECS["cayley_small_fwd"], SPECS["cayley_vjp"]
 
 
 def _native_or_skip(T=3, dtype=F32):
-    ok, why = _native.native_status(T, dtype)
-    if not ok:
-        pytest.skip(f"the native kernels cannot run here: {why}")
+    native_or_skip(T, dtype)
 
 
 def skew(*shape, scale=1.0, dtype=F64):
@@ -187,9 +186,10 @@ def test_mixed_batch_each_sample_as_if_alone_and_the_others_solved():
     assert (batch[4].mT @ batch[4] - eye).abs().max() <= 16 * 3 * torch.finfo(F64).eps
 
 
-def test_large_float32_entries_stay_on_the_native_form_and_orthogonal():
+def test_large_float32_entries_stay_on_the_native_form_and_orthogonal(monkeypatch):
     """In double, C^2 of float32 entries cannot overflow: no sample needs the eigendecomposition."""
     _native_or_skip()
+    monkeypatch.setattr(_functions, "_cayley_eigh", lambda c: pytest.fail("the eigendecomposition was taken"))
     torch.manual_seed(3)
     c = skew(64, 3, 3, dtype=F32) * 1e30
     lam = K.cayley(c)
@@ -262,23 +262,11 @@ def test_the_skew_check_is_that_of_the_torch_path_at_its_boundary(monkeypatch, d
 # -- negative controls: kernels printed from broken bindings are caught ----------------------------------------------
 
 
-def _broken_library(tmp_path, specs, d):
-    src = tmp_path / "broken.c"
-    header = generate.NATIVE_HEADER.format(hash="-", version="-", sources="", lanes=cprinter.LANES,
-                                           chunk=cprinter.TOKEN_CHUNK, prelude=cprinter.REAL_PRELUDE)
-    src.write_text(header + "\n".join(cprinter.print_native_kernel(k, d) for k in specs))
-    lib = _native.build(d, "f32", str(src), str(tmp_path / "cache"))
-    if isinstance(lib, str):
-        pytest.skip(f"cannot build: {lib}")
-    return lib
-
-
 def _with(spec, name, expr):
     return NativeKernelSpec(**{**spec.__dict__, "bindings": [(n, expr if n == name else e) for n, e in spec.bindings]})
 
 
-C2, Cd, P = (MatrixSymbol(n, ex.d, ex.d) for n in ("C2", "C", "P"))
-Gd, Lamd = MatrixSymbol("G", ex.d, ex.d), MatrixSymbol("Lam", ex.d, ex.d)
+C2, Cd, Lamd = (MatrixSymbol(n, ex.d, ex.d) for n in ("C2", "C", "Lam"))
 
 
 @pytest.mark.parametrize("name,expr", [
@@ -290,7 +278,8 @@ def test_negative_control_a_broken_forward_kernel_is_caught(tmp_path, name, expr
     _native_or_skip()
     torch.manual_seed(6)
     c = skew(9, 3, 3, dtype=F32).contiguous()
-    lam, defect, size = _native.cayley_forward(c, library=_broken_library(tmp_path, [_with(CFWD, name, expr), CBWD], 3))
+    lib = build_native_library(tmp_path, [_with(CFWD, name, expr), CBWD], 3)
+    lam, defect, size = _native.cayley_forward(c, library=lib)
     # the checks of test_forward_matches_the_float64_solve
     assert ((lam.double() - solve_ref(c)).abs().max() > 4 * 3 * torch.finfo(F32).eps
             or not torch.equal(defect, skew_defect(c.double()))
@@ -302,7 +291,7 @@ def test_negative_control_a_broken_backward_kernel_is_caught(tmp_path):
     torch.manual_seed(7)
     c, g = skew(9, 3, 3, dtype=F32).contiguous(), torch.randn(9, 3, 3)
     broken = _with(CBWD, "P", ex.Identity(ex.d) + Lamd)  # Lam for Lam^T
-    lib = _broken_library(tmp_path, [CFWD, broken], 3)
+    lib = build_native_library(tmp_path, [CFWD, broken], 3)
     lam = _native.cayley_forward(c, library=lib)[0]
     got = _native.cayley_backward(lam, g, library=lib)
     want = gen.cayley_vjp(lam.double(), g.double())

@@ -280,7 +280,9 @@ class _Function:
         params += [f"real_t *restrict {n}" for n in spec.token_outputs]
         params += [f"{sample} *restrict {n}" for n in spec.sample_outputs]
         params += [f"double *restrict {n}" for n in spec.maxabs_outputs]
-        out = [f"void GEOATTN_NAME({spec.name}_d{d})({', '.join(params)})", "{"]
+        if "*/" in spec.doc:
+            raise CodegenError(f"Expected a kernel doc without '*/' (it is printed as a C comment). Got {spec.doc!r}.")
+        out = [f"/* {spec.doc} */", f"void GEOATTN_NAME({spec.name}_d{d})({', '.join(params)})", "{"]
         out += block(self.consts, 1)
         out += block([f"double tile_{n}[TOKEN_CHUNK*{d}*LANES];" for n in spec.token_inputs], 1)
         out += block(sorted(set(self.decls), key=self.decls.index), 1)

@@ -14,6 +14,7 @@ __all__ = [
     "check_matmul",
     "half_in_float32",
     "skew_tolerance",
+    "tolerance_at",
     "check_skew",
 ]
 
@@ -73,10 +74,12 @@ def half_in_float32(fn):
 
 def skew_tolerance(t: torch.Tensor, k: float = 8.0) -> torch.Tensor:
     """``k * n * eps(dtype) * max(1, |t|_max)`` per matrix."""
-    n = t.shape[-1]
-    eps = torch.finfo(t.dtype).eps
-    scale = t.detach().abs().amax(dim=(-2, -1)).clamp_min(1.0)
-    return k * n * eps * scale
+    return tolerance_at(t.shape[-1], t.dtype, t.detach().abs().amax(dim=(-2, -1)), k)
+
+
+def tolerance_at(n: int, dtype: torch.dtype, size: torch.Tensor, k: float = 8.0) -> torch.Tensor:
+    """:func:`skew_tolerance` of ``n x n`` matrices of ``dtype`` whose largest entries ``|t|_max`` are ``size``."""
+    return (k * n * torch.finfo(dtype).eps) * size.clamp_min(1.0)
 
 
 def skew_defect(t: torch.Tensor) -> torch.Tensor:

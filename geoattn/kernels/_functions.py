@@ -31,7 +31,7 @@ import torch
 
 from . import _generated as gen
 from . import _native
-from ._checks import skew_defect, skew_tolerance
+from ._checks import skew_defect, skew_tolerance, tolerance_at
 
 
 class _Cayley(torch.autograd.Function):
@@ -79,8 +79,9 @@ class _Cayley(torch.autograd.Function):
     # is per call, not per flop: one batched product of 4096 3 x 3 matrices takes about 120 us on one thread, a
     # third of LAPACK's solve of the whole batch (330 us), for about 100 kflop. The kernel evaluates the closed
     # form in double in one pass over the batch, rounds once, and returns per sample max|C + C^T| and max|C|, so
-    # the skew check (skew_tolerance) needs no pass of its own. Non-skew samples are solved; skew samples whose C^2 would overflow in double (entries
-    # above sqrt(max double)/(2T), float64 inputs only) take the eigendecomposition, per sample. The backward takes
+    # the skew check (skew_tolerance) needs no pass of its own. Non-skew samples are solved; skew samples whose
+    # C^2 would overflow in double (entries above sqrt(max double)/(2T), float64 inputs only) take the
+    # eigendecomposition, per sample. The backward takes
     # the kernel when no graph of it is asked for; double backward keeps the torch form. USE_NATIVE = False, or
     # GEOATTN_NATIVE=0 in the environment, turns the kernels off.
     generate_vmap_rule = True
@@ -223,7 +224,8 @@ def _cayley_small(c: torch.Tensor) -> torch.Tensor:
 def native_small(t: torch.Tensor) -> bool:
     """Whether the native kernels of the T <= 3 Cayley transform serve ``t`` (Note [native Cayley kernels])."""
     return (USE_NATIVE and t.device.type == "cpu" and t.dtype in _NATIVE_REALS
-            and 1 <= t.shape[-1] <= _native.CAYLEY_MAX and not _traced(t) and _native.native_status(t.shape[-1], t.dtype)[0])
+            and 1 <= t.shape[-1] <= _native.CAYLEY_MAX and not _traced(t)
+            and _native.native_status(t.shape[-1], t.dtype)[0])
 
 
 _NATIVE_REALS = (torch.float32, torch.float64)
@@ -238,7 +240,7 @@ def _cayley_small_native(c: torch.Tensor) -> torch.Tensor:
     T = c.shape[-1]
     flat = c.detach().reshape(-1, T, T).contiguous()
     lam, defect, size = _native.cayley_forward(flat)
-    skew = defect <= (8.0 * T * torch.finfo(c.dtype).eps) * size.clamp_min(1.0)  # skew_tolerance; NaN: not skew
+    skew = defect <= tolerance_at(T, c.dtype, size)  # skew_tolerance from the kernel's max|C|; NaN: not skew
     big = size > math.sqrt(torch.finfo(torch.float64).max) / (2 * T)  # C^2 overflows in double (float64 input)
     redo = ~skew | big
     if bool(redo.any()):

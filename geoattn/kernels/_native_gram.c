@@ -66,6 +66,7 @@ typedef double real_t;
 
 #if GEOATTN_D == 1
 
+/* The closed-form Gram layer's forward for d <= 4: Gram = x^T x, N = (I + Gram A)^{-T} in closed form, the largest entry of its residual R = (I + Gram A)^T N - I, and y = x (2N - I). */
 void GEOATTN_NAME(vp_gram_fwd_d1)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
     double tile_x[TOKEN_CHUNK*1*LANES];
@@ -119,6 +120,7 @@ void GEOATTN_NAME(vp_gram_fwd_d1)(int64_t B, int64_t T, const real_t *restrict x
     }
 }
 
+/* The closed-form Gram layer's backward for d <= 4: x_bar = y_bar P^T + x H and the per-sample Gram M_bar (A_bar is the skew part of its sum over the batch), from x, y_bar and the forward's N. */
 void GEOATTN_NAME(vp_gram_bwd_d1)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double tile_x[TOKEN_CHUNK*1*LANES];
@@ -185,6 +187,7 @@ void GEOATTN_NAME(vp_gram_bwd_d1)(int64_t B, int64_t T, const real_t *restrict x
     }
 }
 
+/* Cayley(C) = I + 2 (C^2 - C)/(1 - Tr(C^2)/2) of T x T matrices with T <= 3 (T renamed d), with the largest entries of C + C^T and of C (the caller's skew check: the form holds for skew C only). */
 void GEOATTN_NAME(cayley_small_fwd_d1)(int64_t B, int64_t T, const real_t *restrict C, real_t *restrict Lam, double *restrict Skew, double *restrict Size)
 {
     double C_0_0[LANES];
@@ -220,6 +223,7 @@ void GEOATTN_NAME(cayley_small_fwd_d1)(int64_t B, int64_t T, const real_t *restr
     }
 }
 
+/* The Cayley transform's vector-Jacobian product -1/2 (I + Lam^T) G (I + Lam^T) from the output Lam, for T <= 3 (T renamed d). */
 void GEOATTN_NAME(cayley_vjp_d1)(int64_t B, int64_t T, const real_t *restrict Lam, const real_t *restrict G, real_t *restrict gC)
 {
     double Lam_0_0[LANES];
@@ -247,6 +251,7 @@ void GEOATTN_NAME(cayley_vjp_d1)(int64_t B, int64_t T, const real_t *restrict La
 
 #if GEOATTN_D == 2
 
+/* The closed-form Gram layer's forward for d <= 4: Gram = x^T x, N = (I + Gram A)^{-T} in closed form, the largest entry of its residual R = (I + Gram A)^T N - I, and y = x (2N - I). */
 void GEOATTN_NAME(vp_gram_fwd_d2)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
     const double A_1_0 = A[2];
@@ -366,6 +371,7 @@ void GEOATTN_NAME(vp_gram_fwd_d2)(int64_t B, int64_t T, const real_t *restrict x
     }
 }
 
+/* The closed-form Gram layer's backward for d <= 4: x_bar = y_bar P^T + x H and the per-sample Gram M_bar (A_bar is the skew part of its sum over the batch), from x, y_bar and the forward's N. */
 void GEOATTN_NAME(vp_gram_bwd_d2)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[2];
@@ -485,6 +491,7 @@ void GEOATTN_NAME(vp_gram_bwd_d2)(int64_t B, int64_t T, const real_t *restrict x
     }
 }
 
+/* Cayley(C) = I + 2 (C^2 - C)/(1 - Tr(C^2)/2) of T x T matrices with T <= 3 (T renamed d), with the largest entries of C + C^T and of C (the caller's skew check: the form holds for skew C only). */
 void GEOATTN_NAME(cayley_small_fwd_d2)(int64_t B, int64_t T, const real_t *restrict C, real_t *restrict Lam, double *restrict Skew, double *restrict Size)
 {
     double C_0_0[LANES];
@@ -555,6 +562,7 @@ void GEOATTN_NAME(cayley_small_fwd_d2)(int64_t B, int64_t T, const real_t *restr
     }
 }
 
+/* The Cayley transform's vector-Jacobian product -1/2 (I + Lam^T) G (I + Lam^T) from the output Lam, for T <= 3 (T renamed d). */
 void GEOATTN_NAME(cayley_vjp_d2)(int64_t B, int64_t T, const real_t *restrict Lam, const real_t *restrict G, real_t *restrict gC)
 {
     double Lam_0_0[LANES];
@@ -610,6 +618,7 @@ void GEOATTN_NAME(cayley_vjp_d2)(int64_t B, int64_t T, const real_t *restrict La
 
 #if GEOATTN_D == 3
 
+/* The closed-form Gram layer's forward for d <= 4: Gram = x^T x, N = (I + Gram A)^{-T} in closed form, the largest entry of its residual R = (I + Gram A)^T N - I, and y = x (2N - I). */
 void GEOATTN_NAME(vp_gram_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
     const double A_1_0 = A[3];
@@ -811,6 +820,7 @@ void GEOATTN_NAME(vp_gram_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x
     }
 }
 
+/* The closed-form Gram layer's backward for d <= 4: x_bar = y_bar P^T + x H and the per-sample Gram M_bar (A_bar is the skew part of its sum over the batch), from x, y_bar and the forward's N. */
 void GEOATTN_NAME(vp_gram_bwd_d3)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[3];
@@ -1011,6 +1021,7 @@ void GEOATTN_NAME(vp_gram_bwd_d3)(int64_t B, int64_t T, const real_t *restrict x
     }
 }
 
+/* Cayley(C) = I + 2 (C^2 - C)/(1 - Tr(C^2)/2) of T x T matrices with T <= 3 (T renamed d), with the largest entries of C + C^T and of C (the caller's skew check: the form holds for skew C only). */
 void GEOATTN_NAME(cayley_small_fwd_d3)(int64_t B, int64_t T, const real_t *restrict C, real_t *restrict Lam, double *restrict Skew, double *restrict Size)
 {
     double C_0_0[LANES];
@@ -1137,6 +1148,7 @@ void GEOATTN_NAME(cayley_small_fwd_d3)(int64_t B, int64_t T, const real_t *restr
     }
 }
 
+/* The Cayley transform's vector-Jacobian product -1/2 (I + Lam^T) G (I + Lam^T) from the output Lam, for T <= 3 (T renamed d). */
 void GEOATTN_NAME(cayley_vjp_d3)(int64_t B, int64_t T, const real_t *restrict Lam, const real_t *restrict G, real_t *restrict gC)
 {
     double Lam_0_0[LANES];
@@ -1237,6 +1249,7 @@ void GEOATTN_NAME(cayley_vjp_d3)(int64_t B, int64_t T, const real_t *restrict La
 
 #if GEOATTN_D == 4
 
+/* The closed-form Gram layer's forward for d <= 4: Gram = x^T x, N = (I + Gram A)^{-T} in closed form, the largest entry of its residual R = (I + Gram A)^T N - I, and y = x (2N - I). */
 void GEOATTN_NAME(vp_gram_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
     const double A_1_0 = A[4];
@@ -1548,6 +1561,7 @@ void GEOATTN_NAME(vp_gram_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x
     }
 }
 
+/* The closed-form Gram layer's backward for d <= 4: x_bar = y_bar P^T + x H and the per-sample Gram M_bar (A_bar is the skew part of its sum over the batch), from x, y_bar and the forward's N. */
 void GEOATTN_NAME(vp_gram_bwd_d4)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     const double A_1_0 = A[4];

@@ -361,9 +361,11 @@ GRAM_CLOSED_VJP = [("Mbar", -2 * _Ng * Pbar.T * _Ng), ("H", A * _Mbar.T - _Mbar 
 # Note [the closed-form Gram layer]
 # The whole layer, token-sized products included, as bindings: the forward takes x (T x d) to the Gram matrix,
 # the closed form and y = x P; the backward takes x, the incoming gradient Gy and the forward's N to x_bar,
-# the per-sample A_bar before skew-symmetrisation (Gram M_bar; the batch sum and skew part are the caller's). These are the sources of the native CPU kernels (geoattn.codegen.cprinter), and the
-# backward list is what the claim vp.gram_closed_form_vjp evaluates against the T x T layer, so the printed
-# x_bar is the verified one. Token-sized products have one of two shapes the C printer knows: a sum over the
+# the per-sample A_bar before skew-symmetrisation (Gram M_bar; the batch sum and skew part are the caller's).
+# These are the sources of the native CPU kernels (geoattn.codegen.cprinter), and the backward list is what the
+# claim vp.gram_closed_form_vjp evaluates against the T x T layer, so the C kernels' x_bar is the verified one
+# (the eager torch backward of geoattn.kernels._gram writes the same products by hand; the tests compare the
+# two paths). Token-sized products have one of two shapes the C printer knows: a sum over the
 # tokens of X^T Y (both T x d), or a row-by-row map X S + Y S' (S, S' d x d).
 _Gram_b = MatrixSymbol("Gram", d, d)
 _P_b = MatrixSymbol("P", d, d)

@@ -70,7 +70,7 @@ from .kernel_spec import KernelSpec, NativeKernelSpec
 from .symattn import ACTIVATIONS as SYMATTN_ACTIVATIONS
 from .symattn import Aw, Gw, V, update_bindings, vjp_bindings, z
 
-__all__ = ["KERNELS", "kernel", "expressions_hash"]
+__all__ = ["KERNELS", "NATIVE_KERNELS", "kernel", "expressions_hash", "native_hash"]
 
 
 def _taylor_specs() -> list["KernelSpec"]:
