@@ -13,6 +13,7 @@ import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
+from geoattn.experiments import close_distributed  # noqa: E402
 from geoattn.nn import LinearSymplecticAttention, MultiHeadAttention, VolumePreservingAttention  # noqa: E402
 
 WORLD = 2
@@ -43,14 +44,18 @@ def step(model, x, y):
 def worker(rank: int, out_dir: str, init_file: str) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
-    try:
-        model = torch.nn.parallel.DistributedDataParallel(build_model())
-        x, y = batch()
-        half = x.shape[0] // WORLD
-        step(model, x[rank * half:(rank + 1) * half], y[rank * half:(rank + 1) * half])
-        torch.save(model.module.state_dict(), os.path.join(out_dir, f"rank{rank}.pt"))
-    finally:
-        dist.destroy_process_group()
+    model = torch.nn.parallel.DistributedDataParallel(build_model())
+    x, y = batch()
+    half = x.shape[0] // WORLD
+    step(model, x[rank * half:(rank + 1) * half], y[rank * half:(rank + 1) * half])
+    torch.save(model.module.state_dict(), os.path.join(out_dir, f"rank{rank}.pt"))
+    close_distributed()
+    # The process ends without finalising the interpreter: a gloo worker thread may still be releasing
+    # the backward's all-reduce, which needs the GIL (Note [leaving the process group before exit] in
+    # geoattn.experiments.training); finalising under it aborts the process.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

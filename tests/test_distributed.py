@@ -30,3 +30,4 @@ def test_two_process_ddp_step_matches_single_process(tmp_path):
             assert float((state[key] - ref).abs().max()) <= tol, key
         moved |= not torch.equal(ref, before[key])
     assert moved  # the step changed the parameters
+

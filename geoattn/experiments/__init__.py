@@ -18,7 +18,15 @@ from .evaluation import (
     valid_time,
 )
 from .io import ModelFileError, ModelSpec, load_model, save_model
-from .training import TrainConfig, init_distributed, is_main_process, load_checkpoint, relative_l2_loss, train
+from .training import (
+    TrainConfig,
+    close_distributed,
+    init_distributed,
+    is_main_process,
+    load_checkpoint,
+    relative_l2_loss,
+    train,
+)
 
 __all__ = [
     "TrainConfig",
@@ -29,6 +37,7 @@ __all__ = [
     "load_model",
     "ModelFileError",
     "init_distributed",
+    "close_distributed",
     "is_main_process",
     "load_checkpoint",
     "rollout_trajectories",
