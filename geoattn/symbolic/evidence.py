@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import sympy as sp
+
+from .proof import Derivation, ProofFailed, Step  # re-exported
 
 __all__ = [
     "Level",
@@ -48,89 +50,6 @@ class Level(str, enum.Enum):
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic
         return self.value
-
-
-class ProofFailed(Exception):
-    """A derivation step could not be verified."""
-
-
-def _latex(obj: Any) -> str:
-    if isinstance(obj, str):
-        return obj
-    return sp.latex(obj)
-
-
-@dataclass
-class Step:
-    """One step ``lhs = rhs`` of a derivation, with the rule that justifies it.
-
-    ``verify`` is a zero-argument callable that returns ``True`` when SymPy has
-    confirmed the step; a step without a verifier is a stated lemma (it is
-    rendered as such and counted in :attr:`Derivation.lemmas`).
-    """
-
-    lhs: Any
-    rhs: Any
-    rule: str
-    verify: Callable[[], bool] | None = None
-    relation: str = "="
-    verified: bool | None = None
-
-    def run(self) -> None:
-        if self.verify is None:
-            self.verified = None
-            return
-        ok = bool(self.verify())
-        self.verified = ok
-        if not ok:
-            raise ProofFailed(f"step not verified: {self.text()} [{self.rule}]")
-
-    def latex(self) -> str:
-        rel = {"=": "=", "=>": r"\Longrightarrow", "<=>": r"\Longleftrightarrow", ">=": r"\geq", "<=": r"\leq"}.get(
-            self.relation, self.relation
-        )
-        return f"{_latex(self.lhs)} {rel} {_latex(self.rhs)}"
-
-    def text(self) -> str:
-        def s(x: Any) -> str:
-            return x if isinstance(x, str) else sp.sstr(x)
-
-        return f"{s(self.lhs)} {self.relation} {s(self.rhs)}"
-
-    def to_json(self) -> dict:
-        return {
-            "lhs": self.lhs if isinstance(self.lhs, str) else sp.sstr(self.lhs),
-            "rhs": self.rhs if isinstance(self.rhs, str) else sp.sstr(self.rhs),
-            "relation": self.relation,
-            "latex": self.latex(),
-            "rule": self.rule,
-            "verified": self.verified,
-        }
-
-
-@dataclass
-class Derivation:
-    """An ordered list of steps ending in the claim's statement."""
-
-    steps: list[Step]
-    conclusion: str
-    assumptions: list[str] = field(default_factory=list)
-
-    def run(self) -> "Derivation":
-        for step in self.steps:
-            step.run()
-        return self
-
-    @property
-    def lemmas(self) -> list[Step]:
-        return [s for s in self.steps if s.verify is None]
-
-    def to_json(self) -> dict:
-        return {
-            "assumptions": list(self.assumptions),
-            "steps": [s.to_json() for s in self.steps],
-            "conclusion": self.conclusion,
-        }
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,0 +1,364 @@
+r"""Derivations the engine checks from their displayed sides.
+
+A :class:`Derivation` is a list of :class:`Step` values ``lhs = rhs`` and a conclusion that is a
+SymPy relation. The engine (:func:`validate`) accepts it as a proof only when
+
+* every step is either checked from its own sides by a :class:`Check` (``check(lhs, rhs, facts)``)
+  or cites a registered lemma (:mod:`geoattn.symbolic.lemmas`);
+* every checked step is mutation-tested: its check must reject the displayed ``rhs`` perturbed by a
+  fresh symbol, by a factor 2 and by a transpose (where these change it); a check that accepts a
+  mutant does not look at its sides, and the step cannot contribute to ``proved``;
+* the steps connect: each step's ``lhs`` is the previous step's ``rhs`` or part of an expression
+  already on the board (the subject, a stated fact, an earlier side);
+* the last step ends at the conclusion, and the conclusion's two sides are joined by the steps.
+
+See Note [checks see their sides].
+"""
+
+from __future__ import annotations
+
+import inspect
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import sympy as sp
+from sympy.matrices.expressions import Determinant, Inverse, MatrixExpr, Transpose, ZeroMatrix
+
+__all__ = [
+    "Check",
+    "Step",
+    "Derivation",
+    "DerivationReport",
+    "ProofFailed",
+    "identity",
+    "in_algebra",
+    "relation",
+    "same",
+    "det_rules",
+    "validate",
+]
+
+# Note [checks see their sides]
+# A step used to carry any zero-argument callable as its verifier: nothing tied it to the sides it
+# displays, so ``Step(C^T, C, "obvious", lambda: True)`` "verified" a false step. A check now
+# receives the step's displayed ``lhs`` and ``rhs`` (and the derivation's named facts) and decides
+# from them alone. That alone does not stop a check that ignores its arguments, so the engine also
+# runs every check on mutants of ``rhs`` (a fresh symbol added, a factor 2, a transpose): a sound
+# check must reject each mutant that differs from ``rhs``. Mutants that are provably equal to
+# ``rhs`` (2*0, the transpose of a symmetric expression) are skipped; the fresh-symbol mutant never is.
+
+
+class ProofFailed(Exception):
+    """A derivation is not a proof: a step failed, a link is missing or the conclusion does not follow."""
+
+
+def same(lhs, rhs) -> bool:
+    """Structural equality of two (matrix) expressions after evaluation and expansion."""
+    if lhs == rhs:
+        return True
+    try:
+        diff = (lhs - rhs).doit()
+    except (TypeError, AttributeError):
+        diff = sp.sympify(lhs) - sp.sympify(rhs)
+    if isinstance(diff, ZeroMatrix) or diff == 0:
+        return True
+    if isinstance(diff, MatrixExpr):
+        try:
+            expanded = diff.expand().doit()
+        except AttributeError:
+            return False
+        return isinstance(expanded, ZeroMatrix) or expanded == 0
+    return sp.simplify(diff) == 0
+
+
+def det_rules(expr):
+    """Apply ``det(X^T) = det(X)`` and ``det(X^{-1}) = 1/det(X)``."""
+    expr = expr.replace(
+        lambda e: isinstance(e, Determinant) and isinstance(e.arg, Transpose),
+        lambda e: Determinant(e.arg.arg),
+    )
+    return expr.replace(
+        lambda e: isinstance(e, Determinant) and isinstance(e.arg, Inverse),
+        lambda e: 1 / Determinant(e.arg.arg),
+    )
+
+
+def _apply(expr, pairs):
+    """``expr`` evaluated, then each substitution ``(old, new)`` applied until nothing changes (at most 4 rounds)."""
+    if not isinstance(expr, sp.Basic):
+        return expr
+    for _ in range(4):
+        try:
+            new = expr.doit()
+        except (TypeError, AttributeError, ValueError):
+            new = expr
+        for old, repl in pairs:
+            new = new.subs(old, repl)
+        if new == expr:
+            break
+        expr = new
+    return expr
+
+
+@dataclass(frozen=True)
+class Check:
+    r"""A rule that decides a step ``lhs = rhs`` from its displayed sides.
+
+    Parameters
+    ----------
+    name:
+        how the rule is shown (``"identity"``, ``"functional calculus in A"``, ...).
+    decide:
+        ``decide(lhs, rhs, pairs) -> bool``, where ``pairs`` are the substitutions ``(old, new)``
+        of the facts the check uses.
+    facts:
+        names of the derivation's facts the check may use; ``None`` means all of them.
+    subs:
+        substitutions of the check itself, ``(old, new)`` pairs (e.g. ``(A.T, -A)``), applied
+        with the facts.
+    """
+
+    name: str
+    decide: Callable[[Any, Any, list], bool]
+    facts: tuple[str, ...] | None = None
+    subs: tuple[tuple[Any, Any], ...] = ()
+
+    def pairs(self, facts: Mapping[str, Mapping]) -> list:
+        """The substitutions this check applies: its own, then the named (or all) facts."""
+        names = list(facts) if self.facts is None else list(self.facts)
+        missing = [nm for nm in names if nm not in facts]
+        if missing:
+            raise ProofFailed(f"Expected facts stated by the derivation ({', '.join(facts) or 'none'}). Got {missing}.")
+        out = list(self.subs)
+        for nm in names:
+            out.extend(facts[nm].items())
+        return out
+
+    def __call__(self, lhs, rhs, facts: Mapping[str, Mapping] | None = None) -> bool:
+        """Whether ``lhs = rhs`` holds by this rule under ``facts`` (name -> substitution dict)."""
+        return bool(self.decide(lhs, rhs, self.pairs(facts or {})))
+
+
+def identity(*subs, facts: tuple[str, ...] | None = None) -> Check:
+    r"""Algebraic identity of the two sides, after applying the substitutions ``subs`` (``(old, new)`` pairs)
+    and the derivation's facts (all, or those named in ``facts``), in the free matrix algebra with
+    SymPy's evaluation rules (transposes and inverses of products, Kronecker and block rules).
+
+    Examples
+    --------
+    ``Step(C.T, Z.T*A.T*Z, "transpose of a product", identity())``;
+    ``Step(Z.T*A.T*Z, -C, "A^T = -A", identity((A.T, -A)))``.
+    """
+
+    def decide(lhs, rhs, pairs):
+        return same(_apply(lhs, pairs), _apply(rhs, pairs))
+
+    shown = ", ".join(f"{sp.sstr(a)} -> {sp.sstr(b)}" for a, b in subs)
+    return Check("identity" + (f" with {shown}" if shown else ""), decide, facts, tuple(subs))
+
+
+def in_algebra(sym: sp.MatrixSymbol, eps: int | None, facts: tuple[str, ...] | None = ()) -> Check:
+    r"""Equality in the commutative algebra of rational functions (and ``exp``) of one matrix ``sym``, with
+    the transpose rule ``sym^T = eps*sym`` (``eps=None``: no transposes allowed), see
+    :func:`geoattn.symbolic.algebra.equal_in_algebra`."""
+    from .algebra import equal_in_algebra
+
+    def decide(lhs, rhs, pairs):
+        return equal_in_algebra(_apply(lhs, pairs), _apply(rhs, pairs), sym, eps)
+
+    return Check(f"functional calculus in {sym} (transpose rule {eps})", decide, facts)
+
+
+def relation(fn: Callable[[Any, Any], bool], name: str) -> Check:
+    r"""A check given by a function ``fn(lhs, rhs) -> bool`` of the displayed sides (facts are not applied).
+    Like every check it is mutation-tested: ``fn`` must reject a perturbed ``rhs``."""
+    return Check(name, lambda lhs, rhs, pairs: fn(lhs, rhs))
+
+
+@dataclass
+class Step:
+    r"""One step ``lhs = rhs`` of a derivation and what justifies it.
+
+    Parameters
+    ----------
+    lhs, rhs:
+        the displayed sides (SymPy expressions; a text side can only be a lemma's).
+    rule:
+        the justification as shown to a reader.
+    check:
+        a :class:`Check`, or a function ``(lhs, rhs) -> bool`` (wrapped by :func:`relation`),
+        that decides the step from its sides; ``None`` when the step cites ``lemma``.
+    lemma:
+        the name of a registered lemma (:mod:`geoattn.symbolic.lemmas`) the step rests on instead.
+    relation:
+        ``"="`` (default), ``"=>"``, ``"<=>"``, ``">="`` or ``"<="``.
+    """
+
+    lhs: Any
+    rhs: Any
+    rule: str
+    check: Any = None
+    lemma: str | None = None
+    relation: str = "="
+    verified: bool | None = field(default=None, compare=False)
+    problem: str = field(default="", compare=False)
+
+    @property
+    def is_lemma(self) -> bool:
+        """Whether the step rests on a stated lemma rather than a check."""
+        return self.lemma is not None and self.check is None
+
+    def latex(self) -> str:
+        """The step in LaTeX."""
+        rel = {"=": "=", "=>": r"\Longrightarrow", "<=>": r"\Longleftrightarrow", ">=": r"\geq", "<=": r"\leq"}.get(
+            self.relation, self.relation
+        )
+        return f"{_latex(self.lhs)} {rel} {_latex(self.rhs)}"
+
+    def text(self) -> str:
+        """The step in plain text."""
+        return f"{_text(self.lhs)} {self.relation} {_text(self.rhs)}"
+
+    def to_json(self) -> dict:
+        """The step as a JSON-ready dict."""
+        return {
+            "lhs": _text(self.lhs),
+            "rhs": _text(self.rhs),
+            "relation": self.relation,
+            "latex": self.latex(),
+            "rule": self.rule,
+            "check": None if self.check is None else getattr(self.check, "name", "relation"),
+            "lemma": self.lemma,
+            "verified": self.verified,
+            "problem": self.problem or None,
+        }
+
+
+def _latex(obj: Any) -> str:
+    return obj if isinstance(obj, str) else sp.latex(obj)
+
+
+def _text(obj: Any) -> str:
+    return obj if isinstance(obj, str) else sp.sstr(obj)
+
+
+@dataclass(eq=False)
+class Derivation:
+    r"""An ordered list of steps that ends in the conclusion.
+
+    Parameters
+    ----------
+    steps:
+        the steps, in order.
+    conclusion:
+        the statement proved, a SymPy relation (``sp.Eq(lhs, rhs)``).
+    assumptions:
+        the hypotheses as LaTeX, for readers.
+    facts:
+        the hypotheses the checks may use, by name: name -> substitution dict (``{"A skew": {A.T: -A}}``).
+    subject:
+        expressions the derivation starts from besides the conclusion's left side (optional).
+    remark:
+        what the conclusion means, in LaTeX, when the relation alone does not say it.
+    """
+
+    steps: list[Step]
+    conclusion: Any
+    assumptions: list[str] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)
+    subject: tuple = ()
+    remark: str = ""
+
+    @property
+    def lemmas(self) -> list[Step]:
+        """The steps that rest on a stated lemma."""
+        return [s for s in self.steps if s.is_lemma]
+
+    def conclusion_latex(self) -> str:
+        """The conclusion (and its remark) in LaTeX."""
+        text = _latex(self.conclusion)
+        return f"{text} \\quad ({self.remark})" if self.remark else text
+
+    def run(self) -> "Derivation":
+        """Validate (see :func:`validate`); raise :class:`ProofFailed` when it is not a proof."""
+        report = validate(self)
+        if not report.ok:
+            raise ProofFailed("; ".join(report.problems))
+        return self
+
+    def to_json(self) -> dict:
+        """The derivation and the engine's account of it as a JSON-ready dict."""
+        report = validate(self)
+        return {
+            "assumptions": list(self.assumptions),
+            "facts": {k: {sp.sstr(a): sp.sstr(b) for a, b in v.items()} for k, v in self.facts.items()},
+            "steps": [s.to_json() for s in self.steps],
+            "conclusion": _text(self.conclusion),
+            "conclusion_latex": self.conclusion_latex(),
+            **report.to_json(),
+        }
+
+
+@dataclass
+class DerivationReport:
+    """The engine's account of a derivation: counts, lemma names, problems (empty for a proof)."""
+
+    steps: int
+    verified: int
+    lemmas: list[str]
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """Whether the derivation is a proof."""
+        return not self.problems
+
+    def summary(self) -> str:
+        """``"n steps: k verified, m lemmas (names)"``."""
+        names = sorted(set(self.lemmas))
+        lem = f", {len(self.lemmas)} lemmas ({', '.join(names)})" if self.lemmas else ", 0 lemmas"
+        return f"{self.steps} steps: {self.verified} verified{lem}"
+
+    def to_json(self) -> dict:
+        """The counts as a JSON-ready dict."""
+        return {
+            "n_steps": self.steps,
+            "n_verified": self.verified,
+            "n_lemmas": len(self.lemmas),
+            "lemma_names": sorted(set(self.lemmas)),
+            "summary": self.summary(),
+            "problems": list(self.problems),
+        }
+
+
+_REPORTS: "weakref.WeakKeyDictionary[Derivation, DerivationReport]" = weakref.WeakKeyDictionary()
+
+
+def validate(derivation: Derivation) -> DerivationReport:
+    """Check every step from its sides, mutation-test it, check the links and the conclusion.
+
+    The result is remembered for the derivation object (the engine and the checker share one run).
+    """
+    if not isinstance(derivation, Derivation):
+        raise TypeError(f"Expected a Derivation. Got {type(derivation).__name__}.")
+    if derivation in _REPORTS:
+        return _REPORTS[derivation]
+    from ._validate import validate_derivation
+
+    report = validate_derivation(derivation)
+    _REPORTS[derivation] = report
+    return report
+
+
+def zero_argument(fn) -> bool:
+    """Whether ``fn`` is a callable that takes no arguments (it cannot see a step's sides)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    required = [
+        p for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return not required
