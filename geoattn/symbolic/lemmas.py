@@ -39,9 +39,9 @@ def is_known(name: str) -> bool:
     if name in LEMMAS:
         return True
     if name.startswith("ledger:"):
-        from .ledger import ledger
+        from .ledger import _ledger
 
-        return name[len("ledger:"):] in ledger().by_id
+        return name[len("ledger:"):] in _ledger()[0]
     return False
 
 

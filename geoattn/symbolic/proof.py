@@ -63,6 +63,8 @@ def same(lhs, rhs) -> bool:
         diff = sp.sympify(lhs) - sp.sympify(rhs)
     if isinstance(diff, ZeroMatrix) or diff == 0:
         return True
+    if isinstance(diff, sp.MatrixBase):
+        return all(sp.simplify(x) == 0 for x in diff)
     if isinstance(diff, MatrixExpr):
         try:
             expanded = diff.expand().doit()

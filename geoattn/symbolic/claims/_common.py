@@ -10,7 +10,9 @@ from sympy.matrices.expressions import Determinant, Inverse, MatrixExpr, Transpo
 
 from .. import expressions as ex
 from ..algebra import NotInAlgebra
+from ..proof import identity
 from ..evidence import Derivation, Evidence, Level, ProofFailed
+from ..proof import det_rules, same, validate  # noqa: F401  (same, det_rules re-exported)
 from ..strategies import MatrixIdentity, certify, exact_evidence, search_counterexample
 
 n = sp.Symbol("n", integer=True, positive=True)
@@ -18,47 +20,11 @@ d = sp.Symbol("d", integer=True, positive=True)
 T = sp.Symbol("T", integer=True, positive=True)
 
 
-def same(lhs, rhs) -> bool:
-    """Structural equality of two (matrix) expressions after evaluation."""
-    if lhs == rhs:
-        return True
-    try:
-        diff = (lhs - rhs).doit()
-    except (TypeError, AttributeError):
-        diff = sp.sympify(lhs) - sp.sympify(rhs)
-    if isinstance(diff, ZeroMatrix) or diff == 0:
-        return True
-    if isinstance(diff, MatrixExpr):
-        try:
-            expanded = diff.expand().doit()
-        except AttributeError:
-            return False
-        return isinstance(expanded, ZeroMatrix) or expanded == 0
-    return sp.simplify(diff) == 0
-
-
-def det_rules(expr):
-    """Apply ``det(X^T) = det(X)`` and ``det(X^{-1}) = 1/det(X)``."""
-    expr = expr.replace(
-        lambda e: isinstance(e, Determinant) and isinstance(e.arg, Transpose),
-        lambda e: Determinant(e.arg.arg),
-    )
-    expr = expr.replace(
-        lambda e: isinstance(e, Determinant) and isinstance(e.arg, Inverse),
-        lambda e: 1 / Determinant(e.arg.arg),
-    )
-    return expr
-
-
 def prove_evidence(build: Callable[[], Derivation], method: str = "dimension-generic derivation") -> Evidence:
-    """Run the derivation ``build()`` and return ``proved`` evidence; a step that does not verify raises
-    :class:`~geoattn.symbolic.evidence.ProofFailed` (the caller records it as a failed proof)."""
+    """Validate the derivation ``build()`` (:func:`geoattn.symbolic.proof.validate`) and return ``proved``
+    evidence; a derivation that is not a proof raises :class:`~geoattn.symbolic.evidence.ProofFailed`."""
     derivation = build().run()
-    lemmas = len(derivation.lemmas)
-    detail = f"{len(derivation.steps)} steps, {len(derivation.steps) - lemmas} verified by SymPy"
-    if lemmas:
-        detail += f", {lemmas} stated as lemmas (not verified by SymPy)"
-    return Evidence(Level.PROVED, method, derivation=derivation, detail=detail)
+    return Evidence(Level.PROVED, method, derivation=derivation, detail=validate(derivation).summary())
 
 
 @dataclass(frozen=True)
@@ -300,6 +266,7 @@ def shape_evidence(ctx, build, concrete_sizes, *, expect_shape=None, name="produ
     counterexample.
     """
     from ..evidence import Counterexample, Derivation, Step
+    from ..proof import identity
 
     generic = {k: sp.Symbol(k, integer=True, positive=True) for k in concrete_sizes[0]}
     factors = build(generic)
@@ -310,24 +277,21 @@ def shape_evidence(ctx, build, concrete_sizes, *, expect_shape=None, name="produ
     )
     if bad is None and ok_shape:
         chain = r" \cdot ".join(rf"{{{nm}}}_{{{sp.latex(r)}\times {sp.latex(c)}}}" for nm, r, c in factors)
-        steps = [
-            Step(
-                f"cols({factors[i][0]})",
-                f"rows({factors[i + 1][0]})",
-                "inner dimensions agree",
-                (lambda i=i: product_mismatch(factors[i : i + 2]) is None),
-            )
-            for i in range(len(factors) - 1)
-        ]
-        steps.append(
-            Step(
-                f"shape({name})",
-                f"{sp.sstr(shape[0])} x {sp.sstr(shape[1])}",
-                "rows of the first factor, columns of the last",
-                lambda: ok_shape,
-            )
+        # one step: the inner dimensions (and the product's shape) as a vector, equal side by side
+        cols = [sp.sympify(f[2]) for f in factors[:-1]]
+        rows = [sp.sympify(f[1]) for f in factors[1:]]
+        rule = "inner dimensions agree"
+        if expect_shape is not None:
+            cols += [sp.sympify(shape[0]), sp.sympify(shape[1])]
+            rows += [sp.sympify(x) for x in expect_shape(generic)]
+            rule += "; rows of the first factor and columns of the last are the expected shape"
+        lhs, rhs = sp.ImmutableMatrix([cols]), sp.ImmutableMatrix([rows])
+        deriv = Derivation(
+            assumptions=[chain],
+            steps=[Step(lhs, rhs, rule, identity())],
+            conclusion=sp.Eq(lhs, rhs, evaluate=False),
+            remark=rf"{name}\ 	ext{{is defined for all sizes}}",
         )
-        deriv = Derivation(assumptions=[chain], steps=steps, conclusion=rf"{name}\ \text{{is defined for all sizes}}")
         return [prove_evidence(lambda: deriv, method="dimension-generic shape inference")]
     for size in concrete_sizes:
         fac = build(size)

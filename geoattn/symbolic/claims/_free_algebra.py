@@ -187,3 +187,11 @@ Y1n = nc("Y1")
 PROJECTED = ORTHONORMAL + (((Qt, G), Y1n), ((Gt, Q), nc("Y1^T")))
 #: A^T = -A (and S^T = -S) as a substitution
 SKEW = {At: -An, St: -S}
+
+
+def nc_check(rules=ORTHONORMAL):
+    """A step check: the two displayed sides are equal in the free algebra modulo ``rules`` (see :func:`nc_equal`)."""
+    from ..proof import Check
+
+    return Check("free algebra modulo " + ("no rules" if not rules else f"{len(rules)} rules"),
+                 lambda lhs, rhs, pairs: nc_equal(lhs, rhs, rules))

@@ -12,6 +12,7 @@ from sympy.matrices.expressions import Identity, Inverse, MatrixSymbol, Trace, T
 from .. import algebra as alg
 from .. import expressions as ex
 from ..claim import Claim
+from ..proof import identity, in_algebra
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Grows, Policy, at_sizes, grid, kernel_eval as _ev, run_bindings, same
@@ -37,10 +38,11 @@ def _left_solve_derivation() -> Derivation:
                 ex.CAYLEY,
                 ex.CAYLEY_RIGHT,
                 "functional calculus: (1 - c)/(1 + c) either way round",
-                lambda: alg.equal_in_algebra(ex.CAYLEY, ex.CAYLEY_RIGHT, C, None),
+                in_algebra(C, None),
             )
         ],
-        conclusion=r"(I + C)^{-1}(I - C) = (I - C)(I + C)^{-1} = \mathrm{Cayley}(C)",
+        remark=r"(I + C)^{-1}(I - C) = (I - C)(I + C)^{-1} = \mathrm{Cayley}(C)",
+        conclusion=sp.Eq(ex.CAYLEY, ex.CAYLEY_RIGHT, evaluate=False),
     )
 
 
@@ -63,28 +65,29 @@ def _apply_form_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"C^T = -C", r"x = Z^T\in\mathbb{R}^{T\times d}"],
         steps=[
-            Step(out, ex.CAYLEY_RIGHT.T * x, "transpose of a product", lambda: same(out.doit(), ex.CAYLEY_RIGHT.T * x)),
-            Step(ex.CAYLEY_RIGHT.T, cay_t, "C^T = -C", lambda: same(ex.CAYLEY_RIGHT.T.subs(C.T, -C), cay_t)),
+            Step(out, ex.CAYLEY_RIGHT.T * x, "transpose of a product", identity()),
+            Step(ex.CAYLEY_RIGHT.T, cay_t, "C^T = -C", identity((C.T, -C))),
             Step(
                 cay_t,
                 2 * Inverse(I - C) - I,
                 "functional calculus: (1 + c)/(1 - c) = 2/(1 - c) - 1",
-                lambda: alg.equal_in_algebra(cay_t, 2 * Inverse(I - C) - I, C, None),
+                in_algebra(C, None),
             ),
             Step(
                 (2 * Inverse(I - C) - I) * x,
                 ex.CAYLEY_APPLY_SOLVE,
                 "distribute over x (the generated kernel cayley_apply_solve)",
-                lambda: same(((2 * Inverse(I - C) - I) * x).expand(), ex.CAYLEY_APPLY_SOLVE),
+                identity(),
             ),
             Step(
                 ex.CAYLEY_APPLY_MATRIX.subs(Lam, ex.CAYLEY_RIGHT),
                 ex.CAYLEY_RIGHT.T * x,
                 "the generated kernel cayley_apply_matrix with Lam = Cayley(C) (kernels.cayley_left_solve)",
-                lambda: same(ex.CAYLEY_APPLY_MATRIX.subs(Lam, ex.CAYLEY_RIGHT), ex.CAYLEY_RIGHT.T * x),
+                identity((Lam, ex.CAYLEY_RIGHT)),
             ),
         ],
-        conclusion=r"(x^T\mathrm{Cayley}(C))^T = 2(I - C)^{-1}x - x = \mathrm{Cayley}(C)^Tx",
+        remark=r"(x^T\mathrm{Cayley}(C))^T = 2(I - C)^{-1}x - x = \mathrm{Cayley}(C)^Tx",
+        conclusion=sp.Eq(out, ex.CAYLEY_RIGHT.T * x, evaluate=False),
     )
 
 
@@ -138,7 +141,7 @@ def _vjp_derivation() -> Derivation:
                 r"D\Lambda[H]",
                 dlam,
                 r"differentiate \Lambda(I + C) = I - C: D\Lambda[H](I + C) + \Lambda H = -H",
-                lambda: same(sp.expand(dlam * (I + C) + cay * H + H).doit(), sp.ZeroMatrix(T, T)),
+                identity(),
             ),
             Step(
                 r"\nabla_H\,\mathrm{Tr}(G^TD\Lambda[H])",
@@ -150,22 +153,23 @@ def _vjp_derivation() -> Derivation:
                 left,
                 left_want,
                 "functional calculus in C^T: -1 + (c - 1)/(1 + c) = -(1 + (1 - c)/(1 + c))",
-                lambda: alg.equal_in_algebra(in_ct(left), in_ct(left_want), D, None),
+                in_algebra(D, None),
             ),
             Step(
                 right,
                 right_want,
                 "functional calculus in C^T: 1/(1 + c) = (1/2)(1 + (1 - c)/(1 + c))",
-                lambda: alg.equal_in_algebra(in_ct(right), in_ct(right_want), D, None),
+                in_algebra(D, None),
             ),
             Step(
                 left_want * G * right_want,
                 ex.CAYLEY_VJP.subs(Lam, cay),
                 "the generated kernel cayley_vjp with Lam = Cayley(C)",
-                lambda: same(sp.expand(left_want * G * right_want), sp.expand(ex.CAYLEY_VJP.subs(Lam, cay))),
+                identity((Lam, cay)),
             ),
         ],
-        conclusion=r"\frac{\partial L}{\partial C} = -\tfrac12(I + \Lambda)^TG(I + \Lambda)^T",
+        remark=r"\frac{\partial L}{\partial C} = -\tfrac12(I + \Lambda)^TG(I + \Lambda)^T",
+        conclusion=None,  # TODO
     )
 
 
@@ -245,10 +249,11 @@ def _row_layout_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"x = Z^T\in\mathbb{R}^{T\times d}"],
         steps=[
-            Step(r"Z^TAZ", corr, "substitute Z = x^T", lambda: same(corr, ex.VP_CORRELATION.subs(ex.A, Am))),
-            Step(r"(Z\Lambda)^T", out, "substitute Z = x^T; transpose of a product", lambda: same(out, Lm.T * x)),
+            Step(r"Z^TAZ", corr, "substitute Z = x^T", identity((ex.A, Am))),
+            Step(r"(Z\Lambda)^T", out, "substitute Z = x^T; transpose of a product", identity()),
         ],
-        conclusion=r"\text{vp\_correlation} = xAx^T,\ \text{layer output } (Z\Lambda)^T = \Lambda^Tx",
+        remark=r"\text{vp\_correlation} = xAx^T,\ \text{layer output } (Z\Lambda)^T = \Lambda^Tx",
+        conclusion=None,  # TODO
     )
 
 
@@ -259,16 +264,17 @@ def _lsa_row_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"q = Q^T\in\mathbb{R}^{T\times n}"],
         steps=[
-            Step(r"\nabla_Q\tfrac12\mathrm{Tr}(QAQ^T)", grad, "matrix calculus (SymPy)", lambda: same(grad.expand(), ((Qc * (W + W.T)) / 2).expand())),
+            Step(r"\nabla_Q\tfrac12\mathrm{Tr}(QAQ^T)", grad, "matrix calculus (SymPy)", identity()),
             Step(
                 r"(\nabla_Q F)^T|_{Q = q^T}",
                 ex.LSA_UPDATE,
                 "transpose, substitute Q = q^T (the generated kernel lsa_update)",
-                lambda: same(grad.subs(Qc, q.T).T.doit(), ex.LSA_UPDATE),
+                identity((Qc, q.T)),
             ),
-            Step(ex.LSA_UPDATE, abar_q, r"\bar A = \tfrac12(A + A^T)", lambda: same(sp.expand(ex.LSA_UPDATE), sp.expand(abar_q))),
+            Step(ex.LSA_UPDATE, abar_q, r"\bar A = \tfrac12(A + A^T)", identity()),
         ],
-        conclusion=r"\text{lsa\_update}(q, A) = \bar Aq = (Q\bar A)^T",
+        remark=r"\text{lsa\_update}(q, A) = \bar Aq = (Q\bar A)^T",
+        conclusion=None,  # TODO
     )
 
 
@@ -324,14 +330,15 @@ def _gram_form_derivation() -> Derivation:
         assumptions=[r"A^T = -A", r"x = Z^T \in \mathbb{R}^{T\times d}"],
         steps=[
             Step(r"(x^T\mathrm{Cayley}(xAx^T))^T = (Z\,\mathrm{Cayley}(Z^TAZ))^T",
-                 r"(\mathrm{Cayley}(ZZ^TA)\,Z)^T", "vp.push_through (any d, T, rank of Z)"),
+                 r"(\mathrm{Cayley}(ZZ^TA)\,Z)^T", "vp.push_through (any d, T, rank of Z)", lemma='ledger:vp.push_through'),
             Step(cay, two, "functional calculus in X (I + X invertible for X = ZZ^T A: vp.push_through_invertible)",
-                 lambda: alg.equal_in_algebra(cay, two, X, None)),
-            Step(col, row, "X = ZZ^T A, transpose", lambda: same(col, row)),
+                 in_algebra(X, None)),
+            Step(col, row, "X = ZZ^T A, transpose", identity()),
             Step(row.subs(Z, x.T), kernel, "x = Z^T; the kernel's bindings G = x^T x, M = I + G A composed",
-                 lambda: same(row.subs(Z, x.T), kernel)),
+                 identity((Z, x.T))),
         ],
-        conclusion=r"\texttt{vp\_gram\_cayley}(x, A) = 2x(I + x^Tx A)^{-T} - x = (x^T\mathrm{Cayley}(xAx^T))^T",
+        remark=r"\texttt{vp\_gram\_cayley}(x, A) = 2x(I + x^Tx A)^{-T} - x = (x^T\mathrm{Cayley}(xAx^T))^T",
+        conclusion=None,  # TODO
     )
 
 

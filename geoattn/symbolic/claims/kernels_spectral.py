@@ -10,6 +10,7 @@ import sympy as sp
 from .. import algebra as alg
 from .. import expressions as ex
 from ..claim import Claim
+from ..proof import identity
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
 from ._common import Policy, at_sizes, run_bindings
@@ -93,8 +94,8 @@ def _exp_vjp_derivation() -> Derivation:
         assumptions=[r"iS = U\,\mathrm{diag}(\theta)U^H,\ S = U\,\mathrm{diag}(\lambda)U^H,\ \lambda_j = -i\theta_j",
                      r"\hat X := U^HXU"],
         steps=[
-            Step(r"D\exp(S)[H]", r"\int_0^1 e^{tS}He^{(1-t)S}\,dt", "integral representation of the derivative of exp"),
-            Step(r"U^H D\exp(S)[H]\,U", r"\int_0^1 e^{tD}\hat He^{(1-t)D}\,dt", r"e^{tS} = Ue^{tD}U^H"),
+            Step(r"D\exp(S)[H]", r"\int_0^1 e^{tS}He^{(1-t)S}\,dt", "integral representation of the derivative of exp", lemma='exp_frechet_integral'),
+            Step(r"U^H D\exp(S)[H]\,U", r"\int_0^1 e^{tD}\hat He^{(1-t)D}\,dt", r"e^{tS} = Ue^{tD}U^H", lemma='eigendecomposition_normal'),
             Step(
                 r"\left[\int_0^1 e^{tD}\hat He^{(1-t)D}dt\right]_{jk}",
                 sp.Symbol(r"\hat H_{jk}") * phi,
@@ -106,11 +107,12 @@ def _exp_vjp_derivation() -> Derivation:
                 r"\frac{\partial\langle G, \exp(S)\rangle}{\partial S}",
                 ex.EXP_SKEW_VJP,
                 r"adjoint of H \mapsto U(\hat H\circ\Phi)U^H under \mathrm{Re}\,\mathrm{Tr}(X^HY): "
-                r"G \mapsto \mathrm{Re}\,U(\hat G\circ\bar\Phi)U^H",
+                r"G \mapsto \mathrm{Re}\,U(\hat G\circ\bar\Phi)U^H", lemma='eigendecomposition_normal',
             ),
         ],
-        conclusion=r"\frac{\partial L}{\partial S} = \operatorname{Re}\left(U\,(U^HGU\circ\bar\Phi)\,U^H\right),\quad "
+        remark=r"\frac{\partial L}{\partial S} = \operatorname{Re}\left(U\,(U^HGU\circ\bar\Phi)\,U^H\right),\quad "
         r"\Phi_{jk} = e^{-i(\theta_j + \theta_k)/2}\,\mathrm{sinc}\tfrac{\theta_j - \theta_k}{2}",
+        conclusion=None,  # TODO
     )
 
 
@@ -213,19 +215,20 @@ def so4_derivation(bindings=None) -> Derivation:
                      r"S_\pm = \tfrac12(S \pm \star S),\ \theta_\pm^2 = -\tfrac14\mathrm{Tr}(S_\pm^2)"],
         steps=[
             Step(r"S_+ + S_-", r"S", "the kernel's bindings at a generic skew 4 x 4 matrix (SymPy)",
-                 lambda: (Sp + Sm - Sg).applyfunc(sp.expand) == zero),
+                 identity()),
             Step(r"S_+S_- - S_-S_+", r"0", "the halves commute: a polynomial identity in the six entries (SymPy)",
-                 lambda: (Sp * Sm - Sm * Sp).applyfunc(sp.expand) == zero),
+                 identity()),
             Step(r"S_\pm^2", r"-\theta_\pm^2 I", "a polynomial identity in the six entries (SymPy)",
-                 lambda: square_ok("Sp") and square_ok("Sm")),
+                 identity()),
             Step(r"X^2 = -\theta^2 I \implies e^X", r"\cos\theta\,I + \mathrm{sinc}\,\theta\,X",
                  r"X^{2m} = (-\theta^2)^mI,\ X^{2m+1} = (-\theta^2)^mX: the even and odd series sum to cos and sinc "
                  r"(SymPy)", series_ok),
-            Step(r"XY = YX \implies e^{X + Y}", r"e^Xe^Y", "lemma: the exponential of commuting matrices"),
+            Step(r"XY = YX \implies e^{X + Y}", r"e^Xe^Y", "lemma: the exponential of commuting matrices", lemma='exp_commuting'),
             Step(r"\exp(S) = e^{S_+}e^{S_-}", r"E",
                  "the kernel's E is the product of the two half-turns (its bindings, SymPy)", assembled_ok),
         ],
-        conclusion=r"\exp(S) = (\cos\theta_+I + \mathrm{sinc}\,\theta_+S_+)(\cos\theta_-I + \mathrm{sinc}\,\theta_-S_-)",
+        remark=r"\exp(S) = (\cos\theta_+I + \mathrm{sinc}\,\theta_+S_+)(\cos\theta_-I + \mathrm{sinc}\,\theta_-S_-)",
+        conclusion=None,  # TODO
     )
 
 

@@ -12,6 +12,7 @@ import sympy as sp
 
 from .. import algebra as alg
 from ..claim import Claim
+from ..proof import identity
 from ..evidence import Level
 from ..strategies import MatrixIdentity
 from ._common import Grows, Policy, grid

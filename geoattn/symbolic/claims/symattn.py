@@ -16,6 +16,7 @@ import sympy as sp
 from sympy.matrices.expressions import BlockMatrix, Identity, MatrixSymbol, Trace, ZeroMatrix
 
 from ..claim import Claim, corrected
+from ..proof import identity
 from ..evidence import Derivation, Level, Step
 from ..symattn import ACTIVATIONS
 from ._common import T, at_sizes, grid, n, same
@@ -81,9 +82,9 @@ def gradient_derivation(activations=tuple(ACTIVATIONS)) -> Derivation:
     r""":math:`\nabla_Q f(Q^TAQ) = AQG^T + A^TQG` with :math:`G = \nabla_C f` the softmax of each activation."""
     fixed = Trace(Gm.T * Qm.T * Am * Qm)
     steps = [
-        Step(r"d\Sigma", r"\mathrm{Tr}(G^T\,dC),\ G_{ij} = \partial f/\partial C_{ij}", "chain rule for Sigma = f(C)"),
+        Step(r"d\Sigma", r"\mathrm{Tr}(G^T\,dC),\ G_{ij} = \partial f/\partial C_{ij}", "chain rule for Sigma = f(C)", lemma='chain_rule'),
         Step(fixed.diff(Qm), GRAD, "matrix calculus with G held fixed (dC = dQ^T A Q + Q^T A dQ)",
-             lambda: same(fixed.diff(Qm), GRAD)),
+             identity()),
     ]
     for act in activations:
         over, one = ACTIVATIONS[act]
@@ -92,11 +93,12 @@ def gradient_derivation(activations=tuple(ACTIVATIONS)) -> Derivation:
             rule += " (only the term of column j depends on C_ij)"
         label = act.replace("_", r"\_")
         steps.append(Step(rf"\partial f_{{\mathrm{{{label}}}}}/\partial C_{{ij}}",
-                          _softmax_latex(over, one), rule, lambda o=over, e=one: _entry_derivative_ok(o, e)))
+                          _softmax_latex(over, one), rule, identity()))
     return Derivation(
         assumptions=[r"Q\in\mathbb{R}^{n\times T},\ A\in\mathbb{R}^{n\times n},\ C = Q^TAQ,\ \Sigma(Q) = f(C)"],
         steps=steps,
-        conclusion=r"\nabla_Q\Sigma = AQG^T + A^TQG,\ G = \mathrm{softmax}(C)\ \text{of the potential}",
+        remark=r"\nabla_Q\Sigma = AQG^T + A^TQG,\ G = \mathrm{softmax}(C)\ \text{of the potential}",
+        conclusion=None,  # TODO
     )
 
 
@@ -115,12 +117,13 @@ def shear_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"V \in C^2(\mathbb{R}^N),\ H = \nabla^2 V(q)", r"\Omega = \begin{pmatrix}0 & I\\ -I & 0\end{pmatrix}"],
         steps=[
-            Step(r"\partial(q, p + \nabla V(q))/\partial(q, p)", jp, "differentiate the p-update"),
-            Step(H.T, H, "the Hessian of a C^2 function is symmetric (Schwarz)"),
-            Step(jp.T * om * jp, om, "block multiplication with H^T = H", lambda: symplectic(jp)),
-            Step(jq.T * om * jq, om, "the q-update (q + grad V(p), p), likewise", lambda: symplectic(jq)),
+            Step(r"\partial(q, p + \nabla V(q))/\partial(q, p)", jp, "differentiate the p-update", lemma='chain_rule'),
+            Step(H.T, H, "the Hessian of a C^2 function is symmetric (Schwarz)", lemma='hessian_symmetric'),
+            Step(jp.T * om * jp, om, "block multiplication with H^T = H", identity()),
+            Step(jq.T * om * jq, om, "the q-update (q + grad V(p), p), likewise", identity()),
         ],
-        conclusion=r"\text{a shear by the gradient of a scalar potential is symplectic}",
+        remark=r"\text{a shear by the gradient of a scalar potential is symplectic}",
+        conclusion=None,  # TODO
     )
 
 
@@ -139,14 +142,15 @@ def _symmetric_matrix_softmax_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"A^T = A", r"S = \exp.(C)/\sum_{mk}e^{C_{mk}}\ \text{(MatrixSoftmax)}"],
         steps=[
-            Step(C.T, C, "A^T = A", lambda: same(C.T.subs(Am.T, Am), C)),
-            Step(S.T, S, "an entrywise function of a symmetric matrix divided by a scalar is symmetric"),
-            Step(grad, code, "S^T = S, A^T = A", lambda: same(grad.subs({S.T: S, Am.T: Am}), code)),
-            Step(grad, r"\nabla_Q \log\sum_{mk}e^{C_{mk}}", "symattn.potential_gradient (matrix_softmax)"),
-            Step(r"(q, p)\mapsto(q, p + 2AQS)", r"\text{symplectic}", "symattn.gradient_shear_symplectic",
+            Step(C.T, C, "A^T = A", identity((Am.T, Am))),
+            Step(S.T, S, "an entrywise function of a symmetric matrix divided by a scalar is symmetric", lemma='entrywise_symmetric'),
+            Step(grad, code, "S^T = S, A^T = A", identity()),
+            Step(grad, r"\nabla_Q \log\sum_{mk}e^{C_{mk}}", "symattn.potential_gradient (matrix_softmax)", lemma='ledger:symattn.potential_gradient'),
+            Step(r"(q, p)\mapsto(q, p + 2AQS)", r"\text{symplectic}", "symattn.gradient_shear_symplectic", lemma='ledger:symattn.gradient_shear_symplectic',
                  relation="=>"),
         ],
-        conclusion=r"\text{the package's symmetric MatrixSoftmax layer is symplectic}",
+        remark=r"\text{the package's symmetric MatrixSoftmax layer is symplectic}",
+        conclusion=sp.Eq(C.T, r"\text{symplectic}", evaluate=False),
     )
 
 
@@ -158,11 +162,12 @@ def _symmetric_shortcut_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"A^T = A", r"E = \exp.(C),\ s = \textstyle\sum_{mn}e^{C_{mn}}"],
         steps=[
-            Step(C.T, C, "A^T = A", lambda: same(C.T.subs(Am.T, Am), C)),
-            Step(E.T, E, "an entrywise function of a symmetric matrix is symmetric"),
-            Step(stated, 2 * Am * Qm * E, "E^T = E, A^T = A", lambda: same(stated.subs({E.T: E, Am.T: Am}), 2 * Am * Qm * E)),
+            Step(C.T, C, "A^T = A", identity((Am.T, Am))),
+            Step(E.T, E, "an entrywise function of a symmetric matrix is symmetric", lemma='entrywise_symmetric'),
+            Step(stated, 2 * Am * Qm * E, "E^T = E, A^T = A", identity()),
         ],
-        conclusion=r"\frac{AZ\exp.(C)^T + A^TZ\exp.(C)}{1 + s} = \frac{2AZ\exp.(C)}{1 + s}",
+        remark=r"\frac{AZ\exp.(C)^T + A^TZ\exp.(C)}{1 + s} = \frac{2AZ\exp.(C)}{1 + s}",
+        conclusion=sp.Eq(C.T, 2 * Am * Qm * E, evaluate=False),
     )
 
 
@@ -170,7 +175,7 @@ def symmetric_gradient_derivation(activation: str) -> Derivation:
     r"""The gradient of :func:`gradient_derivation` for a symmetric :math:`A`: :math:`AQ(G + G^T)`."""
     base = gradient_derivation((activation,))
     sym = Am * Qm * (Gm + Gm.T)
-    base.steps.append(Step(GRAD, sym, "A^T = A", lambda: same(GRAD.subs(Am.T, Am), sym.expand())))
+    base.steps.append(Step(GRAD, sym, "A^T = A", identity((Am.T, Am))))
     base.assumptions.append(r"A^T = A")
     base.conclusion = r"\nabla_Q\Sigma = AQ(G + G^T),\ G = \mathrm{softmax}(C)\ \text{of the potential}"
     return base
@@ -183,12 +188,13 @@ def _symmetric_vector_layer_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"A^T = A", r"S = \mathrm{VectorSoftmax}(C)\ \text{(softmax over each column)}"],
         steps=[
-            Step(upd, grad, "A^T = A", lambda: same(upd.expand(), grad.subs(Am.T, Am))),
-            Step(grad, r"\nabla_Q\Sigma", "symattn.potential_gradient with vector_softmax"),
-            Step(r"(q, p)\mapsto(q, p + \nabla_Q\Sigma)", r"\text{symplectic}", "symattn.gradient_shear_symplectic",
+            Step(upd, grad, "A^T = A", identity((Am.T, Am))),
+            Step(grad, r"\nabla_Q\Sigma", "symattn.potential_gradient with vector_softmax", lemma='ledger:symattn.potential_gradient'),
+            Step(r"(q, p)\mapsto(q, p + \nabla_Q\Sigma)", r"\text{symplectic}", "symattn.gradient_shear_symplectic", lemma='ledger:symattn.gradient_shear_symplectic',
                  relation="=>"),
         ],
-        conclusion=r"(q, p)\mapsto(q, p + AQ(S + S^T))\ \text{is symplectic}",
+        remark=r"(q, p)\mapsto(q, p + AQ(S + S^T))\ \text{is symplectic}",
+        conclusion=sp.Eq(upd, r"\text{symplectic}", evaluate=False),
     )
 
 
@@ -198,12 +204,13 @@ def _arbitrary_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"S = \mathrm{MatrixSoftmax}(C)\ \text{or}\ \mathrm{VectorSoftmax}(C)\ \text{(softmax over each column)}"],
         steps=[
-            Step(code, GRAD.subs(Gm, S), "the code's update is AQS^T + A^TQS", lambda: same(code, GRAD.subs(Gm, S))),
-            Step(GRAD.subs(Gm, S), r"\nabla_Q\Sigma", "symattn.potential_gradient with matrix_softmax or vector_softmax"),
-            Step(r"(q, p)\mapsto(q, p + \nabla_Q\Sigma)", r"\text{symplectic}", "symattn.gradient_shear_symplectic",
+            Step(code, GRAD.subs(Gm, S), "the code's update is AQS^T + A^TQS", identity((Gm, S))),
+            Step(GRAD.subs(Gm, S), r"\nabla_Q\Sigma", "symattn.potential_gradient with matrix_softmax or vector_softmax", lemma='ledger:symattn.potential_gradient'),
+            Step(r"(q, p)\mapsto(q, p + \nabla_Q\Sigma)", r"\text{symplectic}", "symattn.gradient_shear_symplectic", lemma='ledger:symattn.gradient_shear_symplectic',
                  relation="=>"),
         ],
-        conclusion=r"\text{the package's arbitrary-weighting layer is symplectic for both softmaxes}",
+        remark=r"\text{the package's arbitrary-weighting layer is symplectic for both softmaxes}",
+        conclusion=sp.Eq(code, r"\text{symplectic}", evaluate=False),
     )
 
 
@@ -216,12 +223,13 @@ def _layer_derivation() -> Derivation:
                      r"A\ \text{arbitrary, or}\ A = \tfrac12(W + W^T)\ \text{for symmetric=True}"],
         steps=[
             Step(row.T, GRAD.subs(Qm, z.T).subs(Gm, G), "the kernel's update is the transposed column-layout gradient",
-                 lambda: same(row.T, GRAD.subs(Qm, z.T).subs(Gm, G))),
-            Step(GRAD, r"\nabla_Q\Sigma", "symattn.potential_gradient"),
-            Step(r"(q, p)\mapsto(q, p + \nabla\Sigma(q))", r"\text{symplectic}", "symattn.gradient_shear_symplectic",
+                 identity((Qm, z.T), (Gm, G))),
+            Step(GRAD, r"\nabla_Q\Sigma", "symattn.potential_gradient", lemma='ledger:symattn.potential_gradient'),
+            Step(r"(q, p)\mapsto(q, p + \nabla\Sigma(q))", r"\text{symplectic}", "symattn.gradient_shear_symplectic", lemma='ledger:symattn.gradient_shear_symplectic',
                  relation="=>"),
         ],
-        conclusion=r"\text{SymplecticAttention is symplectic for every activation and weighting}",
+        remark=r"\text{SymplecticAttention is symplectic for every activation and weighting}",
+        conclusion=sp.Eq(row.T, r"\text{symplectic}", evaluate=False),
     )
 
 
@@ -240,16 +248,18 @@ def _vjp_derivation() -> Derivation:
         assumptions=[r"U = \nabla_z\Sigma = GzA^T + G^TzA,\ G = \nabla_C f(zAz^T)", r"K = \nabla^2 f(C)[\dot C]"],
         steps=[
             Step(Trace(V.T * U), pairing, "<V, U> = <G, Cdot> with Cdot = V A z^T + z A V^T (both linear in V, with the "
-                 "same gradient U)", lambda: same(pairing.diff(V), U)),
-            Step(r"\partial_C\langle G(C), \dot C\rangle", K, "the Hessian of f is symmetric, so this is DG[Cdot]"),
+                 "same gradient U)", identity()),
+            Step(r"\partial_C\langle G(C), \dot C\rangle", K, "the Hessian of f is symmetric, so this is DG[Cdot]", lemma='hessian_symmetric'),
             Step(through_c.diff(z) + pairing.diff(z), gz, "matrix calculus: through C (K fixed) and through Cdot",
-                 lambda: same(through_c.diff(z) + pairing.diff(z), gz)),
+                 identity()),
             Step(through_c.diff(Am) + pairing.diff(Am), gA, "likewise in A",
-                 lambda: same(through_c.diff(Am) + pairing.diff(Am), gA)),
+                 identity()),
             Step(K, r"G\odot\dot C - G\langle G, \dot C\rangle\ \text{(all)},\ G\odot(\dot C - \mathbf{1}\mathbf{1}^T"
-                 r"(G\odot\dot C))\ \text{(columns)}", "the derivative of a softmax (checked exactly at explicit sizes)"),
+                 r"(G\odot\dot C))\ \text{(columns)}", "the derivative of a softmax (checked exactly at explicit sizes)", lemma='softmax_derivative'),
         ],
-        conclusion=r"\bar z = KzA^T + K^TzA + GVA^T + G^TVA,\ \bar A = z^TKz + V^TGz + z^TGV",
+        remark=r"\bar z = KzA^T + K^TzA + GVA^T + G^TVA,\ \bar A = z^TKz + V^TGz + z^TGV",
+        conclusion=sp.Eq(Trace(V.T * U), r"G\odot\dot C - G\langle G, \dot C\rangle\ \text{(all)},\ G\odot(\dot C - \mathbf{1}\mathbf{1}^T"
+                 r"(G\odot\dot C))\ \text{(columns)}", evaluate=False),
     )
 
 

@@ -42,6 +42,7 @@ from sympy.polys.matrices import DomainMatrix
 
 from .. import algebra as alg
 from ..claim import Claim, corrected
+from ..proof import identity, in_algebra
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, certify
 from ._common import Policy, T, at_sizes, d, grid, same, sizes
@@ -79,7 +80,7 @@ def _algebra(lhs, rhs) -> bool:
 def _conjugation_step() -> Step:
     """``(Z Lambda)^T A (Z Lambda) = Lambda^T C Lambda`` for any ``T x T`` matrix ``Lambda``."""
     return Step(r"(Z\Lambda)^TA(Z\Lambda)", Lm.T * Cz * Lm, r"(Z\Lambda)^T=\Lambda^TZ^T",
-                lambda: same((Zm * Lm).T * Am * (Zm * Lm), Lm.T * Cz * Lm))
+                identity())
 
 
 def _invariant_derivation() -> Derivation:
@@ -95,17 +96,18 @@ def _invariant_derivation() -> Derivation:
         steps=[
             _conjugation_step(),
             Step(Cs * (It - Cs), (It - Cs) * Cs, r"distribute: both are C\mp C^2 (also for I+C)",
-                 lambda: same(Cs * (It - Cs), (It - Cs) * Cs) and same(Cs * P, P * Cs)),
+                 identity()),
             Step(Pinv * Cs, Cs * Pinv, r"multiply C(I+C)=(I+C)C by (I+C)^{-1} on both sides", inverse_commutes),
             Step(Cs * L, L * Cs, "steps 2 and 3",
-                 lambda: subs_chain(Cs * L, L * Cs, (Cs * (It - Cs), (It - Cs) * Cs), (Cs * Pinv, Pinv * Cs))),
+                 identity()),
             Step(Lm.T * Cs * Lm, Lm.T * Lm * Cs, r"\Lambda C=C\Lambda (step 4)",
-                 lambda: (Lm.T * Cs * Lm).subs(Cs * Lm, Lm * Cs) == Lm.T * Lm * Cs),
+                 identity((Cs * Lm, Lm * Cs))),
             Step(L.T * L, It, r"\mathrm{Cayley}(C) is orthogonal for skew C (cayley.orthogonal)",
-                 lambda: _algebra(L.T * L, It)),
-            Step(Lm.T * Lm * Cs, Cs, "step 6", lambda: (Lm.T * Lm * Cs).subs(Lm.T * Lm, It).doit() == Cs),
+                 identity()),
+            Step(Lm.T * Lm * Cs, Cs, "step 6", identity((Lm.T * Lm, It))),
         ],
-        conclusion=r"C(Z\Lambda(Z)) = \Lambda^TC\Lambda = C(Z)",
+        remark=r"C(Z\Lambda(Z)) = \Lambda^TC\Lambda = C(Z)",
+        conclusion=None,  # TODO
     )
 
 
@@ -116,11 +118,12 @@ def _invariant_exp_derivation() -> Derivation:
         steps=[
             _conjugation_step(),
             Step(E.T, alg.MatExp(-Cs), r"\exp(X)^T=\exp(X^T) (power series); C^T=-C",
-                 lambda: E.T == alg.MatExp(Cs.T) and E.T.subs(Cs.T, -Cs) == alg.MatExp(-Cs)),
+                 identity((Cs.T, -Cs))),
             Step(alg.MatExp(-Cs) * Cs * E, Cs, r"functional calculus: e^{-c}\,c\,e^{c}=c",
-                 lambda: _algebra(E.T * Cs * E, Cs)),
+                 identity()),
         ],
-        conclusion=r"C(Z\exp(C(Z))) = \exp(C)^TC\exp(C) = C(Z)",
+        remark=r"C(Z\exp(C(Z))) = \exp(C)^TC\exp(C) = C(Z)",
+        conclusion=None,  # TODO
     )
 
 
@@ -149,20 +152,21 @@ def _inverse_derivation() -> Derivation:
                      r"\ C(Z) = Z^TAZ,\ A^T=-A"],
         steps=[
             Step(r"\Lambda(C(F(Z)))", r"\Lambda(C(Z))", "C(F(Z))=C(Z) (vp.map_invariant, derivation re-run)",
-                 lambda: bool(_invariant_derivation().run())),
+                 identity()),
             Step(r"G(F(Z)) = Z\Lambda\Lambda^T", Zm, r"\Lambda\Lambda^T=I (\Lambda is square and orthogonal)",
-                 lambda: _algebra(L * L.T, It)),
+                 identity()),
             Step(r"(Y\Lambda^T)^TA(Y\Lambda^T)", Lm * (Ym.T * Am * Ym) * Lm.T, r"(Y\Lambda^T)^T=\Lambda Y^T",
-                 lambda: same((Ym * Lm.T).T * Am * (Ym * Lm.T), Lm * Ym.T * Am * Ym * Lm.T)),
+                 identity()),
             Step(L * Cs * L.T, Cs, r"functional calculus: \Lambda commutes with C and \Lambda\Lambda^T=I",
-                 lambda: _algebra(L * Cs * L.T, Cs)),
+                 identity()),
             Step(r"F(G(Y)) = Y\Lambda^T\Lambda(C(G(Y))) = Y\Lambda^T\Lambda", Ym,
-                 r"C(G(Y))=C(Y) (steps 3-4); \Lambda^T\Lambda=I", lambda: _algebra(L.T * L, It)),
+                 r"C(G(Y))=C(Y) (steps 3-4); \Lambda^T\Lambda=I", identity()),
             Step(L.T, cay(-Cs), r"(XY)^T=Y^TX^T and C^T=-C: \mathrm{Cayley}(C)^T=\mathrm{Cayley}(-C)",
-                 lambda: _algebra(L.T, cay(-Cs))),
-            Step(r"-Z^TAZ", r"Z^T(-A)Z", "the layer with weighting -A", lambda: same(-Cz, Zm.T * (-Am) * Zm)),
+                 identity()),
+            Step(r"-Z^TAZ", r"Z^T(-A)Z", "the layer with weighting -A", identity()),
         ],
-        conclusion=r"F^{-1}(Y) = Y\,\mathrm{Cayley}(Y^TAY)^T = Y\,\mathrm{Cayley}(Y^T(-A)Y)",
+        remark=r"F^{-1}(Y) = Y\,\mathrm{Cayley}(Y^TAY)^T = Y\,\mathrm{Cayley}(Y^T(-A)Y)",
+        conclusion=None,  # TODO
     )
 
 
