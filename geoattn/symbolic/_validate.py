@@ -8,7 +8,7 @@ import sympy as sp
 from sympy.matrices.expressions import MatrixExpr, MatrixSymbol
 
 from .lemmas import LEMMAS, is_known
-from .proof import Check, Derivation, DerivationReport, Step, relation, same, zero_argument
+from .proof import _apply, Check, Derivation, DerivationReport, Step, relation, same, zero_argument
 
 _MUTANT = itertools.count()
 
@@ -27,15 +27,16 @@ def _zero(expr) -> bool:
         return False
 
 
-def mutants(rhs) -> list[tuple[str, object]]:
+def mutants(rhs, pairs=()) -> list[tuple[str, object]]:
     """The perturbations of ``rhs`` a sound check must reject: a fresh symbol added (always), a factor 2
-    (unless ``rhs`` is zero) and a transpose (for square matrices that are not provably symmetric)."""
+    (unless ``rhs`` is zero) and a transpose (for square matrices not provably symmetric under ``pairs``,
+    the substitutions of the facts the check uses)."""
     out = [("a fresh symbol added", rhs + _fresh_like(rhs))]
     if not _zero(rhs):
         out.append(("a factor 2", 2 * rhs))
     if isinstance(rhs, MatrixExpr) and rhs.shape[0] == rhs.shape[1]:
         try:
-            symmetric = same(rhs.T, rhs)
+            symmetric = same(_apply(rhs.T, pairs), _apply(rhs, pairs))
         except Exception:  # noqa: BLE001
             symmetric = False
         if not symmetric:
@@ -79,7 +80,7 @@ def _run_step(step: Step, facts: dict) -> str:
         return f"check {chk.name!r} raised {exc!r}"
     if not ok:
         return f"check {chk.name!r} does not confirm the step"
-    for label, mutant in mutants(step.rhs):
+    for label, mutant in mutants(step.rhs, chk.pairs(facts)):
         try:
             survived = chk(step.lhs, mutant, facts)
         except Exception:  # noqa: BLE001 - rejecting a mutant by raising is rejecting it
@@ -93,14 +94,24 @@ def _key(expr):
     return ("text", expr) if isinstance(expr, str) else expr
 
 
+def _evaluated(expr):
+    try:
+        return expr.doit()
+    except Exception:  # noqa: BLE001 - an expression SymPy cannot evaluate stays as written
+        return expr
+
+
 def _on_board(expr, board: list) -> bool:
+    """Whether ``expr`` (as written or evaluated) is, or is part of, an expression on the board."""
     if isinstance(expr, str):
         return any(isinstance(b, str) and b == expr for b in board)
+    forms = {expr, _evaluated(expr)}
     for b in board:
-        if isinstance(b, str):
+        if isinstance(b, str) or not isinstance(b, sp.Basic):
             continue
-        if b == expr or (isinstance(b, sp.Basic) and b.has(expr)):
-            return True
+        for bb in {b, _evaluated(b)}:
+            if any(bb == f or bb.has(f) for f in forms):
+                return True
     return False
 
 

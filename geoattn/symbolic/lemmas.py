@@ -50,6 +50,7 @@ _HIGHAM = "Higham, Functions of Matrices (SIAM, 2008)"
 _ARNOLD = "Arnold, Mathematical Methods of Classical Mechanics, 2nd ed. (Springer, 1989)"
 
 register("definition", "a quantity equals what its definition says (the rule names the definition)", "the claim's source")
+register("hypothesis", "a hypothesis of the claim, applied as stated in its assumptions", "the claim's statement")
 register("sum_of_squares_real", r"x^T x = \sum_i x_i^2 = 0 implies x = 0 for real x", _HJ + ", 5.1")
 register("determinant_multiplicative", r"\det(XY) = \det X \det Y,\ \det X^T = \det X,\ \det \mathbb{I} = 1", _HJ + ", 0.3")
 register("determinant_equal_columns", "a determinant with two equal columns vanishes", _HJ + ", 0.3")

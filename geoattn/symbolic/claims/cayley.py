@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 import sympy as sp
-from sympy.matrices.expressions import Determinant, Identity, Inverse, MatrixSymbol, Transpose
+from sympy.matrices.expressions import Determinant, Identity, Inverse, MatrixSymbol, Transpose  # noqa: F401
 
 from .. import algebra as alg
 from ..claim import Claim, corrected
-from ..proof import identity, in_algebra
+from ..proof import identity, in_algebra, relation
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
 from ._common import Grows, Policy, at_sizes, det_rules, grid, n, same
@@ -32,23 +32,24 @@ CAY = (I - A) * Inverse(I + A)
 def _well_defined_derivation() -> Derivation:
     x = MatrixSymbol("x", n, 1)
     q = x.T * A * x
+    z1 = sp.ZeroMatrix(1, 1)
     return Derivation(
         assumptions=[r"A^T = -A \in \mathbb{R}^{n\times n}", r"x \in \mathbb{R}^{n},\ (I + A)x = 0"],
+        facts={"A skew": {A.T: -A}},
+        subject=(x.T * (I + A) * x, q),
         steps=[
-            Step(q, q.T, "a 1x1 matrix equals its transpose", identity()),
-            Step(q.T, -q, "transpose reverses products; A^T = -A", identity((A.T, -A))),
-            Step(q, sp.ZeroMatrix(1, 1), "q = -q", identity((A.T, -A))),
-            Step(
-                x.T * (I + A) * x,
-                x.T * x + q,
-                "distribute",
-                identity(),
-            ),
-            Step(x.T * x, sp.ZeroMatrix(1, 1), "(I + A)x = 0 and x^T A x = 0", lemma='definition'),
-            Step(x, sp.ZeroMatrix(n, 1), r"x^T x = \sum_i x_i^2 = 0 forces x = 0 for real x", lemma='sum_of_squares_real'),
+            Step(q, q.T, "a 1x1 matrix equals its transpose",
+                 relation(lambda l, r: l.shape == (1, 1) and same(l.T, r), "1x1 transpose")),
+            Step(q.T, -q, "transpose reverses products; A^T = -A", identity()),
+            Step(q, z1, "q = q^T = -q", relation(
+                lambda l, r: l.shape == (1, 1) and same((l + l.T).doit().subs(A.T, -A), 2 * r), "q + q^T = 2 rhs")),
+            Step(x.T * (I + A) * x, x.T * x + q, "distribute", identity()),
+            Step(x.T * x + q, x.T * x, "step 3: q = 0", identity((q, z1))),
+            Step(x.T * x, z1, "(I + A)x = 0, so x^T(I + A)x = 0; steps 4-5", lemma="hypothesis"),
+            Step(x, sp.ZeroMatrix(n, 1), r"x^T x = \sum_i x_i^2 = 0 forces x = 0 for real x", lemma="sum_of_squares_real"),
         ],
+        conclusion=sp.Eq(x, sp.ZeroMatrix(n, 1), evaluate=False),
         remark=r"\ker(I + A) = \{0\},\ \text{so } I + A \text{ is invertible for every real skew-symmetric } A",
-        conclusion=sp.Eq(q, sp.ZeroMatrix(n, 1), evaluate=False),
     )
 
 
@@ -110,8 +111,7 @@ def _orthogonal_derivation(eps: int | None = -1, matrix: str = "skew") -> Deriva
     return Derivation(
         assumptions=[rf"A\ \text{{is {matrix}}}", r"I \pm A\ \text{invertible (cayley.well_defined)}"],
         steps=steps,
-        remark=r"\mathrm{Cayley}(A)^T\mathrm{Cayley}(A) = \mathbb{I}",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(CAY.T * CAY, I, evaluate=False),
     )
 
 
@@ -168,23 +168,15 @@ def _det_one_derivation() -> Derivation:
     return Derivation(
         assumptions=[r"A^T = -A", r"I + A\ \text{invertible (cayley.well_defined)}"],
         steps=[
-            Step((I + A).T, I - A, "A^T = -A", identity((A.T, -A))),
-            Step(
-                dminus,
-                dplus,
-                r"\det X^T = \det X applied to X = I + A",
-                identity((A.T, -A)),
-            ),
-            Step(
-                Determinant(CAY),
-                dminus / dplus,
-                r"\det(XY) = \det X \det Y, \det X^{-1} = 1/\det X",
-                identity(),
-            ),
-            Step(dminus / dplus, 1, "previous step", identity((dminus, dplus))),
+            Step(Determinant(CAY), dminus / dplus, r"\det(XY) = \det X \det Y, \det X^{-1} = 1/\det X",
+                 relation(lambda l, r: same(det_rules(sp.det(l.arg)), r), "determinant rules")),
+            Step(dminus, Determinant((I + A).T), r"I - A = (I + A)^T \text{ for } A^T = -A", identity((A.T, -A))),
+            Step(Determinant((I + A).T), dplus, r"\det X^T = \det X",
+                 relation(lambda l, r: isinstance(l, Determinant) and isinstance(r, Determinant)
+                          and same(l.arg, r.arg.T), "det X^T = det X")),
+            Step(dminus / dplus, 1, "steps 2-3", identity((dminus, dplus))),
         ],
-        remark=r"\det\mathrm{Cayley}(A) = 1",
-        conclusion=sp.Eq((I + A).T, 1, evaluate=False),
+        conclusion=sp.Eq(Determinant(CAY), 1, evaluate=False),
     )
 
 
@@ -233,24 +225,15 @@ def _det_pm_one_derivation() -> Derivation:
     dq = sp.Symbol(r"\det Q")
     return Derivation(
         assumptions=[r"Q^T Q = \mathbb{I}"],
+        subject=(Determinant(Q.T * Q),),
         steps=[
-            Step(
-                Determinant(Q.T * Q),
-                Determinant(Q) ** 2,
-                r"\det(XY) = \det X\det Y, \det X^T = \det X",
-                identity(),
-            ),
-            Step(Determinant(Q) ** 2, 1, r"Q^T Q = \mathbb{I}, \det\mathbb{I} = 1", lemma='determinant_multiplicative'),
-            Step(
-                dq,
-                r"\pm 1",
-                "roots of x^2 - 1",
-                identity(),
-                relation="=>",
-            ),
+            Step(Determinant(Q.T * Q), Determinant(Q) ** 2, r"\det(XY) = \det X\det Y, \det X^T = \det X",
+                 relation(lambda l, r: same(det_rules(sp.det(l.arg)), r), "determinant rules")),
+            Step(Determinant(Q.T * Q), 1, r"Q^T Q = \mathbb{I}, \det\mathbb{I} = 1",
+                 relation(lambda l, r: same(Determinant(l.arg.subs(Q.T * Q, Identity(n))).doit(), r), "Q^T Q = I")),
         ],
-        remark=r"\det Q \in \{-1, 1\}",
-        conclusion=sp.Eq(Determinant(Q.T * Q), r"\pm 1", evaluate=False),
+        conclusion=sp.Eq(Determinant(Q) ** 2, 1, evaluate=False),
+        remark=r"\det Q \in \{-1, 1\}, the roots of x^2 - 1",
     )
 
 
@@ -275,17 +258,13 @@ def _first_variation_derivation() -> Derivation:
     image = alg.scalar_image(cay_eb, B, b, -1)
     deriv_image = sp.diff(image, e).subs(e, 0)
     dcay = -2 * B
+    dot = MatrixSymbol(r"\dot{M}", n, n)  # d/de at 0 of Cayley(eB)^T Cayley(eB)
     return Derivation(
         assumptions=[r"B^T = -B", r"A(\varepsilon) = \varepsilon B"],
         steps=[
+            Step(deriv_image, -2 * b, "functional calculus: d/de (1 - e b)/(1 + e b) at 0 is -2b", identity()),
             Step(
-                r"\frac{d}{d\varepsilon}\Big|_0 \mathrm{Cayley}(\varepsilon B)",
-                dcay,
-                "functional calculus: d/de (1 - e b)/(1 + e b) at 0 is -2b",
-                identity(),
-            ),
-            Step(
-                r"\frac{d}{d\varepsilon}\Big|_0 \mathrm{Cayley}^T\mathrm{Cayley}",
+                dot,
                 dcay.T + dcay,
                 "product rule at Cayley(0) = I", lemma='product_rule',
             ),
@@ -293,7 +272,8 @@ def _first_variation_derivation() -> Derivation:
         ],
         remark=r"\frac{d}{d\varepsilon}\big|_0\mathrm{Cayley}(\varepsilon B) = -2B "
         r"\text{ and the first variation of } \mathrm{Cayley}^T\mathrm{Cayley} \text{ vanishes}",
-        conclusion=None,  # TODO
+        subject=(deriv_image,),
+        conclusion=sp.Eq(dot, sp.ZeroMatrix(n, n), evaluate=False),
     )
 
 
