@@ -9,6 +9,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from .earn import earn
 from .evidence import Evidence, Level, Verdict
 
 __all__ = [
@@ -112,7 +113,7 @@ def check(claim: Claim, ctx: CheckContext | None = None) -> Verdict:
     ctx = CheckContext(seed=ctx.seed, depth=ctx.depth, claim_id=claim.id)
     start = time.perf_counter()
     try:
-        evidence = claim.checker(ctx)
+        evidence = earn(list(claim.checker(ctx)))
     except Exception as exc:  # a crashing checker is a verdict of its own
         tb = traceback.format_exc(limit=4)
         return Verdict(claim.id, Level.ERROR, [], time.perf_counter() - start, error=f"{exc!r}\n{tb}")

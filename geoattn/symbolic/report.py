@@ -13,6 +13,7 @@ import sympy as sp
 from .claim import Claim, run
 from .ledger import all_claims
 from .evidence import Level, Verdict
+from .proof import validate
 
 __all__ = [
     "short_source",
@@ -42,8 +43,7 @@ def evidence_summary(verdict: Verdict) -> str:
     parts = []
     for ev in sorted(verdict.evidence, key=lambda e: -e.level.rank):
         if ev.level is Level.PROVED:
-            n = len(ev.derivation.steps) if ev.derivation else 0
-            parts.append(f"derivation, {n} steps")
+            parts.append("derivation, " + validate(ev.derivation).summary() if ev.derivation else "derivation")
         elif ev.level is Level.CHECKED:
             parts.append(f"exact at {len(ev.sizes)} sizes up to {_max_size(ev.sizes)}")
         elif ev.level is Level.CERTIFIED:
@@ -98,6 +98,8 @@ def claim_record(claim: Claim, verdict: Verdict) -> dict:
         "error": verdict.error,
         "notes": claim.notes,
         "evidence": [e.to_json() for e in verdict.evidence],
+        # the engine's account of the derivation: n_steps, n_verified, n_lemmas, lemma_names, summary, problems
+        "derivation": None if verdict.derivation is None else validate(verdict.derivation).to_json(),
     }
 
 
@@ -142,10 +144,13 @@ def format_derivation(claim: Claim, verdict: Verdict) -> str:
         for a in deriv.assumptions:
             out.append(f"   assume  {a}")
         for k, step in enumerate(deriv.steps, 1):
-            mark = {True: "verified", False: "FAILED", None: "lemma"}[step.verified]
+            mark = {True: "verified", False: "FAILED", None: f"lemma {step.lemma}"}[step.verified]
             out.append(f"   ({k}) {step.text()}")
-            out.append(f"        [{step.rule}; {mark}]")
-        out.append(f"   hence   {deriv.conclusion}")
+            out.append(f"        [{step.rule}; {mark}]" + (f" {step.problem}" if step.problem else ""))
+        out.append(f"   hence   {sp.sstr(deriv.conclusion)}" + (f"  ({deriv.remark})" if deriv.remark else ""))
+        out.append(f"   engine: {validate(deriv).summary()}")
+        for problem in validate(deriv).problems:
+            out.append(f"   NOT A PROOF: {problem}")
     for ev in verdict.evidence:
         out.append(f"   {ev.level.value}: {ev.describe()}")
         if ev.detail:
