@@ -204,8 +204,8 @@ def _run_stages(
                 )
             evidence.append(ev)
             proved = True
-        except (ProofFailed, NotInAlgebra) as exc:
-            failure = f"derivation failed: {exc}"
+        except (ProofFailed, NotInAlgebra, sp.SympifyError, TypeError, ValueError) as exc:
+            failure = f"derivation not accepted by the engine: {exc}"
     if ident is not None and exact_sizes and (always_exact or not proved):
         ev = exact_evidence(ident, list(exact_sizes), method=exact_method, seed=ctx.seed_for("exact"), detail=failure)
         evidence.append(ev)
