@@ -65,7 +65,8 @@ def _run_step(step: Step, facts: dict) -> str:
     """Check one step and its mutants; return the problem ('' when it verified)."""
     if step.is_lemma:
         if not is_known(step.lemma):
-            return f"Expected a registered lemma ({', '.join(sorted(LEMMAS))}) or ledger:<claim id>. Got {step.lemma!r}."
+            known = ", ".join(sorted(LEMMAS))
+            return f"Expected a registered lemma ({known}) or ledger:<claim id>. Got {step.lemma!r}."
         return ""
     if step.check is None:
         return "Expected a check of the step's sides or a registered lemma. Got neither."

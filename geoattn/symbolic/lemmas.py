@@ -49,15 +49,18 @@ _HJ = "Horn and Johnson, Matrix Analysis, 2nd ed. (Cambridge, 2013)"
 _HIGHAM = "Higham, Functions of Matrices (SIAM, 2008)"
 _ARNOLD = "Arnold, Mathematical Methods of Classical Mechanics, 2nd ed. (Springer, 1989)"
 
-register("definition", "a quantity equals what its definition says (the rule names the definition)", "the claim's source")
+register("definition", "a quantity equals what its definition says (the rule names the definition)",
+         "the claim's source")
 register("hypothesis", "a hypothesis of the claim, applied as stated in its assumptions", "the claim's statement")
 register("sum_of_squares_real", r"x^T x = \sum_i x_i^2 = 0 implies x = 0 for real x", _HJ + ", 5.1")
-register("determinant_multiplicative", r"\det(XY) = \det X \det Y,\ \det X^T = \det X,\ \det \mathbb{I} = 1", _HJ + ", 0.3")
+register("determinant_multiplicative", r"\det(XY) = \det X \det Y,\ \det X^T = \det X,\ \det \mathbb{I} = 1", 
+         _HJ + ", 0.3")
 register("determinant_equal_columns", "a determinant with two equal columns vanishes", _HJ + ", 0.3")
 register("product_rule", "the derivative of a product of differentiable matrix functions is the sum over factors",
          "any calculus text; " + _HIGHAM + ", 3.2")
 register("chain_rule", "the derivative of a composition is the composition of the derivatives", _HIGHAM + ", 3.2")
-register("kronecker_entries", r"[A\otimes B]_{(a-1)q+b,(c-1)r+e} = A_{ac}B_{be}", _HJ + ", 4.2 (Horn and Johnson, Topics)")
+register("kronecker_entries", r"[A\otimes B]_{(a-1)q+b,(c-1)r+e} = A_{ac}B_{be}", 
+         "Horn and Johnson, Topics in Matrix Analysis (Cambridge, 1991), 4.2")
 register("power_series_calculus", "convergent matrix power series may be multiplied, differentiated and rearranged "
          "termwise inside the radius of convergence; f(X) for commuting arguments obeys scalar identities",
          _HIGHAM + ", 1 and 4.7")
@@ -65,7 +68,8 @@ register("exp_commuting", r"\exp(X + Y) = \exp X \exp Y when XY = YX", _HIGHAM +
 register("jacobi_formula", r"\det\exp(S) = e^{\mathrm{tr}\,S}", _HIGHAM + ", Theorem 1.43")
 register("exp_frechet_integral", r"L_{\exp}(X, E) = \int_0^1 e^{sX}Ee^{(1-s)X}\,ds and its adjoint "
          r"under the trace inner product is L_{\exp}(X^T, \cdot)", _HIGHAM + ", 10.2 (10.15)")
-register("eigendecomposition_normal", r"a normal matrix is unitarily diagonalisable, e^{tS} = Ue^{tD}U^H", _HJ + ", 2.5")
+register("eigendecomposition_normal", r"a normal matrix is unitarily diagonalisable, e^{tS} = Ue^{tD}U^H",
+         _HJ + ", 2.5")
 register("ode_uniqueness", "a linear ODE with a constant coefficient has the unique solution Z(t) = Z_0 e^{tK}",
          "Arnold, Ordinary Differential Equations (MIT Press, 1973), 3.1")
 register("liouville", r"the flow of a divergence-free vector field preserves volume: "
