@@ -15,7 +15,7 @@ from sympy.matrices.expressions import (
 )
 from sympy.matrices.expressions.kronecker import combine_kronecker
 
-from ..proof import identity
+from ..proof import Check, identity
 from ..evidence import Derivation, Step
 from ._common import T, d, same
 
@@ -39,6 +39,34 @@ def canon_sums(expr):
     return expr.replace(lambda x: isinstance(x, Sum), rename)
 
 
+def _kron_normal(expr, pairs):
+    """``expr`` with Kronecker products combined (mixed-product and transpose rules), then ``pairs`` applied."""
+    expr = combine_kronecker(expr.doit())
+    for old, new in pairs:
+        expr = combine_kronecker(expr.subs(old, new).doit())
+    return expr
+
+
+def _blockwise(lhs, rhs, pairs) -> bool:
+    """Whether ``lhs`` and ``rhs``, collapsed to block matrices of the same block shape, agree block by block
+    in the Kronecker algebra after the substitutions ``pairs``."""
+    left, right = block_collapse(lhs), block_collapse(rhs)
+    if not (isinstance(left, BlockMatrix) and isinstance(right, BlockMatrix)):
+        return False
+    if left.blockshape != right.blockshape:
+        return False
+    return all(
+        same(_kron_normal(left.blocks[r, c], pairs), _kron_normal(right.blocks[r, c], pairs))
+        for r in range(left.blockshape[0]) for c in range(left.blockshape[1])
+    )
+
+
+def blockwise(*subs, facts: tuple[str, ...] | None = None) -> Check:
+    r"""A check of a step between block matrices: block multiplication (SymPy's ``block_collapse``), then every
+    block compared in the Kronecker algebra after the substitutions ``subs`` and the derivation's ``facts``."""
+    return Check("block multiplication, Kronecker rules", _blockwise, facts, tuple(subs))
+
+
 def lift_symplectic_derivation(cite: str = "cayley.orthogonal") -> Derivation:
     r"""The lift :math:`\mathbb{I}_{2d}\otimes\Lambda` of an orthogonal :math:`\Lambda` (``cite``) is symplectic."""
     M = KroneckerProduct(Identity(d), L)
@@ -47,31 +75,23 @@ def lift_symplectic_derivation(cite: str = "cayley.orthogonal") -> Derivation:
     lift = BlockMatrix([[M, O], [O, M]])
     J = BlockMatrix([[O, Id], [-Id, O]])
     collapsed = block_collapse(lift.T * J * lift)
-    mtm = collapsed.blocks[0, 1]
     return Derivation(
         assumptions=[
             r"\Lambda^T\Lambda = \mathbb{I}_T" + rf"\ \text{{({cite})}}",
             r"z^{(i)} = (q^{(i)}, p^{(i)}),\ q^{(i)}, p^{(i)}\in\mathbb{R}^d",
-            r"\tilde\Lambda = \mathbb{I}_{2d}\otimes\Lambda = \mathrm{diag}(\mathbb{I}_d\otimes\Lambda,\ \mathbb{I}_d\otimes\Lambda)"
+            r"\tilde\Lambda = \mathbb{I}_{2d}\otimes\Lambda = "
+            r"\mathrm{diag}(\mathbb{I}_d\otimes\Lambda,\ \mathbb{I}_d\otimes\Lambda)"
             r"\ \text{in the } q/p \text{ rearrangement}",
         ],
+        facts={f"Lambda orthogonal ({cite})": {L.T * L: Identity(T)}},
         steps=[
-            Step(
-                r"\tilde\Lambda^T\mathbb{J}\tilde\Lambda",
-                collapsed,
-                "block multiplication",
-                identity(),
-            ),
-            Step(
-                mtm,
-                Identity(d * T),
-                "lift.orthogonal",
-                identity((L.T * L, Identity(T))),
-            ),
+            Step(lift.T * J * lift, collapsed, "block multiplication", blockwise(facts=())),
+            Step(collapsed, J, r"(\mathbb{I}_d\otimes\Lambda)^T(\mathbb{I}_d\otimes\Lambda) = "
+                 r"\mathbb{I}_d\otimes\Lambda^T\Lambda = \mathbb{I}_{dT}", blockwise()),
         ],
         remark=r"\tilde\Lambda^T\mathbb{J}\tilde\Lambda = \mathbb{J} = "
         r"\begin{pmatrix}0 & \mathbb{I}_{dT}\\ -\mathbb{I}_{dT} & 0\end{pmatrix}",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(lift.T * J * lift, J, evaluate=False),
     )
 
 
@@ -80,24 +100,19 @@ def frozen_map_derivation(arg: str = "C(Z_0)", cite: str = "cayley.det_one", fn:
     :math:`\det\Lambda = 1` (``cite``) is volume-preserving."""
     L = MatrixSymbol("Lambda", T, T)
     K = KroneckerProduct(Identity(d), L.T)
-    det_k = Determinant(K).doit()
+    jac = MatrixSymbol(r"J_{Z\mapsto Z\Lambda}", d * T, d * T)
     return Derivation(
-        assumptions=[rf"\Lambda = {fn}({arg}) \text{{ for a fixed }} Z_0", rf"\det\Lambda = 1 \text{{ ({cite})}}"],
+        assumptions=[rf"\Lambda = {fn}({arg}) \text{{ for a fixed }} Z_0", rf"\det\Lambda = 1 \text{{ ({cite})}}",
+                     r"J_{Z\mapsto Z\Lambda} = \partial\,\mathrm{vec}_r(Z\Lambda)/\partial\,\mathrm{vec}_r(Z)"],
+        facts={f"det Lambda = 1 ({cite})": {Determinant(L): 1}},
         steps=[
-            Step(
-                r"\frac{\partial\,\mathrm{vec}_r(Z\Lambda)}{\partial\,\mathrm{vec}_r(Z)}",
-                K,
-                "vec.right_multiplication (the map is linear in Z)", lemma='ledger:vec.right_multiplication',
-            ),
-            Step(
-                Determinant(K),
-                Determinant(L) ** d,
-                r"\det(A\otimes B) = \det(A)^{q}\det(B)^{p};\ \det\Lambda^T = \det\Lambda",
-                identity(),
-            ),
-            Step(Determinant(L) ** d, 1, r"\det\Lambda = 1",
-                 identity((Determinant(L), 1))),
+            Step(jac, K, "the map is linear in Z, with matrix I_d (x) Lambda^T in row-stacked coordinates",
+                 lemma="ledger:vec.right_multiplication"),
+            Step(Determinant(jac), Determinant(K), "step 1", identity((jac, K), facts=())),
+            Step(Determinant(K), Determinant(L) ** d,
+                 r"\det(A\otimes B) = \det(A)^{q}\det(B)^{p};\ \det\Lambda^T = \det\Lambda", identity(facts=())),
+            Step(Determinant(L) ** d, 1, r"\det\Lambda = 1", identity()),
         ],
         remark=r"Z\mapsto Z\Lambda(Z_0) \text{ is volume-preserving for every fixed } Z_0",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(Determinant(jac), 1, evaluate=False),
     )

@@ -15,7 +15,7 @@ from sympy.matrices.expressions.kronecker import combine_kronecker
 
 from .. import algebra as alg
 from ..claim import Claim, corrected
-from ..proof import identity
+from ..proof import identity, relation, same
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import NOWHERE, Grows, Policy, T, at_sizes, d, grid
@@ -47,38 +47,51 @@ def _in_range(expr):
     return expr.doit().replace(lambda e: isinstance(e, sp.Piecewise), fold)
 
 
+def _same_sum(lhs, rhs, sub=None) -> bool:
+    """Whether two sums run over the same limits with equal summands, after the substitution ``sub``
+    (``(old, new)``, in the summand of ``lhs``, whose bound variables it may name)."""
+    if not (isinstance(lhs, Sum) and isinstance(rhs, Sum)) or lhs.limits != rhs.limits:
+        return False
+    term = lhs.function if sub is None else lhs.function.subs(*sub)
+    return sp.simplify(term - rhs.function) == 0
+
+
 # ---------------------------------------------------------------------------
 # vec.right_multiplication and vec.seed_formula
 # ---------------------------------------------------------------------------
 
 
 def _right_mult_derivation() -> Derivation:
-    lhs_entry = (Z * L)[k, j]
-    kron_entry = Sum(KroneckerDelta(k, kp) * L.T[j, i] * Z[kp, i], (kp, 0, d - 1), (i, 0, T - 1))
+    kron = KroneckerProduct(Identity(d), L.T)
+    entry = kron[k * T + j, kp * T + i]  # SymPy's own entry rule of the Kronecker product
+    delta_entry = KroneckerDelta(k, kp, (0, d - 1)) * L.T[j, i]
+    zl_entry = (Z * L)[k, j]  # built once: SymPy writes it as a sum over a fresh dummy index
+    # [(I_d (x) Lambda^T) vec_r(Z)]_{kT+j}: the column index runs over k'T + i, where vec_r(Z) holds Z[k', i]
+    product_entry = Sum(entry * Z[kp, i], (kp, 0, d - 1), (i, 0, T - 1))
+    kron_entry = Sum(delta_entry * Z[kp, i], (kp, 0, d - 1), (i, 0, T - 1))
     target = Sum(L[i, j] * Z[k, i], (i, 0, T - 1))
+    ranges = {
+        sp.floor((T * k + j) / T): k, sp.floor((T * kp + i) / T): kp,
+        sp.Mod(j, T): j, sp.Mod(i, T): i, sp.Mod(k, d): k, sp.Mod(kp, d): kp,
+    }
     return Derivation(
-        assumptions=[r"Z\in\mathbb{R}^{d\times T},\ \Lambda\in\mathbb{R}^{T\times T}", r"0\le k<d,\ 0\le j<T"],
+        assumptions=[r"Z\in\mathbb{R}^{d\times T},\ \Lambda\in\mathbb{R}^{T\times T}", r"0\le k,k'<d,\ 0\le i,j<T",
+                     r"[\mathrm{vec}_r(Z)]_{k'T+i} = Z_{k'i},\ [\mathrm{vec}_r(Z\Lambda)]_{kT+j} = (Z\Lambda)_{kj}"],
+        facts={"0 <= i, j < T and 0 <= k, k' < d": ranges},
+        subject=(product_entry,),
         steps=[
-            Step(
-                r"[\mathrm{vec}_r(Z\Lambda)]_{kT+j}",
-                lhs_entry,
-                "row-stacking puts entry (k, j) at position kT + j; matrix product",
-                identity(),
-            ),
-            Step(
-                r"[(\mathbb{I}_d\otimes\Lambda^T)\,\mathrm{vec}_r(Z)]_{kT+j}",
-                kron_entry,
-                r"Kronecker entries: [A\otimes B]_{aT+b,\,cT+e} = A_{ac}B_{be}", lemma='kronecker_entries',
-            ),
-            Step(
-                kron_entry,
-                target,
-                "sum over k' of a Kronecker delta (k < d)",
-                identity(),
-            ),
+            Step(entry, delta_entry, r"entry (kT+j, k'T+i) of \mathbb{I}_d\otimes\Lambda^T, indices in range",
+                 identity()),
+            Step(product_entry, kron_entry, "substitute step 1 in every term",
+                 relation(lambda l, r: _same_sum(l, r, (entry, delta_entry)),
+                          "term-by-term substitution of step 1")),
+            Step(kron_entry, target, "sum over k' of a Kronecker delta (k < d)",
+                 relation(lambda l, r: same(_in_range(l), _in_range(r)), "evaluated for 0 <= k < d")),
+            Step(target, zl_entry, "matrix product", relation(
+                lambda l, r: same(canon_sums(l.doit()), canon_sums(r.doit())), "entry of a product")),
         ],
-        remark=r"\mathrm{vec}_r(Z\Lambda) = (\mathbb{I}_d\otimes\Lambda^T)\,\mathrm{vec}_r(Z)",
-        conclusion=None,  # TODO
+        remark=r"\mathrm{vec}_r(Z\Lambda) = (\mathbb{I}_d\otimes\Lambda^T)\,\mathrm{vec}_r(Z) \text{ entrywise}",
+        conclusion=sp.Eq(product_entry, zl_entry, evaluate=False),
     )
 
 
@@ -155,6 +168,15 @@ _exact = corrected(
 # ---------------------------------------------------------------------------
 
 
+def _kronecker_same(lhs, rhs) -> bool:
+    """Equality after SymPy's transpose rule and mixed-product rule of Kronecker products."""
+    return same(combine_kronecker(lhs.doit()), combine_kronecker(rhs.doit()))
+
+
+#: the check of a step that uses (A (x) B)^T = A^T (x) B^T and (A (x) B)(C (x) D) = AC (x) BD
+KRONECKER_RULES = relation(_kronecker_same, "Kronecker transpose and mixed-product rules")
+
+
 def _lift_orthogonal_derivation(block_name: str = r"\Lambda", cite: str = "cayley.orthogonal") -> Derivation:
     M = KroneckerProduct(Identity(d), L)
     combined = combine_kronecker(M.T * M)
@@ -165,7 +187,7 @@ def _lift_orthogonal_derivation(block_name: str = r"\Lambda", cite: str = "cayle
                 M.T * M,
                 KroneckerProduct(Identity(d), L.T * L),
                 r"(A\otimes B)^T = A^T\otimes B^T,\ (A\otimes B)(C\otimes D) = AC\otimes BD",
-                identity(),
+                KRONECKER_RULES,
             ),
             Step(
                 KroneckerProduct(Identity(d), L.T * L),
