@@ -19,7 +19,8 @@ from sympy.matrices.expressions import Determinant, Identity, MatrixSymbol, Trac
 
 from .. import algebra as alg
 from ..claim import Claim, corrected
-from ..proof import identity, in_algebra
+from ..nodes import StrictUpper
+from ..proof import identity, in_algebra, relation
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Grows, Policy, T, at_sizes, grid, same
@@ -37,28 +38,46 @@ S = MatrixSymbol("S", T, T)
 # ---------------------------------------------------------------------------
 
 
+def by_cases(cases: dict) -> "relation":
+    r"""A check of a scalar step over integer indices, decided case by case: ``cases`` maps a case's name to the
+    substitution that puts the indices in it (``{"i < j": {j: i + p}}`` with ``p`` positive), and the step holds
+    when its two sides agree after every substitution."""
+
+    def decide(lhs, rhs):
+        return all(same(sp.piecewise_fold(lhs.subs(sub)), sp.piecewise_fold(rhs.subs(sub))) for sub in cases.values())
+
+    return relation(decide, "by cases: " + ", ".join(cases))
+
+
+def skew_rule(sym: MatrixSymbol):
+    r"""A check that replaces every ``sym^T`` of the step's lhs by ``-sym`` (as written, before SymPy evaluates the
+    transpose away) and compares the result with the rhs."""
+    return relation(lambda lhs, rhs: same(lhs.xreplace({sym.T: -sym}), rhs), f"{sym}^T = -{sym}")
+
+
 def _uta_derivation() -> Derivation:
-    a = sp.Function("a")
-    i, j = sp.symbols("i j", integer=True)
+    a = MatrixSymbol("A", T, T)
+    i, j = sp.symbols("i j", integer=True, nonnegative=True)
     p = sp.Symbol("p", integer=True, positive=True)
-
-    def uta(r, c):
-        return sp.Piecewise((a(r, c), r < c), (-a(c, r), r > c), (0, True))
-
+    upper = StrictUpper(a)
+    uta = upper - upper.T
+    # the seed's entry (i, j) of uta(A), and the entry of triu_1(A) - triu_1(A)^T by the definition of triu_1
+    seed_entry = sp.Piecewise((a[i, j], i < j), (-a[j, i], i > j), (0, True))
+    triu_entry = sp.Piecewise((a[i, j], i < j), (0, True)) - sp.Piecewise((a[j, i], j < i), (0, True))
     cases = {"i < j": {j: i + p}, "i > j": {i: j + p}, "i = j": {i: j}}
     return Derivation(
-        assumptions=[r"A = (a_{ij})\in\mathbb{R}^{T\times T}"],
+        assumptions=[r"A = (a_{ij})\in\mathbb{R}^{T\times T}",
+                     r"[\mathrm{triu}_1(A)]_{ij} = a_{ij} \text{ for } i < j,\ 0 \text{ otherwise}"],
+        subject=(seed_entry,),
         steps=[
-            Step(
-                r"[\mathrm{uta}(A)]_{ij} + [\mathrm{uta}(A)]_{ji}",
-                0,
-                f"case {case}",
-                identity(),
-            )
-            for case in cases
+            Step(seed_entry, triu_entry, r"the seed's definition is \mathrm{triu}_1(A) - \mathrm{triu}_1(A)^T "
+                 "entrywise", by_cases(cases)),
+            Step(uta.T, upper.T - upper, "transpose of a difference; (X^T)^T = X", identity()),
+            Step(upper.T - upper, -uta, "collect", identity()),
         ],
-        remark=r"\mathtt{upper\_triangular\_asymmetrize}(A)^T = -\mathtt{upper\_triangular\_asymmetrize}(A)",
-        conclusion=None,  # TODO
+        remark=r"\mathtt{upper\_triangular\_asymmetrize}(A) = \mathrm{triu}_1(A) - \mathrm{triu}_1(A)^T "
+        r"\text{ is skew-symmetric}",
+        conclusion=sp.Eq(uta.T, -uta, evaluate=False),
     )
 
 
@@ -78,9 +97,10 @@ def _exp_orthogonal_derivation() -> Derivation:
     E = alg.MatExp(S)
     return Derivation(
         assumptions=[r"S = \mathtt{upper\_triangular\_asymmetrize}(A),\ S^T = -S \text{ (exp.uta\_skew)}"],
+        facts={"S skew (exp.uta_skew)": {S.T: -S}},
         steps=[
-            Step(E.T, alg.MatExp(S.T), r"\exp(X)^T = \exp(X^T) (power series)", identity()),
-            Step(alg.MatExp(S.T), alg.MatExp(-S), "S^T = -S", identity((S.T, -S))),
+            Step(E.T * E, alg.MatExp(S.T) * E, r"\exp(X)^T = \exp(X^T) (power series)", identity(facts=())),
+            Step(alg.MatExp(S.T) * E, alg.MatExp(-S) * E, "S^T = -S", identity()),
             Step(
                 alg.MatExp(-S) * E,
                 Identity(T),
@@ -89,7 +109,7 @@ def _exp_orthogonal_derivation() -> Derivation:
             ),
         ],
         remark=r"\exp(S)^T\exp(S) = \mathbb{I}",
-        conclusion=sp.Eq(E.T, Identity(T), evaluate=False),
+        conclusion=sp.Eq(E.T * E, Identity(T), evaluate=False),
     )
 
 
@@ -107,16 +127,17 @@ def _exp_orthogonal_identity() -> MatrixIdentity:
 
 def _exp_det_derivation() -> Derivation:
     tr = Trace(S)
+    E = alg.MatExp(S)
     return Derivation(
         assumptions=[r"S^T = -S \text{ (exp.uta\_skew)}"],
         steps=[
-            Step(Determinant(alg.MatExp(S)), sp.exp(tr), r"\det\exp(S) = e^{\mathrm{tr}\,S} (Jacobi's formula)", lemma='jacobi_formula'),
-            Step(tr, Trace(S.T), r"\mathrm{tr}\,X = \mathrm{tr}\,X^T", identity()),
-            Step(Trace(S.T), -tr, "S^T = -S", identity((S.T, -S))),
-            Step(tr, 0, r"\mathrm{tr}\,S = -\mathrm{tr}\,S", identity()),
+            Step(Determinant(E), sp.exp(tr), r"\det\exp(S) = e^{\mathrm{tr}\,S} (Jacobi's formula)",
+                 lemma="jacobi_formula"),
+            Step(sp.exp(tr), sp.exp(Trace(S + S.T) / 2), r"\mathrm{tr}\,S = \mathrm{tr}\,S^T", identity()),
+            Step(sp.exp(Trace(S + S.T) / 2), 1, r"S + S^T = 0", skew_rule(S)),
         ],
         remark=r"\det\exp(\mathtt{upper\_triangular\_asymmetrize}(A)) = e^0 = 1",
-        conclusion=sp.Eq(Determinant(alg.MatExp(S)), 0, evaluate=False),
+        conclusion=sp.Eq(Determinant(E), 1, evaluate=False),
     )
 
 
