@@ -27,10 +27,11 @@ from sympy.matrices.expressions import (
 
 from .. import algebra as alg
 from ..claim import Claim
-from ..proof import identity
+from ..proof import identity, relation
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_check
 from ._common import Policy, T, at_sizes, d, same
+from ._derivations import _blockwise
 from .volume_preserving import SEC, SRC
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "invertible",
     "cay",
     "subs_chain",
+    "rewrite",
+    "induction_on",
     "push_through_identity",
     "sylvester_identity",
     "taylor_identity",
@@ -96,59 +99,53 @@ def invertible(size, Z, A) -> bool:
 LINEAR_SRC = f"{SRC}, {SEC} (linear-time form of the layer)"
 
 
-def push_through_lemma_step(hypothesis: bool = True) -> Step:
-    r"""``XY = WX`` with ``W, Y`` invertible implies ``W^{-1}X = XY^{-1}`` (an implication, not an identity).
+def rewrite(*pairs, name: str = "") -> "relation":
+    r"""A check that applies the rewrites ``(old, new)`` (contiguous factors of a product, e.g. ``(I + M)Z -> Z(I + C)``)
+    to the step's lhs, in order, and compares the result with its rhs after SymPy's evaluation (which cancels
+    ``X X^{-1}``). Each rewrite must itself be an identity the derivation verifies."""
+    shown = ", ".join(f"{sp.sstr(a)} -> {sp.sstr(b)}" for a, b in pairs)
+    return relation(lambda lhs, rhs: subs_chain(lhs, rhs, *pairs), name or f"rewrite {shown}")
 
-    The verifier reduces ``E = W^{-1}(WX)Y^{-1}`` two ways: by cancelling ``W^{-1}W`` (to ``XY^{-1}``) and, after
-    rewriting ``WX`` by the hypothesis ``XY``, by cancelling ``YY^{-1}`` (to ``W^{-1}X``). With
-    ``hypothesis=False`` the rewrite is skipped and the step fails to verify (a negative control).
-    """
-    X, W, Y = MatrixSymbol("X", d, T), MatrixSymbol("W", d, d), MatrixSymbol("Y", T, T)
 
-    def verify():
-        e = MatMul(Inverse(W), W, X, Inverse(Y))  # unevaluated W^{-1}(WX)Y^{-1}
-        via_w = e.doit()
-        via_y = (e.subs(W * X, X * Y) if hypothesis else e).doit()
-        return via_w == X * Inverse(Y) and via_y == Inverse(W) * X
+def induction_on(var: sp.Symbol, *pairs) -> "relation":
+    r"""A check of ``X B^{var} = R(var)`` for every integer ``var >= 0`` by induction, from the step's sides: the
+    base ``var = 0`` by evaluation, and the step ``X B^{var+1} = (X B^{var}) B``, rewritten by the hypothesis (the
+    step itself) and then by ``pairs``, equal to ``R(var + 1)``."""
 
-    return Step(r"XY=WX,\ W,\ Y \text{ invertible}", r"W^{-1}X=XY^{-1}",
-                r"W^{-1}(WX)Y^{-1} is XY^{-1} (cancel W^{-1}W) and, with WX=XY, W^{-1}X (cancel YY^{-1})",
-                verify, relation="=>")
+    def decide(lhs, rhs):
+        if not (isinstance(lhs, MatMul) and isinstance(lhs.args[-1], MatPow) and lhs.args[-1].exp == var):
+            return False
+        if not same(lhs.subs(var, 0).doit(), rhs.subs(var, 0).doit()):
+            return False
+        peeled = MatMul(*lhs.args, lhs.args[-1].base)
+        if not same(peeled.doit(), lhs.subs(var, var + 1).doit()):
+            return False
+        return subs_chain(peeled.subs(lhs, rhs), rhs.subs(var, var + 1), *pairs)
+
+    return relation(decide, f"induction on {var}")
 
 
 def _push_through_derivation() -> Derivation:
-    X, W, Y = MatrixSymbol("X", d, T), MatrixSymbol("W", d, d), MatrixSymbol("Y", T, T)
-    inst = {X: Zm, W: Id + Mz, Y: It + Cz}
-    left, right = Inverse(W) * X, X * Inverse(Y)
-    solved = Zm * Inverse(It + Cz)
-
-    def instance():  # the lemma's hypothesis and conclusion at X = Z, W = I + M, Y = I + C
-        return (
-            same((X * Y).xreplace(inst), Zm * (It + Cz))
-            and same((W * X).xreplace(inst), (Id + Mz) * Zm)
-            and left.xreplace(inst) == Inverse(Id + Mz) * Zm
-            and right.xreplace(inst) == solved
-        )
-
+    start = MatMul(Id - Mz, Zm, Inverse(It + Cz))
+    inserted = MatMul(Id - Mz, Inverse(Id + Mz), Id + Mz, Zm, Inverse(It + Cz))
+    pushed = MatMul(Id - Mz, Inverse(Id + Mz), Zm, It + Cz, Inverse(It + Cz))
     return Derivation(
         assumptions=[
             r"A^T = -A\in\mathbb{R}^{d\times d},\ Z\in\mathbb{R}^{d\times T},\ C = Z^TAZ,\ M = ZZ^TA",
             r"I_T + C \text{ invertible (vp.skew\_weighting, cayley.well\_defined)}",
             r"I_d + M \text{ invertible (vp.push\_through\_invertible)}",
         ],
+        subject=((Id + Mz) * Zm,),
         steps=[
-            Step((Id + Mz) * Zm, Zm * (It + Cz), "distribute: both are Z+ZZ^TAZ",
-                 identity()),
-            Step((Id - Mz) * Zm, Zm * (It - Cz), "distribute: both are Z-ZZ^TAZ",
-                 identity()),
-            push_through_lemma_step(),
-            Step(Inverse(Id + Mz) * Zm, solved, "step 3 with X=Z, W=I_d+M, Y=I_T+C (hypothesis: step 1)", instance),
-            Step(Zm * cay(Cz), (Id - Mz) * solved, "step 2", identity()),
-            Step((Id - Mz) * solved, cay(Mz, Id) * Zm, "step 4",
-                 identity()),
+            Step((Id + Mz) * Zm, Zm * (It + Cz), "distribute: both are Z + ZZ^TAZ", identity()),
+            Step(Zm * cay(Cz), start, "distribute: Z(I - C) and (I - M)Z are both Z - ZZ^TAZ", identity()),
+            Step(start, inserted, r"insert (I + M)^{-1}(I + M) = I", identity()),
+            Step(inserted, pushed, "step 1: (I + M)Z = Z(I + C)",
+                 rewrite((MatMul(Id + Mz, Zm), MatMul(Zm, It + Cz)), name="rewrite by step 1")),
+            Step(pushed, cay(Mz, Id) * Zm, r"cancel (I + C)(I + C)^{-1} = I", identity()),
         ],
         remark=r"Z\,\mathrm{Cayley}(Z^TAZ) = \mathrm{Cayley}(ZZ^TA)\,Z \text{ for all } d, T \text{ and every } Z",
-        conclusion=sp.Eq((Id + Mz) * Zm, cay(Mz, Id) * Zm, evaluate=False),
+        conclusion=sp.Eq(Zm * cay(Cz), cay(Mz, Id) * Zm, evaluate=False),
     )
 
 
@@ -179,37 +176,31 @@ def _sylvester_derivation() -> Derivation:
     B, U, L = (BlockMatrix([[Id, -X], [Y, It]]), BlockMatrix([[Id + X * Y, -X], [O_td, It]]),
                BlockMatrix([[Id, O_dt], [Y, It]]))
     inst = {X: Zm, Y: Zm.T * Am}
-    tex_b = r"\begin{pmatrix} I_d & -X \\ Y & I_T \end{pmatrix}"
-    tex_u = r"\begin{pmatrix} I_d + XY & -X \\ 0 & I_T \end{pmatrix}"
-    tex_l = r"\begin{pmatrix} I_d & 0 \\ Y & I_T \end{pmatrix}"
+    generic_l, generic_r = Determinant(Id + X * Y), Determinant(It + Y * X)
 
-    def factors():
-        prod = block_collapse(U * L)
-        return all(same(prod.blocks[r, c], B.blocks[r, c]) for r in range(2) for c in range(2))
+    def instance(lhs, rhs):  # the generic identity (steps 1-3) at X = Z, Y = Z^T A
+        return same(lhs, generic_l.xreplace(inst)) and same(rhs, generic_r.xreplace(inst))
 
-    def schur():
-        return same(sp.det(B), Determinant(It + Y * X))
-
-    def triangular():
-        return same(sp.det(U) * sp.det(L), Determinant(Id + X * Y))
+    def same_blocks(lhs, rhs):
+        return isinstance(lhs, Determinant) and isinstance(rhs, Determinant) and _blockwise(lhs.arg, rhs.arg, [])
 
     return Derivation(
         assumptions=[r"X\in\mathbb{R}^{d\times T},\ Y\in\mathbb{R}^{T\times d}", r"A^T = -A,\ C = Z^TAZ,\ M = ZZ^TA"],
+        facts={"A skew": {Am.T: -Am}},
+        subject=(generic_l, Transpose(Cz), Determinant(It + Cz)),
         steps=[
-            Step(tex_b, tex_u + tex_l, "block multiplication", factors),
-            Step(rf"\det{tex_b}", Determinant(It + Y * X), r"Schur complement of the block I_d", schur),
-            Step(rf"\det{tex_u}\det{tex_l}", Determinant(Id + X * Y),
-                 r"\det(PQ)=\det P\det Q; block-triangular determinants", triangular),
-            Step(Determinant(Id + X * Y), Determinant(It + Y * X),
-                 r"Sylvester's determinant identity: steps 1-3 and \det(UL)=\det U\det L",
-                 identity()),
-            Step(Determinant(Id + Mz), Determinant(It + Cz), "step 4 with X=Z, Y=Z^TA",
-                 identity()),
-            Step(Transpose(Cz), -Cz, "A^T=-A (vp.skew_weighting)", identity((Am.T, -Am))),
-            Step(Determinant(It + Cz), 0, "I+S is invertible for skew S (cayley.well_defined)", lemma='ledger:cayley.well_defined', relation=r"\neq"),
+            Step(generic_l, Determinant(U * L), r"\det(PQ) = \det P\det Q; block-triangular determinants "
+                 r"(\det U = \det(I_d + XY), \det L = 1)", identity(facts=())),
+            Step(Determinant(U * L), Determinant(B), "block multiplication", relation(same_blocks, "blockwise")),
+            Step(Determinant(B), generic_r, r"Schur complement of the block I_d", identity(facts=())),
+            Step(Transpose(Cz), -Cz, "A^T = -A: C is skew (vp.skew_weighting)", identity()),
+            Step(Determinant(It + Cz), "0", "I + S is invertible for skew S (cayley.well_defined)",
+                 lemma="ledger:cayley.well_defined", relation=r"\neq"),
+            Step(Determinant(Id + Mz), Determinant(It + Cz), "steps 1-3 (Sylvester's identity) at X = Z, Y = Z^TA",
+                 relation(instance, "instance of steps 1-3")),
         ],
         remark=r"\det(I_d + ZZ^TA) = \det(I_T + Z^TAZ) \neq 0: I_d + ZZ^TA \text{ is invertible}",
-        conclusion=sp.Eq(tex_b, 0, evaluate=False),
+        conclusion=sp.Eq(Determinant(Id + Mz), Determinant(It + Cz), evaluate=False),
     )
 
 
@@ -237,24 +228,24 @@ def _general_sylvester_evidence(ctx) -> Evidence:
 
 
 def _exp_push_derivation() -> Derivation:
-    step, P = Zm * MatPow(Cs, k + 1), MatrixSymbol("P", d, T)  # P stands for ZC^k
-
-    def induction():
-        hyp = (P * Cs).xreplace({P: MatPow(Ms, k) * Zm}).doit()  # (ZC^k)C with ZC^k = M^kZ
-        return same(Zm * MatPow(Cs, k) * Cs, step) and subs_chain(hyp, MatPow(Ms, k + 1) * Zm, (Zm * Cs, Ms * Zm))
-
+    defs = {Cs: Cz, Ms: Mz}
     return Derivation(
-        assumptions=[r"C = Z^TAZ,\ M = ZZ^TA", r"\text{steps 2-3 for any } C, M \text{ with } ZC = MZ"],
+        assumptions=[r"C = Z^TAZ,\ M = ZZ^TA"],
+        facts={"C = Z^TAZ, M = ZZ^TA": defs},
+        subject=(Zm * Cs, Zm * MatPow(Cs, k)),
         steps=[
-            Step(r"ZC = Z(Z^TAZ)", r"(ZZ^TA)Z = MZ", "associativity: both are ZZ^TAZ", identity()),
-            Step(r"ZC^0", r"M^0Z", r"C^0=I_T, M^0=I_d", identity()),
-            Step(step, MatPow(Ms, k + 1) * Zm, r"ZC^{k+1}=(ZC^k)C; hypothesis ZC^k=M^kZ; ZC=MZ; M^kM=M^{k+1}",
-                 induction),
-            Step(Zm * alg.MatExp(Cz), alg.MatExp(Mz) * Zm,
-                 r"\exp(X)=\sum_k X^k/k! converges absolutely; multiply termwise by Z (steps 1-3)", lemma='power_series_calculus'),
+            Step(Zm * Cs, Ms * Zm, "associativity: both are ZZ^TAZ", identity()),
+            Step(Zm * MatPow(Cs, k), MatPow(Ms, k) * Zm,
+                 r"induction on k: Z C^0 = M^0 Z; Z C^{k+1} = (ZC^k)C = M^k Z C = M^k M Z (step 1)",
+                 induction_on(k, (Zm * Cs, Ms * Zm))),
+            Step(Zm * alg.MatExp(Cz), Zm * alg.MatExp(Cs), "C = Z^TAZ", identity()),
+            Step(Zm * alg.MatExp(Cs), alg.MatExp(Ms) * Zm,
+                 r"\exp(X)=\sum_k X^k/k! converges absolutely; multiply termwise by Z (step 2)",
+                 lemma="power_series_calculus"),
+            Step(alg.MatExp(Ms) * Zm, alg.MatExp(Mz) * Zm, "M = ZZ^TA", identity()),
         ],
         remark=r"Z\exp(Z^TAZ) = \exp(ZZ^TA)\,Z",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(Zm * alg.MatExp(Cz), alg.MatExp(Mz) * Zm, evaluate=False),
     )
 
 
