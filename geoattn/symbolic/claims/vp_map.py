@@ -37,12 +37,12 @@ counterexample).
 from __future__ import annotations
 
 import sympy as sp
-from sympy.matrices.expressions import Identity, MatrixSymbol
+from sympy.matrices.expressions import Identity, MatMul, MatrixSymbol
 from sympy.polys.matrices import DomainMatrix
 
 from .. import algebra as alg
 from ..claim import Claim, corrected
-from ..proof import identity, in_algebra
+from ..proof import Check, _apply, identity, in_algebra
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, certify
 from ._common import Policy, T, at_sizes, d, grid, same, sizes
@@ -77,53 +77,46 @@ def _algebra(lhs, rhs) -> bool:
 # ---------------------------------------------------------------------------
 
 
-def _conjugation_step() -> Step:
-    """``(Z Lambda)^T A (Z Lambda) = Lambda^T C Lambda`` for any ``T x T`` matrix ``Lambda``."""
-    return Step(r"(Z\Lambda)^TA(Z\Lambda)", Lm.T * Cz * Lm, r"(Z\Lambda)^T=\Lambda^TZ^T",
-                identity())
+#: the hypotheses the functional-calculus checks use: A skew, and C standing for Z^T A Z (or Y^T A Y)
+FACTS = {"A skew": {Am.T: -Am}, "C = Z^TAZ": {Cz: Cs}}
+
+
+def _calculus(facts=("A skew", "C = Z^TAZ")):
+    """Functional calculus in ``C`` (skew) after ``A^T = -A`` and ``Z^T A Z = C``."""
+    return in_algebra(Cs, -1, facts=facts)
 
 
 def _invariant_derivation() -> Derivation:
-    P, L = It + Cs, cay(Cs)
-    Pinv = sp.Inverse(P)
-
-    def inverse_commutes():  # (I+C)^{-1}[C(I+C)](I+C)^{-1} and (I+C)^{-1}[(I+C)C](I+C)^{-1}
-        return (Pinv * (Cs * P) * Pinv).doit() == Pinv * Cs and (Pinv * (P * Cs) * Pinv).doit() == Cs * Pinv
-
+    lam = cay(Cz)
+    image = (Zm * lam).T * Am * (Zm * lam)
+    conj = lam.T * Cz * lam
     return Derivation(
-        assumptions=[r"C = Z^TAZ,\ C^T = -C \text{ (vp.skew\_weighting)}",
+        assumptions=[r"A^T = -A,\ C = Z^TAZ \text{ (so } C^T = -C\text{, vp.skew\_weighting)}",
                      r"\Lambda = \mathrm{Cayley}(C) = (I-C)(I+C)^{-1}"],
+        facts=FACTS,
         steps=[
-            _conjugation_step(),
-            Step(Cs * (It - Cs), (It - Cs) * Cs, r"distribute: both are C\mp C^2 (also for I+C)",
-                 identity()),
-            Step(Pinv * Cs, Cs * Pinv, r"multiply C(I+C)=(I+C)C by (I+C)^{-1} on both sides", inverse_commutes),
-            Step(Cs * L, L * Cs, "steps 2 and 3",
-                 identity()),
-            Step(Lm.T * Cs * Lm, Lm.T * Lm * Cs, r"\Lambda C=C\Lambda (step 4)",
-                 identity((Cs * Lm, Lm * Cs))),
-            Step(L.T * L, It, r"\mathrm{Cayley}(C) is orthogonal for skew C (cayley.orthogonal)",
-                 identity()),
-            Step(Lm.T * Lm * Cs, Cs, "step 6", identity((Lm.T * Lm, It))),
+            Step(image, conj, r"(Z\Lambda)^T = \Lambda^TZ^T", identity(facts=())),
+            Step(conj, Cz, r"functional calculus: \Lambda^T = \mathrm{Cayley}(-C) commutes with C and "
+                 r"\Lambda^T\Lambda = I", _calculus()),
         ],
         remark=r"C(Z\Lambda(Z)) = \Lambda^TC\Lambda = C(Z)",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(image, Cz, evaluate=False),
     )
 
 
 def _invariant_exp_derivation() -> Derivation:
-    E = alg.MatExp(Cs)
+    E = alg.MatExp(Cz)
+    image = (Zm * E).T * Am * (Zm * E)
+    conj = E.T * Cz * E
     return Derivation(
-        assumptions=[r"C = Z^TAZ,\ C^T = -C \text{ (vp.skew\_weighting)}", r"\Lambda = \exp(C)"],
+        assumptions=[r"A^T = -A,\ C = Z^TAZ \text{ (so } C^T = -C\text{, vp.skew\_weighting)}", r"\Lambda = \exp(C)"],
+        facts=FACTS,
         steps=[
-            _conjugation_step(),
-            Step(E.T, alg.MatExp(-Cs), r"\exp(X)^T=\exp(X^T) (power series); C^T=-C",
-                 identity((Cs.T, -Cs))),
-            Step(alg.MatExp(-Cs) * Cs * E, Cs, r"functional calculus: e^{-c}\,c\,e^{c}=c",
-                 identity()),
+            Step(image, conj, r"(Z\Lambda)^T = \Lambda^TZ^T", identity(facts=())),
+            Step(conj, Cz, r"\exp(X)^T=\exp(X^T); functional calculus: e^{-c}\,c\,e^{c}=c", _calculus()),
         ],
         remark=r"C(Z\exp(C(Z))) = \exp(C)^TC\exp(C) = C(Z)",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(image, Cz, evaluate=False),
     )
 
 
@@ -145,28 +138,52 @@ def invariant_identity(structure: str = "skew") -> MatrixIdentity:
 # ---------------------------------------------------------------------------
 
 
+def _times_calculus(z: MatrixSymbol, facts: tuple[str, ...]) -> Check:
+    r"""A check of ``Z X = Z X'`` (``Z`` written first on both sides, ``X = I`` where a side is ``Z`` alone) with
+    ``X = X'`` decided by functional calculus in ``C`` after the named facts (see :func:`_calculus`)."""
+
+    def factor(expr):
+        if expr == z:
+            return It
+        if isinstance(expr, MatMul) and expr.args[0] == z:
+            return MatMul(*expr.args[1:]).doit()
+        return None
+
+    def decide(lhs, rhs, pairs):
+        left, right = factor(_apply(lhs, pairs)), factor(_apply(rhs, pairs))
+        if left is None or right is None:
+            return False
+        return alg.equal_in_algebra(left, right, Cs, -1)
+
+    return Check(f"{z} times functional calculus in C", decide, facts)
+
+
 def _inverse_derivation() -> Derivation:
-    L = cay(Cs)
+    lam = cay(Cz)
+    fz = Zm * lam  # F(Z)
+    gf = fz * cay(fz.T * Am * fz).T  # G(F(Z))
+    cy = Ym.T * Am * Ym
+    lam_y = cay(cy)
+    gy = Ym * lam_y.T  # G(Y)
+    fg = gy * cay(gy.T * Am * gy)  # F(G(Y))
+    facts = {**FACTS, "C = Y^TAY": {cy: Cs}}
+    on_y = ("A skew", "C = Y^TAY")
     return Derivation(
         assumptions=[r"F(Z) = Z\Lambda(C(Z)),\ G(Y) = Y\Lambda(C(Y))^T,\ \Lambda = \mathrm{Cayley},"
                      r"\ C(Z) = Z^TAZ,\ A^T=-A"],
+        facts=facts,
+        subject=(fg, lam_y.T),
         steps=[
-            Step(r"\Lambda(C(F(Z)))", r"\Lambda(C(Z))", "C(F(Z))=C(Z) (vp.map_invariant, derivation re-run)",
-                 identity()),
-            Step(r"G(F(Z)) = Z\Lambda\Lambda^T", Zm, r"\Lambda\Lambda^T=I (\Lambda is square and orthogonal)",
-                 identity()),
-            Step(r"(Y\Lambda^T)^TA(Y\Lambda^T)", Lm * (Ym.T * Am * Ym) * Lm.T, r"(Y\Lambda^T)^T=\Lambda Y^T",
-                 identity()),
-            Step(L * Cs * L.T, Cs, r"functional calculus: \Lambda commutes with C and \Lambda\Lambda^T=I",
-                 identity()),
-            Step(r"F(G(Y)) = Y\Lambda^T\Lambda(C(G(Y))) = Y\Lambda^T\Lambda", Ym,
-                 r"C(G(Y))=C(Y) (steps 3-4); \Lambda^T\Lambda=I", identity()),
-            Step(L.T, cay(-Cs), r"(XY)^T=Y^TX^T and C^T=-C: \mathrm{Cayley}(C)^T=\mathrm{Cayley}(-C)",
-                 identity()),
-            Step(r"-Z^TAZ", r"Z^T(-A)Z", "the layer with weighting -A", identity()),
+            Step(lam_y.T, cay(-cy), r"\mathrm{Cayley}(C)^T = \mathrm{Cayley}(-C) = \mathrm{Cayley}(Y^T(-A)Y)",
+                 in_algebra(Cs, -1, facts=on_y)),
+            Step(fg, Ym, r"F(G(Y)) = Y\Lambda^T\mathrm{Cayley}(\Lambda C\Lambda^T) = Y\Lambda^T\Lambda = Y "
+                 "(functional calculus in C = Y^TAY)", _times_calculus(Ym, on_y)),
+            Step(gf, Zm, r"G(F(Z)) = Z\Lambda\,\mathrm{Cayley}(\Lambda^TC\Lambda)^T = Z\Lambda\Lambda^T = Z "
+                 "(functional calculus in C = Z^TAZ)", _times_calculus(Zm, ("A skew", "C = Z^TAZ"))),
         ],
-        remark=r"F^{-1}(Y) = Y\,\mathrm{Cayley}(Y^TAY)^T = Y\,\mathrm{Cayley}(Y^T(-A)Y)",
-        conclusion=None,  # TODO
+        remark=r"G(F(Z)) = Z \text{ and } F(G(Y)) = Y \text{ (step 2)}: "
+        r"F^{-1}(Y) = Y\,\mathrm{Cayley}(Y^TAY)^T = Y\,\mathrm{Cayley}(Y^T(-A)Y) \text{ (step 1)}",
+        conclusion=sp.Eq(gf, Zm, evaluate=False),
     )
 
 
