@@ -15,11 +15,11 @@ from sympy.matrices.expressions import (
 )
 from sympy.matrices.expressions.kronecker import combine_kronecker
 
-from ..proof import Check, identity
+from ..proof import Check, identity, relation
 from ..evidence import Derivation, Step
 from ._common import T, d, same
 
-__all__ = ["canon_sums", "lift_symplectic_derivation", "frozen_map_derivation"]
+__all__ = ["canon_sums", "by_cases", "blockwise", "lift_symplectic_derivation", "frozen_map_derivation"]
 
 L = MatrixSymbol("Lambda", T, T)
 
@@ -37,6 +37,17 @@ def canon_sums(expr):
         return Sum(s.function.xreplace(new), *limits)
 
     return expr.replace(lambda x: isinstance(x, Sum), rename)
+
+
+def by_cases(cases: dict) -> Check:
+    r"""A check of a scalar step over integer indices, decided case by case: ``cases`` maps a case's name to the
+    substitution that puts the indices in it (``{"i < j": {j: i + p}}`` with ``p`` positive), and the step holds
+    when its two sides agree after every substitution."""
+
+    def decide(lhs, rhs):
+        return all(same(sp.piecewise_fold(lhs.subs(sub)), sp.piecewise_fold(rhs.subs(sub))) for sub in cases.values())
+
+    return relation(decide, "by cases: " + ", ".join(cases))
 
 
 def _kron_normal(expr, pairs):

@@ -24,7 +24,7 @@ from ..proof import identity, in_algebra, relation
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Grows, Policy, T, at_sizes, grid, same
-from ._derivations import frozen_map_derivation, lift_symplectic_derivation
+from ._derivations import by_cases, frozen_map_derivation, lift_symplectic_derivation
 
 __all__ = ["CLAIMS", "exp_map_identity"]
 
@@ -36,17 +36,6 @@ S = MatrixSymbol("S", T, T)
 # ---------------------------------------------------------------------------
 # exp.uta_skew, exp.orthogonal, exp.det_one
 # ---------------------------------------------------------------------------
-
-
-def by_cases(cases: dict) -> "relation":
-    r"""A check of a scalar step over integer indices, decided case by case: ``cases`` maps a case's name to the
-    substitution that puts the indices in it (``{"i < j": {j: i + p}}`` with ``p`` positive), and the step holds
-    when its two sides agree after every substitution."""
-
-    def decide(lhs, rhs):
-        return all(same(sp.piecewise_fold(lhs.subs(sub)), sp.piecewise_fold(rhs.subs(sub))) for sub in cases.values())
-
-    return relation(decide, "by cases: " + ", ".join(cases))
 
 
 def skew_rule(sym: MatrixSymbol):

@@ -15,10 +15,12 @@ from sympy.matrices.expressions import MatrixSymbol, Transpose
 
 from .. import algebra as alg
 from ..claim import Claim, corrected
+from ..nodes import StrictLower
 from ..proof import identity
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Grows, Policy, ShapePolicy, T, d, grid, same
+from ._derivations import by_cases
 
 __all__ = ["CLAIMS", "make_skew_weighting", "seed_lower_assignment"]
 
@@ -98,36 +100,28 @@ def seed_lower_assignment(Z: sp.Matrix, A: sp.Matrix) -> sp.Matrix:
 
 
 def _lower_assign_derivation() -> Derivation:
-    g = sp.Function("g")  # g(i, j) = (z^(i))^T A z^(j) = [Z^T A Z]_{ij}
-    i, j = sp.symbols("i j", integer=True)
+    m = MatrixSymbol("M", T, T)  # M = Z^T A Z: M_{ij} = (z^{(i)})^T A z^{(j)}
+    i, j = sp.symbols("i j", integer=True, nonnegative=True)
     p = sp.Symbol("p", integer=True, positive=True)
-
-    def seed_entry(a, b):
-        return sp.Piecewise((g(a, b), a > b), (-g(b, a), a < b), (0, True))
-
-    def copied_entry(a, b):  # M = Z^T A Z; copy the lower triangle up, negated
-        return sp.Piecewise((g(a, b), a > b), (-g(b, a), a < b), (0, True))
-
+    lower = StrictLower(m)
+    c = lower - lower.T  # skew_from_lower(M)
+    # the seed's entry (i, j) of C, and the entry of tril_{-1}(M) - tril_{-1}(M)^T by the definition of tril_{-1}
+    seed_entry = sp.Piecewise((m[i, j], i > j), (-m[j, i], i < j), (0, True))
+    tril_entry = sp.Piecewise((m[i, j], i > j), (0, True)) - sp.Piecewise((m[j, i], j > i), (0, True))
     cases = {"i > j": {i: j + p}, "i < j": {j: i + p}, "i = j": {i: j}}
-
-    def skew_in(case):
-        sub = cases[case]
-        return sp.simplify((seed_entry(i, j) + seed_entry(j, i)).subs(sub)) == 0
-
-    def equal_in(case):
-        sub = cases[case]
-        return sp.simplify((seed_entry(i, j) - copied_entry(i, j)).subs(sub)) == 0
-
-    steps = []
-    for case in cases:
-        steps.append(Step(r"C_{ij} + C_{ji}", 0, f"case {case}", identity()))
-    for case in cases:
-        steps.append(Step(r"C_{ij}", r"[\mathrm{skew\_from\_lower}(Z^TAZ)]_{ij}", f"case {case}", identity()))
     return Derivation(
-        assumptions=[r"g(i,j) := (z^{(i)})^TAz^{(j)} = [Z^TAZ]_{ij}", r"i, j \in \{1,\dots,T\}"],
-        steps=steps,
+        assumptions=[r"M = Z^TAZ,\ M_{ij} = (z^{(i)})^TAz^{(j)}",
+                     r"[\mathrm{tril}_{-1}(M)]_{ij} = M_{ij} \text{ for } i > j,\ 0 \text{ otherwise}",
+                     r"\mathrm{skew\_from\_lower}(M) = \mathrm{tril}_{-1}(M) - \mathrm{tril}_{-1}(M)^T"],
+        subject=(seed_entry,),
+        steps=[
+            Step(seed_entry, tril_entry, r"the seed's C is \mathrm{skew\_from\_lower}(Z^TAZ) entrywise",
+                 by_cases(cases)),
+            Step(c.T, lower.T - lower, "transpose of a difference; (X^T)^T = X", identity()),
+            Step(lower.T - lower, -c, "collect", identity()),
+        ],
         remark=r"C = \mathrm{skew\_from\_lower}(Z^TAZ) \text{ and } C^T = -C",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(c.T, -c, evaluate=False),
     )
 
 
@@ -167,17 +161,20 @@ def _index_range_identity() -> MatrixIdentity:
 
 
 def _index_count_derivation() -> Derivation:
-    i = sp.Symbol("i", integer=True, positive=True)
-    pairs = sp.Sum(i - 1, (i, 1, T)).doit()
-    lower = (T**2 - T) / 2
+    i, j, r, c = sp.symbols("i j r c", integer=True)
+    pairs = sp.Sum(1, (j, 1, i - 1), (i, 1, T))  # #{(i, j): 1 <= j < i <= T}
+    lower = sp.Sum(1, (c, 0, r - 1), (r, 0, T - 1))  # #{(r, c): c < r} in a T x T matrix (0-based)
+    count = (T**2 - T) / 2
     return Derivation(
         assumptions=[r"Z = [z^{(1)}, \ldots, z^{(T)}]\in\mathbb{R}^{d\times T}"],
+        subject=(lower,),
         steps=[
-            Step(r"\#\{(i, j): 1\le j<i\le T\}", pairs, r"\sum_{i=1}^T (i-1)", identity()),
-            Step(r"\#\{\text{strictly lower entries of a } T\times T \text{ matrix}\}", lower, "(T^2 - T)/2", identity()),
+            Step(pairs, count, r"\sum_{i=1}^T (i-1) = T(T-1)/2", identity()),
+            Step(count, lower, r"\sum_{r=0}^{T-1} r = T(T-1)/2", identity()),
         ],
-        remark=r"\text{the correlations } (z^{(i)})^TAz^{(j)},\ 1\le j<i\le T, \text{ fill the lower triangle of } C",
-        conclusion=None,  # TODO
+        remark=r"\text{the correlations } (z^{(i)})^TAz^{(j)},\ 1\le j<i\le T, \text{ are as many as the strictly "
+        r"lower entries of } C \in \mathbb{R}^{T\times T} \text{ and fill them}",
+        conclusion=sp.Eq(pairs, lower, evaluate=False),
     )
 
 
