@@ -106,7 +106,9 @@ def lift_symplectic_derivation(cite: str = "cayley.orthogonal") -> Derivation:
     )
 
 
-def frozen_map_derivation(arg: str = "C(Z_0)", cite: str = "cayley.det_one", fn: str = r"\mathrm{Cayley}") -> Derivation:
+def frozen_map_derivation(
+    arg: str = "C(Z_0)", cite: str = "cayley.det_one", fn: str = r"\mathrm{Cayley}"
+) -> Derivation:
     r""":math:`Z\mapsto Z\Lambda(Z_0)` with :math:`\Lambda = f(\mathrm{arg})` frozen at :math:`Z_0` and
     :math:`\det\Lambda = 1` (``cite``) is volume-preserving."""
     L = MatrixSymbol("Lambda", T, T)

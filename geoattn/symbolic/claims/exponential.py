@@ -249,7 +249,8 @@ def _frozen_exp_claim(kind: str) -> Claim:
     else:
 
         def prove():
-            return frozen_map_derivation(r"\mathtt{upper\_triangular\_asymmetrize}((P^QZ_0)^T(P^KZ_0))", "exp.det_one", r"\exp")
+            arg = r"\mathtt{upper\_triangular\_asymmetrize}((P^QZ_0)^T(P^KZ_0))"
+            return frozen_map_derivation(arg, "exp.det_one", r"\exp")
         statement = "For each fixed Z0 the linear map Z -> Z Lambda(Z0), Lambda = exp(uta(...)), is volume-preserving."
         latex = r"\det(\mathbb{I}_{2n}\otimes\Lambda(Z_0)^T) = 1"
     return corrected(_exp_map_claim(kind), Claim(
@@ -288,7 +289,8 @@ CLAIMS = [
         id="exp.orthogonal",
         title="exp(uta(A)) is orthogonal",
         statement="exp(upper_triangular_asymmetrize(A)) is orthogonal (orthonormal).",
-        latex=r"\sigma(A) = \exp(\mathtt{upper\_triangular\_asymmetrize}(A)) \implies \sigma(A)^T\sigma(A) = \mathbb{I}",
+        latex=r"\sigma(A) = \exp(\mathtt{upper\_triangular\_asymmetrize}(A)) "
+        r"\implies \sigma(A)^T\sigma(A) = \mathbb{I}",
         source=f"{SRC}, 'the matrix Lambda(Z) is orthonormal'",
         expected=Level.PROVED,
         checker=Policy(

@@ -95,6 +95,10 @@ def _right_mult_derivation() -> Derivation:
     )
 
 
+_FORMS = {"seed": "Lambda (x) I_T", "blockdiag": "I_d (x) Lambda", "exact": "I_d (x) Lambda^T",
+          "column_major": "Lambda^T (x) I_d"}
+
+
 def vec_identity(form: str) -> MatrixIdentity:
     """``vec_r(Z Lambda) - M vec_r(Z)`` with ``M`` given by ``form``.
 
@@ -115,7 +119,7 @@ def vec_identity(form: str) -> MatrixIdentity:
         return (alg.vec_rows(Z * lam) - m * alg.vec_rows(Z)).applyfunc(sp.cancel)
 
     return MatrixIdentity(
-        f"vec_r(Z Lambda) - ({ {'seed': 'Lambda (x) I_T', 'blockdiag': 'I_d (x) Lambda', 'exact': 'I_d (x) Lambda^T', 'column_major': 'Lambda^T (x) I_d'}[form] }) vec_r(Z)",
+        f"vec_r(Z Lambda) - ({_FORMS[form]}) vec_r(Z)",
         variables=lambda s: {"Z": alg.general("z", s["d"], s["T"]), "S": alg.skew("s", s["T"])},
         residual=residual,
     )
@@ -179,9 +183,9 @@ KRONECKER_RULES = relation(_kronecker_same, "Kronecker transpose and mixed-produ
 
 def _lift_orthogonal_derivation(block_name: str = r"\Lambda", cite: str = "cayley.orthogonal") -> Derivation:
     M = KroneckerProduct(Identity(d), L)
-    combined = combine_kronecker(M.T * M)
     return Derivation(
-        assumptions=[r"\Lambda^T\Lambda = \mathbb{I}_T" + rf"\ \text{{({cite})}}", r"\tilde\Lambda = \mathbb{I}_d\otimes\Lambda"],
+        assumptions=[r"\Lambda^T\Lambda = \mathbb{I}_T" + rf"\ \text{{({cite})}}",
+                     r"\tilde\Lambda = \mathbb{I}_d\otimes\Lambda"],
         steps=[
             Step(
                 M.T * M,

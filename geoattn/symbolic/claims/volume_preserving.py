@@ -19,7 +19,7 @@ from ..nodes import StrictLower
 from ..proof import identity
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Grows, Policy, ShapePolicy, T, d, grid, same
+from ._common import Grows, Policy, ShapePolicy, T, d, grid
 from ._derivations import by_cases
 
 __all__ = ["CLAIMS", "make_skew_weighting", "seed_lower_assignment"]

@@ -22,7 +22,6 @@ from sympy.matrices.expressions import (
     MatrixSymbol,
     Transpose,
     ZeroMatrix,
-    block_collapse,
 )
 
 from .. import algebra as alg
@@ -100,7 +99,8 @@ LINEAR_SRC = f"{SRC}, {SEC} (linear-time form of the layer)"
 
 
 def rewrite(*pairs, name: str = "") -> "relation":
-    r"""A check that applies the rewrites ``(old, new)`` (contiguous factors of a product, e.g. ``(I + M)Z -> Z(I + C)``)
+    r"""A check that applies the rewrites ``(old, new)`` (contiguous factors of a product, e.g.
+    ``(I + M)Z -> Z(I + C)``)
     to the step's lhs, in order, and compares the result with its rhs after SymPy's evaluation (which cancels
     ``X X^{-1}``). Each rewrite must itself be an identity the derivation verifies."""
     shown = ", ".join(f"{sp.sstr(a)} -> {sp.sstr(b)}" for a, b in pairs)
@@ -271,7 +271,8 @@ CLAIMS = [
     Claim(
         id="vp.push_through",
         title="push-through: Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z",
-        statement="For every Z in R^{d x T} and skew A, Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z (any d, T and rank of Z).",
+        statement="For every Z in R^{d x T} and skew A, Z Cayley(Z^T A Z) = Cayley(Z Z^T A) Z "
+        "(any d, T and rank of Z).",
         latex=r"Z\,(I_T - Z^TAZ)(I_T + Z^TAZ)^{-1} = (I_d - ZZ^TA)(I_d + ZZ^TA)^{-1}Z",
         source=LINEAR_SRC,
         expected=Level.PROVED,
@@ -322,7 +323,8 @@ CLAIMS = [
             exact_method="exact symbolic Taylor identity Z p_6(C) = p_6(M) Z, degree by degree",
             always_exact=True,
         ),
-        notes="The exact checks compare Z C^k with M^k Z for k <= 6; the residual of the degree-6 Taylor polynomial is the "
+        notes="The exact checks compare Z C^k with M^k Z for k <= 6; the residual of the degree-6 Taylor polynomial "
+        "is the "
         "sum of these terms, each homogeneous of degree 2k+1 in Z, so it vanishes iff every term does.",
     ),
 ]

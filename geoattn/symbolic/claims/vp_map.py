@@ -45,11 +45,11 @@ from ..claim import Claim, corrected
 from ..proof import Check, _apply, identity, in_algebra
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, certify
-from ._common import Policy, T, at_sizes, d, grid, same, sizes
+from ._common import Policy, T, at_sizes, d, grid, sizes
 from .volume_preserving import SEC, SRC
 from ._derivations import frozen_map_derivation
-from .vp_flow import circle_evidence, divergence_evidence, exp_flow_derivation, volume_flow_derivation
-from .vp_linear import LOW_RANK, SIZES, cay, skew_variables, subs_chain
+from .vp_flow import circle_evidence, divergence_evidence
+from .vp_linear import LOW_RANK, SIZES, cay, skew_variables
 
 __all__ = [
     "CLAIMS",
@@ -376,7 +376,8 @@ CLAIMS = [
     Claim(
         id="vp.map_invariant",
         title="the layer map keeps C(Z) = Z^T A Z",
-        statement="For skew A and Lambda = Cayley(C(Z)), C(Z Lambda) = C(Z): the layer map keeps the correlation matrix.",
+        statement="For skew A and Lambda = Cayley(C(Z)), C(Z Lambda) = C(Z): the layer map keeps the correlation "
+        "matrix.",
         latex=r"C(Z\Lambda(Z)) = \Lambda^T Z^TAZ\Lambda = Z^TAZ,\quad \Lambda(Z) = \mathrm{Cayley}(Z^TAZ)",
         source=f"{SRC}, {SEC}",
         expected=Level.PROVED,
@@ -392,7 +393,8 @@ CLAIMS = [
         source=f"{SRC}, {SEC} (exponential form)",
         expected=Level.PROVED,
         checker=Policy(prove=_invariant_exp_derivation, extra=(lambda ctx: circle_evidence(ctx, "invariant"),)),
-        notes="exp of a nonzero rational matrix is transcendental, so there are no exact random points; the exact check "
+        notes="exp of a nonzero rational matrix is transcendental, so there are no exact random points; the exact "
+        "check "
         "is at T = 2 (Note [exact points for exp at T = 2]).",
     ),
     make_inverse_claim(),
