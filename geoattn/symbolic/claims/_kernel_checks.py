@@ -8,13 +8,16 @@ Each has a negative control in ``tests/test_kernel_checks.py``.
 
 from __future__ import annotations
 
+import functools
+
 import sympy as sp
 from sympy.matrices.expressions import Identity, MatMul, MatrixSymbol
 
 from .. import algebra as alg
 from ..proof import Check, relation, same
 
-__all__ = ["algebra_times", "algebra_of", "sandwich", "inside", "matrix_derivative"]
+__all__ = ["algebra_times", "algebra_of", "sandwich", "inside", "matrix_derivative", "free_algebra", "blockwise",
+           "compose", "matrix_diff"]
 
 
 def inside(old, new, name: str = "an earlier step inside the expression") -> Check:
@@ -88,13 +91,74 @@ def sandwich(sym: MatrixSymbol, eps: int | None, middle, transposed: bool = Fals
     return Check(f"functional calculus in {on} on both sides of {middle}", decide, ())
 
 
+@functools.lru_cache(maxsize=256)
+def matrix_diff(expr, var):
+    """SymPy's matrix derivative of the scalar ``expr`` by ``var``, taken term by term over sums and past rational
+    factors (SymPy returns 0 for the derivative of a sum of traces as a whole); remembered, as the mutation tests
+    ask for it again."""
+    from sympy.matrices.expressions import MatAdd, ZeroMatrix
+
+    if isinstance(expr, sp.Add):
+        terms = [t for t in (matrix_diff(a, var) for a in expr.args) if not (t == 0 or isinstance(t, ZeroMatrix))]
+        return MatAdd(*terms).doit() if terms else ZeroMatrix(*var.shape)
+    coeff, rest = expr.as_coeff_Mul()
+    if coeff != 1:
+        return coeff * matrix_diff(rest, var)
+    return expr.diff(var)
+
+
 def matrix_derivative() -> Check:
-    """The lhs is an unevaluated ``Derivative(f, X)`` of a matrix expression and the rhs equals SymPy's matrix
-    derivative ``f.diff(X)`` (up to :func:`~geoattn.symbolic.proof.same`)."""
+    """The lhs is an unevaluated ``Derivative(f, X)`` of a scalar ``f`` by one matrix symbol ``X``, and the rhs has
+    the shape of ``X`` and equals SymPy's matrix derivative of ``f`` (term by term, up to
+    :func:`~geoattn.symbolic.proof.same`)."""
 
     def decide(lhs, rhs, pairs):
-        if not isinstance(lhs, sp.Derivative):
+        if not isinstance(lhs, sp.Derivative) or len(lhs.variables) != 1:
             return False
-        return same(lhs.expr.diff(*lhs.variables), rhs)
+        var = lhs.variables[0]
+        if getattr(rhs, "shape", None) != var.shape:
+            return False
+        return same(matrix_diff(lhs.expr, var), rhs)
 
     return Check("matrix derivative (SymPy)", decide, ())
+
+
+def free_algebra() -> Check:
+    r"""Equality of two polynomial matrix expressions in the free algebra over :math:`\mathbb{Q}` (every matrix
+    symbol and its transpose independent noncommuting generators, no relations; see
+    :mod:`geoattn.symbolic.claims._free_algebra`): an identity there holds for matrices of every size."""
+    from ._free_algebra import nc_equal, to_nc
+
+    def decide(lhs, rhs, pairs):
+        try:
+            return nc_equal(to_nc(lhs), to_nc(rhs), ())
+        except alg.NotInAlgebra:
+            return False
+
+    return Check("free algebra (no relations)", decide, ())
+
+
+def blockwise(check: Check) -> Check:
+    """Both sides are block-diagonal matrices with as many blocks, and ``check`` accepts every pair of blocks."""
+    from sympy.matrices.expressions import BlockDiagMatrix
+
+    def decide(lhs, rhs, pairs):
+        if not (isinstance(lhs, BlockDiagMatrix) and isinstance(rhs, BlockDiagMatrix)):
+            return False
+        if len(lhs.diag) != len(rhs.diag):
+            return False
+        return all(check.decide(a, b, pairs) for a, b in zip(lhs.diag, rhs.diag))
+
+    return Check(f"blockwise {check.name}", decide, check.facts, check.subs)
+
+
+def compose(bindings, table: dict | None = None) -> dict:
+    """A kernel's bindings composed as matrix expressions: name -> the binding with every earlier name (a matrix
+    symbol of the binding's shape) replaced by its own composed expression; ``table`` seeds earlier names."""
+    table = dict(table or {})
+    out = {}
+    for name, expr in bindings:
+        e = sp.sympify(expr).xreplace(table)
+        out[name] = e
+        table[MatrixSymbol(name, *e.shape)] = e
+    return out
