@@ -6,7 +6,9 @@ from __future__ import annotations
 import sympy as sp
 from sympy.matrices.expressions import Identity, Inverse, MatrixSymbol, Trace
 
-from geoattn.symbolic.claims._kernel_checks import algebra_of, algebra_times, inside, matrix_derivative, sandwich
+from geoattn.symbolic.claims._kernel_checks import (
+    algebra_of, algebra_times, blockwise, free_algebra, inside, matrix_derivative, sandwich,
+)
 from geoattn.symbolic.proof import Derivation, Step, validate
 
 n = sp.Symbol("n", integer=True, positive=True)
@@ -61,3 +63,22 @@ def test_inside_and_matrix_derivative():
     assert _proof(f, C.T * G, matrix_derivative()).ok
     assert not matrix_derivative()(f, G.T * C)
     assert not matrix_derivative()(Trace(G.T * C * H), C.T * G)  # not a derivative on the left
+
+
+def test_free_algebra_blockwise_and_derivative_of_a_sum():
+    from sympy.matrices.expressions import BlockDiagMatrix
+
+    word = G * C * C + C * G
+    assert free_algebra()(word, G * C**2 + C * G)
+    assert not free_algebra()(word, G * C**2 + G * C)  # C and G do not commute
+    assert not free_algebra()(word, C.T * C * G + C * G)  # C^T is its own generator
+    assert not free_algebra()(Inverse(I + C), I - C)  # an inverse is outside the polynomial algebra
+    blocks = blockwise(free_algebra())
+    assert _proof(BlockDiagMatrix(word, C * C), BlockDiagMatrix(G * C**2 + C * G, C**2), blocks).ok
+    assert not blocks(BlockDiagMatrix(word, C * C), BlockDiagMatrix(G * C**2 + C * G, C**3))
+    assert not blocks(BlockDiagMatrix(word, C * C), BlockDiagMatrix(G * C**2 + C * G))
+    f = sp.Derivative(Trace(G.T * C) + Trace(G.T * C * C) / 2, C)
+    want = G + (G * C.T + C.T * G) / 2
+    assert _proof(f, want, matrix_derivative()).ok
+    assert not matrix_derivative()(f, sp.ZeroMatrix(n, n) + G)  # drops a term
+    assert not matrix_derivative()(f, sp.Integer(0))  # a scalar is not a gradient of C's shape
