@@ -15,6 +15,7 @@ from ..claim import Claim
 from ..proof import identity, in_algebra
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
+from ._kernel_checks import algebra_of, algebra_times, inside, matrix_derivative, sandwich
 from ._common import Grows, Policy, at_sizes, grid, kernel_eval as _ev, run_bindings, same
 
 __all__ = ["CLAIMS", "vjp_identity", "make_vjp_claim"]
@@ -61,33 +62,24 @@ def _left_solve_identity() -> MatrixIdentity:
 
 def _apply_form_derivation() -> Derivation:
     out = Transpose(x.T * ex.CAYLEY_RIGHT)
-    cay_t = Inverse(I - C) * (I + C)
+    two = 2 * Inverse(I - C) - I
+    kernel_lam = ex.CAYLEY_APPLY_MATRIX.subs(Lam, ex.CAYLEY)
     return Derivation(
-        assumptions=[r"C^T = -C", r"x = Z^T\in\mathbb{R}^{T\times d}"],
+        assumptions=[r"C^T = -C", r"x = Z^T\in\mathbb{R}^{T\times d}", r"I \pm C\ \text{invertible}"],
+        subject=(ex.CAYLEY_APPLY_MATRIX,),
         steps=[
+            Step(ex.CAYLEY_APPLY_MATRIX, kernel_lam, "the generated kernel cayley_apply_matrix binds Lam = "
+                 "(I + C)^{-1}(I - C)", identity((Lam, ex.CAYLEY))),
+            Step(kernel_lam, ex.CAYLEY_RIGHT.T * x, "functional calculus: the factors commute "
+                 "(kernels.cayley_left_solve), transposed", algebra_times(C, -1, x)),
             Step(out, ex.CAYLEY_RIGHT.T * x, "transpose of a product", identity()),
-            Step(ex.CAYLEY_RIGHT.T, cay_t, "C^T = -C", identity((C.T, -C))),
-            Step(
-                cay_t,
-                2 * Inverse(I - C) - I,
-                "functional calculus: (1 + c)/(1 - c) = 2/(1 - c) - 1",
-                in_algebra(C, None),
-            ),
-            Step(
-                (2 * Inverse(I - C) - I) * x,
-                ex.CAYLEY_APPLY_SOLVE,
-                "distribute over x (the generated kernel cayley_apply_solve)",
-                identity(),
-            ),
-            Step(
-                ex.CAYLEY_APPLY_MATRIX.subs(Lam, ex.CAYLEY_RIGHT),
-                ex.CAYLEY_RIGHT.T * x,
-                "the generated kernel cayley_apply_matrix with Lam = Cayley(C) (kernels.cayley_left_solve)",
-                identity((Lam, ex.CAYLEY_RIGHT)),
-            ),
+            Step(ex.CAYLEY_RIGHT.T * x, two * x, "C^T = -C; functional calculus: (1 + c)/(1 - c) = 2/(1 - c) - 1",
+                 algebra_times(C, -1, x)),
+            Step(two * x, ex.CAYLEY_APPLY_SOLVE, "distribute over x (the generated kernel cayley_apply_solve)",
+                 identity()),
         ],
-        remark=r"(x^T\mathrm{Cayley}(C))^T = 2(I - C)^{-1}x - x = \mathrm{Cayley}(C)^Tx",
-        conclusion=sp.Eq(out, ex.CAYLEY_RIGHT.T * x, evaluate=False),
+        remark=r"(x^T\mathrm{Cayley}(C))^T = 2(I - C)^{-1}x - x = \Lambda^Tx,\ \Lambda = (I + C)^{-1}(I - C)",
+        conclusion=sp.Eq(out, ex.CAYLEY_APPLY_SOLVE, evaluate=False),
     )
 
 
@@ -113,63 +105,34 @@ def _apply_form_identity() -> MatrixIdentity:
 
 def _vjp_derivation() -> Derivation:
     cay = ex.CAYLEY_RIGHT
-    dlam = -(I + cay) * H * Inverse(I + C)
+    inv = Inverse(I + C)
+    dlam_sym = MatrixSymbol(r"D\Lambda[H]", T, T)
+    grad_sym = MatrixSymbol(r"\partial L/\partial C", T, T)
+    product_rule = -H * inv + (I - C) * (-inv * H * inv)
+    dlam = -(I + cay) * H * inv
+    linear_form = sp.Derivative(Trace(G.T * dlam), H)
     grad = Trace(G.T * dlam).diff(H)
-    D = MatrixSymbol("D", T, T)  # stands for C^T
-    left_want = -(I + cay).T
-    right_want = sp.Rational(1, 2) * (I + cay).T
-    left, _, right = grad.args[0], grad.args[1], grad.args[2]
-
-    def in_ct(expr):
-        return expr.doit().subs(C.T, D)
-
-    def grad_layout_ok() -> bool:
-        # SymPy's matrix derivative against entrywise derivatives at an explicit size
-        Cm = sp.Matrix([[1, sp.Rational(2, 3)], [-3, sp.Rational(1, 2)]])
-        Gm = sp.Matrix([[2, -1], [sp.Rational(1, 5), 3]])
-        Hm = alg.general("h", 2, 2)
-        e2 = sp.eye(2)
-        f = (Gm.T * (-(e2 + alg.cayley(Cm)) * Hm * (e2 + Cm).inv())).trace()
-        entrywise = sp.Matrix(2, 2, lambda a, b: sp.diff(f, Hm[a, b]))
-        symbolic = ex.evaluate(grad, {C: Cm, G: Gm}, {T: 2})
-        return (entrywise - symbolic).applyfunc(sp.cancel).is_zero_matrix
-
+    factored = -(I + cay).T * G * (I + cay).T / 2
     return Derivation(
-        assumptions=[r"\Lambda = \mathrm{Cayley}(C),\ I + C \text{ invertible}", r"L = \langle G, \Lambda\rangle = \mathrm{Tr}(G^T\Lambda)"],
+        assumptions=[r"\Lambda = \mathrm{Cayley}(C) = (I - C)(I + C)^{-1},\ I + C \text{ invertible}",
+                     r"L = \langle G, \Lambda\rangle = \mathrm{Tr}(G^T\Lambda)"],
+        facts={r"Lam = Cayley(C)": {Lam: cay}},
+        subject=(dlam_sym,),
         steps=[
-            Step(
-                r"D\Lambda[H]",
-                dlam,
-                r"differentiate \Lambda(I + C) = I - C: D\Lambda[H](I + C) + \Lambda H = -H",
-                identity(),
-            ),
-            Step(
-                r"\nabla_H\,\mathrm{Tr}(G^TD\Lambda[H])",
-                grad,
-                "matrix calculus (SymPy), cross-checked entrywise at an explicit size",
-                grad_layout_ok,
-            ),
-            Step(
-                left,
-                left_want,
-                "functional calculus in C^T: -1 + (c - 1)/(1 + c) = -(1 + (1 - c)/(1 + c))",
-                in_algebra(D, None),
-            ),
-            Step(
-                right,
-                right_want,
-                "functional calculus in C^T: 1/(1 + c) = (1/2)(1 + (1 - c)/(1 + c))",
-                in_algebra(D, None),
-            ),
-            Step(
-                left_want * G * right_want,
-                ex.CAYLEY_VJP.subs(Lam, cay),
-                "the generated kernel cayley_vjp with Lam = Cayley(C)",
-                identity((Lam, cay)),
-            ),
+            Step(dlam_sym, product_rule, r"product rule on (I - C)(I + C)^{-1} in direction H, with "
+                 r"D(X^{-1})[H] = -X^{-1}HX^{-1}", lemma="product_rule"),
+            Step(product_rule, dlam, "collect: -(I + (I - C)(I + C)^{-1}) H (I + C)^{-1}", identity(facts=())),
+            Step(grad_sym, linear_form, r"the gradient is the H-derivative of DL[H] = \mathrm{Tr}(G^TD\Lambda[H]) "
+                 "(steps 1-2)", lemma="definition"),
+            Step(linear_form, grad, "matrix derivative of a trace linear in H (SymPy)", matrix_derivative()),
+            Step(grad, factored, r"functional calculus in C^T on each side of G: "
+                 r"-1 + (c - 1)/(1 + c) = -(1 + (1 - c)/(1 + c)),\ 1/(1 + c) = \tfrac12(1 + (1 - c)/(1 + c))",
+                 sandwich(C, None, G, transposed=True)),
+            Step(factored, ex.CAYLEY_VJP, r"the generated kernel cayley_vjp, -\tfrac12 PGP with P = I + \Lambda^T",
+                 identity()),
         ],
         remark=r"\frac{\partial L}{\partial C} = -\tfrac12(I + \Lambda)^TG(I + \Lambda)^T",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(grad_sym, ex.CAYLEY_VJP, evaluate=False),
     )
 
 
@@ -242,39 +205,40 @@ def _triangle_identity() -> MatrixIdentity:
 
 def _row_layout_derivation() -> Derivation:
     Z = MatrixSymbol("Z", d, T)
-    Am = MatrixSymbol("A", d, d)
     Lm = MatrixSymbol("Lambda", T, T)
-    corr = (Z.T * Am * Z).subs(Z, x.T).doit()
-    out = Transpose(Z * Lm).subs(Z, x.T).doit()
+    corr = Z.T * ex.A * Z
+    out = Transpose(Z * Lm)
     return Derivation(
         assumptions=[r"x = Z^T\in\mathbb{R}^{T\times d}"],
+        facts={"x = Z^T": {Z: x.T}},
+        subject=(out,),
         steps=[
-            Step(r"Z^TAZ", corr, "substitute Z = x^T", identity((ex.A, Am))),
-            Step(r"(Z\Lambda)^T", out, "substitute Z = x^T; transpose of a product", identity()),
+            Step(out, Lm.T * x, "transpose of a product; Z^T = x", identity()),
+            Step(corr, ex.VP_CORRELATION, "substitute Z = x^T (the generated kernel vp_correlation)", identity()),
         ],
-        remark=r"\text{vp\_correlation} = xAx^T,\ \text{layer output } (Z\Lambda)^T = \Lambda^Tx",
-        conclusion=None,  # TODO
+        remark=r"\text{vp\_correlation} = xAx^T = Z^TAZ;\ \text{the layer output } (Z\Lambda)^T = \Lambda^Tx "
+        r"\text{ (step 1)}",
+        conclusion=sp.Eq(corr, ex.VP_CORRELATION, evaluate=False),
     )
 
 
 def _lsa_row_derivation() -> Derivation:
     Qc = MatrixSymbol("Q", d, T)
-    grad = (Trace(Qc * W * Qc.T) / 2).diff(Qc)
+    grad_t = Transpose(sp.Derivative(Trace(Qc * W * Qc.T) / 2, Qc))
+    row = ((W + W.T) / 2).T * q
     abar_q = (W + W.T) / 2 * q
     return Derivation(
         assumptions=[r"q = Q^T\in\mathbb{R}^{T\times n}"],
+        facts={"Q = q^T": {Qc: q.T}},
+        subject=(grad_t,),
         steps=[
-            Step(r"\nabla_Q\tfrac12\mathrm{Tr}(QAQ^T)", grad, "matrix calculus (SymPy)", identity()),
-            Step(
-                r"(\nabla_Q F)^T|_{Q = q^T}",
-                ex.LSA_UPDATE,
-                "transpose, substitute Q = q^T (the generated kernel lsa_update)",
-                identity((Qc, q.T)),
-            ),
-            Step(ex.LSA_UPDATE, abar_q, r"\bar A = \tfrac12(A + A^T)", identity()),
+            Step(grad_t, row, r"\partial_Q\tfrac12\mathrm{Tr}(QAQ^T) = \tfrac12Q(A + A^T) (SymPy's matrix derivative), "
+                 "transposed at Q = q^T", identity()),
+            Step(row, abar_q, r"\bar A = \tfrac12(A + A^T) is symmetric", identity(facts=())),
+            Step(ex.LSA_UPDATE, abar_q, "the generated kernel lsa_update", identity(facts=())),
         ],
-        remark=r"\text{lsa\_update}(q, A) = \bar Aq = (Q\bar A)^T",
-        conclusion=None,  # TODO
+        remark=r"\text{lsa\_update}(q, A) = \bar Aq = (\nabla_Q F)^T|_{Q = q^T},\ F = \tfrac12\mathrm{Tr}(QAQ^T)",
+        conclusion=sp.Eq(ex.LSA_UPDATE, abar_q, evaluate=False),
     )
 
 
@@ -315,30 +279,33 @@ def gram_form_identity(sign: int = 1) -> MatrixIdentity:
 
 
 def _gram_form_derivation() -> Derivation:
-    Z = MatrixSymbol("Z", d, T)
-    X = MatrixSymbol("X", d, d)
     Id = Identity(d)
-    M = Id + Z * Z.T * A
-    cay = (Id - X) * Inverse(Id + X)
-    two = 2 * Inverse(Id + X) - Id
-    col = ((two.subs(X, Z * Z.T * A)) * Z).T
-    row = 2 * Z.T * Inverse(M).T - Z.T
+
+    def cay(m, eye):
+        return (eye - m) * Inverse(eye + m)
+
+    K = x.T * x * A  # Z Z^T A with Z = x^T
+    out = Transpose(x.T * cay(x * A * x.T, I))
+    pushed = cay(K, Id) * x.T
+    two = 2 * Inverse(Id + K) - Id
     # the kernel's bindings, composed: y(G, M) with M = I + G A and G = x^T x
     (_, g_expr), (_, m_expr), (_, y_expr) = ex.GRAM_CAYLEY
     kernel = y_expr.subs(MatrixSymbol("M", d, d), m_expr).subs(MatrixSymbol("G", d, d), g_expr)
     return Derivation(
-        assumptions=[r"A^T = -A", r"x = Z^T \in \mathbb{R}^{T\times d}"],
+        assumptions=[r"A^T = -A", r"x = Z^T \in \mathbb{R}^{T\times d}",
+                     r"I_d + x^Tx A\ \text{invertible (vp.push\_through\_invertible)}"],
         steps=[
-            Step(r"(x^T\mathrm{Cayley}(xAx^T))^T = (Z\,\mathrm{Cayley}(Z^TAZ))^T",
-                 r"(\mathrm{Cayley}(ZZ^TA)\,Z)^T", "vp.push_through (any d, T, rank of Z)", lemma='ledger:vp.push_through'),
-            Step(cay, two, "functional calculus in X (I + X invertible for X = ZZ^T A: vp.push_through_invertible)",
-                 in_algebra(X, None)),
-            Step(col, row, "X = ZZ^T A, transpose", identity()),
-            Step(row.subs(Z, x.T), kernel, "x = Z^T; the kernel's bindings G = x^T x, M = I + G A composed",
-                 identity((Z, x.T))),
+            Step(x.T * cay(x * A * x.T, I), pushed, r"Z\,\mathrm{Cayley}(Z^TAZ) = \mathrm{Cayley}(ZZ^TA)\,Z at Z = x^T "
+                 "(any d, T, rank of Z)", lemma="ledger:vp.push_through"),
+            Step(out, Transpose(pushed), "step 1 inside the transpose", inside(x.T * cay(x * A * x.T, I), pushed)),
+            Step(cay(K, Id), two, "functional calculus in K = x^T x A: (1 - k)/(1 + k) = 2/(1 + k) - 1",
+                 algebra_of(K, "K")),
+            Step(Transpose(pushed), Transpose(two * x.T), "step 3 inside the transpose", inside(cay(K, Id), two)),
+            Step(Transpose(two * x.T), kernel, "transpose of a product: the generated kernel vp_gram_cayley, "
+                 "its bindings G = x^T x, M = I + G A composed", identity()),
         ],
         remark=r"\texttt{vp\_gram\_cayley}(x, A) = 2x(I + x^Tx A)^{-T} - x = (x^T\mathrm{Cayley}(xAx^T))^T",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(out, kernel, evaluate=False),
     )
 
 

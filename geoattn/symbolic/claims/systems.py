@@ -41,14 +41,14 @@ def field(A, B, C, z):
 def _divergence_derivation() -> Derivation:
     z = sp.Matrix([z1, z2, z3])
     f = field(a_, b_, c_, z)
-    div = sum((sp.diff(f[i], z[i]) for i in range(3)), sp.Integer(0))
+    div = sp.Add(*(sp.Derivative(f[i], z[i]) for i in range(3)), evaluate=False)
     return Derivation(
         assumptions=[r"f(z) = (A z_2z_3,\ B z_1z_3,\ C z_1z_2),\ A, B, C\in\mathbb{R}"],
         steps=[
-            Step(r"\nabla\cdot f", div, r"\partial f_i/\partial z_i, f_i does not depend on z_i", identity()),
+            Step(div, sp.Integer(0), r"\partial f_i/\partial z_i = 0: f_i does not depend on z_i", identity()),
         ],
         remark=r"\nabla\cdot f = 0\text{: the flow preserves volume (Liouville) for every } A, B, C",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(div, 0, evaluate=False),
     )
 
 
@@ -73,19 +73,27 @@ def _invariant_identity(constants) -> MatrixIdentity:
 
 
 def _invariant_derivation() -> Derivation:
-    z = sp.Matrix([z1, z2, z3])
-    rate = sp.expand((z.T * field(a_, b_, c_, z))[0, 0])
+    t = sp.Symbol("t", real=True)
+    zt = [sp.Function(nm, real=True)(t) for nm in ("z_1", "z_2", "z_3")]
+    f = field(a_, b_, c_, zt)
+    half_norm = sp.Derivative(sp.Add(*(zi**2 for zi in zt)) / 2, t)
+    rate = sp.expand(sum((zt[i] * f[i] for i in range(3)), sp.Integer(0)))
+    collected = (a_ + b_ + c_) * zt[0] * zt[1] * zt[2]
     return Derivation(
-        assumptions=[r"\dot z = f(z),\ C = -A - B"],
+        assumptions=[r"\dot z = f(z)", r"A + B + C = 0"],
+        facts={
+            "z' = f(z)": {sp.Derivative(zt[i], t): f[i] for i in range(3)},
+            "A + B + C = 0": {c_: -a_ - b_},
+        },
         steps=[
-            Step(r"\tfrac{d}{dt}\tfrac12|z|^2 = z^Tf(z)", rate, "chain rule, then multiply out", lemma='chain_rule'),
-            Step(rate, (a_ + b_ + c_) * z1 * z2 * z3, "collect z_1z_2z_3",
-                 identity()),
-            Step((a_ + b_ + c_) * z1 * z2 * z3, 0, "A + B + C = 0",
-                 identity((c_, -a_ - b_))),
+            Step(half_norm, rate, r"chain rule: \tfrac{d}{dt}\tfrac12|z|^2 = z^T\dot z, then \dot z = f(z)",
+                 identity(facts=("z' = f(z)",))),
+            Step(rate, collected, "collect z_1z_2z_3", identity(facts=())),
+            Step(collected, 0, "A + B + C = 0", identity(facts=("A + B + C = 0",))),
         ],
-        remark=r"|z|^2 \text{ is conserved} \iff A + B + C = 0 \text{ (for the flow through a point with } z_1z_2z_3\neq0)",
-        conclusion=None,  # TODO
+        remark=r"|z|^2 \text{ is conserved when } A + B + C = 0 \text{ (and only then, for a flow through a point "
+        r"with } z_1z_2z_3\neq0)",
+        conclusion=sp.Eq(half_norm, 0, evaluate=False),
     )
 
 
@@ -99,22 +107,30 @@ HALF = sp.Rational(1, 2)
 
 def _midpoint_derivation() -> Derivation:
     m = sp.Symbol("m", integer=True, positive=True)
-    z0, z1v, fm = (MatrixSymbol(s, m, 1) for s in ("z_0", "z_1", "f_m"))
+    z0, z1v, fm, mid = (MatrixSymbol(s, m, 1) for s in ("z_0", "z_1", "f_m", "m"))
     h = sp.Symbol("h", positive=True)
+    zero = sp.ZeroMatrix(1, 1)
     lhs = z1v.T * z1v - z0.T * z0
+    expanded = z1v.T * z1v + z1v.T * z0 - z0.T * z1v - z0.T * z0
     factored = (z1v - z0).T * (z1v + z0)
-    mid = (z0 + z1v) / 2
     return Derivation(
-        assumptions=[r"z_1 = z_0 + h\,f(m),\ m = \tfrac12(z_0 + z_1),\ m^Tf(m) = 0 \text{ for all } m"],
+        assumptions=[r"z_1 = z_0 + h\,f_m,\ m = \tfrac12(z_0 + z_1),\ f_m = f(m),\ m^Tf(m) = 0 \text{ for all } m"],
+        facts={
+            # z_1 = z_0 + h f_m and z_0 + z_1 = 2m, solved for z_0 and z_1
+            "midpoint step": {z0: mid - h * fm / 2, z1v: mid + h * fm / 2},
+            "m^T f(m) = 0": {fm.T * mid: zero},
+        },
         steps=[
-            Step(lhs, factored, r"z_0^Tz_1 = z_1^Tz_0 (a scalar equals its transpose)",
-                 identity((z0.T * z1v, (z1v.T * z0)))),
-            Step(factored, 2 * h * fm.T * mid, r"z_1 - z_0 = h f(m),\ z_1 + z_0 = 2m",
-                 identity()),
-            Step(2 * h * fm.T * mid, sp.ZeroMatrix(1, 1), r"m^Tf(m) = 0 (the field conserves |z|^2)", lemma='definition'),
+            Step(lhs, expanded, r"add z_1^Tz_0 - z_0^Tz_1 = 0 (a 1x1 matrix equals its transpose)",
+                 identity((z1v.T * z0, z0.T * z1v), facts=())),
+            Step(expanded, factored, "factor", identity(facts=())),
+            Step(factored, 2 * h * fm.T * mid, r"z_1 - z_0 = h f_m,\ z_1 + z_0 = 2m",
+                 identity(facts=("midpoint step",))),
+            Step(2 * h * fm.T * mid, zero, r"m^Tf(m) = 0 (the field conserves |z|^2)",
+                 identity(facts=("m^T f(m) = 0",))),
         ],
         remark=r"|z_1|^2 = |z_0|^2\text{: the implicit midpoint rule keeps every quadratic invariant of such a field}",
-        conclusion=sp.Eq(lhs, sp.ZeroMatrix(1, 1), evaluate=False),
+        conclusion=sp.Eq(lhs, zero, evaluate=False),
     )
 
 

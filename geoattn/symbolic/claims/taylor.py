@@ -31,7 +31,7 @@ identity map, matching :math:`(X^j)^T = A^j` and :math:`H_j(X)^T = H_j(A)`).
 from __future__ import annotations
 
 import sympy as sp
-from sympy.matrices.expressions import MatrixSymbol, Trace
+from sympy.matrices.expressions import BlockDiagMatrix, Identity, MatPow, MatrixSymbol, Trace
 
 from .. import algebra as alg
 from .. import expressions as ex
@@ -40,6 +40,7 @@ from ..proof import identity, in_algebra
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Policy, at_sizes, same
+from ._kernel_checks import blockwise, compose, free_algebra, matrix_derivative, matrix_diff
 
 __all__ = [
     "CLAIMS",
@@ -149,29 +150,20 @@ def _taylor(m: int) -> sp.Expr:
 
 def _form_derivation(schemes: dict, bindings_for=None) -> Derivation:
     bindings_for = bindings_for or (lambda m, r: ex.taylor_ps_bindings(m, r))
-    steps = []
+    kernels, sums, shown = [], [], []
     for dtype, (m, r) in schemes.items():
-        got = scheme_polynomial(m, r, bindings_for(m, r))
-        steps.append(
-            Step(
-                rf"E_{{{m}}}(X)",
-                sp.Sum(sp.Symbol("X") ** sp.Symbol("j") / sp.factorial(sp.Symbol("j")), (sp.Symbol("j"), 0, m)),
-                f"compose the {dtype} bindings (degree {m}, powers up to X^{r}) in Q[x] and expand",
-                identity(),
-            )
-        )
+        kernels.append(compose(bindings_for(m, r))["E"])
+        sums.append(sp.MatAdd(*(X**j / sp.factorial(j) for j in range(1, m + 1)), Identity(T)))
+        shown.append(f"{dtype}: degree {m}, powers up to X^{r}")
+    lhs, rhs = BlockDiagMatrix(*kernels), BlockDiagMatrix(*sums)
     return Derivation(
         assumptions=[r"X\in\mathbb{R}^{T\times T}\ \text{(any } T)", r"\text{bindings of } \texttt{exp\_taylor}m"],
         steps=[
-            Step(
-                r"\text{each binding}",
-                r"\text{a polynomial in } X",
-                r"only I, X, products and rational multiples occur; x \mapsto X is a homomorphism from Q[x]", lemma='power_series_calculus',
-            ),
-            *steps,
+            Step(lhs, rhs, "the kernels' bindings composed (" + "; ".join(shown) + r"), equal to \sum_j X^j/j! as "
+                 "polynomials in X", blockwise(free_algebra())),
         ],
-        remark=r"\texttt{exp\_taylor}m(X) = \sum_{j=0}^{m} X^j/j!",
-        conclusion=None,  # TODO
+        remark=r"\texttt{exp\_taylor}m(X) = \sum_{j=0}^{m} X^j/j!\ \text{for each scheme (one block each)}",
+        conclusion=sp.Eq(lhs, rhs, evaluate=False),
     )
 
 
@@ -201,32 +193,26 @@ def make_taylor_form_claim(bindings_for=None, claim_id: str = "exp_skew.taylor_f
 
 def _vjp_derivation(schemes: dict, vjp_bindings_for=None) -> Derivation:
     vjp_bindings_for = vjp_bindings_for or (lambda m, r: ex.taylor_ps_vjp_bindings(m, r))
-    steps = []
-    for dtype, (m, r) in schemes.items():
-        grad = sum((Trace(G.T * X**j).diff(X) / sp.factorial(j) for j in range(1, m + 1)), sp.ZeroMatrix(T, T))
-        want = _nc_image(grad)
-        got = scheme_vjp_polynomial(m, r, vjp_bindings_for(m, r))
-        steps.append(
-            Step(
-                rf"\nabla_X\langle G, p_{{{m}}}(X)\rangle",
-                rf"\sum_{{j=1}}^{{{m}}}\frac{{1}}{{j!}}\sum_{{i=0}}^{{j-1}}(X^T)^iG(X^T)^{{j-1-i}}",
-                f"SymPy matrix calculus, Trace(G^T X^j).diff(X) for j <= {m}, mapped to Q<a, g>",
-                identity(),
-            )
-        )
-        steps.append(
-            Step(
-                rf"\texttt{{exp\_taylor{m}\_vjp}}",
-                rf"\nabla_X\langle G, p_{{{m}}}(X)\rangle",
-                f"compose the {dtype} backward bindings in Q<a, g> (a = X^T) and compare",
-                identity(),
-            )
-        )
+    derivs, grads, kernels = [], [], []
+    for m, r in schemes.values():
+        forward = compose(ex.taylor_ps_bindings(m, r))
+        table = {MatrixSymbol(nm, T, T): e for nm, e in forward.items()}
+        kernels.append(compose(vjp_bindings_for(m, r), table)["gX"])
+        pm = sum((Trace(G.T * X**j) / sp.factorial(j) for j in range(1, m + 1)), Trace(G.T))
+        derivs.append(sp.Derivative(pm, X))
+        grads.append(matrix_diff(pm, X))
+    deriv, grad, kernel = (BlockDiagMatrix(*b) for b in (derivs, grads, kernels))
     return Derivation(
-        assumptions=[r"A = X^T,\ (X^j)^T = A^j,\ H_j(X)^T = H_j(A)\ \text{(rational coefficients)}"],
-        steps=steps,
-        remark=r"\texttt{exp\_taylor}m\texttt{\_vjp}(X, \ldots, G) = \nabla_X \langle G, p_m(X)\rangle",
-        conclusion=None,  # TODO
+        assumptions=[r"X, G\in\mathbb{R}^{T\times T}\ \text{(any } T),\ p_m(X) = \sum_{j\le m}X^j/j!"],
+        steps=[
+            Step(deriv, grad, r"SymPy's matrix derivative of \langle G, p_m(X)\rangle = \sum_j\mathrm{Tr}(G^TX^j)/j!: "
+                 r"\sum_{j}\frac{1}{j!}\sum_{i<j}(X^T)^iG(X^T)^{j-1-i}", blockwise(matrix_derivative())),
+            Step(grad, kernel, "the backward bindings composed with the forward ones, equal as polynomials in the "
+                 "noncommuting X^T and G", blockwise(free_algebra())),
+        ],
+        remark=r"\texttt{exp\_taylor}m\texttt{\_vjp}(X, \ldots, G) = \nabla_X \langle G, p_m(X)\rangle"
+        r"\ \text{for each scheme (one block each)}",
+        conclusion=sp.Eq(deriv, kernel, evaluate=False),
     )
 
 
@@ -268,37 +254,31 @@ def remainder_bounds(m: int, theta=ex.TAYLOR_THETA) -> tuple[sp.Rational, sp.Rat
 
 
 def _remainder_derivation(schemes: dict, theta=ex.TAYLOR_THETA) -> Derivation:
-    steps = [
-        Step(
-            r"\|\exp(X) - p_m(X)\|_1",
-            r"\sum_{j>m}\frac{\theta^j}{j!} \le \frac{\theta^{m+1}}{(m+1)!}\,\frac{m+2}{m+2-\theta}",
-            r"\|X\|_1\le\theta, submultiplicativity; ratio of successive terms \le \theta/(m+2)", lemma='taylor_remainder_bound',
-            relation="<=",
-        ),
-        Step(
-            r"\|L_{\exp}(X, E) - L_{p_m}(X, E)\|_1",
-            r"\|E\|_1\sum_{j>m}\frac{j\,\theta^{j-1}}{j!} \le \|E\|_1\frac{\theta^{m}}{m!}\,\frac{m+1}{m+1-\theta}",
-            r"L_{X^j}(X, E) = \sum_i X^iEX^{j-1-i} has j terms of norm \le \theta^{j-1}\|E\|_1", lemma='taylor_remainder_bound',
-            relation="<=",
-        ),
-    ]
+    theta = sp.Rational(theta)
+    steps, subject, signs = [], [], []
     for dtype, (m, _) in schemes.items():
         value, frechet = remainder_bounds(m, theta)
-        u = UNIT_ROUNDOFF[dtype]
-        steps.append(
-            Step(
-                rf"\max(\text{{tails}})\big|_{{m = {m},\ \theta = {sp.latex(sp.Rational(theta))}}}",
-                rf"{sp.latex(sp.Float(max(value, frechet), 3))} < u_{{\mathrm{{{dtype}}}}} = 2^{{-{sp.log(1 / u, 2)}}}",
-                "exact rational comparison",
-                identity(),
-                relation="=",
-            )
-        )
+        tail = sp.Symbol(rf"\|e^X - p_{{{m}}}(X)\|_1")
+        ftail = sp.Symbol(rf"\|L_{{\exp}}(X, E) - L_{{p_{{{m}}}}}(X, E)\|_1/\|E\|_1")
+        subject += [tail, ftail]
+        steps += [
+            Step(tail, value, rf"\sum_{{j>{m}}}\theta^j/j! with \|X\|_1\le\theta, submultiplicativity; ratio of "
+                 rf"successive terms \le \theta/(m+2)", lemma="taylor_remainder_bound", relation="<="),
+            Step(ftail, frechet, r"L_{X^j}(X, E) = \sum_i X^iEX^{j-1-i} has j terms of norm \le \theta^{j-1}\|E\|_1",
+                 lemma="taylor_remainder_bound", relation="<="),
+        ]
+        largest = sp.Max(value, frechet, evaluate=False)
+        signs.append(sp.sign(sp.Add(UNIT_ROUNDOFF[dtype], -largest, evaluate=False), evaluate=False))
+    total = sp.Add(*signs, evaluate=False)
+    steps.append(Step(total, len(signs), r"exact rational comparison: each bound is below the unit roundoff u of its "
+                      r"dtype (\mathrm{sign}(u - \text{bound}) = 1 for every scheme)", identity()))
     return Derivation(
-        assumptions=[rf"\|X\|_1 \le \theta = {sp.latex(sp.Rational(theta))}\ \text{{(also }}\|X^T\|_1\le\theta\text{{)}}"],
+        assumptions=[rf"\|X\|_1 \le \theta = {sp.latex(theta)}\ \text{{(also }}\|X^T\|_1\le\theta\text{{)}}"],
+        subject=tuple(subject),
         steps=steps,
-        remark=r"\text{truncation errors of } p_m \text{ and of its derivative} < u \text{ of the dtype}",
-        conclusion=None,  # TODO
+        remark=r"\text{truncation errors of } p_m \text{ and of its derivative} < u \text{ of the dtype "
+        r"(float64: } m = 16,\ \text{float32: } m = 9)",
+        conclusion=sp.Eq(total, len(signs), evaluate=False),
     )
 
 
@@ -322,38 +302,32 @@ def make_remainder_claim(theta=ex.TAYLOR_THETA, claim_id: str = "exp_skew.taylor
 
 
 def _square_vjp_derivation() -> Derivation:
+    form = sp.Derivative(Trace(G.T * E * E), E)
     grad = Trace(G.T * E * E).diff(E)
     return Derivation(
         assumptions=[r"E\in\mathbb{R}^{T\times T}"],
         steps=[
-            Step(r"\nabla_E\langle G, E^2\rangle", grad, "SymPy matrix calculus", lemma='matrix_calculus'),
+            Step(form, grad, r"SymPy's matrix derivative of \mathrm{Tr}(G^TE^2)", matrix_derivative()),
             Step(grad, ex.SQUARE_VJP, "the generated kernel square_vjp", identity()),
         ],
         remark=r"\nabla_E\langle G, E^2\rangle = GE^T + E^TG",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(form, ex.SQUARE_VJP, evaluate=False),
     )
 
 
 def _scaling_derivation() -> Derivation:
-    Y = MatrixSymbol("Y", T, T)
+    S = MatrixSymbol("S", T, T)
+    k = sp.Symbol("k", integer=True, nonnegative=True)
+    scaled = MatPow(alg.MatExp(S / 2**k), 2**k)
     return Derivation(
-        assumptions=[r"S\in\mathbb{R}^{T\times T},\ k\ge 0"],
+        assumptions=[r"S\in\mathbb{R}^{T\times T},\ k\ge 0 \text{ an integer}"],
         steps=[
-            Step(
-                alg.MatExp(2 * Y),
-                alg.MatExp(Y) * alg.MatExp(Y),
-                "functional calculus: exp(2y) = exp(y)^2 (Y commutes with itself)",
-                in_algebra(Y, None),
-            ),
-            Step(r"\exp(S)", r"\exp(S/2^k)^{2^k}", "induction on k with Y = S/2^{i+1}", lemma='induction'),
-            Step(
-                r"\nabla_{E_i} L",
-                r"G_{i+1}E_i^T + E_i^TG_{i+1},\ E_{i+1} = E_i^2",
-                "chain rule through each squaring (exp_skew.square_vjp)", lemma='ledger:exp_skew.square_vjp',
-            ),
+            Step(alg.MatExp(S), scaled, r"functional calculus in S: e^s = (e^{s/2^k})^{2^k} for the integer 2^k",
+                 in_algebra(S, None)),
         ],
-        remark=r"\exp(S) = \exp(S/2^k)^{2^k},\ \text{differentiated squaring by squaring}",
-        conclusion=sp.Eq(alg.MatExp(2 * Y), r"G_{i+1}E_i^T + E_i^TG_{i+1},\ E_{i+1} = E_i^2", evaluate=False),
+        remark=r"\exp(S) = \exp(S/2^k)^{2^k};\ \text{the backward differentiates the squarings one by one "
+        r"(exp\_skew.square\_vjp)}",
+        conclusion=sp.Eq(alg.MatExp(S), scaled, evaluate=False),
     )
 
 

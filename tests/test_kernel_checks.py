@@ -1,0 +1,84 @@
+"""Negative controls for the checks of the ``kernels`` family's derivations (``claims/_kernel_checks.py``): each
+accepts a true step and rejects an injected fault, and a derivation built on a faulty step is not a proof."""
+
+from __future__ import annotations
+
+import sympy as sp
+from sympy.matrices.expressions import Identity, Inverse, MatrixSymbol, Trace
+
+from geoattn.symbolic.claims._kernel_checks import (
+    algebra_of, algebra_times, blockwise, free_algebra, inside, matrix_derivative, sandwich,
+)
+from geoattn.symbolic.proof import Derivation, Step, validate
+
+n = sp.Symbol("n", integer=True, positive=True)
+k = sp.Symbol("k", integer=True, positive=True)
+C = MatrixSymbol("C", n, n)
+G = MatrixSymbol("G", n, n)
+H = MatrixSymbol("H", n, n)
+x = MatrixSymbol("x", n, k)
+I = Identity(n)
+CAY = (I - C) * Inverse(I + C)
+
+
+def _proof(lhs, rhs, check):
+    return validate(Derivation(steps=[Step(lhs, rhs, "step", check)], conclusion=sp.Eq(lhs, rhs, evaluate=False)))
+
+
+def test_algebra_times_accepts_commuted_factors_and_rejects_a_wrong_one():
+    chk = algebra_times(C, None, x)
+    assert _proof(CAY * x, Inverse(I + C) * (I - C) * x, chk).ok
+    assert not chk(CAY * x, (I + C) * Inverse(I - C) * x)  # the inverse Cayley transform
+    assert not chk(CAY * x, Inverse(I + C) * (I - C) * G)  # another right factor
+    assert not chk(CAY.T * x, CAY * x)  # a transpose without a transpose rule
+    assert chk(CAY.T * x, (I + C) * Inverse(I - C) * x) is False
+    assert algebra_times(C, -1, x)(CAY.T * x, (I + C) * Inverse(I - C) * x)  # with C^T = -C
+
+
+def test_algebra_of_a_composite_block():
+    K = x.T * x * MatrixSymbol("A", k, k)
+    Ik = Identity(k)
+    chk = algebra_of(K, "K")
+    assert _proof((Ik - K) * Inverse(Ik + K), 2 * Inverse(Ik + K) - Ik, chk).ok
+    assert not chk((Ik - K) * Inverse(Ik + K), 2 * Inverse(Ik - K) - Ik)
+    assert not chk((Ik - K) * Inverse(Ik + K), (Ik - K.T) * Inverse(Ik + K))
+
+
+def test_sandwich_rejects_a_swapped_or_wrong_factor():
+    lhs = Inverse(I + C.T) * G * (I - C.T)
+    swapped = (I - C.T) * G * Inverse(I + C.T)  # wrong: the factors do not move across G
+    assert not sandwich(C, None, G, transposed=True)(lhs, swapped)
+    want = -(I + CAY).T * G * (I + CAY).T / 2
+    grad = (-I + Inverse(I + C.T) * (C.T - I)) * G * Inverse(I + C.T)
+    assert _proof(grad, want, sandwich(C, None, G, transposed=True)).ok
+    assert not sandwich(C, None, G, transposed=True)(grad, -(I + C).T * G * (I + C).T / 2)  # input for output
+    assert not sandwich(C, None, G)(grad, want)  # C^T is outside the algebra of C
+
+
+def test_inside_and_matrix_derivative():
+    B = MatrixSymbol("B", n, n)
+    assert _proof(CAY * B, Inverse(I + C) * (I - C) * B, inside(CAY, Inverse(I + C) * (I - C))).ok
+    assert not inside(CAY, Inverse(I + C) * (I - C))(CAY * B, Inverse(I + C) * (I + C) * B)
+    f = sp.Derivative(Trace(G.T * C * H), H)
+    assert _proof(f, C.T * G, matrix_derivative()).ok
+    assert not matrix_derivative()(f, G.T * C)
+    assert not matrix_derivative()(Trace(G.T * C * H), C.T * G)  # not a derivative on the left
+
+
+def test_free_algebra_blockwise_and_derivative_of_a_sum():
+    from sympy.matrices.expressions import BlockDiagMatrix
+
+    word = G * C * C + C * G
+    assert free_algebra()(word, G * C**2 + C * G)
+    assert not free_algebra()(word, G * C**2 + G * C)  # C and G do not commute
+    assert not free_algebra()(word, C.T * C * G + C * G)  # C^T is its own generator
+    assert not free_algebra()(Inverse(I + C), I - C)  # an inverse is outside the polynomial algebra
+    blocks = blockwise(free_algebra())
+    assert _proof(BlockDiagMatrix(word, C * C), BlockDiagMatrix(G * C**2 + C * G, C**2), blocks).ok
+    assert not blocks(BlockDiagMatrix(word, C * C), BlockDiagMatrix(G * C**2 + C * G, C**3))
+    assert not blocks(BlockDiagMatrix(word, C * C), BlockDiagMatrix(G * C**2 + C * G))
+    f = sp.Derivative(Trace(G.T * C) + Trace(G.T * C * C) / 2, C)
+    want = G + (G * C.T + C.T * G) / 2
+    assert _proof(f, want, matrix_derivative()).ok
+    assert not matrix_derivative()(f, sp.ZeroMatrix(n, n) + G)  # drops a term
+    assert not matrix_derivative()(f, sp.Integer(0))  # a scalar is not a gradient of C's shape
