@@ -23,7 +23,8 @@ from ..lemmas import LEMMAS, register
 from ..proof import Check, _apply, relation, same
 from ._derivations import canon_sums
 
-__all__ = ["collapse", "blocks_equal", "blocks_with", "entries_equal", "normal_sums", "BLOCKS", "ENTRIES"]
+__all__ = ["collapse", "blocks_equal", "blocks_with", "entries_equal", "normal_sums", "matrices_equal", "BLOCKS", "BY_ENTRIES",
+           "ENTRIES"]
 
 if "vec_inner_product" not in LEMMAS:
     register(
@@ -92,7 +93,9 @@ def _merge_sums(expr):
         body = _merge_sums(expr.function)
         if body.is_Add:
             return sp.Add(*[_merge_sums(Sum(t, *expr.limits)) for t in body.args])
-        coeff, rest = body.as_coeff_Mul()
+        coeff, rest = body.as_independent(*[lim[0] for lim in expr.limits], as_Add=False)
+        if rest == 1:
+            return _merge_sums(expr.doit())
         if isinstance(rest, Sum):
             return coeff * Sum(rest.function, *rest.limits, *expr.limits)
         return coeff * Sum(rest, *expr.limits)
@@ -107,9 +110,27 @@ def normal_sums(expr):
 
 
 def entries_equal(lhs, rhs) -> bool:
-    """Whether two scalar expressions of matrix entries, traces and finite sums agree (see :func:`normal_sums`)."""
+    """Whether two scalar expressions of matrix entries, traces and finite sums agree (see :func:`normal_sums`);
+    two explicit matrices of one shape agree entry by entry."""
+    if isinstance(lhs, sp.MatrixBase) or isinstance(rhs, sp.MatrixBase):
+        if not (isinstance(lhs, sp.MatrixBase) and isinstance(rhs, sp.MatrixBase)) or lhs.shape != rhs.shape:
+            return False
+        return all(entries_equal(a, b) for a, b in zip(lhs, rhs))
+    if isinstance(lhs, MatrixExpr) or isinstance(rhs, MatrixExpr):
+        return False
     left, right = normal_sums(lhs), normal_sums(rhs)
     return left == right or same(left, right)
+
+
+_ROW, _COL = sp.symbols("row_ col_", integer=True, nonnegative=True)
+
+
+def matrices_equal(lhs, rhs) -> bool:
+    """Whether two matrix expressions of one shape agree at a generic entry ``(row_, col_)`` (see
+    :func:`entries_equal`)."""
+    if not (isinstance(lhs, MatrixExpr) and isinstance(rhs, MatrixExpr)) or lhs.shape != rhs.shape:
+        return False
+    return entries_equal(MatrixElement(lhs, _ROW, _COL), MatrixElement(rhs, _ROW, _COL))
 
 
 def blocks_with(*subs, facts: tuple[str, ...] | None = None) -> Check:
@@ -121,6 +142,8 @@ def blocks_with(*subs, facts: tuple[str, ...] | None = None) -> Check:
 
 #: the block-multiplication check
 BLOCKS = relation(blocks_equal, "block multiplication")
+#: the generic-entry check of matrix expressions
+BY_ENTRIES = relation(matrices_equal, "equal at a generic entry")
 #: the entrywise check
 ENTRIES = relation(entries_equal, "entries of products as finite sums")
 
