@@ -23,8 +23,8 @@ from ..lemmas import LEMMAS, register
 from ..proof import Check, _apply, relation, same
 from ._derivations import canon_sums
 
-__all__ = ["collapse", "blocks_equal", "blocks_with", "entries_equal", "normal_sums", "matrices_equal", "BLOCKS", "BY_ENTRIES",
-           "ENTRIES"]
+__all__ = ["collapse", "blocks_equal", "blocks_with", "entries_equal", "normal_sums", "matrices_equal", "BLOCKS",
+           "BY_ENTRIES", "ENTRIES"]
 
 if "vec_inner_product" not in LEMMAS:
     register(

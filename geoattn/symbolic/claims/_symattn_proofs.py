@@ -193,7 +193,8 @@ def symmetric_shortcut_derivation() -> Derivation:
         subject=(C,),
         steps=[
             Step(C, C.T, "A^T = A", identity()),
-            Step(E, E.T, "step 1: an entrywise function of a symmetric matrix is symmetric", lemma="entrywise_symmetric"),
+            Step(E, E.T, "step 1: an entrywise function of a symmetric matrix is symmetric",
+                 lemma="entrywise_symmetric"),
             Step(stated, short, "step 2: E^T = E; A^T = A", identity((E.T, E))),
         ],
         conclusion=sp.Eq(stated, short, evaluate=False),
@@ -250,14 +251,16 @@ def arbitrary_derivation() -> Derivation:
     """The package's arbitrary-weighting update A Q S^T + A^T Q S is the potential's gradient for both softmaxes."""
     S = MatrixSymbol("S", T, T)
     code = Am * Qm * S.T + Am.T * Qm * S
+    fixed = sp.Derivative(Trace(S.T * Qm.T * Am * Qm), Qm)
     D, om = _layer_jacobian()
     return Derivation(
         assumptions=[r"S = \mathrm{MatrixSoftmax}(C)\ \text{or}\ \mathrm{VectorSoftmax}(C)",
                      r"U(Q) = AQS^T + A^TQS\ \text{(the code)}"],
-        subject=(code, D),
+        subject=(GRAD_SIGMA, D),
         steps=[
-            Step(code, GRAD_SIGMA, "symattn.potential_gradient with G = S (matrix_softmax or vector_softmax): the "
-                 "code's update is its right-hand side as written", lemma=POTENTIAL),
+            Step(GRAD_SIGMA, fixed, "symattn.potential_gradient: the gradient of Tr(G^T C(Q)) with G = S held fixed "
+                 "(matrix_softmax or vector_softmax)", lemma=POTENTIAL),
+            Step(fixed, code, "matrix calculus (SymPy): the code's update", GRADIENT),
             _shear_step(D, om),
         ],
         remark=r"\text{the package's arbitrary-weighting layer is symplectic for both softmaxes}",
@@ -308,7 +311,8 @@ def vjp_derivation() -> Derivation:
     inner = tuple((names[nm], binds[nm]) for nm in ("P", "H", "R"))
     return Derivation(
         assumptions=[r"U = \nabla_z\Sigma = GzA^T + G^TzA,\ G = \nabla_C f(zAz^T)",
-                     r"\bar z = \partial\langle V, U\rangle/\partial z,\ \bar A = \partial\langle V, U\rangle/\partial A",
+                     r"\bar z = \partial\langle V, U\rangle/\partial z,\ "
+                     r"\bar A = \partial\langle V, U\rangle/\partial A",
                      r"K = \mathrm{D}G[\dot C],\ \dot C = VAz^T + zAV^T\ \text{(the kernel's bindings K, Cd)}"],
         subject=(Trace(V.T * U), adjoint, Cd, dz, dA),
         steps=[

@@ -16,7 +16,6 @@ from sympy.matrices.expressions import (
     MatrixSymbol,
     Trace,
     ZeroMatrix,
-    block_collapse,
 )
 from sympy.matrices.expressions.matexpr import MatrixElement
 
@@ -25,7 +24,7 @@ from ..claim import Claim
 from ..proof import identity
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Policy, T, grid, n, same
+from ._common import Policy, T, grid, n
 from ._entrywise import BLOCKS, ENTRIES, blocks_with, collapse
 
 __all__ = ["CLAIMS", "reweighting_identity", "make_reweighting", "map_symplectic_identity", "make_map_symplectic"]
@@ -315,7 +314,8 @@ CLAIMS = [
         title="product structure = pulled-back J",
         statement="J-hat([z], [z~]) = sum_i z^(i)^T J_2n z~^(i) is the big-vector form J pulled back through the "
         "rearrangement (rows stacked, q rows then p rows).",
-        latex=r"\hat{\mathbb{J}}([z],[\tilde z]) = \sum_{i=1}^T (z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)} = Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec}",
+        latex=r"\hat{\mathbb{J}}([z],[\tilde z]) = \sum_{i=1}^T (z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)} "
+        r"= Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec}",
         source=f"{SRC}, 'symplectic product structure' remark",
         expected=Level.PROVED,
         checker=Policy(

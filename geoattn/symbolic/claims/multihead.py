@@ -13,7 +13,7 @@ from ..nodes import Softmax
 from ..proof import identity, relation
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Policy, ShapePolicy, T, d, grid, same
+from ._common import Policy, ShapePolicy, T, d, grid
 from ._entrywise import ENTRIES, matrices_equal
 
 __all__ = ["CLAIMS", "softmax_cols", "softmax_rows"]
@@ -291,7 +291,8 @@ CLAIMS = [
         id="mha.projection_shapes.corrected",
         title="projections are (N/n_heads) x N",
         statement="P_i in R^{(N / n_heads) x N}, so that P_i Z in R^{(N / n_heads) x T}.",
-        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times N},\ P_iZ\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times T}",
+        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times N},\ "
+        r"P_iZ\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times T}",
         expected=Level.PROVED,
         checker=ShapePolicy(
             factors=_projection_factors(True),

@@ -97,7 +97,8 @@ _GML_VECTOR_SYMMETRIC = Claim(
     latex=r"A^T = A \implies \nabla_Z\Sigma = AZ\,\mathrm{softmax}_1(C)",
     source=f"{PAGE}, 'Vector Softmax'",
     expected=Level.REFUTED,
-    checker=ExpPolicy(name="grad Sigma - A Z softmax_1(C)", structure="symmetric", search=at_sizes({"n": 1, "T": 1}, {"n": 1, "T": 2}, {"n": 2, "T": 2}),
+    checker=ExpPolicy(name="grad Sigma - A Z softmax_1(C)", structure="symmetric",
+                      search=at_sizes({"n": 1, "T": 1}, {"n": 1, "T": 2}, {"n": 2, "T": 2}),
                       residual=lambda f: gradient("vector_one_softmax", f) - f.A * f.Q * softmax(f, "columns", True)),
     notes="softmax_1(C) normalises columns, so it is not symmetric even when C is; the gradient is "
     "A Z (softmax_1(C) + softmax_1(C)^T), twice A Z softmax_1(C) already at T = 1.",
@@ -152,7 +153,8 @@ CLAIMS = [
         latex=r"\Sigma = \log\bigl(1 + \textstyle\sum_{m,n}e^{C_{mn}}\bigr) \implies \nabla_Z\Sigma = "
         r"\frac{AZ\exp.(C)^T + A^TZ\exp.(C)}{1 + \sum_{m,n}e^{C_{mn}}}",
         expected=Level.PROVED,
-        checker=ExpPolicy(name="grad Sigma - stated gradient", prove=lambda: gradient_derivation(("matrix_one_softmax",)),
+        checker=ExpPolicy(name="grad Sigma - stated gradient",
+                          prove=lambda: gradient_derivation(("matrix_one_softmax",)),
                           search=_SEARCH, exact=_SMALL,
                           residual=lambda f: gradient("matrix_one_softmax", f) - stated_matrix_gradient(f)),
     )),
@@ -178,7 +180,8 @@ CLAIMS = [
         latex=r"\Sigma = \sum_n\log\bigl(1 + \textstyle\sum_m e^{C_{mn}}\bigr) \implies \nabla_Z\Sigma = "
         r"AZ\,\mathrm{softmax}_1(C)^T + A^TZ\,\mathrm{softmax}_1(C)",
         expected=Level.PROVED,
-        checker=ExpPolicy(name="grad Sigma - stated gradient", prove=lambda: gradient_derivation(("vector_one_softmax",)),
+        checker=ExpPolicy(name="grad Sigma - stated gradient",
+                          prove=lambda: gradient_derivation(("vector_one_softmax",)),
                           search=_SEARCH, exact=_SMALL,
                           residual=lambda f: gradient("vector_one_softmax", f) - stated_vector_gradient(f)),
     )),
@@ -255,6 +258,7 @@ CLAIMS = [
         source="geoattn.kernels (symattn_vjp_*)",
         expected=Level.PROVED,
         checker=ExpPolicy(name="generated VJP - SymPy VJP", search=at_sizes({"n": 1, "T": 2}),
-                          exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 1}), prove=vjp_derivation, residual=vjp_residual),
+                          exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 1}), prove=vjp_derivation,
+                          residual=vjp_residual),
     ),
 ]
