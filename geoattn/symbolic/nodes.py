@@ -209,6 +209,7 @@ class Softmax(MatrixExpr):
     """
 
     def __new__(cls, arg, over: str = "all", one: bool = False):
+        over = over.name if isinstance(over, Str) else over  # as rebuilt from its args (doit, subs)
         if over not in SOFTMAX_OVER:
             raise ValueError(f"Expected over in {SOFTMAX_OVER}. Got {over!r}.")
         return super().__new__(cls, sp.sympify(arg), Str(over), sp.true if one else sp.false)
@@ -279,6 +280,7 @@ class SoftmaxJVP(MatrixExpr):
     """
 
     def __new__(cls, g, direction, over: str = "all"):
+        over = over.name if isinstance(over, Str) else over  # as rebuilt from its args (doit, subs)
         if over not in SOFTMAX_OVER:
             raise ValueError(f"Expected over in {SOFTMAX_OVER}. Got {over!r}.")
         return super().__new__(cls, sp.sympify(g), sp.sympify(direction), Str(over))

@@ -16,16 +16,16 @@ from sympy.matrices.expressions import (
     MatrixSymbol,
     Trace,
     ZeroMatrix,
-    block_collapse,
 )
+from sympy.matrices.expressions.matexpr import MatrixElement
 
 from .. import algebra as alg
 from ..claim import Claim
 from ..proof import identity
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Policy, T, grid, n, same
-from ._derivations import canon_sums
+from ._common import Policy, T, grid, n
+from ._entrywise import BLOCKS, ENTRIES, blocks_with, collapse
 
 __all__ = ["CLAIMS", "reweighting_identity", "make_reweighting", "map_symplectic_identity", "make_map_symplectic"]
 
@@ -43,15 +43,16 @@ ABAR = (Am + Am.T) / 2
 
 def _gradient_derivation() -> Derivation:
     F = Trace(Qm * Am * Qm.T) / 2
-    grad = F.diff(Qm)
+    grad = sp.Derivative(F, Qm)
+    calc = Qm * Am / 2 + Qm * Am.T / 2
     return Derivation(
-        assumptions=[r"Q\in\mathbb{R}^{n\times T},\ A\in\mathbb{R}^{T\times T}", r"[\nabla_QF]_{ab} = \partial F/\partial Q_{ab}"],
+        assumptions=[r"Q\in\mathbb{R}^{n\times T},\ A\in\mathbb{R}^{T\times T}",
+                     r"[\nabla_QF]_{ab} = \partial F/\partial Q_{ab}"],
         steps=[
-            Step(r"\nabla_Q\,\tfrac12\mathrm{Tr}(QAQ^T)", grad, "matrix calculus (SymPy)", identity()),
-            Step(grad, Qm * ABAR, r"\bar A := \tfrac12(A + A^T)", identity()),
+            Step(grad, calc, "matrix calculus (SymPy): d Tr(QAQ^T) = Tr(dQ A Q^T) + Tr(Q A dQ^T)", identity()),
+            Step(calc, Qm * ABAR, r"\bar A := \tfrac12(A + A^T)", identity()),
         ],
-        remark=r"\nabla_Q\tfrac12\mathrm{Tr}(QAQ^T) = \tfrac12Q(A + A^T) = Q\bar A",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(grad, Qm * ABAR, evaluate=False),
     )
 
 
@@ -77,21 +78,18 @@ def _gradient_identity() -> MatrixIdentity:
 
 def _reweighting_derivation() -> Derivation:
     k, j, i = sp.symbols("k j i", integer=True, nonnegative=True)
-    col = (Qm * ABAR)[k, j]
+    entry = MatrixElement(Qm * ABAR, k, j)
+    product = Sum(Qm[k, i] * ABAR[i, j], (i, 0, T - 1))
     seed = Sum(ABAR[j, i] * Qm[k, i], (i, 0, T - 1))
     return Derivation(
-        assumptions=[r"\bar A = \tfrac12(A + A^T)"],
+        assumptions=[r"\bar A = \tfrac12(A + A^T)", r"q^{(i)} = Q_{\bullet i}"],
         steps=[
-            Step(r"[Q\bar A]_{kj}", col, "definition of the matrix product (expanded by SymPy)", lemma='definition'),
-            Step(
-                col,
-                seed,
-                r"\bar a_{ij} = \bar a_{ji}",
-                identity(),
-            ),
+            Step(entry, product, "definition of the matrix product", ENTRIES),
+            Step(product, seed, r"\bar a_{ij} = \bar a_{ji}", ENTRIES),
         ],
-        remark=r"Q\bar A = \left[\sum_i \bar a_{1i}q^{(i)}, \ldots, \sum_i \bar a_{Ti}q^{(i)}\right]",
-        conclusion=None,  # TODO
+        remark=r"Q\bar A = \left[\sum_i \bar a_{1i}q^{(i)}, \ldots, \sum_i \bar a_{Ti}q^{(i)}\right]"
+        r"\ \text{(entry } k \text{ of column } j)",
+        conclusion=sp.Eq(entry, seed, evaluate=False),
     )
 
 
@@ -133,42 +131,43 @@ def make_reweighting(symmetrize: bool = True, claim_id: str = "lsa.reweighting")
 # ---------------------------------------------------------------------------
 
 
+def _poisson(N):
+    """The block matrix [[0, I_N], [-I_N, 0]]."""
+    return BlockMatrix([[ZeroMatrix(N, N), Identity(N)], [-Identity(N), ZeroMatrix(N, N)]])
+
+
 def _map_symplectic_derivation() -> Derivation:
     N = n * T
     Ab = MatrixSymbol("Abar", T, T)
     M = KroneckerProduct(Identity(n), Ab.T)
-    O = ZeroMatrix(N, N)
-    I = Identity(N)
-    J = BlockMatrix([[O, I], [-I, O]])
-    Mm = MatrixSymbol("M", N, N)
-    jac_p = BlockMatrix([[I, O], [Mm, I]])
-    jac_q = BlockMatrix([[I, Mm], [O, I]])
-    res_p = block_collapse(jac_p.T * J * jac_p)
-    res_q = block_collapse(jac_q.T * J * jac_q)
-
-    def is_J_when_symmetric(res) -> bool:
-        sub = {Mm.T: Mm}
-        blocks = res.blocks
-        return (
-            same(blocks[0, 1].subs(sub), I)
-            and same(blocks[1, 0].subs(sub), -I)
-            and same(blocks[0, 0].subs(sub), O)
-            and same(blocks[1, 1].subs(sub), O)
-        )
-
+    O, I, J = ZeroMatrix(N, N), Identity(N), _poisson(N)
+    Dp, Dq = MatrixSymbol("D_p", 2 * N, 2 * N), MatrixSymbol("D_q", 2 * N, 2 * N)
+    jac_p = BlockMatrix([[I, O], [M, I]])
+    jac_q = BlockMatrix([[I, M], [O, I]])
+    both = BlockMatrix([[Dp.T * J * Dp, Dq.T * J * Dq]])
+    substituted = BlockMatrix([[jac_p.T * J * jac_p, jac_q.T * J * jac_q]])
+    collapsed = collapse(substituted)
+    target = BlockMatrix([[J, J]])
+    vec = "ledger:vec.right_multiplication"
     return Derivation(
         assumptions=[
             r"\bar A^T = \bar A",
-            r"\text{coordinates } (\mathrm{vec}_r Q, \mathrm{vec}_r P),\ \mathbb{J} = \begin{pmatrix}0 & \mathbb{I}_{nT}\\ -\mathbb{I}_{nT} & 0\end{pmatrix}",
+            r"\text{coordinates } (\mathrm{vec}_r Q, \mathrm{vec}_r P),\ \mathbb{J} = "
+            r"\begin{pmatrix}0 & \mathbb{I}_{nT}\\ -\mathbb{I}_{nT} & 0\end{pmatrix}",
+            r"D_p, D_q\ \text{the Jacobians of the p- and q-updates}",
         ],
+        facts={"Abar symmetric": {Ab.T: Ab}},
+        subject=(Dp, Dq),
         steps=[
-            Step("M", M, r"Jacobian of Q \mapsto Q\bar A is \mathbb{I}_n\otimes\bar A^T (vec.right_multiplication)", lemma='ledger:vec.right_multiplication'),
-            Step(M.T, M, r"(\mathbb{I}\otimes\bar A^T)^T = \mathbb{I}\otimes\bar A,\ \bar A^T = \bar A", identity((Ab.T, Ab), (Ab.T, Ab))),
-            Step(r"J_p^T\mathbb{J}J_p", res_p, "p-update: J_p = [[I, 0], [M, I]]; block multiplication", identity()),
-            Step(r"J_q^T\mathbb{J}J_q", res_q, "q-update: J_q = [[I, M], [0, I]]; block multiplication", identity()),
+            Step(Dp, jac_p, r"p-update: the Jacobian of Q \mapsto Q\bar A is \mathbb{I}_n\otimes\bar A^T", lemma=vec),
+            Step(Dq, jac_q, r"q-update: the Jacobian of P \mapsto P\bar A is \mathbb{I}_n\otimes\bar A^T", lemma=vec),
+            Step(both, substituted, "steps 1-2", identity((Dp, jac_p), (Dq, jac_q), facts=())),
+            Step(substituted, collapsed, "block multiplication", BLOCKS),
+            Step(collapsed, target, r"(\mathbb{I}\otimes\bar A^T)^T = \mathbb{I}\otimes\bar A,\ \bar A^T = \bar A",
+                 blocks_with()),
         ],
-        remark=r"J_p^T\mathbb{J}J_p = J_q^T\mathbb{J}J_q = \mathbb{J} \iff M = M^T",
-        conclusion=None,  # TODO
+        remark=r"D_p^T\mathbb{J}D_p = D_q^T\mathbb{J}D_q = \mathbb{J}",
+        conclusion=sp.Eq(both, target, evaluate=False),
     )
 
 
@@ -226,45 +225,27 @@ def make_map_symplectic(symmetrize: bool = True, claim_id: str = "lsa.map_symple
 
 def _product_structure_derivation() -> Derivation:
     N = n * T
-    I = Identity(N)
-    O = ZeroMatrix(N, N)
-    J = BlockMatrix([[O, I], [-I, O]])
-    q, p, qt, pt = (MatrixSymbol(s, N, 1) for s in ("q", "p", r"\tilde q", r"\tilde p"))
-    big = block_collapse(BlockMatrix([[q], [p]]).T * J * BlockMatrix([[qt], [pt]]))
-    flat = q.T * pt - p.T * qt
-    # one time step: z = (q_i, p_i) in R^{2n}
-    In = Identity(n)
-    On = ZeroMatrix(n, n)
-    J2n = BlockMatrix([[On, In], [-In, On]])
-    qi, pi, qti, pti = (MatrixSymbol(s, n, 1) for s in ("q_i", "p_i", r"\tilde q_i", r"\tilde p_i"))
-    small = block_collapse(BlockMatrix([[qi], [pi]]).T * J2n * BlockMatrix([[qti], [pti]]))
-
-    def as_expr(x):
-        return x.blocks[0, 0] if hasattr(x, "blocks") else x
-
+    i = sp.Symbol("i", integer=True, nonnegative=True)
+    J = _poisson(N)
+    Q, P, Qt, Pt = (MatrixSymbol(s, n, T) for s in ("Q", "P", r"\tilde Q", r"\tilde P"))
+    u, v, ut, vt = (MatrixSymbol(rf"\mathrm{{vec}}_r({s})", N, 1) for s in ("Q", "P", r"\tilde Q", r"\tilde P"))
+    big = MatrixElement(BlockMatrix([[u], [v]]).T * J * BlockMatrix([[ut], [vt]]), 0, 0)
+    flat = MatrixElement(u.T * vt - v.T * ut, 0, 0)
+    traces = Trace(Q.T * Pt) - Trace(P.T * Qt)
+    z_i = BlockMatrix([[Q[:, i]], [P[:, i]]])
+    zt_i = BlockMatrix([[Qt[:, i]], [Pt[:, i]]])
+    small = Sum(MatrixElement(z_i.T * _poisson(n) * zt_i, 0, 0), (i, 0, T - 1))
     return Derivation(
-        assumptions=[r"Z = [Q; P]\in\mathbb{R}^{2n\times T},\ Z_\mathrm{vec} = (\mathrm{vec}_rQ, \mathrm{vec}_rP)"],
+        assumptions=[r"Z = [Q; P]\in\mathbb{R}^{2n\times T},\ Z_\mathrm{vec} = (\mathrm{vec}_rQ, \mathrm{vec}_rP)",
+                     r"z^{(i)} = (q^{(i)}, p^{(i)}) = Z_{\bullet i}"],
         steps=[
-            Step(
-                r"Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec}",
-                flat,
-                "block multiplication",
-                identity(),
-            ),
-            Step(
-                flat,
-                r"\sum_{i=1}^T (q^{(i)})^T\tilde p^{(i)} - (p^{(i)})^T\tilde q^{(i)}",
-                r"\mathrm{vec}_r(X)^T\mathrm{vec}_r(Y) = \sum_{k,i}X_{ki}Y_{ki}, regrouped by column i", lemma='TODO',
-            ),
-            Step(
-                r"(z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)}",
-                qi.T * pti - pi.T * qti,
-                "block multiplication",
-                identity(),
-            ),
+            Step(big, flat, "block multiplication", ENTRIES),
+            Step(flat, traces, r"\mathrm{vec}_r(X)^T\mathrm{vec}_r(Y) = \mathrm{Tr}(X^TY)", lemma="vec_inner_product"),
+            Step(traces, small, "traces as sums over columns i; block multiplication of each column", ENTRIES),
         ],
-        remark=r"Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec} = \sum_i (z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)} = \hat{\mathbb{J}}([z], [\tilde z])",
-        conclusion=None,  # TODO
+        remark=r"Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec} = \sum_i (z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)} "
+        r"= \hat{\mathbb{J}}([z], [\tilde z])",
+        conclusion=sp.Eq(big, small, evaluate=False),
     )
 
 
@@ -285,19 +266,19 @@ def _product_structure_identity() -> MatrixIdentity:
 
 def _nondegenerate_derivation() -> Derivation:
     N = n * T
-    I = Identity(N)
-    O = ZeroMatrix(N, N)
-    J = BlockMatrix([[O, I], [-I, O]])
-    jt = block_collapse(J.T)
-    jj = block_collapse(J * J)
+    J = _poisson(N)
+    both = BlockMatrix([[J.T, J * J]])
+    collapsed = collapse(both)
+    eye = BlockMatrix([[Identity(N), ZeroMatrix(N, N)], [ZeroMatrix(N, N), Identity(N)]])  # I_{2nT}
+    target = BlockMatrix([[-J, -eye]])
     return Derivation(
         assumptions=[r"\mathbb{J} = \begin{pmatrix}0 & \mathbb{I}_{nT}\\ -\mathbb{I}_{nT} & 0\end{pmatrix}"],
         steps=[
-            Step(r"\mathbb{J}^T", jt, "block transpose", identity()),
-            Step(r"\mathbb{J}^2", jj, "block multiplication", identity()),
+            Step(both, collapsed, "block transpose and block multiplication", BLOCKS),
+            Step(collapsed, target, "the blocks of -J and of -I", BLOCKS),
         ],
         remark=r"\mathbb{J}^T = -\mathbb{J} \text{ (skew) and } \mathbb{J}^{-1} = -\mathbb{J} \text{ (non-degenerate)}",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(both, target, evaluate=False),
     )
 
 
@@ -333,7 +314,8 @@ CLAIMS = [
         title="product structure = pulled-back J",
         statement="J-hat([z], [z~]) = sum_i z^(i)^T J_2n z~^(i) is the big-vector form J pulled back through the "
         "rearrangement (rows stacked, q rows then p rows).",
-        latex=r"\hat{\mathbb{J}}([z],[\tilde z]) = \sum_{i=1}^T (z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)} = Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec}",
+        latex=r"\hat{\mathbb{J}}([z],[\tilde z]) = \sum_{i=1}^T (z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)} "
+        r"= Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec}",
         source=f"{SRC}, 'symplectic product structure' remark",
         expected=Level.PROVED,
         checker=Policy(

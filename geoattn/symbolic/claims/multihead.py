@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import sympy as sp
 from sympy import IndexedBase, Sum
-from sympy.matrices.expressions import MatrixSymbol
+from sympy.matrices.expressions import Determinant, FunctionMatrix, MatrixSymbol, OneMatrix, ZeroMatrix
+from sympy.matrices.expressions.matexpr import MatrixElement
 
 from .. import algebra as alg
 from ..claim import Claim, corrected
-from ..proof import identity
+from ..nodes import Softmax
+from ..proof import identity, relation
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._common import Policy, ShapePolicy, T, d, grid, same
-from ._derivations import canon_sums
+from ._common import Policy, ShapePolicy, T, d, grid
+from ._entrywise import ENTRIES, matrices_equal
 
 __all__ = ["CLAIMS", "softmax_cols", "softmax_rows"]
 
@@ -51,26 +53,30 @@ def _projection_factors(corrected: bool):
 def _output_shape_derivation() -> Derivation:
     m = sp.Symbol("m", integer=True, positive=True)  # head dimension N / n_heads
     h = sp.Symbol("h", integer=True, positive=True)  # n_heads
+    N = sp.Symbol("N", integer=True, positive=True)
     k = sp.Symbol("k", integer=True, positive=True)
-    heads_rows = Sum(m, (k, 1, h)).doit()
+    rows, cols = sp.symbols("r_k c_k", integer=True, positive=True)  # the shape of head k's output
+    head = sp.ImmutableMatrix([[rows, cols]])
+    stacked = sp.ImmutableMatrix([[Sum(rows, (k, 1, h)), cols]])
+    per_head = sp.ImmutableMatrix([[Sum(m, (k, 1, h)), T]])
+    summed = sp.ImmutableMatrix([[m * h, T]])
     return Derivation(
-        assumptions=[r"N = \mathtt{n\_heads}\cdot m", r"\mathrm{Attention}(P^Q_iZ, P^K_iZ, P^V_iZ) = V_i\,\mathrm{softmax}(\cdot)\in\mathbb{R}^{m\times T}"],
+        assumptions=[r"N = \mathtt{n\_heads}\cdot m,\ h = \mathtt{n\_heads}",
+                     r"\text{head } k:\ V_k\,\mathrm{softmax}(\cdot) \text{ with } V_k = P^V_kZ,\ "
+                     r"\text{shape } (r_k, c_k)",
+                     r"\text{stacking the heads adds their rows and keeps the columns}"],
+        facts={"N = h m": {m * h: N}},
+        subject=(head,),
         steps=[
-            Step(
-                r"\mathrm{shape}(V_i\,\mathcal{P}_i)",
-                r"m\times T",
-                r"V_i = P^V_iZ\in\mathbb{R}^{m\times T} (mha.projection_shapes.corrected), \mathcal{P}_i\in\mathbb{R}^{T\times T}",
-                identity(),
-            ),
-            Step(
-                r"\text{rows of the stacked heads}",
-                heads_rows,
-                r"\sum_{i=1}^{\mathtt{n\_heads}} m",
-                identity(),
-            ),
+            Step(head, sp.ImmutableMatrix([[m, T]]),
+                 r"V_k = P^V_kZ\in\mathbb{R}^{m\times T}, \mathrm{softmax}(\cdot)\in\mathbb{R}^{T\times T}",
+                 lemma="ledger:mha.projection_shapes.corrected"),
+            Step(stacked, per_head, "step 1 in every head", identity((rows, m), (cols, T), facts=())),
+            Step(per_head, summed, r"\sum_{k=1}^{h} m = hm", identity(facts=())),
+            Step(summed, sp.ImmutableMatrix([[N, T]]), r"N = \mathtt{n\_heads}\cdot m", identity()),
         ],
         remark=r"\mathrm{MultiHeadAttention}(Z)\in\mathbb{R}^{N\times T}",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(stacked, sp.ImmutableMatrix([[N, T]]), evaluate=False),
     )
 
 
@@ -94,22 +100,19 @@ def _stochastic_derivation() -> Derivation:
     v = IndexedBase("v", real=True)
     denom = Sum(sp.exp(v[j]), (j, 0, T - 1))
     entry = sp.exp(v[i]) / denom
-    total = Sum(entry, (i, 0, T - 1))
-    pulled = sp.simplify(total)
+    both = sp.ImmutableMatrix([[Sum(entry, (i, 0, T - 1)), sp.sign(entry, evaluate=False)]])
+    pulled = sp.ImmutableMatrix([[Sum(sp.exp(v[i]), (i, 0, T - 1)) / denom, 1]])
     return Derivation(
-        assumptions=[r"v\in\mathbb{R}^T", r"[\mathrm{softmax}(v)]_i = e^{v_i}/\sum_j e^{v_j}"],
+        assumptions=[r"v\in\mathbb{R}^T", r"[\mathrm{softmax}(v)]_i = e^{v_i}/\sum_j e^{v_j}",
+                     r"\mathrm{softmax}_\mathrm{row}(M) = \mathrm{softmax}_\mathrm{col}(M^T)^T\ \text{(definition)}"],
         steps=[
-            Step(r"[\mathrm{softmax}(v)]_i", r"> 0", r"e^{v_i} > 0 for real v_i", identity()),
-            Step(total, pulled, "the denominator does not depend on i", identity()),
-            Step(pulled, 1, "numerator and denominator are the same sum", identity()),
-            Step(
-                r"\mathrm{softmax}_\mathrm{row}(M)",
-                r"\mathrm{softmax}_\mathrm{col}(M^T)^T",
-                "definition: rows of M are columns of M^T", lemma='definition',
-            ),
+            Step(both, pulled, "the denominator does not depend on i; e^{v_i} > 0 for real v_i, and so is their sum",
+                 ENTRIES),
+            Step(pulled, sp.ImmutableMatrix([[1, 1]]), "numerator and denominator are the same sum", ENTRIES),
         ],
-        remark=r"\text{each column (row) of the column (row) softmax is a probability vector}",
-        conclusion=None,  # TODO
+        remark=r"\sum_i[\mathrm{softmax}(v)]_i = 1,\ [\mathrm{softmax}(v)]_i > 0:\ \text{each column (row) of the "
+        r"column (row) softmax is a probability vector}",
+        conclusion=sp.Eq(both, sp.ImmutableMatrix([[1, 1]]), evaluate=False),
     )
 
 
@@ -130,23 +133,26 @@ def _stochastic_identity() -> MatrixIdentity:
 
 
 def _singular_derivation() -> Derivation:
-    i, j = sp.symbols("i j", integer=True)
-    entry = sp.exp(0) / Sum(sp.exp(0), (j, 0, T - 1)).doit()
+    i, j, k = sp.symbols("i j k", integer=True, nonnegative=True)
+    C = ZeroMatrix(T, T)
+    soft0 = FunctionMatrix(T, T, sp.Lambda((i, j), sp.exp(C[i, j]) / Sum(sp.exp(C[k, j]), (k, 0, T - 1))))
+    uniform = OneMatrix(T, T) / T
     return Derivation(
-        assumptions=[r"T\ge 2", r"C = 0\in\mathbb{R}^{T\times T}"],
+        assumptions=[r"T\ge 2", r"C = 0\in\mathbb{R}^{T\times T}",
+                     r"[\mathrm{softmax}(C)]_{ij} = e^{C_{ij}}/\sum_k e^{C_{kj}}"],
         steps=[
-            Step(r"[\mathrm{softmax}(0)]_{ij}", entry, r"e^0 / \sum_j e^0", identity()),
-            Step(
-                r"\text{column } 1",
-                r"\text{column } 2",
-                "every entry equals 1/T, independent of i and j",
-                identity(),
-            ),
-            Step(r"\det\mathrm{softmax}(0)", 0, "a determinant with two equal columns vanishes", lemma='determinant_equal_columns'),
+            Step(Determinant(soft0), Determinant(uniform), r"every entry is e^0/\sum_k e^0 = 1/T",
+                 relation(_equal_arguments, "equal matrices (at a generic entry) have equal determinants")),
+            Step(Determinant(uniform), 0, "all T >= 2 columns are equal", lemma="determinant_equal_columns"),
         ],
         remark=r"\mathrm{softmax}(C) \text{ can be singular (witness } C = 0)",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(Determinant(soft0), 0, evaluate=False),
     )
+
+
+def _equal_arguments(lhs, rhs) -> bool:
+    """Both sides are determinants of matrices that agree at a generic entry."""
+    return isinstance(lhs, Determinant) and isinstance(rhs, Determinant) and matrices_equal(lhs.arg, rhs.arg)
 
 
 def _singular_identity() -> MatrixIdentity:
@@ -167,16 +173,13 @@ def _multiplicative_derivation() -> Derivation:
     i, j = sp.symbols("i j", integer=True, nonnegative=True)
     Z = MatrixSymbol("Z", d, T)
     W = MatrixSymbol("W", d, d)
-    lhs = (Z.T * W * Z)[i, j]
-    rhs = (Z[:, i].T * W * Z[:, j])[0, 0]
+    entry = MatrixElement(Z.T * W * Z, i, j)
+    cols = MatrixElement(Z[:, i].T * W * Z[:, j], 0, 0)
     return Derivation(
         assumptions=[r"Z = [z^{(1)}, \ldots, z^{(T)}]\in\mathbb{R}^{d\times T},\ W\in\mathbb{R}^{d\times d}"],
-        steps=[
-            Step(r"[Z^TWZ]_{ij}", lhs, "definition of the matrix product (expanded by SymPy)", lemma='definition'),
-            Step(lhs, r"(z^{(i)})^TWz^{(j)}", r"z^{(i)} = Z_{\bullet i}", identity()),
-        ],
+        steps=[Step(entry, cols, r"entries of both products as sums; z^{(i)} = Z_{\bullet i}", ENTRIES)],
         remark=r"[Z^TWZ]_{ij} = (z^{(i)})^TWz^{(j)}",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(entry, cols, evaluate=False),
     )
 
 
@@ -210,42 +213,38 @@ def _reweighting_derivation() -> Derivation:
     k, j, i = sp.symbols("k j i", integer=True, nonnegative=True)
     Z = MatrixSymbol("Z", d, T)
     S = MatrixSymbol("Sigma", T, T)
-    entry = (Z * S)[k, j]
+    entry = MatrixElement(Z * S, k, j)
     combo = Sum(S[i, j] * Z[k, i], (i, 0, T - 1))
     return Derivation(
-        assumptions=[r"p^{(j)} = [\sigma(C)]_{\bullet j}"],
-        steps=[
-            Step(r"[Z\sigma(C)]_{kj}", entry, "definition of the matrix product (expanded by SymPy)", lemma='definition'),
-            Step(entry, combo, r"= [\sum_i p^{(j)}_i z^{(i)}]_k", identity()),
-        ],
+        assumptions=[r"p^{(j)} = [\sigma(C)]_{\bullet j},\ z^{(i)} = Z_{\bullet i}"],
+        steps=[Step(entry, combo, r"definition of the matrix product: = [\sum_i p^{(j)}_i z^{(i)}]_k", ENTRIES)],
         remark=r"Z\sigma(C) = \left[\sum_i p^{(1)}_iz^{(i)}, \ldots, \sum_i p^{(T)}_iz^{(i)}\right]",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(entry, combo, evaluate=False),
     )
 
 
 def _row_column_derivation() -> Derivation:
     X = MatrixSymbol("X", T, d)
     Wq, Wk, Wv = (MatrixSymbol(s, d, d) for s in ("W_q", "W_k", "W_v"))
-    Srow = X * Wq * (X * Wk).T  # Q K^T in the row convention
+    Srow = X * Wq * (X * Wk).T / sp.sqrt(d)  # Q K^T / sqrt(d) in the row convention
     Kc, Qc, Vc = Wk.T * X.T, Wq.T * X.T, Wv.T * X.T  # P^K Z, P^Q Z, P^V Z with Z = X^T, P = W^T
-    Arow = MatrixSymbol(r"\mathrm{softmax}_\mathrm{row}(S)", T, T)
+    Arow = MatrixSymbol(r"\mathrm{softmax}_\mathrm{row}(QK^T/\sqrt{d})", T, T)
+    col = Vc * Softmax(Kc.T * Qc / sp.sqrt(d), "columns")
+    col_t = Vc * Softmax(Srow.T, "columns")
     return Derivation(
         assumptions=[
             r"Z = X^T,\ P^Q = W_q^T,\ P^K = W_k^T,\ P^V = W_v^T",
             r"\mathrm{softmax}_\mathrm{col}(S^T) = \mathrm{softmax}_\mathrm{row}(S)^T \text{ (definition)}",
         ],
         steps=[
-            Step(Kc.T * Qc, Srow.T, "transpose of a product", identity()),
-            Step(
-                Vc * Arow.T,
-                (Arow * X * Wv).T,
-                "transpose of a product",
-                identity(),
-            ),
+            Step(col, col_t, r"K^TQ = (Wk^TX^T)^T(W_q^TX^T) = (QK^T)^T", identity()),
+            Step(col_t, Vc * Arow.T, "the row softmax normalises the rows, the columns of the transpose",
+                 lemma="definition"),
+            Step(Vc * Arow.T, (Arow * X * Wv).T, "transpose of a product", identity()),
         ],
         remark=r"V\,\mathrm{softmax}_\mathrm{col}\!\left(\frac{K^TQ}{\sqrt d}\right) = "
         r"\left(\mathrm{softmax}_\mathrm{row}\!\left(\frac{QK^T}{\sqrt d}\right)V\right)^T",
-        conclusion=sp.Eq(Kc.T * Qc, (Arow * X * Wv).T, evaluate=False),
+        conclusion=sp.Eq(col, (Arow * X * Wv).T, evaluate=False),
     )
 
 
@@ -292,7 +291,8 @@ CLAIMS = [
         id="mha.projection_shapes.corrected",
         title="projections are (N/n_heads) x N",
         statement="P_i in R^{(N / n_heads) x N}, so that P_i Z in R^{(N / n_heads) x T}.",
-        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times N},\ P_iZ\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times T}",
+        latex=r"P^{(\cdot)}_i\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times N},\ "
+        r"P_iZ\in\mathbb{R}^{(N\div\mathtt{n\_heads})\times T}",
         expected=Level.PROVED,
         checker=ShapePolicy(
             factors=_projection_factors(True),
