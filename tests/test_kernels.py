@@ -549,21 +549,29 @@ def test_cayley_backward_of_sum_and_mean_losses_equals_the_dense_one(T):
 
 
 def test_method_choices_return_their_reasons():
-    """The one place each method is chosen, and why (as torch records why a fast path was not taken)."""
+    """Each method is chosen by the operation's routes, and explain() says why (as torch records why a fast path
+    was not taken)."""
     S = torch.randn(2, 4, 4, dtype=torch.float64)
     S = S - S.mT
-    assert F.exp_skew_path(S, "auto")[0] == "per-sample" and "512" in F.exp_skew_path(S, "auto")[1]
-    assert F.exp_skew_path(S.to("meta"), "auto") == (
-        "eigh", "traced (torch.func, torch.compile or meta): the number of squarings may not depend on the data")
-    assert F.exp_skew_path(S, "taylor") == ("taylor", "requested")
-    assert F.exp_skew_path(torch.zeros(0, 0), "taylor")[0] == "empty"
-    assert F.exp_skew_path(torch.zeros(2, 0, 0, device="meta"), "taylor")[0] == "empty"  # no refusal: nothing to do
+    e = K.explain("exp_skew", S)
+    assert e.route.form == "taylor-or-eigh" and "512" in e.reason
+    e = K.explain("exp_skew", S.to("meta"))
+    assert e.route.form == "eigh"
+    assert K.explain("exp_skew", S, method="taylor").route.form == "taylor"
+    assert K.explain("exp_skew", torch.zeros(0, 0), method="taylor").route.form == "empty"
+    assert K.explain("exp_skew", torch.zeros(2, 0, 0, device="meta"), method="taylor").route.form == "empty"
     with pytest.raises(ValueError, match="Expected method 'auto' or 'eigh' inside"):
-        F.exp_skew_path(S.to("meta"), "taylor")
+        K.explain("exp_skew", S.to("meta"), method="taylor")
     with pytest.raises(ValueError, match="Expected method in"):
-        F.exp_skew_path(S, "pade")
-    assert F.cayley_apply_path(6, 3, "auto", large=False)[0] == "solve"
-    assert F.cayley_apply_path(3, 6, "auto", large=False)[0] == "matrix"
-    assert F.cayley_apply_path(6, 3, "auto", large=True)[0] == "matrix"
-    assert F.cayley_apply_path(6, 3, "matrix", large=False) == ("matrix", "requested")
+        K.explain("exp_skew", S, method="pade")
+    C6 = torch.randn(6, 6, dtype=torch.float64)
+    C6 = C6 - C6.mT
+    C3 = C6[:3, :3]
+    assert K.explain("cayley_apply", C6, torch.randn(6, 3, dtype=torch.float64)).route.form == "solve"
+    e = K.explain("cayley_apply", C3, torch.randn(3, 6, dtype=torch.float64))
+    assert e.route.form == "matrix" and "d=6 >= T=3" in dict((r.form, w) for r, w in e.rejected)["solve"]
+    e = K.explain("cayley_apply", 100 * C6, torch.randn(6, 3, dtype=torch.float64))
+    assert e.route.form == "matrix" and "norm exceeds 16" in e.rejected[0][1]
+    e = K.explain("cayley_apply", C6, torch.randn(6, 3, dtype=torch.float64), "matrix")
+    assert e.route.form == "matrix" and e.rejected[0][1] == "method 'matrix' requested"
     assert K.exp_skew(torch.zeros(2, 0, 0, device="meta"), method="taylor").shape == (2, 0, 0)

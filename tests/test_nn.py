@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from geoattn.kernels import dispatch
 from geoattn import testing as T
 from geoattn.nn import (
     Attention,
@@ -356,9 +357,7 @@ def test_layers_never_build_a_dT_sized_matrix(name, native, monkeypatch):
 
     from geoattn.kernels import _functions, _gram
 
-    monkeypatch.setattr(_gram, "USE_NATIVE", native)
-    monkeypatch.setattr(_functions, "USE_NATIVE", native)
-
+    monkeypatch.setattr(dispatch, "_FORCED", [] if native else ["eager"])
     dim, seq_len = 4, 7  # d*T = 28 differs from every size the layers should use
 
     layer = layers(dim=dim, seq_len=seq_len)[name]

@@ -29,6 +29,7 @@ import math
 
 import torch
 
+from ..errors import OptionError
 from . import _generated as gen
 from . import _native
 from ._checks import skew_defect, skew_tolerance, tolerance_at
@@ -82,34 +83,35 @@ class _Cayley(torch.autograd.Function):
     # the skew check (skew_tolerance) needs no pass of its own. Non-skew samples are solved; skew samples whose
     # C^2 would overflow in double (entries above sqrt(max double)/(2T), float64 inputs only) take the
     # eigendecomposition, per sample. The backward takes
-    # the kernel when no graph of it is asked for; double backward keeps the torch form. USE_NATIVE = False, or
+    # the kernel when no graph of it is asked for; double backward keeps the torch form. backend("eager"), or
     # GEOATTN_NATIVE=0 in the environment, turns the kernels off.
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(c, big=None):
-        if c.shape[-1] <= 3 and c.numel() and not _traced(c):
-            return _cayley_small(c)
+    def forward(c, big=None, native=False):
+        if c.shape[-1] <= SMALL_MAX and c.numel() and not _traced(c):
+            return _cayley_small_native(c) if native else _cayley_small(c)
         return cayley_routed(c, big, gen.cayley_matrix)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
+        ctx.native = inputs[2] if len(inputs) > 2 else False
         ctx.save_for_backward(output)
 
     @staticmethod
     def backward(ctx, grad):
         (lam,) = ctx.saved_tensors
-        if not torch.is_grad_enabled() and native_small(lam) and grad.dtype == lam.dtype and not _traced(grad):
+        if not torch.is_grad_enabled() and ctx.native and grad.dtype == lam.dtype and not _traced(grad):
             # no graph of the backward is asked for (double backward takes the torch form below), and the
             # incoming gradient is a plain tensor (not vmapped by is_grads_batched or jacobian(vectorize=True))
             T = lam.shape[-1]
             gc = _native.cayley_backward(lam.reshape(-1, T, T).contiguous(), grad.reshape(-1, T, T).contiguous())
-            return gc.reshape(lam.shape), None
+            return gc.reshape(lam.shape), None, None
         if _constant(grad):
-            return _cayley_vjp_constant(lam, grad), None
+            return _cayley_vjp_constant(lam, grad), None, None
         # an expanded gradient that is not constant: batched products of expanded operands take
         # a slow path, so it is copied first
-        return gen.cayley_vjp(lam, grad.contiguous()), None
+        return gen.cayley_vjp(lam, grad.contiguous()), None, None
 
 
 # Note [constant incoming gradient]
@@ -208,8 +210,6 @@ def cayley_closed(c: torch.Tensor, kernel=gen.cayley_skew_small, shift: float = 
 def _cayley_small(c: torch.Tensor) -> torch.Tensor:
     """Cayley(C) for T <= 3: the closed form on the skew samples, the solve on the others (Note [Cayley of small
     skew matrices]); non-skew samples never take the eigendecomposition (_large_skew flags skew ones only)."""
-    if native_small(c):
-        return _cayley_small_native(c)
     if all_skew_small(c):
         return cayley_closed(c)
     flat = c.reshape(-1, *c.shape[-2:])
@@ -221,16 +221,24 @@ def _cayley_small(c: torch.Tensor) -> torch.Tensor:
     return out.reshape(c.shape)
 
 
-def native_small(t: torch.Tensor) -> bool:
-    """Whether the native kernels of the T <= 3 Cayley transform serve ``t`` (Note [native Cayley kernels])."""
-    return (USE_NATIVE and t.device.type == "cpu" and t.dtype in _NATIVE_REALS
-            and 1 <= t.shape[-1] <= _native.CAYLEY_MAX and not _traced(t)
-            and _native.native_status(t.shape[-1], t.dtype)[0])
+def native_small_reason(t: torch.Tensor) -> str | None:
+    """None when the native kernels of the T <= 3 Cayley transform serve ``t`` (Note [native Cayley kernels]), else
+    why not (the native backend's own conditions, CPU and not traced, are the dispatch table's)."""
+    T = t.shape[-1]
+    if not 1 <= T <= _native.CAYLEY_MAX:
+        return f"T={T}: the native Cayley kernels cover 1 <= T <= {_native.CAYLEY_MAX}"
+    if t.dtype not in _NATIVE_REALS:
+        return f"{t.dtype}: the native Cayley kernels take float32 or float64"
+    if t.numel() == 0:
+        return "an empty input"
+    ok, why = _native.native_status(T, t.dtype)
+    return None if ok else why
 
 
 _NATIVE_REALS = (torch.float32, torch.float64)
-#: whether cayley takes the native kernels where they serve (the tests compare with the torch forms)
-USE_NATIVE = True
+#: the largest T whose Cayley transform has the closed form kernels.cayley_skew_small (Note [Cayley of small skew
+#: matrices]); the native kernels cover the same sizes (_native.CAYLEY_MAX, a generated constant)
+SMALL_MAX = _native.CAYLEY_MAX
 
 
 def _cayley_small_native(c: torch.Tensor) -> torch.Tensor:
@@ -255,7 +263,7 @@ def all_skew_small(c: torch.Tensor) -> bool:
     small skew matrices]): a sufficient screen on the few independent entries first (the smallest tolerance
     bounds every sample's), then the per-sample check. False inside transforms and for empty batches."""
     T = c.shape[-1]
-    if T > 3 or c.numel() == 0 or _traced(c):
+    if T > SMALL_MAX or c.numel() == 0 or _traced(c):
         return False
     up, lo = (i.to(c.device) for i in _PAIRS[T])
     flat = c.detach().reshape(-1, T * T)
@@ -267,7 +275,7 @@ def all_skew_small(c: torch.Tensor) -> bool:
 
 #: T -> (flat indices of the entries on and above the diagonal, of their mirror images)
 _PAIRS = {T: tuple(torch.tensor([i * T + j if k == 0 else j * T + i for i in range(T) for j in range(i, T)])
-                   for k in (0, 1)) for T in (1, 2, 3)}
+                   for k in (0, 1)) for T in range(1, SMALL_MAX + 1)}
 
 
 def _cayley_eigh(c: torch.Tensor) -> torch.Tensor:
@@ -486,44 +494,8 @@ def _exp_skew_auto(S: torch.Tensor) -> torch.Tensor:
     return parts[order].reshape(S.shape)
 
 
-def exp_skew_path(S: torch.Tensor, method: str) -> tuple[str, str]:
-    """How :func:`geoattn.kernels.exp_skew` computes ``S``: ``("taylor" | "eigh" | "per-sample" | "empty", reason)``.
-
-    The one place the method is chosen; the reason says why, as torch records
-    why a fast path was not taken.
-    """
-    if method not in ("auto", "taylor", "eigh"):
-        raise ValueError(f"Expected method in ('auto', 'taylor', 'eigh'). Got {method!r}.")
-    if S.shape[-1] == 0:
-        return "empty", "T = 0: the empty matrix"
-    traced = _traced(S)
-    if method == "taylor" and traced:
-        raise ValueError(
-            "Expected method 'auto' or 'eigh' inside torch.func transforms, torch.compile or on the meta device "
-            "(the Taylor path's number of squarings depends on the data). Got method='taylor'."
-        )
-    if method != "auto":
-        return method, "requested"
-    if traced:
-        return "eigh", "traced (torch.func, torch.compile or meta): the number of squarings may not depend on the data"
-    return "per-sample", f"Taylor up to norm {TAYLOR_MAX_NORM:g}, eigendecomposition above (Note [large norms])"
-
-
-def cayley_apply_path(T: int, d: int, method: str, *, large: bool) -> tuple[str, str]:
-    """How :func:`geoattn.kernels.cayley_apply` computes ``(x^T Cayley(C))^T``: ``("solve" | "matrix", reason)``."""
-    if method not in ("auto", "solve", "matrix"):
-        raise ValueError(f"Expected method in ('auto', 'solve', 'matrix'). Got {method!r}.")
-    if method != "auto":
-        return method, "requested"
-    if large:
-        return "matrix", f"a sample's norm exceeds {CAYLEY_MAX_NORM:g}: the Cayley matrix from the eigendecomposition"
-    if d < T:
-        return "solve", f"d = {d} < T = {T}: one solve with {d} right-hand sides instead of forming the T x T matrix"
-    return "matrix", f"d = {d} >= T = {T}: forming the T x T matrix is as cheap"
-
-
 def run_exp_skew(S: torch.Tensor, path: str) -> torch.Tensor:
-    """``exp(S)`` along a path of :func:`exp_skew_path`."""
+    """``exp(S)`` along ``path``: ``"eigh"``, ``"taylor"``, or per sample (``"auto"``; Note [large norms])."""
     if path == "eigh":
         return _ExpSkewEigh.apply(S)[0]
     if path == "taylor":
