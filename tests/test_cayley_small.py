@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from geoattn.kernels import dispatch
-
 import geoattn.kernels as K
-from geoattn.kernels import _functions, _native
+from geoattn.kernels import dispatch
+from geoattn.kernels import _native
 from geoattn.kernels import _generated as gen
 from geoattn.kernels._lowrank import vp_full, vp_lowrank
 from geoattn.symbolic.claims.kernels import skew_small_identity

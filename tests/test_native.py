@@ -13,7 +13,7 @@ from sympy.matrices.expressions import MatrixSymbol
 import geoattn.kernels as K
 from geoattn.codegen import cprinter, generate
 from geoattn.codegen.printer import CodegenError
-from geoattn.kernels import _gram, _native
+from geoattn.kernels import _native
 from geoattn.symbolic import expressions as ex
 from geoattn.symbolic.kernel_spec import NativeKernelSpec
 from geoattn.symbolic.kernel_table import NATIVE_KERNELS

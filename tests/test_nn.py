@@ -355,8 +355,6 @@ def test_layers_never_build_a_dT_sized_matrix(name, native, monkeypatch):
     its transpose (Note [structure-of-arrays runtime]; O(B T d)), with the native kernels and without."""
     from conftest import ShapeRecorder
 
-    from geoattn.kernels import _functions, _gram
-
     monkeypatch.setattr(dispatch, "_FORCED", [] if native else ["eager"])
     dim, seq_len = 4, 7  # d*T = 28 differs from every size the layers should use
 

@@ -29,7 +29,6 @@ import math
 
 import torch
 
-from ..errors import OptionError
 from . import _generated as gen
 from . import _native
 from ._checks import skew_defect, skew_tolerance, tolerance_at

@@ -87,7 +87,6 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import OptionError
 from . import _generated as gen
 from ._functions import EXP_CLOSED_MAX, SMALL_MAX, _large_skew, cayley_closed, cayley_routed, exp_skew_closed
 from ._householder import thin_qr

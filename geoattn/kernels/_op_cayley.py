@@ -18,8 +18,8 @@ from __future__ import annotations
 import torch
 
 from ..errors import OptionError
-from . import _backends  # noqa: F401  (registers the backends the routes name)
 from . import _generated as gen
+from ._backends import EAGER, NATIVE
 from ._checks import check_float, check_matmul, check_same, check_skew, check_square, half_in_float32
 from ._functions import CAYLEY_MAX_NORM, SMALL_MAX, _Cayley, _large_skew, _traced, native_small_reason
 from .dispatch import Call, Operation, Route, dispatch, register_operation
@@ -46,14 +46,14 @@ CAYLEY = register_operation(Operation(
     "cayley",
     _bind_cayley,
     (
-        Route("closed-small", "native", lambda c: _small(c) or native_small_reason(c.C),
+        Route("closed-small", NATIVE.name, lambda c: _small(c) or native_small_reason(c.C),
               lambda c: _Cayley.apply(c.C, None, True),
               per_sample="non-skew samples are solved; float64 skew samples beyond double's range take the "
                          "eigendecomposition", claims=("kernels.cayley_skew_small", "cayley.vjp")),
-        Route("closed-small", "eager", _small, lambda c: _Cayley.apply(c.C, None, False),
+        Route("closed-small", EAGER.name, _small, lambda c: _Cayley.apply(c.C, None, False),
               per_sample="non-skew samples are solved; samples whose C^2 would overflow take the eigendecomposition",
               claims=("kernels.cayley_skew_small", "cayley.vjp")),
-        Route("solve", "eager", lambda c: None, lambda c: _Cayley.apply(c.C, _large_skew(c.C), False),
+        Route("solve", EAGER.name, lambda c: None, lambda c: _Cayley.apply(c.C, _large_skew(c.C), False),
               per_sample=f"skew samples of norm above {CAYLEY_MAX_NORM:g} take the eigendecomposition (not when "
                          "traced)", claims=("cayley.orthogonal", "cayley.eigh_form", "cayley.vjp")),
     ),
@@ -128,8 +128,8 @@ CAYLEY_APPLY = register_operation(Operation(
     "cayley_apply",
     _bind_apply,
     (
-        Route("solve", "eager", _solve_when, _run_solve, claims=("cayley.apply_form",)),
-        Route("matrix", "eager", lambda c: "method 'solve' requested" if c.method == "solve" else None,
+        Route("solve", EAGER.name, _solve_when, _run_solve, claims=("cayley.apply_form",)),
+        Route("matrix", EAGER.name, lambda c: "method 'solve' requested" if c.method == "solve" else None,
               lambda c: gen.cayley_apply_matrix(_Cayley.apply(c.C, c.big, False), c.x),
               per_sample=f"skew samples of norm above {CAYLEY_MAX_NORM:g} take the eigendecomposition",
               claims=("cayley.orthogonal", "cayley.vjp")),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import OptionError
-from . import _backends  # noqa: F401  (registers the backends the routes name)
+from ._backends import EAGER
 from ._checks import check_skew, check_square, half_in_float32
 from ._functions import TAYLOR_MAX_NORM, _traced, run_exp_skew
 from .dispatch import Call, Operation, Route, dispatch, register_operation
@@ -60,12 +60,12 @@ EXP_SKEW = register_operation(Operation(
     "exp_skew",
     _bind,
     (
-        Route("empty", "eager", _empty, lambda c: c.S.clone()),
-        Route("taylor", "eager", _requested("taylor"), _checked("taylor"),
+        Route("empty", EAGER.name, _empty, lambda c: c.S.clone()),
+        Route("taylor", EAGER.name, _requested("taylor"), _checked("taylor"),
               claims=("exp_skew.taylor_form", "exp_skew.taylor_remainder", "exp_skew.scaling_squaring",
                       "exp_skew.taylor_vjp", "exp_skew.square_vjp")),
-        Route("eigh", "eager", _requested("eigh"), _checked("eigh"), claims=("exp_skew.eigh_form", "exp_skew.vjp")),
-        Route("taylor-or-eigh", "eager", lambda c: None, _checked("auto"),
+        Route("eigh", EAGER.name, _requested("eigh"), _checked("eigh"), claims=("exp_skew.eigh_form", "exp_skew.vjp")),
+        Route("taylor-or-eigh", EAGER.name, lambda c: None, _checked("auto"),
               per_sample=f"Taylor up to norm {TAYLOR_MAX_NORM:g}, the eigendecomposition above (Note [large norms])",
               claims=("exp_skew.taylor_form", "exp_skew.eigh_form")),
     ),

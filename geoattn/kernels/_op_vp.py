@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import OptionError, ShapeError
-from . import _backends  # noqa: F401  (registers the backends the routes name)
+from ._backends import EAGER, NATIVE
 from ._checks import check_float, check_same, check_skew, check_square, half_in_float32
 from ._functions import _traced
 from ._gram import GRAM_MAX_SCALE, closed_form_reason, native_dtype, vp_gram_closed, vp_gram_solve
@@ -116,17 +116,17 @@ VP_ATTENTION = register_operation(Operation(
     "vp_attention",
     _bind,
     (
-        Route("full", "eager", _full, _checked(lambda c: vp_full(c.x, c.A, c.activation)),
+        Route("full", EAGER.name, _full, _checked(lambda c: vp_full(c.x, c.A, c.activation)),
               claims=("cayley.orthogonal", "exp.orthogonal")),
-        Route("gram-closed", "native", _gram_closed_native, _checked(lambda c: vp_gram_closed(c.x, c.A, True)),
+        Route("gram-closed", NATIVE.name, _gram_closed_native, _checked(lambda c: vp_gram_closed(c.x, c.A, True)),
               per_sample="residual check failed: a pivoted d x d solve; " + _GRAM_PER_SAMPLE,
               claims=("vp.gram_form", "vp.gram_closed_form", "vp.gram_closed_form_vjp")),
-        Route("gram-closed", "eager", _gram_closed, _checked(lambda c: vp_gram_closed(c.x, c.A, False)),
+        Route("gram-closed", EAGER.name, _gram_closed, _checked(lambda c: vp_gram_closed(c.x, c.A, False)),
               per_sample="residual check failed: a pivoted d x d solve; " + _GRAM_PER_SAMPLE,
               claims=("vp.gram_form", "vp.gram_closed_form", "vp.gram_closed_form_vjp")),
-        Route("gram-solve", "eager", _gram, _checked(lambda c: vp_gram_solve(c.x, c.A)),
+        Route("gram-solve", EAGER.name, _gram, _checked(lambda c: vp_gram_solve(c.x, c.A)),
               per_sample=_GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through")),
-        Route("lowrank", "eager", _lowrank, _checked(lambda c: vp_lowrank(c.x, c.A, c.activation)),
+        Route("lowrank", EAGER.name, _lowrank, _checked(lambda c: vp_lowrank(c.x, c.A, c.activation)),
               per_sample="the d x d factor's own per-sample choices (large norms: the eigendecomposition)",
               claims=("vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp")),
     ),

@@ -10,7 +10,7 @@ from torch import nn
 
 from ..errors import OptionError
 from ..nn._common import NOTHING_PRESERVED as _NOTHING
-from ..nn._common import LayerShapeError, check_positive_int, factory
+from ..nn._common import check_positive_int, factory
 from ._common import Chain, check_even_sys_dim, check_state, make_activation
 
 __all__ = ["GradientLayer", "SympNet"]

@@ -11,7 +11,7 @@ from torch import nn
 from .. import kernels as K
 from ..errors import OptionError
 from ._common import NOTHING_PRESERVED as _NOTHING
-from ._common import LayerShapeError, check_positive_int, check_sequence, factory
+from ._common import check_positive_int, check_sequence, factory
 
 __all__ = ["LinearSymplecticAttention"]
 
