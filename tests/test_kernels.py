@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geoattn import kernels as K
-from geoattn.kernels import _functions as F
+from geoattn.kernels import _exp as E
 
 DTYPES = [torch.float32, torch.float64]
 
@@ -221,7 +221,7 @@ def test_exp_skew_gradcheck_both_methods(method, scale):
 
 def test_exp_skew_taylor_matches_eigh_at_large_norm():
     S = rand_skew([16], 6, torch.float64, 50.0)
-    k = int(F._squarings(S).max())
+    k = int(E._squarings(S).max())
     assert k >= 8
     tol = 8 * 6 * 2**k * eps(torch.float64)  # rounding grows with the 2^k squarings
     assert torch.allclose(K.exp_skew(S, method="taylor"), K.exp_skew(S, method="eigh"), atol=tol, rtol=0)
@@ -231,11 +231,11 @@ def test_squarings_is_the_smallest_that_reaches_one_half():
     for norm in [0.0, 0.3, 0.5, 0.51, 1.0, 7.9, 8.0, 1e6]:
         S = torch.zeros(2, 2, 2, dtype=torch.float64)
         S[1, 0, 1], S[1, 1, 0] = norm, -norm
-        k0, k = F._squarings(S).tolist()
+        k0, k = E._squarings(S).tolist()
         assert k0 == 0  # the zero matrix beside it needs none: each sample has its own k
         assert norm / 2**k <= 0.5
         assert k == 0 or norm / 2 ** (k - 1) > 0.5 or norm == 0
-    assert F._squarings(torch.zeros(0, 3, 3)).numel() == 0
+    assert E._squarings(torch.zeros(0, 3, 3)).numel() == 0
 
 
 def test_exp_skew_non_finite_input_gives_non_finite_output():
@@ -443,10 +443,10 @@ def test_exp_skew_polish_is_what_keeps_many_squarings_orthogonal(dtype, monkeypa
     """Negative control of Note [large norms]: without the Newton-Schulz step the Taylor path's
     orthogonality error grows with the squarings (here ||S|| ~ 300, eight or nine of them)."""
     S = rand_skew([8], 6, dtype, 100.0)
-    assert int(F._squarings(S).max()) > F.POLISH_SQUARINGS
+    assert int(E._squarings(S).max()) > E.POLISH_SQUARINGS
     eye = torch.eye(6, dtype=dtype)
     polished = K.exp_skew(S, method="taylor")
-    monkeypatch.setattr(F, "POLISH_SQUARINGS", 10**6)  # where the Taylor Function reads it
+    monkeypatch.setattr(E, "POLISH_SQUARINGS", 10**6)  # where the Taylor Function reads it
     raw = K.exp_skew(S, method="taylor")
     assert (polished.mT @ polished - eye).abs().max() <= 8 * 6 * eps(dtype)
     assert (raw.mT @ raw - eye).abs().max() > 8 * 6 * eps(dtype)

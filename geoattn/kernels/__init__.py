@@ -15,7 +15,7 @@ How each call is computed is read in one table per operation
 and why every other route did not serve, :func:`route_table` prints the routes,
 and ``with backend("eager"):`` forces a backend. The operations' modules
 (``_op_vp``, ``_op_cayley``, ``_op_exp``) hold their checks and routes; the
-autograd Functions and their Notes live in :mod:`geoattn.kernels._functions`,
+autograd Functions and their Notes live in :mod:`geoattn.kernels._functions`, :mod:`geoattn.kernels._exp`,
 :mod:`geoattn.kernels._lowrank` and :mod:`geoattn.kernels._gram`.
 """
 

@@ -88,7 +88,8 @@ from __future__ import annotations
 import torch
 
 from . import _generated as gen
-from ._functions import EXP_CLOSED_MAX, SMALL_MAX, _large_skew, cayley_closed, cayley_routed, exp_skew_closed
+from ._exp import EXP_CLOSED_MAX, exp_skew_closed
+from ._functions import SMALL_MAX, _large_skew, cayley_closed, cayley_routed
 from ._householder import thin_qr
 from ._op_cayley import cayley
 from ._op_exp import exp_skew

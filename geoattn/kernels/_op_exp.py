@@ -3,7 +3,7 @@ r"""The operation ``exp_skew``: the exponential of skew-symmetric matrices, its 
 Routes, in order: ``empty`` (``T = 0``), ``taylor/eager`` (``method="taylor"``: scaling and squaring of a Taylor
 polynomial), ``eigh/eager`` (``method="eigh"``, and every call traced by ``torch.func``, ``torch.compile`` or on the
 meta device), ``taylor-or-eigh/eager`` (``method="auto"``: per sample, Taylor up to norm 512, the
-eigendecomposition above; Note [large norms] in :mod:`geoattn.kernels._functions`).
+eigendecomposition above; Note [large norms] in :mod:`geoattn.kernels._exp`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import torch
 from ..errors import OptionError
 from ._backends import EAGER
 from ._checks import check_skew, check_square, half_in_float32
-from ._functions import TAYLOR_MAX_NORM, _traced, run_exp_skew
+from ._exp import TAYLOR_MAX_NORM, run_exp_skew
+from ._functions import _traced
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
 __all__ = ["exp_skew", "EXP_SKEW"]
