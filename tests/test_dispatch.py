@@ -225,3 +225,13 @@ def test_a_route_on_an_unknown_backend_is_refused(registry):
     with pytest.raises(OptionError, match="Expected routes on the backends"):
         dispatch.register_operation(Operation("bad", lambda: Call(), (Route("f", "nowhere", lambda c: None,
                                                                             lambda c: None),)))
+
+
+def test_every_claim_an_operation_or_route_names_is_a_claim_of_the_ledger():
+    from geoattn.symbolic import ledger
+
+    known = {c.id for c in ledger.all_claims()}
+    named = {(op.name, cid) for op in K.OPERATIONS.values() for cid in op.claims}
+    named |= {(f"{op.name}:{r.name}", cid) for op in K.OPERATIONS.values() for r in op.routes for cid in r.claims}
+    assert len(named) > 20
+    assert [n for n in sorted(named) if n[1] not in known] == []

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import OptionError
 from . import _generated as gen
 from ._checks import (
     KernelDtypeError,
@@ -40,7 +39,9 @@ from ._native import native_status
 from ._op_cayley import cayley, cayley_apply
 from ._op_exp import exp_skew
 from ._op_vp import vp_attention
-from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
+from ._op_lsa import lsa_update
+from ._op_symattn import symattn_potential, symattn_update
+from ._symattn import SYMATTN_ACTIVATIONS
 from .dispatch import BACKENDS, OPERATIONS, backend, explain, route_table
 
 #: the activations of :func:`vp_attention` (and of :class:`geoattn.nn.VolumePreservingAttention`)
@@ -86,13 +87,17 @@ def upper_triangular_asymmetrize(C: torch.Tensor) -> torch.Tensor:
     return gen.upper_triangular_asymmetrize(C)
 
 
-@half_in_float32
-def vp_correlation(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-    r"""Correlations :math:`Z^TAZ` in the row layout: ``x @ A @ x.mT`` for ``x`` of shape ``(..., T, d)``."""
+def _check_correlation(x: torch.Tensor, A: torch.Tensor) -> None:
     check_float("x", x)
     check_square("A", A)
     check_same(("x", x), ("A", A))
     check_matmul("x", x, "A", A)
+
+
+@half_in_float32
+def vp_correlation(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+    r"""Correlations :math:`Z^TAZ` in the row layout: ``x @ A @ x.mT`` for ``x`` of shape ``(..., T, d)``."""
+    _check_correlation(x, A)
     return gen.vp_correlation(x, A)
 
 
@@ -102,77 +107,8 @@ def vp_correlation_lower(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
 
     The full product is formed, then masked.
     """
-    check_float("x", x)
-    check_square("A", A)
-    check_same(("x", x), ("A", A))
-    check_matmul("x", x, "A", A)
+    _check_correlation(x, A)
     return gen.vp_correlation_lower(x, A)
-
-
-@half_in_float32
-def lsa_update(q: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-    r"""The linear symplectic attention update :math:`\bar A q`, :math:`\bar A = \tfrac12(A + A^T)`.
-
-    This is the gradient of :math:`\tfrac12\mathrm{Tr}(QAQ^T)` (ledger ``lsa.gradient``) in the row
-    layout ``q = Q^T`` of shape ``(..., T, n)``; ``A`` is ``(T, T)``.
-    """
-    check_float("q", q)
-    check_square("A", A)
-    check_same(("q", q), ("A", A))
-    check_matmul("A", A, "q", q)
-    return gen.lsa_update(q, A)
-
-
-def _check_symattn(z: torch.Tensor, A: torch.Tensor, activation: str) -> None:
-    if activation not in SYMATTN_ACTIVATIONS:
-        raise OptionError(f"Expected activation in {tuple(SYMATTN_ACTIVATIONS)}. Got {activation!r}.")
-    check_float("z", z)
-    check_float("A", A)
-    check_square("A", A)
-    if z.dim() < 2:
-        raise KernelShapeError(f"Expected z of shape (..., T, n). Got shape {tuple(z.shape)}.")
-    if A.shape[-1] != z.shape[-1]:
-        raise KernelShapeError(f"Expected A of shape ({z.shape[-1]}, {z.shape[-1]}) for z with n = {z.shape[-1]} "
-                               f"features. Got shape {tuple(A.shape)}.")
-    check_same(("z", z), ("A", A))
-
-
-@half_in_float32
-def symattn_update(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax") -> torch.Tensor:
-    r"""The symplectic-attention update :math:`\nabla_z\Sigma(z) = GzA^T + G^TzA`, :math:`G = \mathrm{softmax}(zAz^T)`.
-
-    ``z`` is ``(..., T, n)`` (tokens as rows: the transpose of the seeds' :math:`Q`), ``A`` is ``(n, n)``
-    (or batched like ``z``); ``activation`` is one of :data:`SYMATTN_ACTIVATIONS`: the softmax over all
-    entries of :math:`C` (``matrix_*``) or over each column (``vector_*``, the index :math:`m` of
-    :math:`C_{mn}`), with the one softmax's extra 1 in the denominator for ``*_one_softmax``. The update is
-    the gradient of :func:`symattn_potential` (ledger ``symattn.potential_gradient``); its backward is the
-    generated VJP (``symattn.layer_vjp``).
-
-    Examples
-    --------
-    >>> z = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
-    >>> A = torch.randn(3, 3, dtype=torch.float64)
-    >>> grad, = torch.autograd.grad(symattn_potential(z, A).sum(), z)
-    >>> torch.allclose(symattn_update(z, A), grad)
-    True
-    """
-    _check_symattn(z, A, activation)
-    return symattn_forward(z, A, activation)
-
-
-@half_in_float32
-def symattn_potential(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax") -> torch.Tensor:
-    r"""The potential :math:`\Sigma(z)` of :func:`symattn_update`, one value per sequence: shape ``z.shape[:-2]``.
-
-    .. math::
-
-        \text{matrix}:\ \log\bigl(\epsilon + \textstyle\sum_{mn} e^{C_{mn}}\bigr),\qquad
-        \text{vector}:\ \sum_n\log\bigl(\epsilon + \textstyle\sum_{m} e^{C_{mn}}\bigr),\qquad C = zAz^T,
-
-    with :math:`\epsilon = 1` for the one softmax and 0 otherwise.
-    """
-    _check_symattn(z, A, activation)
-    return symattn_potential_value(z, A, activation)
 
 
 def lift(Lam: torch.Tensor, d: int) -> torch.Tensor:
