@@ -42,10 +42,10 @@ function containerOf(node) {
   return p;
 }
 
-function contentBox(el) {
+/* The box a container paints its content in: inside its border (content may sit in the padding: text-indent). */
+function paddingBox(el) {
   const r = el.getBoundingClientRect(), s = getComputedStyle(el);
-  return {left: r.left + parseFloat(s.borderLeftWidth) + parseFloat(s.paddingLeft),
-          right: r.right - parseFloat(s.borderRightWidth) - parseFloat(s.paddingRight)};
+  return {left: r.left + parseFloat(s.borderLeftWidth), right: r.right - parseFloat(s.borderRightWidth)};
 }
 
 function describe(node) {
@@ -85,7 +85,7 @@ function overflowing() {
     if (rect.width === 0 && rect.height === 0) continue;
     const box = containerOf(node);
     if (!box) continue;
-    const c = contentBox(box);
+    const c = paddingBox(box);
     // a block pulled out of its container by a negative margin (furo's headings) may reach out by that margin
     const own = node.nodeType === Node.TEXT_NODE ? {marginLeft: "0", marginRight: "0"} : style;
     const allowLeft = Math.max(0, -parseFloat(own.marginLeft)), allowRight = Math.max(0, -parseFloat(own.marginRight));

@@ -9,10 +9,10 @@ Every page is loaded in a 1,280 px wide window. For every page, after MathJax ha
 * ``underscore``: no identifier with an underscore in the TeX of a formula outside a text group
   (``\mathrm{matrix_softmax}`` sets *matri*, a subscript *s* and *oftmax*; ``C_ij`` sets :math:`C_i j`), and
   no backslash glyph in typeset math (``\texttt{matrix\_softmax}`` where text-mode macros are not loaded);
-* ``overflow``: the page does not scroll sideways (``scrollWidth > clientWidth`` of the document), and no block,
-  element or text run of the content column reaches past its container without a scroller of its own in between
-  (a wide table or formula may scroll inside its own box; a block pulled out by a negative margin may reach out
-  by that margin);
+* ``overflow-page``: the page does not scroll sideways (``scrollWidth > clientWidth`` of the document);
+* ``overflow-block``: no block, element or text run of the content column reaches past its container's box
+  without a scroller of its own in between (a wide table or formula may scroll inside its own box; a block
+  pulled out by a negative margin may reach out by that margin);
 * ``verdict`` (the ledger page): every claim of the ledger has a row whose id, verdict and statement box lie
   inside the window and inside every box that clips them, and whose verdict is a known level;
 * ``network``: no request left the machine (every http(s) request is blocked and reported).
@@ -61,8 +61,9 @@ TEXT_GROUP = re.compile(r"\\(?:text|textrm|textit|textbf|textsf|texttt|mbox)\s*\
 #: a word of two or more letters joined to another by an underscore, not a TeX command: ``matrix_softmax``,
 #: ``matrix_{softmax}``
 IDENTIFIER = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}_\{?[A-Za-z]{2,}")
-#: an unbraced subscript of two or more letters: TeX subscripts only the first (``C_ij`` is C_i j)
-LONG_SUBSCRIPT = re.compile(r"(?<!\\)_[A-Za-z]{2,}")
+#: an unbraced subscript of two or more lower-case letters ending the token: TeX subscripts only the first
+#: (``C_ij`` is C_i j). ``P_iZ`` and ``p_iz^{(i)}`` (a subscript, then a factor) pass.
+LONG_SUBSCRIPT = re.compile(r"(?<!\\)_[a-z]{2,}(?![A-Za-z^_'])")
 
 
 def math_source_problems(tex: str) -> list[str]:
@@ -102,7 +103,8 @@ def driver():
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--allow-file-access-from-files", "--hide-scrollbars", f"--window-size={WIDTH},1600",
                 # no network: every host resolves nowhere and every proxied request goes to a closed port
-                "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"):
+                "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
+                "--proxy-bypass-list=<-loopback>"):
         opts.add_argument(arg)
     for binary in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"):
         if Path(binary).exists():
@@ -148,11 +150,11 @@ def check_page(d, page: Path, claim_ids: list[str] | None = None) -> list[tuple[
         problems.append(("underscore", f"{r['backslashes']} backslash glyph(s) in typeset math "
                                        f"(a text-mode macro such as \\_ set literally)"))
     if r["page_width"]:
-        problems.append(("overflow", "the page scrolls sideways: document scrollWidth {} > clientWidth {}"
+        problems.append(("overflow-page", "the page scrolls sideways: document scrollWidth {} > clientWidth {}"
                          .format(*r["page_width"])))
     if r["overflow"]:
         shown = "; ".join(r["overflow"][:3]) + (f" (+{len(r['overflow']) - 3} more)" if len(r["overflow"]) > 3 else "")
-        problems.append(("overflow", f"{len(r['overflow'])} block(s) past their container: {shown}"))
+        problems.append(("overflow-block", f"{len(r['overflow'])} block(s) past their container: {shown}"))
     if r["verdicts"]:
         shown = "; ".join(r["verdicts"][:3]) + (f" (+{len(r['verdicts']) - 3} more)" if len(r["verdicts"]) > 3 else "")
         problems.append(("verdict", f"{len(r['verdicts'])} claim(s) without a visible verdict: {shown}"))
@@ -181,11 +183,11 @@ CONTROLS = [
     ("underscore-subscript", "theory/symplectic_attention.html",
      "<p>depends on " + MATH_SPAN.format(r"\(C_ij\)") + "</p>", "</article>", "underscore"),
     ("wide-text", "theory/cayley.html",
-     '<p style="white-space: nowrap">' + "a line that never wraps " * 40 + "</p>", "</article>", "overflow"),
+     '<p style="white-space: nowrap">' + "a line that never wraps " * 40 + "</p>", "</article>", "overflow-block"),
     ("wide-table", "benchmarks.html",
      "<table><tr>" + "<td style='white-space: nowrap'>column of a table without a scroller</td>" * 12
-     + "</tr></table>", "</article>", "overflow"),
-    ("wide-page", "index.html", '<div style="width: 200vw; height: 2px"></div>', "</body>", "overflow"),
+     + "</tr></table>", "</article>", "overflow-block"),
+    ("wide-page", "index.html", '<div style="width: 200vw; height: 2px"></div>', "</body>", "overflow-page"),
     ("verdicts-out-of-view", "ledger.html",
      "<style>table.geoattn-ledger { table-layout: auto !important; width: 3200px !important; }</style>",
      "</head>", "verdict"),

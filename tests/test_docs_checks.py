@@ -175,7 +175,8 @@ def test_browser_check_catches_underscore_identifiers_in_math(tex):
 
 @pytest.mark.parametrize("tex", [r"\texttt{matrix_softmax}", r"\texttt{matrix\_softmax}(C)", r"\sum_{m,k} e^{C_{mk}}",
                                  r"C_{ij}", r"\mathtt{n\_heads}", r"Z_\mathrm{vec}^T", r"\mathrm{tril}_{-1}(C)",
-                                 r"\text{only the term of column } j", r"x_1 + \bar a_{1i}q^{(i)}"])
+                                 r"\text{only the term of column } j", r"x_1 + \bar a_{1i}q^{(i)}", r"P_iP_i^T = I",
+                                 r"\sum_{i=1}^Tp^{(1)}_iz^{(i)}", r"[\nabla_QF]_{ab}", r"P^V_iZ\in\mathbb{R}"])
 def test_browser_check_passes_clean_subscripts(tex):
     assert _browser_check().math_source_problems(tex) == [], tex
 
@@ -189,18 +190,46 @@ def _claims_extension():
     return geoattn_claims
 
 
-def test_rule_text_sets_only_marked_math():
-    """A step's justification is text: only its $...$ parts become math (never prose or ASCII identifiers)."""
+def test_rule_text_keeps_prose_out_of_math():
+    """A step's justification: prose as text, formulas as math, identifiers as code; every formula typesets
+    cleanly by the math checks (no prose, no underscore identifier)."""
+    import re
+
     from docutils import nodes
 
     ext = _claims_extension()
-    plain = ext.rule_nodes("matrix_softmax: differentiate f (only the term of column j depends on C_ij)")
-    assert [type(n) for n in plain] == [nodes.Text]
-    assert plain[0].astext() == "matrix_softmax: differentiate f (only the term of column j depends on C_ij)"
-    mixed = ext.rule_nodes(r"transpose reverses products; $A^T = -A$ costs \$1")
-    assert [type(n) for n in mixed] == [nodes.Text, nodes.math, nodes.Text]
-    assert mixed[1].astext() == "A^T = -A" and mixed[2].astext() == " costs $1"
+    rules = ["matrix_softmax: differentiate f in one entry of a generic T x T matrix (only the term of column j "
+             "depends on C_ij)", "transpose reverses products; A^T = -A",
+             r"step 3 at t=1: the map is the time-1 flow of V on all of \mathbb{R}^{d\times T}",
+             r"\mathrm{Cayley}(C) is orthogonal for skew C (cayley.orthogonal)",
+             r"x^T x = \sum_i x_i^2 = 0 forces x = 0 for real x", r"\sum_{i=1}^{\mathtt{n\_heads}} m"]
+    check_math, browser = _check_math(), _browser_check()
+    for rule in rules:
+        parts = ext.rule_nodes(rule)
+        squeeze = lambda t: re.sub(r"\s+|\\times|\bx\b|[{}]", "", t)  # noqa: E731 (spaces, braces, products)
+        assert squeeze("".join(p.astext() for p in parts)) == squeeze(rule)  # nothing lost or reordered
+        for p in parts:
+            if isinstance(p, nodes.math):
+                tex = rf"\({p.astext()}\)"
+                assert check_math.formula_problems(tex) == [] and browser.math_source_problems(p.astext()) == [], tex
+            elif isinstance(p, nodes.Text):
+                assert "\\" not in p.astext(), (rule, p)
+    first = ext.rule_nodes(rules[0])
+    assert isinstance(first[0], nodes.literal) and first[0].astext() == "matrix_softmax"
+    assert [p.astext() for p in first if isinstance(p, nodes.math)] == ["f", "T\\times T", "j", "C_{ij}"]
+    assert [(type(p), p.astext()) for p in ext.rule_nodes(rules[1])] == [
+        (nodes.Text, "transpose reverses products; "), (nodes.math, "A^T = -A")]
+    # a rule that marks its formulas: only the marked parts are math
+    marked = ext.rule_nodes(r"transpose reverses products; $A^T = -A$ costs \$1 x_1")
+    assert [type(n) for n in marked] == [nodes.Text, nodes.math, nodes.Text]
+    assert marked[2].astext() == " costs $1 x_1"
     assert ext.rule_nodes("") == []
+
+
+def test_text_group_underscores_escaped():
+    esc = _claims_extension().escape_text_underscores
+    assert esc(r"\text{see vp.map_x} a_b \texttt{n\_heads} \mathrm{x_y}") == \
+        r"\text{see vp.map\_x} a_b \texttt{n\_heads} \mathrm{x_y}"
 
 
 # --- the browser rules on small pages (skipped where no Chromium driver is installed) ---
@@ -243,11 +272,11 @@ def test_browser_overflow_rule(browser, tmp_path):
              '</article></body></html>')
     assert _rules(browser, tmp_path, clean) == set()
     wide_block = clean.replace("<p>text</p>", '<div style="width: 900px">wider than its column</div>')
-    assert _rules(browser, tmp_path, wide_block) == {"overflow"}
+    assert "overflow-block" in _rules(browser, tmp_path, wide_block)
     wide_text = clean.replace("<p>text</p>", '<p style="white-space: nowrap">' + "no wrap " * 200 + "</p>")
-    assert _rules(browser, tmp_path, wide_text) == {"overflow"}
+    assert "overflow-block" in _rules(browser, tmp_path, wide_text)
     wide_page = clean.replace("</article>", '</article><div style="width: 300vw; height: 1px"></div>')
-    assert _rules(browser, tmp_path, wide_page) == {"overflow"}
+    assert _rules(browser, tmp_path, wide_page) == {"overflow-page"}
 
 
 def test_browser_verdict_rule(browser, tmp_path):

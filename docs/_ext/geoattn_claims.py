@@ -8,14 +8,14 @@ computed during the build differs. ``claim-ledger`` renders every claim in one t
 
 from __future__ import annotations
 
-import re
-
 import inspect
 
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
+
+from geoattn_rules import escape_text_underscores, rule_segments
 
 _VERDICTS: dict = {}
 
@@ -36,33 +36,19 @@ def _para(*children) -> nodes.paragraph:
     return p
 
 
-_MARKED_MATH = re.compile(r"(?<!\\)\$(.+?)(?<!\\)\$")
-
-
 def rule_nodes(rule: str) -> list:
-    r"""A derivation step's rule (its justification) as text, with only its ``$...$`` parts typeset.
+    """A derivation step's rule as docutils nodes: prose as text, formulas as math, identifiers as code.
 
-    Parameters
-    ----------
-    rule : str
-        The rule text, e.g. ``"transpose reverses products; $A^T = -A$"``. Prose and ASCII formulas
-        (``C_ij``, ``matrix_softmax``) outside dollar signs stay plain text: nothing unmarked is set as math,
-        so an identifier's underscore never becomes a subscript. ``\$`` is a literal dollar sign.
-
-    Returns
-    -------
-    list of docutils nodes
-        ``Text`` and ``math`` nodes in the order of the rule.
+    The split is :func:`geoattn_rules.rule_segments`'s: ``$...$`` parts when the rule marks any, otherwise
+    runs of non-words; prose never becomes math and an identifier's underscore never a subscript.
     """
-    out, pos = [], 0
-    for m in _MARKED_MATH.finditer(rule):
-        if m.start() > pos:
-            out.append(nodes.Text(rule[pos:m.start()].replace("\\$", "$")))
-        out.append(nodes.math(m.group(1), m.group(1)))
-        pos = m.end()
-    if pos < len(rule):
-        out.append(nodes.Text(rule[pos:].replace("\\$", "$")))
-    return out
+    make = {"text": nodes.Text, "math": lambda s: nodes.math(s, s), "code": lambda s: nodes.literal(text=s)}
+    return [make[kind](part) for kind, part in rule_segments(rule)]
+
+
+def _math_block(tex: str) -> nodes.math_block:
+    tex = escape_text_underscores(tex)
+    return nodes.math_block(tex, tex, nowrap=False, number=None)
 
 
 def _verdict_badge(level: str, text: str | None = None) -> nodes.strong:
@@ -101,7 +87,7 @@ class ClaimDirective(SphinxDirective):
         box = nodes.admonition(classes=["geoattn-claim", f"verdict-{verdict.level.value}"])
         box += nodes.title(text=f"{claim.id}: {claim.title}")
         box += _para(claim.statement)
-        box += nodes.math_block(claim.latex, claim.latex, nowrap=False, number=None)
+        box += _math_block(claim.latex)
         box += _para(_verdict_badge(verdict.level.value, f"Verdict: {verdict.level.value}."), " ",
                      report.evidence_summary(verdict))
         box += _para(f"Source: {claim.source}.")
@@ -110,23 +96,23 @@ class ClaimDirective(SphinxDirective):
             if derivation.assumptions:
                 box += _para("Assumptions:")
                 for a in derivation.assumptions:
-                    box += nodes.math_block(a, a, nowrap=False, number=None)
+                    box += _math_block(a)
             steps = nodes.enumerated_list()
             for step in derivation.steps:
                 item = nodes.list_item()
-                item += nodes.math_block(step.latex(), step.latex(), nowrap=False, number=None)
+                item += _math_block(step.latex())
                 mark = "verified by SymPy" if step.verified else "stated lemma"
                 item += _para(*rule_nodes(step.rule), nodes.emphasis(text=f" ({mark})"))
                 steps += item
             box += _para("Derivation:")
             box += steps
-            box += nodes.math_block(derivation.conclusion, derivation.conclusion, nowrap=False, number=None)
+            box += _math_block(derivation.conclusion)
         cx = verdict.counterexample
         if cx is not None:
             box += _para(nodes.strong(text="Counterexample: "), cx.summary())
             for name, value in cx.values.items():
                 latex = f"{name} = {evidence._latex(value)}"
-                box += nodes.math_block(latex, latex, nowrap=False, number=None)
+                box += _math_block(latex)
         if "no-source" not in self.options:
             for name, src in _kernel_sources(claim_id):
                 box += _para("Generated kernel ", nodes.literal(text=name), ":")
@@ -171,7 +157,8 @@ class ClaimLedgerDirective(SphinxDirective):
             r += nodes.entry("", _para(nodes.literal(text=c.id, classes=["geoattn-claim-id"])),
                              _para(nodes.inline(text=c.family.replace("_", " "), classes=["geoattn-family"])))
             r += nodes.entry("", _para(_verdict_badge(level)))
-            statement = nodes.container("", _para(nodes.math(c.latex, c.latex)), classes=["geoattn-statement"])
+            tex = escape_text_underscores(c.latex)
+            statement = nodes.container("", _para(nodes.math(tex, tex)), classes=["geoattn-statement"])
             r += nodes.entry("", statement, *self._details(c, v, report, corrected.get(c.id, [])))
             body += r
         return [table]
