@@ -202,6 +202,8 @@ def test_rule_text_keeps_prose_out_of_math():
              "depends on C_ij)", "transpose reverses products; A^T = -A",
              r"step 3 at t=1: the map is the time-1 flow of V on all of \mathbb{R}^{d\times T}",
              r"\mathrm{Cayley}(C) is orthogonal for skew C (cayley.orthogonal)",
+             "chain rule with Cbar = cayley_vjp(I + QWQ^T, QR Gy^T), x = QR", "_exp_frechet_blocks with X = -S",
+             r"\delta Z=e_af_i^T; \sum_{a,i}[X]_{ai}[Y]_{ai}=\mathrm{Tr}(X^TY)",
              r"x^T x = \sum_i x_i^2 = 0 forces x = 0 for real x", r"\sum_{i=1}^{\mathtt{n\_heads}} m"]
     check_math, browser = _check_math(), _browser_check()
     for rule in rules:
@@ -214,6 +216,8 @@ def test_rule_text_keeps_prose_out_of_math():
                 assert check_math.formula_problems(tex) == [] and browser.math_source_problems(p.astext()) == [], tex
             elif isinstance(p, nodes.Text):
                 assert "\\" not in p.astext(), (rule, p)
+    codes = [p.astext() for r in rules for p in ext.rule_nodes(r) if isinstance(p, nodes.literal)]
+    assert codes == ["matrix_softmax", "cayley.orthogonal", "cayley_vjp", "_exp_frechet_blocks"]
     first = ext.rule_nodes(rules[0])
     assert isinstance(first[0], nodes.literal) and first[0].astext() == "matrix_softmax"
     assert [p.astext() for p in first if isinstance(p, nodes.math)] == ["f", "T\\times T", "j", "C_{ij}"]

@@ -25,7 +25,10 @@ _WORD = re.compile(r"^\(?(?:[A-Za-z][a-z']+|a)(?:-[A-Za-z0-9]+)*\)?[,;:.]?$")
 #: an identifier with an underscore and no TeX command (``matrix_softmax:``), or a ledger id (``vec.right_mult``)
 _IDENT = re.compile(r"^\(?([A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)*)\)?[,;:.]?$")
 _NUMBER = re.compile(r"^\(?[0-9]+\)?[,;:.]?$")
-_ASCII_SUBSCRIPT = re.compile(r"(?<![\\A-Za-z])([A-Za-z])_([A-Za-z0-9]{2,})(?![A-Za-z0-9{])")
+#: a single-letter symbol with an unbraced subscript of several lower-case characters ending the formula token
+_ASCII_SUBSCRIPT = re.compile(r"(?<![\\A-Za-z])([A-Za-z])_([a-z0-9]{2,})(?=$|[\s),;:.=])")
+#: a code identifier with underscores inside other text (``cayley_vjp(I``, ``_exp_frechet_blocks``)
+_IDENT_IN = re.compile(r"(?<![\\A-Za-z0-9_.])(?:_[A-Za-z]|[A-Za-z][A-Za-z0-9]+)[A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
 _TIMES = re.compile(r"(?<![\\A-Za-z0-9])([A-Za-z0-9]) x ([A-Za-z0-9])(?![A-Za-z0-9])")
 _TEXT_GROUP = re.compile(r"(\\(?:text|textrm|textit|textbf|textsf|texttt|mbox)\s*\{)((?:[^{}]|\{[^{}]*\})*)(\})")
 
@@ -77,7 +80,27 @@ def rule_segments(rule: str) -> list[tuple[str, str]]:
             pos = m.end()
         out.append(("text", rule[pos:].replace("\\$", "$")))
         return [(k, s) for k, s in out if s]
-    tokens = rule.split()
+    out, pos = [], 0
+    for m in _IDENT_IN.finditer(rule):
+        if "\\" in rule[max(0, rule.rfind(" ", 0, m.start())):m.start()]:
+            continue  # inside a TeX token (\mathrm{skew_from_lower}): the formula's own business
+        out += _token_segments(rule[pos:m.start()]) + [("code", m.group(0))]
+        pos = m.end()
+    out += _token_segments(rule[pos:])
+    merged: list[tuple[str, str]] = []
+    for kind, part in out:
+        if merged and merged[-1][0] == kind == "text":
+            merged[-1] = ("text", merged[-1][1] + part)
+        elif part:
+            merged.append((kind, part))
+    return merged
+
+
+def _token_segments(piece: str) -> list[tuple[str, str]]:
+    """The segments of a piece of a rule with no identifier: runs of words and runs of formula tokens."""
+    lead_space = piece[:len(piece) - len(piece.lstrip())]
+    trail_space = piece[len(piece.rstrip()):]
+    tokens = piece.split()
     kinds = [_kind(t) for t in tokens]
     for i, k in enumerate(kinds):
         if k == "number":
@@ -111,7 +134,7 @@ def rule_segments(rule: str) -> list[tuple[str, str]]:
             body = _TIMES.sub(r"\1\\times \2", _ASCII_SUBSCRIPT.sub(r"\1_{\2}", body))
         add(k, body)
         add("text", trail + space)
-    return out
+    return ([("text", lead_space)] if lead_space else []) + out + ([("text", trail_space)] if trail_space else [])
 
 
 def escape_text_underscores(tex: str) -> str:
