@@ -26,9 +26,10 @@ _WORD = re.compile(r"^\(?(?:[A-Za-z][a-z']+|a)(?:-[A-Za-z0-9]+)*\)?[,;:.]?$")
 _IDENT = re.compile(r"^\(?([A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)*)\)?[,;:.]?$")
 _NUMBER = re.compile(r"^\(?[0-9]+\)?[,;:.]?$")
 #: a single-letter symbol with an unbraced subscript of several lower-case characters ending the formula token
-_ASCII_SUBSCRIPT = re.compile(r"(?<![\\A-Za-z])([A-Za-z])_([a-z0-9]{2,})(?=$|[\s),;:.=])")
+_ASCII_SUBSCRIPT = re.compile(r"(?<![\\A-Za-z])([A-Za-z])_([a-z0-9]{2,})(?=$|[\s(),;:.=])")
 #: a code identifier with underscores inside other text (``cayley_vjp(I``, ``_exp_frechet_blocks``)
-_IDENT_IN = re.compile(r"(?<![\\A-Za-z0-9_.])(?:_[A-Za-z]|[A-Za-z][A-Za-z0-9]+)[A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
+#: (starting a token or after an opening bracket; dots allowed, as in ``exp_skew.square_vjp``)
+_IDENT_IN = re.compile(r"(?<![^\s(\[])(?:_[A-Za-z]|[A-Za-z][A-Za-z0-9]+)[A-Za-z0-9]*(?:[._][A-Za-z0-9]+)*")
 _TIMES = re.compile(r"(?<![\\A-Za-z0-9])([A-Za-z0-9]) x ([A-Za-z0-9])(?![A-Za-z0-9])")
 _TEXT_GROUP = re.compile(r"(\\(?:text|textrm|textit|textbf|textsf|texttt|mbox)\s*\{)((?:[^{}]|\{[^{}]*\})*)(\})")
 
@@ -82,6 +83,8 @@ def rule_segments(rule: str) -> list[tuple[str, str]]:
         return [(k, s) for k, s in out if s]
     out, pos = [], 0
     for m in _IDENT_IN.finditer(rule):
+        if "_" not in m.group(0):
+            continue
         if "\\" in rule[max(0, rule.rfind(" ", 0, m.start())):m.start()]:
             continue  # inside a TeX token (\mathrm{skew_from_lower}): the formula's own business
         out += _token_segments(rule[pos:m.start()]) + [("code", m.group(0))]
