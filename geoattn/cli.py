@@ -67,6 +67,21 @@ def _writable(path: str) -> bool:
     return os.access(folder, os.W_OK)
 
 
+def _unknown_id_message(claim_id: str, known: list[str]) -> str:
+    """What ``geoattn prove`` says of an unknown id: the closest ids if any are close, else the ids of the family its
+    prefix names, else the families; never the whole ledger (``geoattn prove --list`` prints it)."""
+    close = difflib.get_close_matches(claim_id, known, n=3, cutoff=0.5)
+    head = f"geoattn prove: Expected a known claim id. Got {claim_id!r}."
+    if close:
+        return f"{head} Did you mean {', '.join(repr(c) for c in close)}? ({len(known)} ids: geoattn prove --list)"
+    prefix = claim_id.split(".")[0] + "."
+    same = [k for k in known if k.startswith(prefix)]
+    if same:
+        return f"{head} The ids beginning with {prefix!r}:\n" + "\n".join(f"  {k}" for k in same)
+    prefixes = sorted({k.split(".")[0] for k in known})
+    return (f"{head} Ids begin with one of {', '.join(prefixes)} ({len(known)} ids: geoattn prove --list).")
+
+
 def _prove(args) -> int:
     from .symbolic import UnknownClaimError, all_claims, families, get_claim, run
     from .symbolic.report import dump, format_derivation, format_table
@@ -80,11 +95,7 @@ def _prove(args) -> int:
     try:
         claims = [get_claim(i) for i in args.ids] if args.ids else all_claims(args.family)
     except UnknownClaimError as exc:
-        close = difflib.get_close_matches(exc.claim_id, exc.known, n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        print(f"geoattn prove: unknown claim id {exc.claim_id!r}.{hint} Known ids:", file=sys.stderr)
-        for known in exc.known:
-            print(f"  {known}", file=sys.stderr)
+        print(_unknown_id_message(exc.claim_id, exc.known), file=sys.stderr)
         return 2
     if args.json and not _writable(args.json):
         print(f"geoattn prove: Expected --json to name a file that can be written. Got {args.json!r} "

@@ -21,11 +21,15 @@ def test_prove_selected_ids(capsys):
     assert "2 claims in" in out
 
 
-def test_unknown_id_exits_2_and_lists_known(capsys):
+def test_unknown_id_exits_2_and_says_where_to_look_without_printing_the_ledger(capsys):
     assert main(["prove", "no.such.claim"]) == 2
     err = capsys.readouterr().err
-    assert "unknown claim id 'no.such.claim'" in err
-    assert "cayley.orthogonal" in err and "lsa.gradient" in err
+    assert "Expected a known claim id. Got 'no.such.claim'" in err
+    assert "cayley" in err and "lsa" in err and "geoattn prove --list" in err  # the prefixes, and where the ids are
+    assert "cayley.orthogonal" not in err
+    assert main(["prove", "cayley.no_such_claim"]) == 2
+    err = capsys.readouterr().err
+    assert "cayley.orthogonal" in err and "lsa.gradient" not in err  # the family's ids only
 
 
 @pytest.mark.parametrize(
@@ -100,6 +104,7 @@ def test_unknown_id_suggests_the_closest(capsys):
     assert main(["prove", "cayley.orthogonl"]) == 2
     err = capsys.readouterr().err
     assert "Did you mean 'cayley.orthogonal'" in err
+    assert len(err.splitlines()) == 1  # the close matches, not the 91 ids after them
 
 
 @pytest.mark.parametrize("bad", ["missing-folder/ledger.json", "."])
