@@ -34,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
         "--depth", type=int, default=1, help="raise explicit sizes and point counts (default 1: the quick run)"
     )
     prove.add_argument("--list", action="store_true", help="list the claim ids and exit")
+    prove.add_argument("--where", action="store_true", help="print the file that declares each claim and exit")
     prove.add_argument("--verbose", "-v", action="store_true", help="print every derivation")
     prove.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     codegen = sub.add_parser("codegen", help="regenerate the torch kernels and the native C kernels from the SymPy expressions")
@@ -106,6 +107,16 @@ def _prove(args) -> int:
     if args.list:
         for c in claims:
             print(f"{c.id:48s} {c.family:18s} {c.title}")
+        return 0
+    if args.where:
+        import importlib
+
+        from .symbolic.ledger import declared_in
+
+        for c in claims:
+            module = declared_in(c.id)
+            path = os.path.relpath(importlib.import_module(module).__file__)
+            print(f"{c.id:48s} {path}")
         return 0
     start = time.perf_counter()
     verdicts = run(claims, seed=args.seed, depth=args.depth, progress=_progress(sys.stderr, args.quiet))

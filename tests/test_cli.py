@@ -1,6 +1,7 @@
 """The ``geoattn prove`` command: exit codes, progress, table and JSON ledger."""
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -118,3 +119,18 @@ def test_unwritable_json_path_exits_2_before_any_claim(bad, tmp_path, capsys, mo
     path = str(tmp_path / bad) if bad != "." else str(tmp_path)  # a folder is not a file
     assert main(["prove", "cayley.orthogonal", "--json", path]) == 2
     assert "Expected --json to name a file that can be written" in capsys.readouterr().err
+
+
+def test_where_prints_the_file_that_declares_each_claim(capsys):
+    """A claim id finds its file: cayley.vjp is declared with the kernels' claims, not in claims/cayley.py."""
+    assert main(["prove", "--where", "cayley.vjp", "cayley.orthogonal"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[0] == "cayley.vjp" and out[0].endswith(os.path.join("claims", "kernels.py"))
+    assert out[1].endswith(os.path.join("claims", "cayley.py"))
+    from geoattn.symbolic import all_claims
+    from geoattn.symbolic.ledger import declared_in
+
+    for c in all_claims():  # every id names a module whose CLAIMS holds it
+        import importlib
+
+        assert c.id in {k.id for k in importlib.import_module(declared_in(c.id)).CLAIMS}
