@@ -1,8 +1,9 @@
 """The ``geoattn`` command.
 
 ``geoattn codegen [--check]``
-    regenerate ``geoattn/kernels/_generated.py`` from the SymPy expressions;
-    with ``--check``, exit 1 when the checked-in file is stale.
+    regenerate ``geoattn/kernels/_generated.py`` and ``geoattn/kernels/_native_gram.c`` from the SymPy
+    expressions and ``geoattn/_ledger_ids.py`` from the ledger; with ``--check``, exit 1 when a
+    checked-in file is stale.
 
 ``geoattn prove [ID ...]``
     check claims (all by default), show progress, print a summary table;
@@ -37,8 +38,10 @@ def _parser() -> argparse.ArgumentParser:
     prove.add_argument("--where", action="store_true", help="print the file that declares each claim and exit")
     prove.add_argument("--verbose", "-v", action="store_true", help="print every derivation")
     prove.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
-    codegen = sub.add_parser("codegen", help="regenerate the torch kernels and the native C kernels from the SymPy expressions")
-    codegen.add_argument("--check", action="store_true", help="exit 1 if the checked-in kernels are stale")
+    codegen = sub.add_parser("codegen", help="regenerate the torch kernels and the native C kernels from the SymPy "
+                                               "expressions, and the ledger's claim ids")
+    codegen.add_argument("--check", action="store_true",
+                         help="exit 1 if the checked-in kernels or ledger ids are stale")
     codegen.add_argument("--path", help="target file (default: geoattn/kernels/_generated.py)")
     return parser
 
@@ -150,13 +153,13 @@ def _codegen(args) -> int:
     if args.check:
         fresh, diff = codegen.check(args.path)
         if fresh:
-            print("geoattn codegen: kernels are up to date")
+            print("geoattn codegen: kernels and ledger ids are up to date")
             return 0
-        print("geoattn codegen: the checked-in kernels differ from the generated ones; run `geoattn codegen`")
+        print("geoattn codegen: the checked-in generated files differ from fresh ones; run `geoattn codegen`")
         print(diff)
         return 1
     path = codegen.write(args.path)
-    print(f"geoattn codegen: wrote {path} and {codegen.native_target_path()}")
+    print(f"geoattn codegen: wrote {path}, {codegen.native_target_path()} and {codegen.ledger_ids_target_path()}")
     return 0
 
 

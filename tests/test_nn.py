@@ -308,7 +308,7 @@ def test_bad_inputs_say_expected_and_got():
     assert issubclass(LayerShapeError, ValueError) and issubclass(LayerDtypeError, TypeError)
 
 
-# -- gradients, compile ---------------------------------------------------------------------
+# -- gradients --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["vp_skew", "vp_arbitrary", "orthonormal", "lsa_p", "mha_stiefel"])
 def test_gradcheck(name):
@@ -316,33 +316,6 @@ def test_gradcheck(name):
     layer = layers(dim=4, seq_len=3)[name].to(f64)
     x = torch.randn(2, 3, 4, dtype=f64, requires_grad=True)
     assert torch.autograd.gradcheck(layer, (x,))
-
-
-class SmallModel(torch.nn.Module):
-    def __init__(self, dim=4, seq_len=5):
-        super().__init__()
-        self.vp = VolumePreservingAttention(dim)
-        self.lin = torch.nn.Linear(dim, dim)
-        self.lsa = LinearSymplecticAttention(seq_len)
-        self.mha = MultiHeadAttention(dim, 2, add_connection=True)
-
-    def forward(self, x):
-        return self.mha(self.lsa(self.lin(self.vp(x))))
-
-
-@pytest.mark.slow
-def test_torch_compile_model_matches_eager():
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    model = SmallModel()
-    compiled = torch.compile(model, dynamic=False)
-    x = torch.randn(8, 5, 4)
-    y, yc = model(x), compiled(x)
-    assert close(yc, y)
-    g = torch.autograd.grad(y.square().sum(), list(model.parameters()))
-    gc = torch.autograd.grad(compiled(x).square().sum(), list(model.parameters()))
-    for a, b in zip(gc, g):
-        assert close(a, b, k=256)
 
 
 # -- the layers never materialise the lift ----------------------------------------------------
@@ -409,14 +382,11 @@ def test_skew_parametrization_round_trips_an_assigned_skew_matrix():
     assert torch.equal(m.weight, S)
 
 
-@pytest.mark.slow
-def test_orthonormal_and_volume_preserving_compile_fullgraph_and_run_on_meta():
-    """torch.compile(fullgraph=True) and the meta device: the kernels take their data-independent paths there."""
-    x = torch.randn(3, 6, 4)
-    for layer in (OrthonormalAttention(4), VolumePreservingAttention(4), VolumePreservingAttention(4, activation="exp")):
-        compiled = torch.compile(layer, fullgraph=True)
-        assert close(compiled(x), layer(x), k=256)
-    for cls, kw in ((OrthonormalAttention, {}), (VolumePreservingAttention, {}), (VolumePreservingAttention, {"activation": "exp"})):
+def test_orthonormal_and_volume_preserving_run_on_meta():
+    """The meta device: the kernels take their data-independent paths there (torch.compile of every layer and
+    model, fullgraph, is in test_compile.py)."""
+    for cls, kw in ((OrthonormalAttention, {}), (VolumePreservingAttention, {}),
+                    (VolumePreservingAttention, {"activation": "exp"})):
         out = cls(4, device="meta", **kw)(torch.empty(3, 6, 4, device="meta"))
         assert out.shape == (3, 6, 4) and out.device.type == "meta"
 

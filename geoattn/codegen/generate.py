@@ -10,10 +10,19 @@ import sympy as sp
 from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, native_hash
 from .cprinter import LANES, REAL_PRELUDE, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
-from .printer import SCALAR_HELPER_NAMES, SCALAR_HELPERS, SOA_HELPER_NAMES, SOA_HELPERS, SoAKernelPrinter, TorchKernelPrinter, common_scalar, factor_sums
+from .printer import (
+    SCALAR_HELPER_NAMES,
+    SCALAR_HELPERS,
+    SOA_HELPER_NAMES,
+    SOA_HELPERS,
+    SoAKernelPrinter,
+    TorchKernelPrinter,
+    common_scalar,
+    factor_sums,
+)
 
-__all__ = ["generate_kernel", "generate_module", "generate_native_module", "target_path", "native_target_path",
-           "write", "check"]
+__all__ = ["generate_kernel", "generate_module", "generate_native_module", "generate_ledger_ids_module",
+           "target_path", "native_target_path", "ledger_ids_target_path", "write", "check"]
 
 PRINTER_VERSION = 4
 
@@ -128,6 +137,42 @@ def generate_native_module() -> str:
     return header + f"\n/* functions:\n{index}\n*/\n\n" + "\n".join(functions)
 
 
+LEDGER_IDS_HEADER = '''"""The claim ids of the ledger, with their families and recorded verdicts, for runtime checks.
+
+DO NOT EDIT: this file is written by ``geoattn codegen`` from :mod:`geoattn.symbolic.ledger`;
+``geoattn codegen --check`` fails when it is stale. :mod:`geoattn.testing` reads it to validate the
+ledger ids a module cites, without importing SymPy.
+"""
+
+__all__ = ["CLAIMS", "CLAIM_IDS", "FAMILIES"]
+
+#: claim id -> (family, recorded verdict), in ledger order
+CLAIMS = {{
+{rows}}}
+
+#: every claim id of the ledger
+CLAIM_IDS = frozenset(CLAIMS)
+
+#: the family names, in ledger order
+FAMILIES = (
+{families})
+'''
+
+
+def generate_ledger_ids_module() -> str:
+    """The source of ``geoattn/_ledger_ids.py``: every claim id of the ledger with its family and recorded verdict."""
+    from ..symbolic.ledger import all_claims, families
+
+    rows = "".join(f'    "{c.id}": ("{c.family}", "{c.expected.value}"),\n' for c in all_claims())
+    names = "".join(f'    "{f}",\n' for f in families())
+    return LEDGER_IDS_HEADER.format(rows=rows, families=names)
+
+
+def ledger_ids_target_path() -> str:
+    """``geoattn/_ledger_ids.py`` in this checkout."""
+    return os.path.normpath(os.path.join(os.path.dirname(target_path()), "..", "_ledger_ids.py"))
+
+
 def native_target_path() -> str:
     """``geoattn/kernels/_native_gram.c`` in this checkout."""
     return os.path.join(os.path.dirname(target_path()), "_native_gram.c")
@@ -139,11 +184,13 @@ def target_path() -> str:
     return os.path.normpath(os.path.join(here, "..", "kernels", "_generated.py"))
 
 
-def write(path: str | None = None, native_path: str | None = None) -> str:
-    """Write the generated module to ``path`` (default :func:`target_path`) and the native kernels' C source to
-    ``native_path`` (default :func:`native_target_path`); return the module's path."""
+def write(path: str | None = None, native_path: str | None = None, ledger_path: str | None = None) -> str:
+    """Write the generated module to ``path`` (default :func:`target_path`), the native kernels' C source to
+    ``native_path`` (default :func:`native_target_path`) and the ledger's ids to ``ledger_path`` (default
+    :func:`ledger_ids_target_path`); return the module's path."""
     path = path or target_path()
-    for target, text in ((path, generate_module()), (native_path or native_target_path(), generate_native_module())):
+    for target, text in ((path, generate_module()), (native_path or native_target_path(), generate_native_module()),
+                         (ledger_path or ledger_ids_target_path(), generate_ledger_ids_module())):
         tmp = f"{target}.tmp"
         with open(tmp, "w") as fh:
             fh.write(text)
@@ -162,9 +209,11 @@ def _diff(path: str, want: str) -> str:
     return "".join(difflib.unified_diff(have.splitlines(True), want.splitlines(True), path, "generated"))
 
 
-def check(path: str | None = None, native_path: str | None = None) -> tuple[bool, str]:
-    """``(fresh, diff)``: whether the generated module at ``path`` and the C source at ``native_path`` equal what
-    would be generated."""
-    diff = _diff(path or target_path(), generate_module()) + _diff(native_path or native_target_path(),
-                                                                  generate_native_module())
+def check(path: str | None = None, native_path: str | None = None,
+          ledger_path: str | None = None) -> tuple[bool, str]:
+    """``(fresh, diff)``: whether the generated module at ``path``, the C source at ``native_path`` and the
+    ledger's ids at ``ledger_path`` equal what would be generated."""
+    diff = (_diff(path or target_path(), generate_module())
+            + _diff(native_path or native_target_path(), generate_native_module())
+            + _diff(ledger_path or ledger_ids_target_path(), generate_ledger_ids_module()))
     return not diff, diff

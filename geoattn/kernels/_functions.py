@@ -298,7 +298,10 @@ def _large_skew(c: torch.Tensor, bound: float | None = None) -> torch.Tensor | N
 
 def _under_functorch(t: torch.Tensor) -> bool:
     """Whether ``t`` is a functorch wrapper, or a legacy batched tensor (the incoming gradient under
-    ``is_grads_batched=True`` or ``jacobian(vectorize=True)``): no data to branch on, no storage to hand to C."""
+    ``is_grads_batched=True`` or ``jacobian(vectorize=True)``): no data to branch on, no storage to hand to C.
+    Under ``torch.compile`` the same holds for every tensor, and dynamo cannot trace the functorch queries: True."""
+    if torch.compiler.is_compiling():
+        return True
     functorch = getattr(torch._C, "_functorch", None)
     for name in ("is_functorch_wrapped_tensor", "is_legacy_batchedtensor"):
         check = getattr(functorch, name, None)
