@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from geoattn.errors import OptionError
 from geoattn.kernels import dispatch
 from geoattn import testing as T
 from geoattn.nn import (
@@ -298,7 +299,7 @@ def test_bad_inputs_say_expected_and_got():
         (lambda: Attention(4)(x, mask=torch.ones(5, 5, dtype=torch.int32)), LayerDtypeError, "boolean or floating"),
         (lambda: Attention(4)(x, mask=torch.ones(5, 5, dtype=torch.bool), is_causal=True), ValueError, "not both"),
         (lambda: VolumePreservingAttention(0), LayerShapeError, "positive int. Got 0"),
-        (lambda: LinearSymplecticAttention(3, update="z"), LayerShapeError, "'p' or 'q'. Got 'z'"),
+        (lambda: LinearSymplecticAttention(3, update="z"), OptionError, "'p' or 'q'. Got 'z'"),
         (lambda: OrthonormalAttention(3, dtype=torch.int64), LayerDtypeError, "floating torch.dtype"),
         (lambda: Attention(4)(x, context=torch.randn(2, 5, 3)), LayerShapeError, "expected context with 4"),
     ]

@@ -21,7 +21,7 @@ from .printer import (
     factor_sums,
 )
 
-__all__ = ["generate_kernel", "generate_module", "generate_native_module", "generate_ledger_ids_module",
+__all__ = ["generate_kernel", "generate_module", "runtime_tables", "generate_native_module", "generate_ledger_ids_module",
            "target_path", "native_target_path", "ledger_ids_target_path", "write", "check"]
 
 PRINTER_VERSION = 4
@@ -42,7 +42,7 @@ Sources (kernel: expression  [ledger claims]):
 
 import torch
 
-__all__ = [{names}, "N_OUTPUTS"]
+__all__ = [{names}, "N_OUTPUTS", "NATIVE_FUNCTIONS", "SYMATTN_ACTIVATIONS"]
 '''
 
 
@@ -89,8 +89,23 @@ def generate_module() -> str:
     )
     counts = "".join(f'    "{k.name}": {len(k.returns or k.outputs)},\n' for k in KERNELS)
     table = f"#: how many tensors each kernel returns (read by the autograd wrappers)\nN_OUTPUTS = {{\n{counts}}}\n"
+    table += "\n" + runtime_tables()
     helpers = "\n\n" + SCALAR_HELPERS + ("\n\n" + SOA_HELPERS if any(k.layout == "soa" for k in KERNELS) else "")
     return header + helpers + "\n\n" + "\n\n".join(generate_kernel(k) for k in KERNELS) + "\n\n" + table
+
+
+def runtime_tables() -> str:
+    """The facts the runtime reads from the kernel tables, printed as constants (no hand copies in the runtime):
+    the native C functions and the largest size each is printed for, and the potentials of symplectic
+    attention."""
+    from ..symbolic.symattn import ACTIVATIONS
+
+    functions = "".join(f'    "{k.name}": {k.max_dim},\n' for k in NATIVE_KERNELS)
+    acts = "".join(f'    "{name}": {value!r},\n' for name, value in ACTIVATIONS.items())
+    return (f"#: the native C functions (geoattn_<name>_d<d>_<real>) and the largest d each is printed for\n"
+            f"NATIVE_FUNCTIONS = {{\n{functions}}}\n"
+            f"#: the potentials of symplectic attention: name -> (normalised over, one softmax)\n"
+            f"SYMATTN_ACTIVATIONS = {{\n{acts}}}\n")
 
 
 NATIVE_HEADER = """/* Native CPU kernels generated from the verified SymPy bindings.

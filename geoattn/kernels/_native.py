@@ -50,17 +50,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
+from . import _generated as gen
+
 __all__ = ["native_status", "gram_forward", "gram_backward", "cayley_forward", "cayley_backward", "build", "SOURCE"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram.c")
-#: the largest d the kernels cover: that of the closed form (vp.gram_closed_form; _gram.CLOSED_MAX_DIM)
-MAX_DIM = 4
 #: the C functions (without ``geoattn_`` and the ``_d<d>_<real>`` suffix) and the largest d each is printed for:
-#: those of :data:`geoattn.symbolic.kernel_table.NATIVE_KERNELS` (a test compares; the runtime never imports SymPy)
-FUNCTIONS = {"vp_gram_fwd": 4, "vp_gram_bwd": 4, "cayley_small_fwd": 3, "cayley_vjp": 3}
+#: a table printed by ``geoattn codegen`` from :data:`geoattn.symbolic.kernel_table.NATIVE_KERNELS`
+FUNCTIONS = dict(gen.NATIVE_FUNCTIONS)
+#: the largest d the Gram layer's kernels cover: that of the closed form (vp.gram_closed_form; _gram.CLOSED_MAX_DIM)
+MAX_DIM = max(FUNCTIONS["vp_gram_fwd"], FUNCTIONS["vp_gram_bwd"])
 #: the largest T of the Cayley kernels (Note [Cayley of small skew matrices] in geoattn.kernels._functions)
-CAYLEY_MAX = 3
+CAYLEY_MAX = min(FUNCTIONS["cayley_small_fwd"], FUNCTIONS["cayley_vjp"])
 _REALS = {torch.float32: ("f32", ctypes.c_float), torch.float64: ("f64", ctypes.c_double)}
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built

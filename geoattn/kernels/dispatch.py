@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
 from ..errors import BackendError, OptionError
@@ -45,9 +44,16 @@ __all__ = ["Backend", "Route", "Operation", "Call", "Explanation", "BACKENDS", "
            "register_operation", "backend", "forced_backend", "explain", "dispatch", "route_table"]
 
 
-class Call(SimpleNamespace):
+class Call:
     """The bound, checked arguments of one call of an operation, with the facts its routes read (sizes, dtype,
-    whether the call is traced)."""
+    whether the call is traced), as attributes. (A plain class: ``torch.compile`` traces its construction.)"""
+
+    def __init__(self, **facts: Any) -> None:
+        for name, value in facts.items():
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        return "Call(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not hasattr(v, "shape")) + ")"
 
 
 @dataclasses.dataclass(frozen=True)
