@@ -1,8 +1,9 @@
 """The ``geoattn`` command.
 
 ``geoattn codegen [--check]``
-    regenerate ``geoattn/kernels/_generated.py`` from the SymPy expressions;
-    with ``--check``, exit 1 when the checked-in file is stale.
+    regenerate ``geoattn/kernels/_generated.py`` (torch), ``_native_gram.c`` (C) and
+    ``_triton_gram.py`` (Triton) from the SymPy expressions; with ``--check``, exit 1
+    when a checked-in file is stale.
 
 ``geoattn prove [ID ...]``
     check claims (all by default), show progress, print a summary table;
@@ -134,7 +135,7 @@ def _codegen(args) -> int:
         print(diff)
         return 1
     path = codegen.write(args.path)
-    print(f"geoattn codegen: wrote {path} and {codegen.native_target_path()}")
+    print(f"geoattn codegen: wrote {path}, {codegen.native_target_path()} and {codegen.triton_target_path()}")
     return 0
 
 
