@@ -29,7 +29,7 @@ import os
 import torch
 
 __all__ = ["triton_status", "interpreting", "kernels", "gram_forward", "gram_backward", "cayley_forward",
-           "cayley_backward", "BLOCK", "FUNCTIONS", "REALS"]
+           "cayley_backward", "cayley_small", "BLOCK", "FUNCTIONS", "REALS"]
 
 #: samples per program (Note [Triton lanes]); the interpreter's blocks are smaller so that a tail block shows
 BLOCK = {"cuda": 128, "cpu": 16}
@@ -191,3 +191,41 @@ def cayley_backward(lam: torch.Tensor, g: torch.Tensor, module=None) -> torch.Te
     if B:
         _launch(module or kernels(), "cayley_vjp", T, B, T, [lam, g, gc], lam.device)
     return gc
+
+
+class _CayleySmall(torch.autograd.Function):
+    # Cayley(C) for T <= 3 by the printed kernels (Note [Cayley of small skew matrices] and Note [native Cayley
+    # kernels] in geoattn.kernels._functions: the same per-sample decisions): the closed form on the samples that
+    # are skew up to skew_tolerance, the solve on the others. Float64 holds Tr(C^2) of every float32 or half
+    # input, so no sample needs the eigendecomposition. The backward is the VJP kernel from the output when no
+    # graph of it is asked for, the torch form otherwise (double backward).
+    @staticmethod
+    def forward(ctx, c):
+        from . import _generated as gen
+        from ._checks import tolerance_at
+
+        T = c.shape[-1]
+        flat = c.detach().reshape(-1, T, T).contiguous()
+        lam, defect, size = cayley_forward(flat)
+        skew = defect <= tolerance_at(T, c.dtype, size)  # NaN: not skew
+        if not bool(skew.all()):
+            lam[~skew] = gen.cayley_matrix(flat[~skew])
+        ctx.save_for_backward(lam)
+        return lam.reshape(c.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from . import _generated as gen
+        from ._functions import _under_functorch
+
+        (lam,) = ctx.saved_tensors
+        if not torch.is_grad_enabled() and grad.dtype == lam.dtype and not _under_functorch(grad):
+            T = lam.shape[-1]
+            return cayley_backward(lam, grad.reshape(-1, T, T).contiguous()).reshape(grad.shape)
+        return gen.cayley_vjp(lam.reshape(grad.shape), grad.contiguous())
+
+
+def cayley_small(c: torch.Tensor) -> torch.Tensor:
+    """The Cayley transform of ``(..., T, T)`` matrices with ``T <= 3`` (float32, float16 or bfloat16) by the
+    printed kernels, forward and backward (:class:`_CayleySmall`)."""
+    return _CayleySmall.apply(c)
