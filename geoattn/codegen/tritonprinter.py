@@ -133,7 +133,7 @@ class _Kernel:
         if reductions:
             loop = self._token_loads()
             for b in reductions:
-                body += [f"{s} = tl.zeros((BLOCK,), tl.float64)" for s, _ in b.pairs]
+                body += [f"{s} = tl.full((BLOCK,), 0.0, tl.float64)" for s, _ in b.pairs]  # tl.zeros is itself a jit function
                 for s, _ in b.pairs:
                     self.names[s] = str(s)
                 loop += self._assign(b, lambda s, c: f"{s} += {c}")

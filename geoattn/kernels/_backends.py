@@ -31,18 +31,19 @@ def _triton_check(call: Call) -> str | None:
     """Whether the Triton backend can run at all for ``call`` (Note [Triton backend] in :mod:`geoattn.kernels._triton`):
     triton imports, the call is not traced, and the tensors are on a CUDA device, or on the CPU in Triton's
     interpreter with the backend forced."""
-    ok, why = _triton.triton_status()
+    if call.device.type == "cpu":
+        if not _triton.interpreting():
+            return "device cpu: the Triton kernels run on CUDA devices (on the CPU only in Triton's interpreter)"
+        if forced_backend() != "triton":
+            return "device cpu: Triton's interpreter (TRITON_INTERPRET=1) serves only inside backend('triton')"
+    elif call.device.type != "cuda":
+        return f"device {call.device.type}: the Triton kernels run on CUDA devices"
+    ok, why = _triton.triton_status()  # imported only for a call it could serve
     if not ok:
         return why
     if call.traced:
         return "traced (torch.func, torch.compile or meta): the kernels' per-sample checks branch on the data"
-    if call.device.type == "cuda":
-        return None
-    if call.device.type == "cpu" and _triton.interpreting():
-        if forced_backend() == "triton":
-            return None
-        return "device cpu: Triton's interpreter (TRITON_INTERPRET=1) serves only inside backend('triton')"
-    return f"device {call.device.type}: the Triton kernels run on CUDA devices (the CPU: TRITON_INTERPRET=1, forced)"
+    return None
 
 
 TRITON = register_backend(Backend("triton", "Triton kernels printed from the verified bindings (CUDA; the CPU in "

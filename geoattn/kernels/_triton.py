@@ -61,15 +61,14 @@ def triton_status() -> tuple[bool, str]:
     True
     """
     if "triton" not in _loaded:
-        if importlib.util.find_spec("triton") is None:
-            _loaded["triton"] = (False, "triton is not installed (pip install triton; torch's CUDA builds include it)")
-        else:
-            try:
-                import triton
+        try:
+            import triton
 
-                _loaded["triton"] = (True, f"triton {triton.__version__}")
-            except Exception as err:  # a broken install: the backend says why and the rest of geoattn works
-                _loaded["triton"] = (False, f"triton does not import: {type(err).__name__}: {err}")
+            _loaded["triton"] = (True, f"triton {triton.__version__}")
+        except ImportError as err:
+            _loaded["triton"] = (False, f"triton is not installed ({err}; torch's CUDA builds include it)")
+        except Exception as err:  # a broken install: the backend says why and the rest of geoattn works
+            _loaded["triton"] = (False, f"triton does not import: {type(err).__name__}: {err}")
     return _loaded["triton"]
 
 
