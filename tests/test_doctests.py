@@ -7,6 +7,7 @@ import pytest
 import geoattn.experiments.training
 import geoattn.kernels
 import geoattn.kernels._native
+import geoattn.kernels._triton
 import geoattn.models.feedforward
 import geoattn.models.integrators
 import geoattn.models.sympnet
@@ -24,6 +25,7 @@ import geoattn.testing
 MODULES = [
     geoattn.kernels,
     geoattn.kernels._native,
+    geoattn.kernels._triton,
     geoattn.symbolic,
     geoattn.testing,
     geoattn.nn.attention,
