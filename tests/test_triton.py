@@ -181,7 +181,8 @@ def test_a_nan_sample_does_not_touch_its_neighbours():
 def test_samples_failing_the_residual_check_are_solved():
     torch.manual_seed(3)
     b = torch.randn(4, 1, 3)
-    x = 10 * (b + 1e-3 * torch.randn(4, 12, 3))  # nearly parallel tokens of scale 10 (Note [closed-form residual check])
+    # nearly parallel tokens of scale 10 (Note [closed-form residual check])
+    x = 10 * (b + 1e-3 * torch.randn(4, 12, 3))
     A = skew64(3, 1.0).float()
     _, _, _, rmax = _triton.gram_forward(x, A.double())
     assert (rmax > _triton_tol()).any()

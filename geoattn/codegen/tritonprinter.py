@@ -46,7 +46,8 @@ class _ScalarTriton(C99CodePrinter):
 
     def _print_Symbol(self, expr) -> str:
         if expr not in self.names:
-            raise CodegenError(f"Expected {expr} to be an entry of an input or an earlier binding. Got an unbound symbol.")
+            raise CodegenError(f"Expected {expr} to be an entry of an input or an earlier binding. "
+                               "Got an unbound symbol.")
         return self.names[expr]
 
     def _print_Pow(self, expr) -> str:
@@ -133,7 +134,9 @@ class _Kernel:
         if reductions:
             loop = self._token_loads()
             for b in reductions:
-                body += [f"{s} = tl.full((BLOCK,), 0.0, tl.float64)" for s, _ in b.pairs]  # tl.zeros is itself a jit function
+                # tl.full, not tl.zeros: tl.zeros is itself a jit function, which the interpreter runs only when it
+                # was imported with the interpreter on
+                body += [f"{s} = tl.full((BLOCK,), 0.0, tl.float64)" for s, _ in b.pairs]
                 for s, _ in b.pairs:
                     self.names[s] = str(s)
                 loop += self._assign(b, lambda s, c: f"{s} += {c}")

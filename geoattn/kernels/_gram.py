@@ -9,7 +9,8 @@ For ``x`` of shape ``(B, T, d)`` and skew ``A`` the layer output is
 ``vp_gram_closed_vjp``). On CPU, where a C compiler is found, the whole layer runs as the native kernels
 printed from the same bindings (:mod:`geoattn.kernels._native`, Note [native kernels]); the torch form below
 serves everywhere else (other devices, no compiler, ``GEOATTN_NATIVE=0``), and the residual check, the solved
-samples and the large-input fallback are the same on both.
+samples and the large-input fallback are the same on both. On CUDA devices the Triton kernels printed from the
+same bindings serve (:mod:`geoattn.kernels._triton`), through the same autograd function.
 
 Note [structure-of-arrays runtime]
 ----------------------------------
@@ -234,8 +235,8 @@ def _dual(t: torch.Tensor) -> bool:
 def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, native) -> torch.Tensor:
     """The Gram form by its closed form (``x`` of shape ``(..., T, d)`` with ``d <= 4``, ``A`` of shape ``(d, d)``;
     :func:`closed_form_reason` is None), by printed kernels (``native``: True for the C kernels, or a module of
-    kernels with the same functions, :mod:`geoattn.kernels._triton`) or the torch form (False); samples that fail the residual
-    check are solved on the same path (Note [closed-form residual check]), and samples with
+    kernels with the same functions, :mod:`geoattn.kernels._triton`) or the torch form (False); samples that
+    fail the residual check are solved on the same path (Note [closed-form residual check]), and samples with
     ``|x|_F^2 |A|_F > GRAM_MAX_SCALE`` take the QR form on their own (Note [why QR and not the Gram matrix])."""
     shape = x.shape
     xb = x.reshape(-1, *shape[-2:])

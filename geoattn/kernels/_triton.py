@@ -106,8 +106,9 @@ def _launch(module, name: str, d: int, B: int, T: int, arrays: list, device: tor
 
 
 def _check_tokens(name: str, x: torch.Tensor) -> None:
-    if x.dim() != 3 or not x.is_contiguous() or x.dtype not in REALS or not 1 <= x.shape[-1] <= FUNCTIONS["vp_gram_fwd"]:
-        raise ValueError(f"Expected {name} as a contiguous tensor (B, T, d) with d <= {FUNCTIONS['vp_gram_fwd']} of "
+    top = FUNCTIONS["vp_gram_fwd"]
+    if x.dim() != 3 or not x.is_contiguous() or x.dtype not in REALS or not 1 <= x.shape[-1] <= top:
+        raise ValueError(f"Expected {name} as a contiguous tensor (B, T, d) with d <= {top} of "
                          f"float32, float16 or bfloat16. Got {x.dtype} {tuple(x.shape)} "
                          f"({'' if x.is_contiguous() else 'not '}contiguous).")
 
