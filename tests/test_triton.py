@@ -279,3 +279,45 @@ def test_negative_control_a_broken_cayley_kernel_is_caught(tmp_path):
     eye = torch.eye(3, dtype=F64)
     ref = (eye - c.double()) @ torch.linalg.inv(eye + c.double())
     assert (lam.double() - ref).abs().max() > 16 * 3 * eps(F32) * (1 + ref.abs().max())
+
+
+# -- the printed kernels compile for a GPU (Triton's compiler runs without a device) ---------------------------------
+
+
+def _compile(fn, arrays):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    signature = {"B": "i32", "T": "i32", **{f"{n}_ptr": t for n, t in arrays}, "BLOCK": "constexpr"}
+    try:
+        return triton.compile(ASTSource(fn=fn, signature=signature, constexprs={"BLOCK": 128}),
+                              target=GPUTarget("cuda", 90, 32))
+    except (ImportError, FileNotFoundError) as err:  # a triton without its CUDA backend or ptxas
+        pytest.skip(f"Triton's CUDA compiler is not available here: {err}")
+
+
+@pytest.mark.parametrize("name,arrays", [
+    ("vp_gram_fwd_d4", [("x", "*fp32"), ("A", "*fp64"), ("y", "*fp32"), ("Gram", "*fp64"), ("N", "*fp64"),
+                        ("R", "*fp64")]),
+    ("vp_gram_bwd_d4", [("x", "*bf16"), ("Gy", "*bf16"), ("N", "*fp64"), ("A", "*fp64"), ("gx", "*bf16"),
+                        ("gA", "*fp64")]),
+    ("cayley_vjp_d3", [("Lam", "*fp16"), ("G", "*fp16"), ("gC", "*fp16")]),
+])
+def test_printed_kernels_compile_for_sm90(monkeypatch, name, arrays):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    compiled = _compile(getattr(_triton.kernels(), name), arrays)
+    ptx = compiled.asm["ptx"]
+    assert ".target sm_90" in ptx and "ld.global" in ptx and "st.global" in ptx
+    assert "f64" in ptx  # computed in float64 whatever the storage
+
+
+def test_negative_control_a_kernel_that_does_not_type_check_fails_to_compile(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    src = generate.TRITON_HEADER.format(hash="-", version="-", sources="", names="")
+    body = tritonprinter.print_triton_kernel(CBWD, 2).replace("gC_ptr + _b*4 + 0,", "gC_ptr + _b*4 + 0.5,", 1)
+    path = tmp_path / "untyped.py"
+    path.write_text(src + "\n\n" + body)
+    module = _triton.kernels(str(path))
+    with pytest.raises(Exception, match="(?i)pointer|float|type"):
+        _compile(module.cayley_vjp_d2, [("Lam", "*fp32"), ("G", "*fp32"), ("gC", "*fp32")])
