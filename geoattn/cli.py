@@ -1,9 +1,9 @@
 """The ``geoattn`` command.
 
 ``geoattn codegen [--check]``
-    regenerate ``geoattn/kernels/_generated.py`` and ``geoattn/kernels/_native_gram.c`` from the SymPy
-    expressions and ``geoattn/_ledger_ids.py`` from the ledger; with ``--check``, exit 1 when a
-    checked-in file is stale.
+    regenerate ``geoattn/kernels/_generated.py`` (torch), ``_native_gram.c`` (C) and
+    ``_triton_gram.py`` (Triton) from the SymPy expressions and ``geoattn/_ledger_ids.py`` from the
+    ledger; with ``--check``, exit 1 when a checked-in file is stale.
 
 ``geoattn prove [ID ...]``
     check claims (all by default), show progress, print a summary table;
@@ -159,7 +159,8 @@ def _codegen(args) -> int:
         print(diff)
         return 1
     path = codegen.write(args.path)
-    print(f"geoattn codegen: wrote {path}, {codegen.native_target_path()} and {codegen.ledger_ids_target_path()}")
+    print(f"geoattn codegen: wrote {path}, {codegen.native_target_path()}, {codegen.triton_target_path()} and "
+          f"{codegen.ledger_ids_target_path()}")
     return 0
 
 

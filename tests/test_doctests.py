@@ -12,6 +12,7 @@ import geoattn.kernels._op_exp
 import geoattn.kernels._op_symattn
 import geoattn.kernels._op_vp
 import geoattn.kernels.dispatch
+import geoattn.kernels._triton
 import geoattn.models.feedforward
 import geoattn.models.integrators
 import geoattn.models.sympnet
@@ -34,6 +35,7 @@ MODULES = [
     geoattn.kernels._op_exp,
     geoattn.kernels._op_symattn,
     geoattn.kernels._native,
+    geoattn.kernels._triton,
     geoattn.symbolic,
     geoattn.testing,
     geoattn.nn.attention,

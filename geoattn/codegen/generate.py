@@ -20,9 +20,11 @@ from .printer import (
     common_scalar,
     factor_sums,
 )
+from .tritonprinter import print_triton_kernel, triton_function_name
 
-__all__ = ["generate_kernel", "generate_module", "runtime_tables", "generate_native_module", "generate_ledger_ids_module",
-           "target_path", "native_target_path", "ledger_ids_target_path", "write", "check"]
+__all__ = ["generate_kernel", "generate_module", "runtime_tables", "generate_native_module", "generate_triton_module",
+           "generate_ledger_ids_module", "target_path", "native_target_path", "triton_target_path",
+           "ledger_ids_target_path", "write", "check"]
 
 PRINTER_VERSION = 4
 
@@ -188,6 +190,47 @@ def ledger_ids_target_path() -> str:
     return os.path.normpath(os.path.join(os.path.dirname(target_path()), "..", "_ledger_ids.py"))
 
 
+TRITON_HEADER = '''"""Triton kernels generated from the verified SymPy bindings.
+
+DO NOT EDIT: this file is written by ``geoattn codegen`` from ``geoattn/symbolic/expressions.py`` (the bindings of
+``geoattn.symbolic.kernel_table.NATIVE_KERNELS``, which the C kernels of ``_native_gram.c`` are printed from too);
+``geoattn codegen --check`` fails when it is stale. It is imported by ``geoattn.kernels._triton`` only where
+``triton`` is installed. Every kernel is printed from one scalar program (``geoattn.codegen.lowering``): one
+program per ``BLOCK`` samples, one lane per sample, loops over the tokens for the reductions and the row maps,
+every value in float64 (Note [Triton lanes] in ``geoattn.codegen.tritonprinter``).
+
+bindings-sha256: {hash}
+printer-version: {version}
+
+Sources (kernel: bindings  [ledger claims]):
+{sources}
+"""
+
+import triton
+import triton.language as tl
+
+__all__ = [{names}]
+'''
+
+
+def generate_triton_module() -> str:
+    """The Python source of every Triton kernel at every ``d``, with a header naming its sources."""
+    sources = "\n".join(
+        f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.bindings) + f"  [{', '.join(k.claims)}]"
+        for k in NATIVE_KERNELS
+    )
+    names = [triton_function_name(k, d) for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1)]
+    header = TRITON_HEADER.format(hash=native_hash(), version=PRINTER_VERSION, sources=sources,
+                                  names=", ".join(f'"{n}"' for n in names))
+    kernels = [print_triton_kernel(k, d) for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1)]
+    return header + "\n\n" + "\n\n".join(kernels)
+
+
+def triton_target_path() -> str:
+    """``geoattn/kernels/_triton_gram.py`` in this checkout."""
+    return os.path.join(os.path.dirname(target_path()), "_triton_gram.py")
+
+
 def native_target_path() -> str:
     """``geoattn/kernels/_native_gram.c`` in this checkout."""
     return os.path.join(os.path.dirname(target_path()), "_native_gram.c")
@@ -199,12 +242,15 @@ def target_path() -> str:
     return os.path.normpath(os.path.join(here, "..", "kernels", "_generated.py"))
 
 
-def write(path: str | None = None, native_path: str | None = None, ledger_path: str | None = None) -> str:
+def write(path: str | None = None, native_path: str | None = None, triton_path: str | None = None,
+          ledger_path: str | None = None) -> str:
     """Write the generated module to ``path`` (default :func:`target_path`), the native kernels' C source to
-    ``native_path`` (default :func:`native_target_path`) and the ledger's ids to ``ledger_path`` (default
-    :func:`ledger_ids_target_path`); return the module's path."""
+    ``native_path`` (default :func:`native_target_path`), the Triton kernels to ``triton_path`` (default
+    :func:`triton_target_path`) and the ledger's ids to ``ledger_path`` (default :func:`ledger_ids_target_path`);
+    return the module's path."""
     path = path or target_path()
     for target, text in ((path, generate_module()), (native_path or native_target_path(), generate_native_module()),
+                         (triton_path or triton_target_path(), generate_triton_module()),
                          (ledger_path or ledger_ids_target_path(), generate_ledger_ids_module())):
         tmp = f"{target}.tmp"
         with open(tmp, "w") as fh:
@@ -225,10 +271,11 @@ def _diff(path: str, want: str) -> str:
 
 
 def check(path: str | None = None, native_path: str | None = None,
-          ledger_path: str | None = None) -> tuple[bool, str]:
-    """``(fresh, diff)``: whether the generated module at ``path``, the C source at ``native_path`` and the
-    ledger's ids at ``ledger_path`` equal what would be generated."""
+          triton_path: str | None = None, ledger_path: str | None = None) -> tuple[bool, str]:
+    """``(fresh, diff)``: whether the generated module at ``path``, the C source at ``native_path``, the Triton
+    kernels at ``triton_path`` and the ledger's ids at ``ledger_path`` equal what would be generated."""
     diff = (_diff(path or target_path(), generate_module())
             + _diff(native_path or native_target_path(), generate_native_module())
+            + _diff(triton_path or triton_target_path(), generate_triton_module())
             + _diff(ledger_path or ledger_ids_target_path(), generate_ledger_ids_module()))
     return not diff, diff

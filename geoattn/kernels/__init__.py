@@ -35,6 +35,7 @@ from ._checks import (
 )
 from ._lowrank import ACTIVATIONS as _VP_ACTIVATIONS
 from ._native import native_status
+from ._triton import triton_status
 # The operations: each module holds its checks, its routes (the dispatch table) and its public function.
 from ._op_cayley import cayley, cayley_apply
 from ._op_exp import exp_skew
@@ -65,6 +66,7 @@ __all__ = [
     "lift",
     "vp_attention",
     "native_status",
+    "triton_status",
     "explain",
     "backend",
     "route_table",

@@ -9,7 +9,8 @@ For ``x`` of shape ``(B, T, d)`` and skew ``A`` the layer output is
 ``vp_gram_closed_vjp``). On CPU, where a C compiler is found, the whole layer runs as the native kernels
 printed from the same bindings (:mod:`geoattn.kernels._native`, Note [native kernels]); the torch form below
 serves everywhere else (other devices, no compiler, ``GEOATTN_NATIVE=0``), and the residual check, the solved
-samples and the large-input fallback are the same on both.
+samples and the large-input fallback are the same on both. On CUDA devices the Triton kernels printed from the
+same bindings serve (:mod:`geoattn.kernels._triton`), through the same autograd function.
 
 Note [structure-of-arrays runtime]
 ----------------------------------
@@ -125,10 +126,10 @@ class _VPGramClosed(torch.autograd.Function):
     def forward(ctx, x, A, native):
         B, T, d = x.shape
         As = _skew64(A)
-        ctx.native = native
-        if ctx.native:
+        ctx.native = _kernel_module(native)
+        if ctx.native is not None:
             xn = _native_tokens(x)
-            y, G, N, rmax = _native.gram_forward(xn, As.contiguous())
+            y, G, N, rmax = ctx.native.gram_forward(xn, As.contiguous())
             ok = rmax <= residual_tolerance(x.dtype)
             if not bool(ok.all()):
                 bad = (~ok).nonzero().squeeze(-1)
@@ -161,7 +162,7 @@ class _VPGramClosed(torch.autograd.Function):
     @staticmethod
     def backward(ctx, gy, _ok, _scale):
         x, A = ctx.saved_tensors[:2]
-        if torch.is_grad_enabled() or (ctx.native and _under_functorch(gy)):
+        if torch.is_grad_enabled() or (ctx.native is not None and _under_functorch(gy)):
             # double backward: through the float64 Gram form, built from differentiable operations; also a
             # batched incoming gradient (is_grads_batched, jacobian(vectorize=True)), which the C kernel cannot read
             def f(a, b):
@@ -169,10 +170,10 @@ class _VPGramClosed(torch.autograd.Function):
 
             _, pullback = torch.func.vjp(f, x, A)
             return (*pullback(gy), None)
-        if ctx.native:
+        if ctx.native is not None:
             _, _, N, As = ctx.saved_tensors
             xn = _native_tokens(x)
-            gx, gA = _native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As)
+            gx, gA = ctx.native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As)
             gAs = gA.sum(0)
             return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None
         _, _, xs, G, N, P, As = ctx.saved_tensors
@@ -188,6 +189,15 @@ class _VPGramClosed(torch.autograd.Function):
         d, B = G.shape[0], G.shape[2]
         gAs = G.reshape(d, d * B) @ Mbar.permute(0, 2, 1).reshape(d * B, d)  # sum over the batch of G Mbar
         return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype), None
+
+
+def _kernel_module(native):
+    """The module of printed kernels ``native`` names: None (the torch form) for False, the C kernels
+    (:mod:`geoattn.kernels._native`) for True, else ``native`` itself (:mod:`geoattn.kernels._triton`, which takes
+    and returns the same arrays)."""
+    if native is False or native is None:
+        return None
+    return _native if native is True else native
 
 
 def native_dtype(x: torch.Tensor) -> torch.dtype:
@@ -222,10 +232,11 @@ def _dual(t: torch.Tensor) -> bool:
     return unpack_dual(t).tangent is not None
 
 
-def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, native: bool) -> torch.Tensor:
+def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, native) -> torch.Tensor:
     """The Gram form by its closed form (``x`` of shape ``(..., T, d)`` with ``d <= 4``, ``A`` of shape ``(d, d)``;
-    :func:`closed_form_reason` is None), by the native kernels or the torch form; samples that fail the residual
-    check are solved on the same path (Note [closed-form residual check]), and samples with
+    :func:`closed_form_reason` is None), by printed kernels (``native``: True for the C kernels, or a module of
+    kernels with the same functions, :mod:`geoattn.kernels._triton`) or the torch form (False); samples that
+    fail the residual check are solved on the same path (Note [closed-form residual check]), and samples with
     ``|x|_F^2 |A|_F > GRAM_MAX_SCALE`` take the QR form on their own (Note [why QR and not the Gram matrix])."""
     shape = x.shape
     xb = x.reshape(-1, *shape[-2:])

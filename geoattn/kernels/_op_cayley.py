@@ -2,6 +2,8 @@ r"""The operations ``cayley`` and ``cayley_apply``: their checks, routes and pub
 
 ``cayley(C)`` computes :math:`(I - C)(I + C)^{-1}` batched; its routes, in order:
 
+0. ``closed-small/triton``: ``T <= 3``, the same closed form and VJP as Triton kernels printed from the same
+   bindings, float32 or half inputs on CUDA (Note [Triton backend] in :mod:`geoattn.kernels._triton`);
 1. ``closed-small/native``: ``T <= 3``, the closed form ``kernels.cayley_skew_small`` and the VJP ``cayley.vjp`` as
    C kernels (Note [native Cayley kernels] in :mod:`geoattn.kernels._functions`);
 2. ``closed-small/eager``: the same closed form in torch operations (Note [Cayley of small skew matrices]);
@@ -19,7 +21,8 @@ import torch
 
 from ..errors import OptionError
 from . import _generated as gen
-from ._backends import EAGER, NATIVE
+from . import _triton
+from ._backends import EAGER, NATIVE, TRITON
 from ._checks import check_float, check_matmul, check_same, check_skew, check_square, half_in_float32
 from ._functions import CAYLEY_MAX_NORM, SMALL_MAX, _Cayley, _large_skew, _traced, native_small_reason
 from .dispatch import Call, Operation, Route, dispatch, register_operation
@@ -42,10 +45,18 @@ def _small(call: Call) -> str | None:
     return None
 
 
+def _small_triton(call: Call) -> str | None:
+    if call.C.dtype not in _triton.REALS:
+        return f"{call.C.dtype}: the Triton kernels take float32, float16 or bfloat16"
+    return _small(call)
+
+
 CAYLEY = register_operation(Operation(
     "cayley",
     _bind_cayley,
     (
+        Route("closed-small", TRITON.name, _small_triton, lambda c: _triton.cayley_small(c.C),
+              per_sample="non-skew samples are solved", claims=("kernels.cayley_skew_small", "cayley.vjp")),
         Route("closed-small", NATIVE.name, lambda c: _small(c) or native_small_reason(c.C),
               lambda c: _Cayley.apply(c.C, None, True),
               per_sample="non-skew samples are solved; float64 skew samples beyond double's range take the "

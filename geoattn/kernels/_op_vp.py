@@ -4,6 +4,10 @@ The layer output in the row layout is :math:`y = f(C)^T x`, :math:`C = xAx^T`, f
 ``A`` skew ``d x d`` and :math:`f` the Cayley transform or the exponential. Routes, in order (Note [choice of form]
 in :mod:`geoattn.kernels._lowrank`):
 
+0. ``gram-closed/triton``: the closed-form Gram layer as Triton kernels printed from the same bindings as the C
+   ones: Cayley, ``d <= 4``, one weighting, float32 or half inputs, CUDA (Note [Triton backend] in
+   :mod:`geoattn.kernels._triton`); at every ``T``, ``d >= T`` included, since the fused ``O(T d^2)`` kernel
+   beats the ``T x T`` form there too;
 1. ``full/eager``: the ``T x T`` matrices, when ``d >= T`` (or requested);
 2. ``gram-closed/native``: the Gram form with the closed-form ``d x d`` factor (``vp.gram_closed_form``,
    ``vp.gram_closed_form_vjp``) as C kernels: Cayley, ``d <= 4``, one weighting, float32 or half inputs, CPU;
@@ -22,7 +26,8 @@ from __future__ import annotations
 import torch
 
 from ..errors import OptionError, ShapeError
-from ._backends import EAGER, NATIVE
+from . import _triton
+from ._backends import EAGER, NATIVE, TRITON
 from ._checks import check_float, check_same, check_skew, check_square, half_in_float32
 from ._functions import _traced
 from ._gram import GRAM_MAX_SCALE, closed_form_reason, native_dtype, vp_gram_closed, vp_gram_solve
@@ -97,6 +102,16 @@ def _gram_closed_native(c: Call) -> str | None:
     return None if ok else reason
 
 
+def _gram_closed_triton(c: Call) -> str | None:
+    if c.method not in ("auto", "gram"):
+        return f"method {c.method!r} requested"
+    if c.activation != "cayley":
+        return f"activation {c.activation!r}: the Gram kernels are the Cayley layer's"
+    if c.dtype not in _triton.REALS:
+        return f"{c.dtype}: the Triton kernels take float32, float16 or bfloat16 (float64 keeps the eager forms)"
+    return closed_form_reason(c.x, c.A)
+
+
 def _lowrank(c: Call) -> str | None:
     if c.method == "lowrank":
         return None
@@ -116,6 +131,10 @@ VP_ATTENTION = register_operation(Operation(
     "vp_attention",
     _bind,
     (
+        Route("gram-closed", TRITON.name, _gram_closed_triton,
+              _checked(lambda c: vp_gram_closed(c.x, c.A, _triton)),
+              per_sample="residual check failed: a pivoted d x d solve; " + _GRAM_PER_SAMPLE,
+              claims=("vp.gram_form", "vp.gram_closed_form", "vp.gram_closed_form_vjp")),
         Route("full", EAGER.name, _full, _checked(lambda c: vp_full(c.x, c.A, c.activation)),
               claims=("cayley.orthogonal", "exp.orthogonal")),
         Route("gram-closed", NATIVE.name, _gram_closed_native, _checked(lambda c: vp_gram_closed(c.x, c.A, True)),
