@@ -2,7 +2,11 @@
 
     python benchmarks/layers.py [--quick] [--json PATH] [--threads N] [--device cpu|cuda]
                                 [--batch B ...] [--lengths T ...] [--dims D ...] [--layers NAME ...]
-                                [--sweep-tokens N] [--sweep T ...]
+                                [--sweep-tokens N] [--sweep T ...] [--no-gpu-table] [--peak-gbs G]
+
+With ``--device cuda`` a third table (``benchmarks/gpu.py``) times the fused Triton kernels at B * T = 2^20
+tokens with CUDA events against SDPA and ``torch.compile`` of the eager form, with the route each call took and
+the fraction of the memory bandwidth the VP layer reaches.
 
 For input ``x`` of shape ``(B, T, dim)`` the reference is
 ``torch.nn.functional.scaled_dot_product_attention(h, h, h)`` with ``h = x`` as one
@@ -36,6 +40,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from geoattn.kernels import native_status  # noqa: E402
 from geoattn.nn import LinearSymplecticAttention, OrthonormalAttention, VolumePreservingAttention  # noqa: E402
+from gpu import gpu_rows, peak_bandwidth, print_gpu_table  # noqa: E402
 from targets import summarise  # noqa: E402
 
 
@@ -180,6 +185,9 @@ def main(argv=None) -> int:
     parser.add_argument("--layers", nargs="+", choices=sorted(LAYERS), help="layers of the main table (default: all)")
     parser.add_argument("--sweep-tokens", type=int, default=None, help="B * T of the length sweep")
     parser.add_argument("--sweep", type=int, nargs="*", help="sequence lengths of the sweep (none: no sweep)")
+    parser.add_argument("--no-gpu-table", action="store_true", help="skip the GPU table of a CUDA run")
+    parser.add_argument("--peak-gbs", type=float, help="the device's peak memory bandwidth in GB/s (default: from "
+                        "its memory clock and bus width)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -222,11 +230,16 @@ def main(argv=None) -> int:
                        "memory_per_token_dim": m["memory"] / (B * T * 4)}
                 rows.append(row)
                 line(name, B, 4, T, m, row)
+    gpu = []
+    if device.type == "cuda" and not args.no_gpu_table:
+        gpu = gpu_rows(device, reps=max(reps, 3) if not args.quick else 1,
+                       tokens=2**14 if args.quick else 2**20)
+        print_gpu_table(gpu, args.peak_gbs * 1e9 if args.peak_gbs else peak_bandwidth(device))
     print("\ntargets:")
     for text in summarise("layers", rows):
         print("  " + text)
     if args.json:
-        write_results(args.json, device, rows, tokens=tokens)
+        write_results(args.json, device, rows, tokens=tokens, gpu=gpu)
     return 0
 
 

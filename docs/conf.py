@@ -34,6 +34,11 @@ autodoc_typehints = "description"
 napoleon_numpy_docstring = True
 html_theme = "furo"
 html_title = "geoattn"
+html_static_path = ["_static"]
+html_css_files = ["geoattn.css"]
+html_js_files = ["geoattn-ledger.js"]
+# textmacros: underscores and other text-mode macros inside \text{} and \texttt{} (``\texttt{matrix\_softmax}``)
+mathjax3_config = {"loader": {"load": ["[tex]/textmacros"]}, "tex": {"packages": {"[+]": ["textmacros"]}}}
 exclude_patterns = ["_build", "README.md", "_generated", "auto_examples/*.ipynb", "auto_examples/*.py",
                     "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.json"]
 

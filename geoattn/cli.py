@@ -1,8 +1,9 @@
 """The ``geoattn`` command.
 
 ``geoattn codegen [--check]``
-    regenerate ``geoattn/kernels/_generated.py`` from the SymPy expressions;
-    with ``--check``, exit 1 when the checked-in file is stale.
+    regenerate ``geoattn/kernels/_generated.py`` (torch), ``_native_gram.c`` (C) and
+    ``_triton_gram.py`` (Triton) from the SymPy expressions and ``geoattn/_ledger_ids.py`` from the
+    ledger; with ``--check``, exit 1 when a checked-in file is stale.
 
 ``geoattn prove [ID ...]``
     check claims (all by default), show progress, print a summary table;
@@ -34,10 +35,13 @@ def _parser() -> argparse.ArgumentParser:
         "--depth", type=int, default=1, help="raise explicit sizes and point counts (default 1: the quick run)"
     )
     prove.add_argument("--list", action="store_true", help="list the claim ids and exit")
+    prove.add_argument("--where", action="store_true", help="print the file that declares each claim and exit")
     prove.add_argument("--verbose", "-v", action="store_true", help="print every derivation")
     prove.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
-    codegen = sub.add_parser("codegen", help="regenerate the torch kernels and the native C kernels from the SymPy expressions")
-    codegen.add_argument("--check", action="store_true", help="exit 1 if the checked-in kernels are stale")
+    codegen = sub.add_parser("codegen", help="regenerate the torch kernels and the native C kernels from the SymPy "
+                                               "expressions, and the ledger's claim ids")
+    codegen.add_argument("--check", action="store_true",
+                         help="exit 1 if the checked-in kernels or ledger ids are stale")
     codegen.add_argument("--path", help="target file (default: geoattn/kernels/_generated.py)")
     return parser
 
@@ -67,6 +71,21 @@ def _writable(path: str) -> bool:
     return os.access(folder, os.W_OK)
 
 
+def _unknown_id_message(claim_id: str, known: list[str]) -> str:
+    """What ``geoattn prove`` says of an unknown id: the closest ids if any are close, else the ids of the family its
+    prefix names, else the families; never the whole ledger (``geoattn prove --list`` prints it)."""
+    close = difflib.get_close_matches(claim_id, known, n=3, cutoff=0.5)
+    head = f"geoattn prove: Expected a known claim id. Got {claim_id!r}."
+    if close:
+        return f"{head} Did you mean {', '.join(repr(c) for c in close)}? ({len(known)} ids: geoattn prove --list)"
+    prefix = claim_id.split(".")[0] + "."
+    same = [k for k in known if k.startswith(prefix)]
+    if same:
+        return f"{head} The ids beginning with {prefix!r}:\n" + "\n".join(f"  {k}" for k in same)
+    prefixes = sorted({k.split(".")[0] for k in known})
+    return (f"{head} Ids begin with one of {', '.join(prefixes)} ({len(known)} ids: geoattn prove --list).")
+
+
 def _prove(args) -> int:
     from .symbolic import UnknownClaimError, all_claims, families, get_claim, run
     from .symbolic.report import dump, format_derivation, format_table
@@ -80,11 +99,7 @@ def _prove(args) -> int:
     try:
         claims = [get_claim(i) for i in args.ids] if args.ids else all_claims(args.family)
     except UnknownClaimError as exc:
-        close = difflib.get_close_matches(exc.claim_id, exc.known, n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        print(f"geoattn prove: unknown claim id {exc.claim_id!r}.{hint} Known ids:", file=sys.stderr)
-        for known in exc.known:
-            print(f"  {known}", file=sys.stderr)
+        print(_unknown_id_message(exc.claim_id, exc.known), file=sys.stderr)
         return 2
     if args.json and not _writable(args.json):
         print(f"geoattn prove: Expected --json to name a file that can be written. Got {args.json!r} "
@@ -95,6 +110,16 @@ def _prove(args) -> int:
     if args.list:
         for c in claims:
             print(f"{c.id:48s} {c.family:18s} {c.title}")
+        return 0
+    if args.where:
+        import importlib
+
+        from .symbolic.ledger import declared_in
+
+        for c in claims:
+            module = declared_in(c.id)
+            path = os.path.relpath(importlib.import_module(module).__file__)
+            print(f"{c.id:48s} {path}")
         return 0
     start = time.perf_counter()
     verdicts = run(claims, seed=args.seed, depth=args.depth, progress=_progress(sys.stderr, args.quiet))
@@ -128,13 +153,14 @@ def _codegen(args) -> int:
     if args.check:
         fresh, diff = codegen.check(args.path)
         if fresh:
-            print("geoattn codegen: kernels are up to date")
+            print("geoattn codegen: kernels and ledger ids are up to date")
             return 0
-        print("geoattn codegen: the checked-in kernels differ from the generated ones; run `geoattn codegen`")
+        print("geoattn codegen: the checked-in generated files differ from fresh ones; run `geoattn codegen`")
         print(diff)
         return 1
     path = codegen.write(args.path)
-    print(f"geoattn codegen: wrote {path} and {codegen.native_target_path()}")
+    print(f"geoattn codegen: wrote {path}, {codegen.native_target_path()}, {codegen.triton_target_path()} and "
+          f"{codegen.ledger_ids_target_path()}")
     return 0
 
 

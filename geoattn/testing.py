@@ -57,7 +57,6 @@ __all__ = [
     "assert_orthogonal",
     "PROPERTIES",
     "assert_preserves",
-    "preserves_cases",
 ]
 
 Fn = Callable[[torch.Tensor], torch.Tensor]
@@ -204,11 +203,12 @@ def assert_volume_preserving(fn: Fn, x: torch.Tensor, *, k: float = _DEFAULT_K, 
             raise AssertionError(
                 f"Expected a Jacobian conditioned well enough to check |det J - 1| in float64 "
                 f"(cond(J) < {1 / (k * J.shape[-1] * torch.finfo(torch.float64).eps):.3g}). "
-                f"Got cond(J) = {float(cond[i]):.3g} at sample {i} (det J = {float(det[i]):.6g}); pass atol= to decide."
+                f"Got cond(J) = {float(cond[i]):.3g} at sample {i} (det J = {float(det[i])!r}); pass atol= to decide."
             )
     else:
         tol = torch.full_like(err, atol)
-    _fail("|det J - 1|", err, tol, f" (det J ranges over [{float(det.min()):.6g}, {float(det.max()):.6g}])")
+    # repr: the shortest decimal that reads back as the same float, so a det of 1 + 2e-6 never prints as 1
+    _fail("|det J - 1|", err, tol, f" (det J ranges over [{float(det.min())!r}, {float(det.max())!r}])")
 
 
 def assert_symplectic(fn: Fn, x: torch.Tensor, *, k: float = _DEFAULT_K, atol: float | None = None,
@@ -247,6 +247,35 @@ PROPERTIES: dict[str, Callable] = {
 }
 
 
+_HOLDS = ("proved", "checked", "certified")
+
+
+def _check_ledger_ids(module: torch.nn.Module, declared: Mapping, refuted: Mapping) -> None:
+    """Every cited id is a claim of the ledger (the generated table :mod:`geoattn._ledger_ids`); a preserved
+    property cites claims that hold, a refuted one cites at least one refuted claim."""
+    from ._ledger_ids import CLAIMS
+
+    name = type(module).__name__
+    for kind, table in (("preserves", declared), ("does_not_preserve", refuted)):
+        for prop, ids in table.items():
+            if isinstance(ids, str) or not ids:
+                raise ValueError(f"Expected {name}.{kind}[{prop!r}] to be a non-empty tuple of ledger ids. "
+                                 f"Got {ids!r}.")
+            unknown = [i for i in ids if i not in CLAIMS]
+            if unknown:
+                raise ValueError(f"Expected ledger claim ids in {name}.{kind}[{prop!r}] (see `geoattn prove "
+                                 f"--list`). Got unknown {', '.join(map(repr, unknown))}.")
+    for prop, ids in declared.items():
+        weak = [f"{i} ({CLAIMS[i][1]})" for i in ids if CLAIMS[i][1] not in _HOLDS]
+        if weak:
+            raise ValueError(f"Expected {name}.preserves[{prop!r}] to cite claims with verdict among {_HOLDS}. "
+                             f"Got {', '.join(weak)}.")
+    for prop, ids in refuted.items():
+        if not any(CLAIMS[i][1] == "refuted" for i in ids):
+            raise ValueError(f"Expected {name}.does_not_preserve[{prop!r}] to cite a refuted claim. Got "
+                             f"{', '.join(f'{i} ({CLAIMS[i][1]})' for i in ids)}.")
+
+
 def assert_preserves(module: torch.nn.Module, x: torch.Tensor, *, k: float = _DEFAULT_K) -> None:
     r"""Check at ``x`` every property ``module.preserves`` declares, and that every property in
     ``module.does_not_preserve`` fails.
@@ -258,11 +287,20 @@ def assert_preserves(module: torch.nn.Module, x: torch.Tensor, *, k: float = _DE
     ``refuted`` verdict with an exact counterexample). A refuted property
     must fail at ``x``; pick a generic ``x`` (random, full rank) for that.
 
+    Every cited id must be a claim of the ledger, read from the generated
+    table :mod:`geoattn._ledger_ids` (no SymPy at run time): the claims
+    cited for a preserved property must have a ``proved``, ``checked`` or
+    ``certified`` verdict, and those cited for a refuted one must include
+    a ``refuted`` verdict.
+
     Raises
     ------
     AssertionError
         naming the property, the ledger ids and by how much it failed (or
         that a refuted property held at ``x``).
+    ValueError
+        for a property not in :data:`PROPERTIES`, an id the ledger does not
+        have, or an id whose verdict does not match the declaration.
 
     Examples
     --------
@@ -282,6 +320,7 @@ def assert_preserves(module: torch.nn.Module, x: torch.Tensor, *, k: float = _DE
         if prop not in PROPERTIES:
             raise ValueError(f"Expected properties among {sorted(PROPERTIES)}. Got {prop!r} on "
                              f"{type(module).__name__}.")
+    _check_ledger_ids(module, declared, refuted)
     for prop, ids in declared.items():
         try:
             PROPERTIES[prop](module, x, k)
@@ -293,43 +332,5 @@ def assert_preserves(module: torch.nn.Module, x: torch.Tensor, *, k: float = _DE
             PROPERTIES[prop](module, x, k)
         except AssertionError:
             continue
-        raise AssertionError(f"{type(module).__name__} declares {prop!r} refuted ({', '.join(ids)}), but it holds at x; "
-                             f"pass a generic x (random, full rank).")
-
-
-def preserves_cases() -> list[tuple[str, Callable[[], torch.nn.Module], tuple[int, ...]]]:
-    """One ``(label, build, input_shape)`` per public layer and model of :mod:`geoattn.nn` and
-    :mod:`geoattn.models` and per variant whose declarations differ (the preserves table of the docs and
-    the parametrized preserves test both read it). ``Skew`` (a parametrization) and ``Integrator`` (the
-    abstract base) have none."""
-    import geoattn.models as M
-    import geoattn.nn as N
-
-    return [
-        ("VolumePreservingAttention(dim)", lambda: N.VolumePreservingAttention(3), (2, 5, 3)),
-        ("VolumePreservingAttention(dim, activation='exp')", lambda: N.VolumePreservingAttention(3, activation="exp"),
-         (2, 5, 3)),
-        ("VolumePreservingAttention(dim, skew_sym=False)", lambda: N.VolumePreservingAttention(3, skew_sym=False),
-         (2, 5, 3)),
-        ("OrthonormalAttention", lambda: N.OrthonormalAttention(4), (2, 5, 4)),
-        ("LinearSymplecticAttention", lambda: N.LinearSymplecticAttention(3), (2, 3, 4)),
-        ("SymplecticAttention(dim)", lambda: N.SymplecticAttention(4), (2, 5, 4)),
-        ("SymplecticAttention(dim, update='q', activation='vector_one_softmax', symmetric=False)",
-         lambda: N.SymplecticAttention(4, activation="vector_one_softmax", symmetric=False, update="q"), (2, 5, 4)),
-        ("MultiHeadAttention", lambda: N.MultiHeadAttention(4, 2), (2, 3, 4)),
-        ("Attention", lambda: N.Attention(4), (2, 3, 4)),
-        ("TriangularResidual", lambda: M.TriangularResidual(3), (2, 4, 3)),
-        ("VolumePreservingFeedForward", lambda: M.VolumePreservingFeedForward(3, n_blocks=2), (2, 4, 3)),
-        ("GradientLayer", lambda: M.GradientLayer(4, 8), (2, 3, 4)),
-        ("SympNet", lambda: M.SympNet(4), (2, 3, 4)),
-        ("VolumePreservingTransformer(skew_sym=True)", lambda: M.VolumePreservingTransformer(3, 3, depth=2),
-         (2, 3, 3)),
-        ("VolumePreservingTransformer(skew_sym=False)", lambda: M.VolumePreservingTransformer(3, 3, skew_sym=False),
-         (2, 3, 3)),
-        ("LinearSymplecticTransformer", lambda: M.LinearSymplecticTransformer(4, 3), (2, 3, 4)),
-        ("SymplecticTransformer", lambda: M.SymplecticTransformer(4, 3, activation="vector_softmax"), (2, 3, 4)),
-        ("VolumePreservingFeedForwardIntegrator", lambda: M.VolumePreservingFeedForwardIntegrator(3), (2, 1, 3)),
-        ("SympNetIntegrator", lambda: M.SympNetIntegrator(4), (2, 1, 4)),
-        ("StandardTransformerIntegrator", lambda: M.StandardTransformerIntegrator(4, 3), (2, 3, 4)),
-        ("ResNetIntegrator", lambda: M.ResNetIntegrator(3), (2, 1, 3)),
-    ]
+        raise AssertionError(f"{type(module).__name__} declares {prop!r} refuted ({', '.join(ids)}), but it holds "
+                             f"at x; pass a generic x (random, full rank).")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the docs (scripts/docs.sh), check internal links, then load every page in headless
-# Chromium with the network blocked and check the typeset math (with a negative control first).
+# Chromium (1,280 px wide) with the network blocked and check the typeset math, identifiers with
+# underscores inside math, sideways overflow and the ledger's verdicts (negative controls first).
 # Installs Debian's chromium and chromium-driver when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -31,7 +31,8 @@ CODE = re.compile(r"<(pre|code)\b.*?</\1>", re.S)
 TAG = re.compile(r"<[^>]+>")
 TEXT_GROUP = re.compile(r"\\(?:text|textrm|textit|texttt|mathrm|mathit|mathtt|operatorname|mbox|mathsf)\s*\{[^{}]*\}")
 COMMAND = re.compile(r"\\[A-Za-z]+")
-PROSE = re.compile(r"(?<![A-Za-z])[A-Za-z]{2,}(?:\s+[A-Za-z]{2,})+(?![A-Za-z])")
+#: two words in a row, one of them lower-case (prose); ``QR Gy^T`` (a product of matrices) is no prose
+PROSE = re.compile(r"(?<![A-Za-z])(?:[a-z]{2,}\s+[A-Za-z]{2,}|[A-Za-z]{2,}\s+[a-z]{2,})(?![A-Za-z])")
 def _ledger_ids() -> re.Pattern:
     """Every claim id of the ledger, longest first (``cayley.orthogonal`` as well as ``vp.map_volume_preserving``)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -88,3 +88,28 @@ def test_cayley_forms_benchmark_runs_and_every_form_is_the_cayley_transform(tmp_
     at3 = {r["form"]: r["err_scale_100"] for r in rows if r["T"] == 3}
     for form in ("cholesky", "gauss-jordan", "block"):
         assert at3[form] > 10 * at3["lu-chunked"], at3
+
+
+def test_gpu_table_rows_and_bandwidth_fraction(capsys):
+    """The GPU table's code path on the CPU (wall-clock timer, no torch.compile): one row per case and incoming
+    gradient, each naming its route, SDPA ratios from the same shape, the VP layer's bytes counted as x, y, dy, dx
+    once each, and the bandwidth fraction computed from them."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import torch
+
+    import gpu
+
+    rows = gpu.gpu_rows(torch.device("cpu"), reps=1, lengths=(5,), tokens=40, dims=(3,), timer=gpu.wall_timer,
+                        compile=False)
+    assert [(r["op"], r["grad"]) for r in rows[:6]] == [(op, g) for op in ("sdpa", "vp-cayley", "vp-exp")
+                                                        for g in ("dense", "sum")]
+    assert {r["op"] for r in rows[6:]} == {"cayley"}
+    for r in rows:
+        assert r["time"] > 0 and r["route"]
+        if r["op"] != "sdpa":
+            assert r["ratio_sdpa"] is None if r["op"] == "cayley" else r["ratio_sdpa"] > 0
+    vp = rows[2]
+    assert vp["bytes"] == 4 * vp["B"] * 5 * 3 * 4
+    gpu.print_gpu_table(rows, 1e9)
+    assert vp["bandwidth_fraction"] == vp["bytes"] / vp["time"] / 1e9
+    assert "GPU table" in capsys.readouterr().out

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import geoattn.kernels as K
-from geoattn.kernels import _functions, _native
+from geoattn.kernels import dispatch
+from geoattn.kernels import _native
 from geoattn.kernels import _generated as gen
 from geoattn.kernels._lowrank import vp_full, vp_lowrank
 from geoattn.symbolic.claims.kernels import skew_small_identity
@@ -21,7 +22,7 @@ def path(request, monkeypatch):
     torch forms alone."""
     if request.param == "native" and not _native.native_status(3, F64)[0]:
         pytest.skip(f"the native kernels cannot run here: {_native.native_status(3, F64)[1]}")
-    monkeypatch.setattr(_functions, "USE_NATIVE", request.param == "native")
+    monkeypatch.setattr(dispatch, "_FORCED", [] if request.param == "native" else ["eager"])
     return request.param
 
 
@@ -147,14 +148,17 @@ def test_entries_near_overflow_take_the_eigendecomposition(dtype, scales):
 
 
 def test_auto_takes_the_gram_form_for_float32_cayley_only():
-    from geoattn.kernels._lowrank import choose_method
+    def form(T, d, dtype, **kw):
+        A = torch.randn(d, d, dtype=dtype)
+        return K.explain("vp_attention", torch.randn(2, T, d, dtype=dtype), A - A.mT, **kw).route.form
 
-    assert choose_method(16, 4, activation="cayley", dtype=torch.float32)[0] == "gram"
-    assert choose_method(16, 4, activation="cayley", dtype=F64)[0] == "lowrank"
-    assert choose_method(16, 4, activation="exp", dtype=torch.float32)[0] == "lowrank"
-    assert choose_method(3, 4, activation="cayley", dtype=torch.float32)[0] == "full"
+    assert form(16, 4, torch.float32).startswith("gram")
+    assert form(16, 5, torch.float32) == "gram-solve"  # d > 4: no closed form
+    assert form(16, 4, F64) == "lowrank"
+    assert form(16, 4, torch.float32, activation="exp") == "lowrank"
+    assert form(3, 4, torch.float32) == "full"
     with pytest.raises(ValueError, match="Expected activation 'cayley' for method 'gram'"):
-        choose_method(16, 4, "gram", activation="exp")
+        form(16, 4, torch.float32, method="gram", activation="exp")
 
 
 @pytest.mark.parametrize("T,d,rank1", [(9, 3, False), (16, 4, False), (12, 4, True), (5, 2, True)])

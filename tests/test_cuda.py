@@ -209,7 +209,7 @@ def test_householder_qr_on_cuda(dtype):
 
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_exp_closed_form_on_cuda(dtype):
-    from geoattn.kernels._functions import exp_skew_closed
+    from geoattn.kernels._exp import exp_skew_closed
 
     torch.manual_seed(10)
     for k in (2, 3, 4):

@@ -4,9 +4,15 @@ import doctest
 
 import pytest
 
+import geoattn.errors
 import geoattn.experiments.training
-import geoattn.kernels
 import geoattn.kernels._native
+import geoattn.kernels._op_cayley
+import geoattn.kernels._op_exp
+import geoattn.kernels._op_symattn
+import geoattn.kernels._op_vp
+import geoattn.kernels.dispatch
+import geoattn.kernels._triton
 import geoattn.models.feedforward
 import geoattn.models.integrators
 import geoattn.models.sympnet
@@ -22,8 +28,14 @@ import geoattn.systems.windows
 import geoattn.testing
 
 MODULES = [
-    geoattn.kernels,
+    geoattn.errors,
+    geoattn.kernels.dispatch,
+    geoattn.kernels._op_vp,
+    geoattn.kernels._op_cayley,
+    geoattn.kernels._op_exp,
+    geoattn.kernels._op_symattn,
     geoattn.kernels._native,
+    geoattn.kernels._triton,
     geoattn.symbolic,
     geoattn.testing,
     geoattn.nn.attention,

@@ -8,7 +8,7 @@ import torch
 
 from geoattn.codegen.printer import CodegenError, SoAKernelPrinter, TorchKernelPrinter
 from geoattn.kernels import _generated as gen
-from geoattn.kernels._functions import exp_skew_closed
+from geoattn.kernels._exp import exp_skew_closed
 from geoattn.symbolic import expressions as ex
 from geoattn.symbolic.claims.kernels_spectral import so4_derivation, so4_identity
 from geoattn.symbolic.evidence import ProofFailed

@@ -404,4 +404,7 @@ def test_checked_in_models_load_and_match_their_metrics(experiment):
             pred = rollout_trajectories(model, ref, ref.shape[1] - model.seq_len)
             err = relative_error(pred, ref)[:, -1]
             err = torch.where(torch.isfinite(err), err, torch.full_like(err, float("inf")))
-            assert float(err.median()) == pytest.approx(row[f"rel_error_t{first:g}"], rel=1e-9)
+            # the model computes in its dtype: another CPU's BLAS (AVX-512 or AVX2 kernels) rounds its products
+            # differently, so the recorded figure is reproduced to a few units of that dtype's rounding
+            tol = 64 * torch.finfo(next(model.parameters()).dtype).eps
+            assert float(err.median()) == pytest.approx(row[f"rel_error_t{first:g}"], rel=1e-9, abs=tol), name

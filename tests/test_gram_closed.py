@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 import torch
+
+from geoattn.kernels import dispatch
 from conftest import full64
 
 import geoattn.kernels as K
@@ -127,6 +129,13 @@ def test_generated_closed_kernel_matches_the_inverse():
 # -- the runtime ------------------------------------------------------------------------------------------------
 
 
+def _closed(x, A):
+    """The closed-form Function as the vp_attention routes call it: native where the table would take it."""
+    native = (dispatch.forced_backend() != "eager" and x.device.type == "cpu"
+              and _native.native_status(x.shape[-1])[0])
+    return _gram._VPGramClosed.apply(x, A, native)
+
+
 @pytest.fixture(params=["native", "eager"])
 def path(request, monkeypatch):
     """Run a runtime test through the native kernels and through the eager structure-of-arrays form; ``calls``
@@ -135,7 +144,7 @@ def path(request, monkeypatch):
         ok, why = _native.native_status(4)
         if not ok:
             pytest.skip(f"the native kernels cannot run here: {why}")
-    monkeypatch.setattr(_gram, "USE_NATIVE", request.param == "native")
+    monkeypatch.setattr(dispatch, "_FORCED", [] if request.param == "native" else ["eager"])
     calls = []
     real = _native.gram_forward
 
@@ -157,7 +166,7 @@ def test_closed_form_matches_the_full_form(T, d, rank1, path):
     torch.manual_seed(T * d)
     x = inputs(33, T, d, rank1)
     A = skew(d)
-    y, ok, _ = _gram._VPGramClosed.apply(x, A)
+    y, ok, _ = _closed(x, A)
     assert bool(ok.all()) and path.served()
     ref = full64(x, A)
     rel = ((y.double() - ref).abs() / x.double().norm(dim=-2, keepdim=True).clamp_min(1e-30)).max()
@@ -170,7 +179,7 @@ def test_closed_form_gradcheck_and_double_backward(T, path):
     torch.manual_seed(T)
     x = torch.randn(3, T, 4, dtype=F64, requires_grad=True)
     A = torch.randn(4, 4, dtype=F64, requires_grad=True)
-    fn = lambda a, b: _gram._VPGramClosed.apply(a, b)[0]  # noqa: E731
+    fn = lambda a, b: _closed(a, b)[0]  # noqa: E731
     assert torch.autograd.gradcheck(fn, (x, A)) and path.served()
     assert torch.autograd.gradgradcheck(fn, (x[:1, :5], A))
 
@@ -182,8 +191,8 @@ def test_gradcheck_through_the_closed_form_n(path, monkeypatch):
     torch.manual_seed(11)
     x = (0.5 * torch.randn(3, 9, 4, dtype=F64)).requires_grad_()
     A = (0.5 * torch.randn(4, 4, dtype=F64)).requires_grad_()
-    assert bool(_gram._VPGramClosed.apply(x.detach(), A.detach())[1].all()) and path.served()
-    assert torch.autograd.gradcheck(lambda a, b: _gram._VPGramClosed.apply(a, b)[0], (x, A))
+    assert bool(_closed(x.detach(), A.detach())[1].all()) and path.served()
+    assert torch.autograd.gradcheck(lambda a, b: _closed(a, b)[0], (x, A))
 
 
 @pytest.mark.parametrize("T", [16, 40])
@@ -194,7 +203,7 @@ def test_closed_form_backward_matches_the_full_form(T, incoming, path):
     B = 5
     x = torch.randn(B, T, 4, requires_grad=True)
     A = skew(4).requires_grad_()
-    assert bool(_gram._VPGramClosed.apply(x.detach(), A.detach())[1].all())  # the closed form serves every sample
+    assert bool(_closed(x.detach(), A.detach())[1].all())  # the closed form serves every sample
     assert path.served()
     out = K.vp_attention(x, A)
     g = torch.randn_like(out) if incoming == "dense" else torch.ones(()).expand_as(out)
@@ -225,7 +234,7 @@ def test_ill_conditioned_samples_are_solved_and_stay_accurate(path):
     x = torch.randn(8, 16, 4)
     x[2:4] = (torch.randn(2, 1, 4) + 1e-6 * torch.randn(2, 16, 4)) * 100
     A = skew(4)
-    _, ok, _ = _gram._VPGramClosed.apply(x, A)
+    _, ok, _ = _closed(x, A)
     assert ok.tolist() == [True, True, False, False, True, True, True, True] and path.served()
     y = K.vp_attention(x, A)
     ref = full64(x, A)
@@ -244,7 +253,7 @@ def test_ill_conditioned_samples_are_solved_and_stay_accurate(path):
 
 
 def test_negative_control_a_broken_closed_kernel_is_caught_by_the_residual_check(monkeypatch):
-    monkeypatch.setattr(_gram, "USE_NATIVE", False)  # the eager kernel is broken here (the native one: test_native)
+    monkeypatch.setattr(dispatch, "_FORCED", ["eager"])  # the eager kernel is broken here (the native one: test_native)
     torch.manual_seed(5)
     x, A = torch.randn(16, 16, 4), skew(4)
     good = K.vp_attention(x, A)
@@ -256,17 +265,21 @@ def test_negative_control_a_broken_closed_kernel_is_caught_by_the_residual_check
         return N * (1 + 1e-6), 2 * N * (1 + 1e-6) - eye, (1 + 1e-6) * R + 1e-6 * eye
 
     monkeypatch.setattr(gen, "vp_gram_closed", broken)
-    y, ok, _ = _gram._VPGramClosed.apply(x, A)
+    y, ok, _ = _closed(x, A)
     assert not bool(ok.any())  # every sample fails the check ...
     assert (K.vp_attention(x, A) - good).abs().max() <= 8 * 16 * torch.finfo(F32).eps * x.abs().max()  # ... and is solved
 
 
 def test_dispatch_records_why_the_closed_form_was_not_taken():
-    x = torch.randn(2, 9, 5)
-    assert _gram.closed_form_applies(x, skew(5))[1].startswith("d=5 > 4")
-    assert "batched weighting" in _gram.closed_form_applies(torch.randn(2, 9, 3), torch.randn(2, 3, 3))[1]
-    assert "float64" in _gram.closed_form_applies(torch.randn(2, 9, 3, dtype=F64), skew(3, F64))[1]
-    assert _gram.closed_form_applies(torch.randn(2, 9, 3), skew(3))[0]
+    def why(x, A):
+        e = K.explain("vp_attention", x, A, method="gram")
+        return dict((r.name, w) for r, w in e.rejected).get("gram-closed/eager"), e.route.name
+
+    assert why(torch.randn(2, 9, 5), skew(5))[0].startswith("d=5 > 4")
+    Ab = torch.randn(2, 3, 3)
+    assert "batched weighting" in why(torch.randn(2, 9, 3), Ab - Ab.mT)[0]
+    assert "float64" in why(torch.randn(2, 9, 3, dtype=F64), skew(3, F64))[0]
+    assert why(torch.randn(2, 9, 3), skew(3))[1].startswith("gram-closed/")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -274,7 +287,7 @@ def test_half_inputs(dtype, path):
     torch.manual_seed(6)
     x = torch.randn(30, 16, 4).to(dtype)
     A = skew(4).to(dtype)
-    assert bool(_gram._VPGramClosed.apply(x, A)[1].all()) and path.served()
+    assert bool(_closed(x, A)[1].all()) and path.served()
     y = K.vp_attention(x, A)
     assert y.dtype == dtype
     ref = full64(x, A)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geoattn import kernels as K
-from geoattn.kernels import _functions as F
+from geoattn.kernels import _exp as E
 
 DTYPES = [torch.float32, torch.float64]
 
@@ -221,7 +221,7 @@ def test_exp_skew_gradcheck_both_methods(method, scale):
 
 def test_exp_skew_taylor_matches_eigh_at_large_norm():
     S = rand_skew([16], 6, torch.float64, 50.0)
-    k = int(F._squarings(S).max())
+    k = int(E._squarings(S).max())
     assert k >= 8
     tol = 8 * 6 * 2**k * eps(torch.float64)  # rounding grows with the 2^k squarings
     assert torch.allclose(K.exp_skew(S, method="taylor"), K.exp_skew(S, method="eigh"), atol=tol, rtol=0)
@@ -231,11 +231,11 @@ def test_squarings_is_the_smallest_that_reaches_one_half():
     for norm in [0.0, 0.3, 0.5, 0.51, 1.0, 7.9, 8.0, 1e6]:
         S = torch.zeros(2, 2, 2, dtype=torch.float64)
         S[1, 0, 1], S[1, 1, 0] = norm, -norm
-        k0, k = F._squarings(S).tolist()
+        k0, k = E._squarings(S).tolist()
         assert k0 == 0  # the zero matrix beside it needs none: each sample has its own k
         assert norm / 2**k <= 0.5
         assert k == 0 or norm / 2 ** (k - 1) > 0.5 or norm == 0
-    assert F._squarings(torch.zeros(0, 3, 3)).numel() == 0
+    assert E._squarings(torch.zeros(0, 3, 3)).numel() == 0
 
 
 def test_exp_skew_non_finite_input_gives_non_finite_output():
@@ -443,10 +443,10 @@ def test_exp_skew_polish_is_what_keeps_many_squarings_orthogonal(dtype, monkeypa
     """Negative control of Note [large norms]: without the Newton-Schulz step the Taylor path's
     orthogonality error grows with the squarings (here ||S|| ~ 300, eight or nine of them)."""
     S = rand_skew([8], 6, dtype, 100.0)
-    assert int(F._squarings(S).max()) > F.POLISH_SQUARINGS
+    assert int(E._squarings(S).max()) > E.POLISH_SQUARINGS
     eye = torch.eye(6, dtype=dtype)
     polished = K.exp_skew(S, method="taylor")
-    monkeypatch.setattr(F, "POLISH_SQUARINGS", 10**6)  # where the Taylor Function reads it
+    monkeypatch.setattr(E, "POLISH_SQUARINGS", 10**6)  # where the Taylor Function reads it
     raw = K.exp_skew(S, method="taylor")
     assert (polished.mT @ polished - eye).abs().max() <= 8 * 6 * eps(dtype)
     assert (raw.mT @ raw - eye).abs().max() > 8 * 6 * eps(dtype)
@@ -549,21 +549,29 @@ def test_cayley_backward_of_sum_and_mean_losses_equals_the_dense_one(T):
 
 
 def test_method_choices_return_their_reasons():
-    """The one place each method is chosen, and why (as torch records why a fast path was not taken)."""
+    """Each method is chosen by the operation's routes, and explain() says why (as torch records why a fast path
+    was not taken)."""
     S = torch.randn(2, 4, 4, dtype=torch.float64)
     S = S - S.mT
-    assert F.exp_skew_path(S, "auto")[0] == "per-sample" and "512" in F.exp_skew_path(S, "auto")[1]
-    assert F.exp_skew_path(S.to("meta"), "auto") == (
-        "eigh", "traced (torch.func, torch.compile or meta): the number of squarings may not depend on the data")
-    assert F.exp_skew_path(S, "taylor") == ("taylor", "requested")
-    assert F.exp_skew_path(torch.zeros(0, 0), "taylor")[0] == "empty"
-    assert F.exp_skew_path(torch.zeros(2, 0, 0, device="meta"), "taylor")[0] == "empty"  # no refusal: nothing to do
+    e = K.explain("exp_skew", S)
+    assert e.route.form == "taylor-or-eigh" and "512" in e.reason
+    e = K.explain("exp_skew", S.to("meta"))
+    assert e.route.form == "eigh"
+    assert K.explain("exp_skew", S, method="taylor").route.form == "taylor"
+    assert K.explain("exp_skew", torch.zeros(0, 0), method="taylor").route.form == "empty"
+    assert K.explain("exp_skew", torch.zeros(2, 0, 0, device="meta"), method="taylor").route.form == "empty"
     with pytest.raises(ValueError, match="Expected method 'auto' or 'eigh' inside"):
-        F.exp_skew_path(S.to("meta"), "taylor")
+        K.explain("exp_skew", S.to("meta"), method="taylor")
     with pytest.raises(ValueError, match="Expected method in"):
-        F.exp_skew_path(S, "pade")
-    assert F.cayley_apply_path(6, 3, "auto", large=False)[0] == "solve"
-    assert F.cayley_apply_path(3, 6, "auto", large=False)[0] == "matrix"
-    assert F.cayley_apply_path(6, 3, "auto", large=True)[0] == "matrix"
-    assert F.cayley_apply_path(6, 3, "matrix", large=False) == ("matrix", "requested")
+        K.explain("exp_skew", S, method="pade")
+    C6 = torch.randn(6, 6, dtype=torch.float64)
+    C6 = C6 - C6.mT
+    C3 = C6[:3, :3]
+    assert K.explain("cayley_apply", C6, torch.randn(6, 3, dtype=torch.float64)).route.form == "solve"
+    e = K.explain("cayley_apply", C3, torch.randn(3, 6, dtype=torch.float64))
+    assert e.route.form == "matrix" and "d=6 >= T=3" in dict((r.form, w) for r, w in e.rejected)["solve"]
+    e = K.explain("cayley_apply", 100 * C6, torch.randn(6, 3, dtype=torch.float64))
+    assert e.route.form == "matrix" and "norm exceeds 16" in e.rejected[0][1]
+    e = K.explain("cayley_apply", C6, torch.randn(6, 3, dtype=torch.float64), "matrix")
+    assert e.route.form == "matrix" and e.rejected[0][1] == "method 'matrix' requested"
     assert K.exp_skew(torch.zeros(2, 0, 0, device="meta"), method="taylor").shape == (2, 0, 0)

@@ -7,7 +7,6 @@ import torch
 from conftest import ShapeRecorder
 from geoattn import kernels as K
 from geoattn import testing as T
-from geoattn.kernels._lowrank import choose_method
 from geoattn.nn import VolumePreservingAttention
 
 f64 = torch.float64
@@ -67,9 +66,13 @@ def test_lowrank_and_full_forms_agree_with_the_reference(activation, T_, d, kind
 
 
 def test_auto_picks_the_low_rank_form_exactly_when_d_is_below_T():
-    assert choose_method(16, 4)[0] == "lowrank" and "d=4 < T=16" in choose_method(16, 4)[1]
-    assert choose_method(4, 4)[0] == "full" and choose_method(3, 5)[0] == "full"
-    assert choose_method(3, 5, "lowrank") == ("lowrank", "requested")
+    def form(T, d, **kw):
+        return K.explain("vp_attention", torch.randn(2, T, d, dtype=f64), skew(d), **kw)
+
+    e = form(16, 4)
+    assert e.route.form == "lowrank" and "d=4 < T=16" in e.rejected[0][1]
+    assert form(4, 4).route.form == "full" and form(3, 5).route.form == "full"
+    assert form(3, 5, method="lowrank").route.form == "lowrank"
 
 
 @pytest.mark.parametrize("activation", ["cayley", "exp"])

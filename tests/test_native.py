@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+from geoattn.kernels import dispatch
 from conftest import build_native_library, full64, native_or_skip
 from sympy.matrices.expressions import MatrixSymbol
 
 import geoattn.kernels as K
 from geoattn.codegen import cprinter, generate
 from geoattn.codegen.printer import CodegenError
-from geoattn.kernels import _gram, _native
+from geoattn.kernels import _native
 from geoattn.symbolic import expressions as ex
 from geoattn.symbolic.kernel_spec import NativeKernelSpec
 from geoattn.symbolic.kernel_table import NATIVE_KERNELS
@@ -226,7 +228,7 @@ def test_the_layer_takes_the_native_kernels_and_agrees_with_the_eager_form(monke
     g = torch.randn(5, 16, 4)
     results = {}
     for native in (True, False):
-        monkeypatch.setattr(_gram, "USE_NATIVE", native)
+        monkeypatch.setattr(dispatch, "_FORCED", [] if native else ["eager"])
         calls.clear()
         x, A = x0.clone().requires_grad_(), A0.clone().requires_grad_()
         y = K.vp_attention(x, A)

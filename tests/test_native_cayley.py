@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+from geoattn.kernels import dispatch
 from conftest import build_native_library, native_or_skip
 from sympy.matrices.expressions import MatrixSymbol
 
@@ -159,7 +161,7 @@ def test_cayley_takes_the_native_kernels_and_agrees_with_the_torch_forms(monkeyp
     calls = _counting(monkeypatch)
     results = {}
     for native in (True, False):
-        monkeypatch.setattr(_functions, "USE_NATIVE", native)
+        monkeypatch.setattr(dispatch, "_FORCED", [] if native else ["eager"])
         calls.clear()
         c = c0.clone().requires_grad_()
         out = K.cayley(c)
@@ -252,7 +254,7 @@ def test_the_skew_check_is_that_of_the_torch_path_at_its_boundary(monkeypatch, d
     monkeypatch.setattr(gen, "cayley_matrix", lambda m: seen.append(m.shape[0]) or real(m))
     out = {}
     for native in (True, False):
-        monkeypatch.setattr(_functions, "USE_NATIVE", native)
+        monkeypatch.setattr(dispatch, "_FORCED", [] if native else ["eager"])
         seen.clear()
         out[native] = K.cayley(c)
         assert seen == [2]  # the two samples above the tolerance, on either path

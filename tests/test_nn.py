@@ -7,6 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from geoattn.errors import OptionError
+from geoattn.kernels import dispatch
 from geoattn import testing as T
 from geoattn.nn import (
     Attention,
@@ -297,7 +299,7 @@ def test_bad_inputs_say_expected_and_got():
         (lambda: Attention(4)(x, mask=torch.ones(5, 5, dtype=torch.int32)), LayerDtypeError, "boolean or floating"),
         (lambda: Attention(4)(x, mask=torch.ones(5, 5, dtype=torch.bool), is_causal=True), ValueError, "not both"),
         (lambda: VolumePreservingAttention(0), LayerShapeError, "positive int. Got 0"),
-        (lambda: LinearSymplecticAttention(3, update="z"), LayerShapeError, "'p' or 'q'. Got 'z'"),
+        (lambda: LinearSymplecticAttention(3, update="z"), OptionError, "'p' or 'q'. Got 'z'"),
         (lambda: OrthonormalAttention(3, dtype=torch.int64), LayerDtypeError, "floating torch.dtype"),
         (lambda: Attention(4)(x, context=torch.randn(2, 5, 3)), LayerShapeError, "expected context with 4"),
     ]
@@ -307,7 +309,7 @@ def test_bad_inputs_say_expected_and_got():
     assert issubclass(LayerShapeError, ValueError) and issubclass(LayerDtypeError, TypeError)
 
 
-# -- gradients, compile ---------------------------------------------------------------------
+# -- gradients --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["vp_skew", "vp_arbitrary", "orthonormal", "lsa_p", "mha_stiefel"])
 def test_gradcheck(name):
@@ -315,33 +317,6 @@ def test_gradcheck(name):
     layer = layers(dim=4, seq_len=3)[name].to(f64)
     x = torch.randn(2, 3, 4, dtype=f64, requires_grad=True)
     assert torch.autograd.gradcheck(layer, (x,))
-
-
-class SmallModel(torch.nn.Module):
-    def __init__(self, dim=4, seq_len=5):
-        super().__init__()
-        self.vp = VolumePreservingAttention(dim)
-        self.lin = torch.nn.Linear(dim, dim)
-        self.lsa = LinearSymplecticAttention(seq_len)
-        self.mha = MultiHeadAttention(dim, 2, add_connection=True)
-
-    def forward(self, x):
-        return self.mha(self.lsa(self.lin(self.vp(x))))
-
-
-@pytest.mark.slow
-def test_torch_compile_model_matches_eager():
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    model = SmallModel()
-    compiled = torch.compile(model, dynamic=False)
-    x = torch.randn(8, 5, 4)
-    y, yc = model(x), compiled(x)
-    assert close(yc, y)
-    g = torch.autograd.grad(y.square().sum(), list(model.parameters()))
-    gc = torch.autograd.grad(compiled(x).square().sum(), list(model.parameters()))
-    for a, b in zip(gc, g):
-        assert close(a, b, k=256)
 
 
 # -- the layers never materialise the lift ----------------------------------------------------
@@ -354,11 +329,7 @@ def test_layers_never_build_a_dT_sized_matrix(name, native, monkeypatch):
     its transpose (Note [structure-of-arrays runtime]; O(B T d)), with the native kernels and without."""
     from conftest import ShapeRecorder
 
-    from geoattn.kernels import _functions, _gram
-
-    monkeypatch.setattr(_gram, "USE_NATIVE", native)
-    monkeypatch.setattr(_functions, "USE_NATIVE", native)
-
+    monkeypatch.setattr(dispatch, "_FORCED", [] if native else ["eager"])
     dim, seq_len = 4, 7  # d*T = 28 differs from every size the layers should use
 
     layer = layers(dim=dim, seq_len=seq_len)[name]
@@ -412,14 +383,11 @@ def test_skew_parametrization_round_trips_an_assigned_skew_matrix():
     assert torch.equal(m.weight, S)
 
 
-@pytest.mark.slow
-def test_orthonormal_and_volume_preserving_compile_fullgraph_and_run_on_meta():
-    """torch.compile(fullgraph=True) and the meta device: the kernels take their data-independent paths there."""
-    x = torch.randn(3, 6, 4)
-    for layer in (OrthonormalAttention(4), VolumePreservingAttention(4), VolumePreservingAttention(4, activation="exp")):
-        compiled = torch.compile(layer, fullgraph=True)
-        assert close(compiled(x), layer(x), k=256)
-    for cls, kw in ((OrthonormalAttention, {}), (VolumePreservingAttention, {}), (VolumePreservingAttention, {"activation": "exp"})):
+def test_orthonormal_and_volume_preserving_run_on_meta():
+    """The meta device: the kernels take their data-independent paths there (torch.compile of every layer and
+    model, fullgraph, is in test_compile.py)."""
+    for cls, kw in ((OrthonormalAttention, {}), (VolumePreservingAttention, {}),
+                    (VolumePreservingAttention, {"activation": "exp"})):
         out = cls(4, device="meta", **kw)(torch.empty(3, 6, 4, device="meta"))
         assert out.shape == (3, 6, 4) and out.device.type == "meta"
 

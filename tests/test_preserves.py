@@ -10,7 +10,8 @@ from torch import nn
 import geoattn.models as M
 import geoattn.nn as N
 from geoattn.symbolic import all_claims
-from geoattn.testing import PROPERTIES, assert_preserves, preserves_cases
+from geoattn.models._cases import preserves_cases
+from geoattn.testing import PROPERTIES, assert_preserves
 
 # one instance per public module class (and per declared variant), with an input of the right shape
 CASES = {label: (build, shape) for label, build, shape in preserves_cases()}
@@ -73,3 +74,45 @@ def test_class_level_declarations_are_read_only():
         M.ResNetIntegrator.preserves["volume"] = ("x",)
     with pytest.raises(TypeError):
         N.OrthonormalAttention.does_not_preserve["volume"] = ()
+
+
+def test_assert_preserves_validates_ledger_ids():
+    """Cited ids are checked against the generated table of the ledger: an id the ledger lacks, a preserved
+    property resting on a refuted claim, and a refuted property citing none are refused before any Jacobian."""
+    x = torch.randn(2, 1, 3, dtype=torch.float64)
+    module = M.VolumePreservingFeedForwardIntegrator(3).double()
+    assert_preserves(module, x)  # the declared, valid ids pass
+    for preserves, refuted, match in (
+        ({"volume": ("totally.made.up.id",)}, {}, "Got unknown 'totally.made.up.id'"),
+        ({"volume": ("models.triangular_residual_det_one", "no.such")}, {}, "Got unknown 'no.such'"),
+        ({}, {"symplectic": ("totally.made.up.id",)}, "does_not_preserve.*unknown 'totally.made.up.id'"),
+        ({"volume": ("vp.map_volume_preserving.arbitrary",)}, {}, r"verdict among.*\(refuted\)"),
+        ({"volume": ("models.triangular_residual_det_one",)}, {"symplectic": ("cayley.orthogonal",)},
+         "to cite a refuted claim"),
+        ({"volume": "models.triangular_residual_det_one"}, {}, "non-empty tuple of ledger ids"),
+        ({"volume": ()}, {}, "non-empty tuple of ledger ids"),
+    ):
+        module.preserves, module.does_not_preserve = preserves, refuted
+        with pytest.raises(ValueError, match=match):
+            assert_preserves(module, x)
+
+
+def test_generated_ledger_ids_match_the_ledger(tmp_path):
+    """The runtime's table (geoattn/_ledger_ids.py, written by `geoattn codegen`) is the ledger's, and a stale
+    table is caught by the freshness check (negative control)."""
+    import geoattn._ledger_ids as L
+    from geoattn import codegen
+    from geoattn.symbolic import families
+
+    assert L.CLAIMS == {c.id: (c.family, c.expected.value) for c in all_claims()}
+    assert list(L.CLAIMS) == [c.id for c in all_claims()] and L.FAMILIES == tuple(families())
+    assert L.CLAIM_IDS == set(LEDGER) and "totally.made.up.id" not in L.CLAIM_IDS
+    fresh = codegen.generate_ledger_ids_module()
+    assert fresh == open(codegen.ledger_ids_target_path()).read()
+    for stale in (fresh.replace('("cayley", "proved")', '("cayley", "refuted")', 1),
+                  fresh.replace('    "cayley.orthogonal"', '    "cayley.orthogonal.renamed"', 1)):
+        assert stale != fresh
+        path = tmp_path / "_ledger_ids.py"
+        path.write_text(stale)
+        ok, diff = codegen.check(ledger_path=str(path))
+        assert not ok and "cayley" in diff

@@ -9,6 +9,7 @@ import sympy as sp
 import torch
 
 import geoattn.kernels as K
+from geoattn.errors import OptionError
 from geoattn.models import GradientLayer, SymplecticTransformer
 from geoattn.nn import LayerShapeError, LinearSymplecticAttention, SymplecticAttention
 from geoattn.symbolic import get_claim
@@ -275,7 +276,7 @@ def test_exp_counterexample_machinery_refutes_and_accepts():
 def test_layer_errors_and_conventions():
     with pytest.raises(LayerShapeError, match="Expected an even dim"):
         SymplecticAttention(5)
-    with pytest.raises(LayerShapeError, match="Expected update"):
+    with pytest.raises(OptionError, match="Expected update"):
         SymplecticAttention(4, update="r")
     with pytest.raises(ValueError, match="Expected activation in"):
         SymplecticAttention(4, activation="softmax")
@@ -298,7 +299,7 @@ def test_layer_errors_and_conventions():
 
 def test_kernel_errors():
     z = torch.randn(2, 3, 2)
-    with pytest.raises(K.KernelShapeError, match="Expected activation in"):
+    with pytest.raises(OptionError, match="Expected activation in"):
         K.symattn_update(z, torch.randn(2, 2), "nope")
     with pytest.raises(K.KernelShapeError, match=r"Expected A of shape \(2, 2\)"):
         K.symattn_update(z, torch.randn(3, 3))

@@ -1,5 +1,8 @@
 """The public structure checks: they pass on maps with the structure and fail, saying by how much, on maps without."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -95,3 +98,44 @@ def test_module_is_checked_in_float64_without_touching_it():
     J = T.jacobian(layer, x)
     assert J.dtype == f64 and layer.weight.dtype == torch.float32
     assert torch.equal(J[0], layer.weight.detach().double())
+
+
+def test_volume_failure_prints_the_determinant_with_enough_digits():
+    """A det of 1 + 2e-6 fails the float64 check; the message must show the deviation, not round it to 1."""
+    x = torch.randn(2, 2, 3, dtype=f64)
+    s = (1 + 2e-6) ** (1 / 6)  # six numbers per sample: det J = s^6
+    with pytest.raises(AssertionError) as info:
+        T.assert_volume_preserving(lambda y: s * y, x)
+    msg = str(info.value)
+    assert "det J ranges over [1.000002" in msg, msg
+    assert "[1, 1]" not in msg
+    # the bounds read back as the determinants that were computed
+    lo, hi = msg.split("det J ranges over [")[1].split("]")[0].split(", ")
+    det = T.jacobian_determinant(lambda y: s * y, x)
+    assert (float(lo), float(hi)) == (float(det.min()), float(det.max()))
+
+
+def _probe_modules(statement: str, names: tuple[str, ...]) -> set[str]:
+    """Run ``statement`` in a fresh interpreter; the names of ``names`` that are in its sys.modules afterwards."""
+    code = f"import sys\n{statement}\nprint(' '.join(n for n in {names!r} if n in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    return set(out.split())
+
+
+LAYERS_AND_MODELS = ("geoattn.nn", "geoattn.models", "sympy")
+
+
+def test_testing_imports_neither_layers_nor_models():
+    """geoattn.testing holds the public checks only: importing it loads neither geoattn.nn nor geoattn.models
+    (nor SymPy), and assert_preserves reads the ledger ids from the generated table, not from the claims engine
+    (torch.func itself may load SymPy, so the engine's package is what is checked there)."""
+    assert _probe_modules("import geoattn.testing", LAYERS_AND_MODELS) == set()
+    run = ("import torch, geoattn.testing as T\nfrom geoattn.nn.linear_symplectic import LinearSymplecticAttention\n"
+           "T.assert_preserves(LinearSymplecticAttention(3).double(), torch.randn(2, 3, 4, dtype=torch.float64))")
+    engine = ("geoattn.symbolic", "geoattn._ledger_ids", "geoattn.models")
+    assert _probe_modules(run, engine) == {"geoattn._ledger_ids"}
+    # negative controls: the probe sees the modules where they are imported (the cases import both packages;
+    # the ledger loads the engine and SymPy)
+    assert _probe_modules("import geoattn.models._cases", LAYERS_AND_MODELS) == {"geoattn.nn", "geoattn.models"}
+    assert _probe_modules("import geoattn.testing, geoattn.symbolic.ledger as L; L.all_claims()",
+                          (*LAYERS_AND_MODELS, *engine)) == {"sympy", "geoattn.symbolic"}

@@ -8,14 +8,14 @@ computed during the build differs. ``claim-ledger`` renders every claim in one t
 
 from __future__ import annotations
 
-import re
-
 import inspect
 
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
+
+from geoattn_rules import escape_text_underscores, rule_segments
 
 _VERDICTS: dict = {}
 
@@ -36,28 +36,23 @@ def _para(*children) -> nodes.paragraph:
     return p
 
 
-_ID = re.compile(r"^\(?[a-z_]+(\.[a-z_0-9]+)+\)?[,;:.]?$")  # a ledger id such as vec.right_multiplication
-_MATHY = re.compile(r"[\\^_{}=+<>]|^[A-Z]$|^[A-Z]?\(.*\)[A-Za-z]*$|^[0-9]+$")
+def rule_nodes(rule: str) -> list:
+    """A derivation step's rule as docutils nodes: prose as text, formulas as math, identifiers as code.
+
+    The split is :func:`geoattn_rules.rule_segments`'s: ``$...$`` parts when the rule marks any, otherwise
+    runs of non-words; prose never becomes math and an identifier's underscore never a subscript.
+    """
+    make = {"text": nodes.Text, "math": lambda s: nodes.math(s, s), "code": lambda s: nodes.literal(text=s)}
+    return [make[kind](part) for kind, part in rule_segments(rule)]
 
 
-def _mixed(rule: str) -> list:
-    """A step's rule as text with its TeX fragments typeset: tokens with TeX markup become math."""
-    out, run, kind = [], [], None
+def _math_block(tex: str) -> nodes.math_block:
+    tex = escape_text_underscores(tex)
+    return nodes.math_block(tex, tex, nowrap=False, number=None)
 
-    def flush():
-        if run:
-            txt = " ".join(run)
-            out.append(nodes.math(txt, txt) if kind == "math" else nodes.Text(txt))
-            out.append(nodes.Text(" "))
 
-    for tok in rule.split():
-        k = "text" if _ID.match(tok) or not _MATHY.search(tok) else "math"
-        if k != kind:
-            flush()
-            run, kind = [], k
-        run.append(tok)
-    flush()
-    return out[:-1] if out else out
+def _verdict_badge(level: str, text: str | None = None) -> nodes.strong:
+    return nodes.strong(text=text or level, classes=["geoattn-verdict", f"verdict-{level}"])
 
 
 def _kernel_sources(claim_id: str) -> list[tuple[str, str]]:
@@ -92,31 +87,32 @@ class ClaimDirective(SphinxDirective):
         box = nodes.admonition(classes=["geoattn-claim", f"verdict-{verdict.level.value}"])
         box += nodes.title(text=f"{claim.id}: {claim.title}")
         box += _para(claim.statement)
-        box += nodes.math_block(claim.latex, claim.latex, nowrap=False, number=None)
-        box += _para(nodes.strong(text=f"Verdict: {verdict.level.value}. "), report.evidence_summary(verdict))
+        box += _math_block(claim.latex)
+        box += _para(_verdict_badge(verdict.level.value, f"Verdict: {verdict.level.value}."), " ",
+                     report.evidence_summary(verdict))
         box += _para(f"Source: {claim.source}.")
         derivation = verdict.derivation
         if derivation is not None:
             if derivation.assumptions:
                 box += _para("Assumptions:")
                 for a in derivation.assumptions:
-                    box += nodes.math_block(a, a, nowrap=False, number=None)
+                    box += _math_block(a)
             steps = nodes.enumerated_list()
             for step in derivation.steps:
                 item = nodes.list_item()
-                item += nodes.math_block(step.latex(), step.latex(), nowrap=False, number=None)
+                item += _math_block(step.latex())
                 mark = "verified by SymPy" if step.verified else "stated lemma"
-                item += _para(*_mixed(step.rule), nodes.emphasis(text=f" ({mark})"))
+                item += _para(*rule_nodes(step.rule), nodes.emphasis(text=f" ({mark})"))
                 steps += item
             box += _para("Derivation:")
             box += steps
-            box += nodes.math_block(derivation.conclusion, derivation.conclusion, nowrap=False, number=None)
+            box += _math_block(derivation.conclusion)
         cx = verdict.counterexample
         if cx is not None:
             box += _para(nodes.strong(text="Counterexample: "), cx.summary())
             for name, value in cx.values.items():
                 latex = f"{name} = {evidence._latex(value)}"
-                box += nodes.math_block(latex, latex, nowrap=False, number=None)
+                box += _math_block(latex)
         if "no-source" not in self.options:
             for name, src in _kernel_sources(claim_id):
                 box += _para("Generated kernel ", nodes.literal(text=name), ":")
@@ -125,7 +121,13 @@ class ClaimDirective(SphinxDirective):
 
 
 class ClaimLedgerDirective(SphinxDirective):
-    """Every claim: id, source, verdict, evidence, and the corrected claim of each refuted one."""
+    """Every claim in one compact table: id and family, verdict, typeset statement; the rest collapsed.
+
+    Each row carries the classes ``claim-row``, ``family-<family>`` and ``verdict-<level>``, which the
+    page's filter (``_static/geoattn-ledger.js``) and the browser check read. The collapsed details hold
+    the statement in words, the evidence (with the counterexample of a refuted claim), the source and
+    the ids of the corrected forms.
+    """
 
     def run(self):
         from geoattn import symbolic
@@ -137,34 +139,41 @@ class ClaimLedgerDirective(SphinxDirective):
             if c.source.startswith("corrected form of "):
                 corrected.setdefault(c.source.removeprefix("corrected form of ").strip(), []).append(c.id)
         table = nodes.table(classes=["geoattn-ledger"])
-        group = nodes.tgroup(cols=5)
+        group = nodes.tgroup(cols=3)
         table += group
-        for width in (22, 30, 10, 38, 20):
+        for width in (30, 13, 57):
             group += nodes.colspec(colwidth=width)
-        head = nodes.thead()
+        head, body = nodes.thead(), nodes.tbody()
         group += head
-        body = nodes.tbody()
         group += body
-
-        def row(cells, parent):
-            r = nodes.row()
-            for cell in cells:
-                entry = nodes.entry()
-                entry += cell if isinstance(cell, nodes.Node) else _para(cell)
-                r += entry
-            parent += r
-
-        row(["claim", "statement", "verdict", "evidence", "source / correction"], head)
+        header = nodes.row()
+        for title in ("claim", "verdict", "statement"):
+            header += nodes.entry("", _para(title))
+        head += header
         for c in claims:
             v = verdict_of(c.id)
-            evidence = report.evidence_summary(v)
-            if v.counterexample is not None:
-                evidence += " Counterexample: " + v.counterexample.summary()
-            fix = c.source
-            if c.id in corrected:
-                fix += "; corrected: " + ", ".join(corrected[c.id])
-            row([_para(nodes.literal(text=c.id)), c.statement, v.level.value, evidence, fix], body)
+            level = v.level.value
+            r = nodes.row(classes=["claim-row", f"family-{c.family}", f"verdict-{level}"])
+            r += nodes.entry("", _para(nodes.literal(text=c.id, classes=["geoattn-claim-id"])),
+                             _para(nodes.inline(text=c.family.replace("_", " "), classes=["geoattn-family"])))
+            r += nodes.entry("", _para(_verdict_badge(level)))
+            tex = escape_text_underscores(c.latex)
+            statement = nodes.container("", _para(nodes.math(tex, tex)), classes=["geoattn-statement"])
+            r += nodes.entry("", statement, *self._details(c, v, report, corrected.get(c.id, [])))
+            body += r
         return [table]
+
+    @staticmethod
+    def _details(claim, verdict, report, fixes: list[str]) -> list:
+        evidence = report.evidence_summary(verdict)
+        if verdict.counterexample is not None:
+            evidence += ". Counterexample: " + verdict.counterexample.summary()
+        source = claim.source + ("; corrected form: " + ", ".join(fixes) if fixes else "")
+        return [nodes.raw("", "<details><summary>details</summary>", format="html"),
+                _para(claim.statement),
+                _para(nodes.strong(text="Evidence: "), evidence),
+                _para(nodes.strong(text="Source: "), source),
+                nodes.raw("", "</details>", format="html")]
 
 
 def setup(app):

@@ -119,7 +119,7 @@ def _preserves_table() -> str:
 
     import geoattn.models as M
     import geoattn.nn as N
-    from geoattn.testing import preserves_cases
+    from geoattn.models._cases import preserves_cases
 
     variants = [(label, build()) for label, build, _ in preserves_cases()]
 

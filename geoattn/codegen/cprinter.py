@@ -1,20 +1,12 @@
 r"""A printer from matrix bindings to C: the native CPU kernels.
 
-A :class:`~geoattn.symbolic.kernel_spec.NativeKernelSpec` lists bindings of ``d x d`` and ``T x d`` matrices
-(Note [the closed-form Gram layer] in :mod:`geoattn.symbolic.expressions`). For each ``d`` up to its
-``max_dim`` this printer evaluates every binding entrywise with SymPy (the interpreter the claims use), shares
-repeated subexpressions with :func:`sympy.cse`, and prints one C function with SymPy's C99 printer. Each binding
-is one of three kinds, read off its shape and its token-sized factors:
-
-* **reduction** (``d x d``, every term :math:`c\,U^T M V` with ``U``, ``V`` token inputs): a sum over the
-  tokens of the per-token term, accumulated while the tokens stream by;
-* **small** (``d x d``, no token factor): straight-line code, one value per entry;
-* **row map** (``T x d``, every term :math:`c\,U M` with ``U`` a token input): one row per token.
-
-Anything else raises :class:`~geoattn.codegen.printer.CodegenError`. A kernel runs reductions, then small
-bindings, then row maps, so a reduction may use only inputs and a row map may use anything. A kernel without
-token inputs has small bindings only: the Cayley transform of ``T x T`` matrices with ``T <= 3`` and its VJP,
-printed with ``T`` renamed ``d`` and with ``sample_real`` (per-sample arrays in the input's real type).
+A :class:`~geoattn.symbolic.kernel_spec.NativeKernelSpec` is first lowered, for each ``d`` up to its ``max_dim``,
+to a scalar program (:func:`geoattn.codegen.lowering.lower`: every binding evaluated entrywise, its shared
+subexpressions found, and sorted into reductions over the tokens, small ``d x d`` bindings and row maps); this
+module prints that program as one C function with SymPy's C99 printer. The Triton printer
+(:mod:`geoattn.codegen.tritonprinter`) prints the same program for the GPU. A kernel without token inputs has
+small bindings only: the Cayley transform of ``T x T`` matrices with ``T <= 3`` and its VJP, printed with ``T``
+renamed ``d`` and with ``sample_real`` (per-sample arrays in the input's real type).
 
 Note [lanes]
 ------------
@@ -30,13 +22,14 @@ Everything is computed in double; token outputs are rounded once, to the input's
 
 from __future__ import annotations
 
-import sympy as sp
-from sympy.matrices.expressions import MatAdd, MatrixSymbol, Transpose
 from sympy.printing.c import C99CodePrinter
 
-from ..symbolic.interpreter import evaluate
 from ..symbolic.kernel_spec import NativeKernelSpec
-from .printer import CodegenError, _split
+from .lowering import KINDS, binding_kind, lower
+from .printer import CodegenError
+
+#: the kind of a binding (kept under its former name for the tests of the sorting)
+_kind = binding_kind
 
 __all__ = ["LANES", "TOKEN_CHUNK", "REAL_TYPES", "REAL_PRELUDE", "c_function_name", "print_native_kernel"]
 
@@ -84,181 +77,78 @@ class _ScalarC(C99CodePrinter):
         return f"{int(expr)}.0"
 
 
-def _structured(name: str, d: int, structure: str) -> tuple[sp.Matrix, list]:
-    """An explicit ``d x d`` matrix of entry symbols with a structure, and its ``(symbol, (i, j))`` stored entries."""
-    syms = {}
-    m = sp.zeros(d, d)
-    if structure not in ("general", "symmetric", "skew"):
-        raise CodegenError(f"Expected a structure 'general', 'symmetric' or 'skew'. Got {structure!r}.")
-    for i in range(d):
-        for j in range(d):
-            if structure == "skew" and i == j:
-                continue
-            # the stored entry: (i, j) itself, or for the structured ones the one in the lower triangle
-            r, c = (i, j) if structure == "general" or i >= j else (j, i)
-            s = syms.setdefault((r, c), sp.Symbol(f"{name}_{r}_{c}", real=True))
-            m[i, j] = -s if structure == "skew" and i < j else s
-    return m, [(s, ij) for ij, s in syms.items()]
-
-
-def _kind(name: str, expr, tokens: set) -> str:
-    """``"reduction"``, ``"small"`` or ``"rowmap"`` (module docstring); raises on any other shape."""
-    terms = [_split(t) for t in (expr.args if isinstance(expr, MatAdd) else (expr,))]
-    used = [[m for m in mats if (m.arg if isinstance(m, Transpose) else m) in tokens] for _, mats in terms]
-    if not any(used):
-        return "small"
-    for (_, mats), tok in zip(terms, used):
-        first, last = mats[0], mats[-1]
-        if expr.shape[0] == expr.shape[1] and len(tok) == 2 and isinstance(first, Transpose) \
-                and first.arg in tokens and last in tokens:
-            continue
-        if expr.shape[0] != expr.shape[1] and len(tok) == 1 and first in tokens:
-            continue
-        raise CodegenError(f"Expected {name} to be a sum of U^T M V (U, V token inputs) or of U M (U a token "
-                           f"input, M d x d). Got {expr}.")
-    shapes = {len(t) for t in used}
-    if len(shapes) != 1:
-        raise CodegenError(f"Expected every term of {name} to have the same token factors. Got {expr}.")
-    return "reduction" if shapes == {2} else "rowmap"
-
-
 class _Function:
-    """The C source of one kernel at one ``d`` (built by :func:`print_native_kernel`)."""
+    """The C source of one kernel at one ``d``, printed from its :class:`~geoattn.codegen.lowering.ScalarProgram`
+    (built by :func:`print_native_kernel`)."""
 
     def __init__(self, spec: NativeKernelSpec, d: int):
-        from ..symbolic import expressions as ex
-
         self.spec, self.d = spec, d
-        self.sizes = {ex.T: 1, ex.d: d}
-        self.env: dict = {}  # MatrixSymbol -> explicit matrix of entry symbols / numbers
+        self.program = lower(spec, d)
         self.names: dict = {}  # entry symbol -> C code
-        self.lane: set = set()  # entry symbols held as lane arrays
         self.decls: list[str] = []
-        self.bound: dict = {}  # binding name -> (matrix of entry symbols, (symbol, expression) pairs, kind)
-        tokens = {}
-        for _, expr in spec.bindings:
-            for s in sp.sympify(expr).atoms(MatrixSymbol):
-                if s.name in spec.token_inputs:
-                    tokens[s.name] = s
-        for name in spec.token_inputs:
-            tokens.setdefault(name, MatrixSymbol(name, ex.T, ex.d))
-        self.tokens = tokens
-        for name in spec.token_inputs:
-            row = sp.Matrix(1, d, lambda _, j: sp.Symbol(f"{name}_{j}", real=True))
-            self.env[tokens[name]] = row
-            for j in range(d):
-                self.names[row[0, j]] = f"tile_{name}[({j} + {d}*tt)*LANES + l]"
+        for name, row in self.program.tokens.items():
+            for j, s in enumerate(row):
+                self.names[s] = f"tile_{name}[({j} + {d}*tt)*LANES + l]"
         self.loads: list[str] = []
-        for name, structure in spec.sample_inputs.items():
-            m, stored = _structured(name, d, structure)
-            self.env[MatrixSymbol(name, ex.d, ex.d)] = m
+        for name, stored in self.program.samples.items():
             for s, (i, j) in stored:
                 self._lane(s)
                 cast = "(double)" if spec.sample_real else ""
                 lane = self.names[s].replace("[l]", "")
                 self.loads.append(f"{lane}[l] = {cast}{name}[(int64_t)bl*{d * d} + {i * d + j}];")
         self.consts: list[str] = []
-        for name, structure in spec.shared_inputs.items():
-            m, stored = _structured(name, d, structure)
-            self.env[MatrixSymbol(name, ex.d, ex.d)] = m
+        for name, stored in self.program.shared.items():
             for s, (i, j) in stored:
                 self.names[s] = str(s)
                 self.consts.append(f"const double {s} = {name}[{i * d + j}];")
 
     def _lane(self, s) -> None:
         self.names[s] = f"{s}[l]"
-        self.lane.add(s)
         self.decls.append(f"double {s}[LANES];")
 
-    def _entries(self, name: str, value: sp.Matrix, var: str) -> tuple[sp.Matrix, list]:
-        """Replace the distinct non-constant entries of ``value`` by symbols ``{var}_i_j``; returns the symbol
-        matrix and ``(symbol, expression)`` pairs."""
-        seen: dict = {}
-        pairs = []
-        out = sp.zeros(*value.shape)
-        for i in range(value.rows):
-            for j in range(value.cols):
-                e = value[i, j]
-                if e.is_Number:
-                    out[i, j] = e
-                    continue
-                if e not in seen:
-                    seen[e] = sp.Symbol(f"{var}_{i}_{j}", real=True)
-                    pairs.append((seen[e], e))
-                out[i, j] = seen[e]
-        return out, pairs
-
-    def _assign(self, pairs, target, prefix: str) -> list[str]:
-        """C statements computing ``pairs`` (symbol, expression) with shared subexpressions as locals;
+    def _assign(self, b, target) -> list[str]:
+        """C statements computing the lowered binding ``b``, its shared subexpressions as locals;
         ``target(symbol, code)`` is the statement for each result."""
-        syms = sp.numbered_symbols(f"{prefix}_")
-        temps, reduced = sp.cse([e for _, e in pairs], symbols=syms)  # canonical order: the same source every run
         lines = []
-        for t, e in temps:
+        for t, e in b.temps:
             self.names[t] = str(t)
             lines.append(f"const double {t} = {_ScalarC(self.names).doprint(e)};")
-        for (s, _), e in zip(pairs, reduced):
+        for s, e in b.results:
             lines.append(target(s, _ScalarC(self.names).doprint(e)))
         return lines
 
     def build(self) -> str:
-        from ..symbolic import expressions as ex
-
-        spec, d = self.spec, self.d
-        kinds = {}
-        for name, expr in spec.bindings:
-            kinds[name] = _kind(name, expr, set(self.tokens.values()))
-        # which entry symbols are needed outside the small phase: the row maps' and the outputs'
-        phase = {"reduction": [], "small": [], "rowmap": []}
-        for name, expr in spec.bindings:
-            unbound = [str(m) for m in sp.sympify(expr).atoms(MatrixSymbol) if m not in self.env]
-            if unbound:
-                raise CodegenError(f"Expected {', '.join(unbound)} in {name} to be an input or an earlier binding. "
-                                   f"Got an unbound symbol.")
-            value = evaluate(expr, self.env, self.sizes)
-            kind = kinds[name]
-            if kind == "reduction" and any(s.name in phase["small"] or s.name in phase["rowmap"]
-                                           for s in expr.atoms(MatrixSymbol)):
-                raise CodegenError(f"Expected the reduction {name} to use only inputs. Got {expr}.")
-            sym, pairs = self._entries(name, value, name)
-            phase[kind].append(name)
-            self.env[MatrixSymbol(name, *(ex.d if s == ex.d else s for s in expr.shape))] = sym
-            self.bound[name] = (sym, pairs, kind)
+        prog, spec, d = self.program, self.spec, self.d
+        phase = {k: [b.name for b in prog.phase(k)] for k in KINDS}
         outputs = set(spec.sample_outputs) | set(spec.maxabs_outputs)
-        rowmap_atoms = set()
-        for name in phase["rowmap"]:
-            for _, e in self.bound[name][1]:
-                rowmap_atoms |= e.free_symbols
+        rowmap_atoms = prog.rowmap_atoms()
         body: list[str] = []
         # phase 1: reductions over the tokens
         red_lines = []
-        for name in phase["reduction"]:
-            _, pairs, _ = self.bound[name]
-            for s, _ in pairs:
+        for b in prog.phase("reduction"):
+            for s, _ in b.pairs:
                 self._lane(s)
                 body.append(f"for (int l = 0; l < LANES; l++) {s}[l] = 0.0;")
-            red_lines += self._assign(pairs, lambda s, c: f"{s}[l] += {c};", f"r{name}")
+            red_lines += self._assign(b, lambda s, c: f"{s}[l] += {c};")
         # phase 2: the small bindings, one loop over the lanes
         small_lines = []
-        for name in phase["small"]:
-            sym, pairs, _ = self.bound[name]
-            keep = name in outputs or any(s in rowmap_atoms for s, _ in pairs)
-            for s, _ in pairs:
+        for b in prog.phase("small"):
+            keep = b.name in outputs or any(s in rowmap_atoms for s, _ in b.pairs)
+            for s, _ in b.pairs:
                 if keep:
                     self._lane(s)
                 else:
                     self.names[s] = str(s)
             small_lines += self._assign(
-                pairs, (lambda s, c: f"{s}[l] = {c};") if keep else (lambda s, c: f"const double {s} = {c};"),
-                f"s{name}")
+                b, (lambda s, c: f"{s}[l] = {c};") if keep else (lambda s, c: f"const double {s} = {c};"))
         # phase 3: the row maps, one row per token
         row_lines, stores = [], []
-        for name in phase["rowmap"]:
-            sym, pairs, _ = self.bound[name]
+        for b in prog.phase("rowmap"):
+            name, sym = b.name, b.value
             self.decls.append(f"double row_{name}[{d}][LANES];")
             for j in range(d):
                 self.names.setdefault(sym[0, j], f"row_{name}[{j}][l]")
-            row_lines += self._assign(pairs, lambda s, c: f"{self.names[s]} = {c};", f"w{name}")
+            row_lines += self._assign(b, lambda s, c: f"{self.names[s]} = {c};")
             for j in range(d):
                 e = sym[0, j]
                 code = self.names[e] if not e.is_Number else _ScalarC({}).doprint(e)
@@ -312,7 +202,7 @@ class _Function:
             out += block(small_lines, 3)
             out.append(ind * 2 + "}")
         for name in spec.sample_outputs:
-            sym = self.bound[name][0]
+            sym = self.program.binding(name).value
             out.append(ind * 2 + "for (int l = 0; l < nl; l++) {")
             for i in range(d):
                 for j in range(d):
@@ -323,7 +213,8 @@ class _Function:
                     out.append(ind * 3 + f"{name}[(int64_t)(b0 + l)*{d * d} + {i * d + j}] = {code};")
             out.append(ind * 2 + "}")
         for name in spec.maxabs_outputs:
-            sym, pairs, _ = self.bound[name]
+            b = self.program.binding(name)
+            sym, pairs = b.value, b.pairs
             consts = [abs(float(e)) for e in sym if e.is_Number]  # entries that are numbers count too
             out.append(ind * 2 + "for (int l = 0; l < nl; l++) {")
             out.append(ind * 3 + f"double m = {max(consts, default=0.0)!r}, a;")
@@ -357,6 +248,4 @@ class _Function:
 def print_native_kernel(spec: NativeKernelSpec, d: int) -> str:
     """The C source of one function: ``spec`` at size ``d`` (``1 <= d <= spec.max_dim``), with token arrays of type
     ``real_t`` and its name through ``GEOATTN_NAME`` (:data:`REAL_PRELUDE` defines both)."""
-    if not 1 <= d <= spec.max_dim:
-        raise CodegenError(f"Expected 1 <= d <= {spec.max_dim} for {spec.name}. Got d = {d}.")
     return _Function(spec, d).build()

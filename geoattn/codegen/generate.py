@@ -10,10 +10,21 @@ import sympy as sp
 from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, native_hash
 from .cprinter import LANES, REAL_PRELUDE, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
-from .printer import SCALAR_HELPER_NAMES, SCALAR_HELPERS, SOA_HELPER_NAMES, SOA_HELPERS, SoAKernelPrinter, TorchKernelPrinter, common_scalar, factor_sums
+from .printer import (
+    SCALAR_HELPER_NAMES,
+    SCALAR_HELPERS,
+    SOA_HELPER_NAMES,
+    SOA_HELPERS,
+    SoAKernelPrinter,
+    TorchKernelPrinter,
+    common_scalar,
+    factor_sums,
+)
+from .tritonprinter import print_triton_kernel, triton_function_name
 
-__all__ = ["generate_kernel", "generate_module", "generate_native_module", "target_path", "native_target_path",
-           "write", "check"]
+__all__ = ["generate_kernel", "generate_module", "runtime_tables", "generate_native_module", "generate_triton_module",
+           "generate_ledger_ids_module", "target_path", "native_target_path", "triton_target_path",
+           "ledger_ids_target_path", "write", "check"]
 
 PRINTER_VERSION = 4
 
@@ -33,7 +44,7 @@ Sources (kernel: expression  [ledger claims]):
 
 import torch
 
-__all__ = [{names}, "N_OUTPUTS"]
+__all__ = [{names}, "N_OUTPUTS", "NATIVE_FUNCTIONS", "SYMATTN_ACTIVATIONS"]
 '''
 
 
@@ -80,8 +91,23 @@ def generate_module() -> str:
     )
     counts = "".join(f'    "{k.name}": {len(k.returns or k.outputs)},\n' for k in KERNELS)
     table = f"#: how many tensors each kernel returns (read by the autograd wrappers)\nN_OUTPUTS = {{\n{counts}}}\n"
+    table += "\n" + runtime_tables()
     helpers = "\n\n" + SCALAR_HELPERS + ("\n\n" + SOA_HELPERS if any(k.layout == "soa" for k in KERNELS) else "")
     return header + helpers + "\n\n" + "\n\n".join(generate_kernel(k) for k in KERNELS) + "\n\n" + table
+
+
+def runtime_tables() -> str:
+    """The facts the runtime reads from the kernel tables, printed as constants (no hand copies in the runtime):
+    the native C functions and the largest size each is printed for, and the potentials of symplectic
+    attention."""
+    from ..symbolic.symattn import ACTIVATIONS
+
+    functions = "".join(f'    "{k.name}": {k.max_dim},\n' for k in NATIVE_KERNELS)
+    acts = "".join(f'    "{name}": {value!r},\n' for name, value in ACTIVATIONS.items())
+    return (f"#: the native C functions (geoattn_<name>_d<d>_<real>) and the largest d each is printed for\n"
+            f"NATIVE_FUNCTIONS = {{\n{functions}}}\n"
+            f"#: the potentials of symplectic attention: name -> (normalised over, one softmax)\n"
+            f"SYMATTN_ACTIVATIONS = {{\n{acts}}}\n")
 
 
 NATIVE_HEADER = """/* Native CPU kernels generated from the verified SymPy bindings.
@@ -128,6 +154,83 @@ def generate_native_module() -> str:
     return header + f"\n/* functions:\n{index}\n*/\n\n" + "\n".join(functions)
 
 
+LEDGER_IDS_HEADER = '''"""The claim ids of the ledger, with their families and recorded verdicts, for runtime checks.
+
+DO NOT EDIT: this file is written by ``geoattn codegen`` from :mod:`geoattn.symbolic.ledger`;
+``geoattn codegen --check`` fails when it is stale. :mod:`geoattn.testing` reads it to validate the
+ledger ids a module cites, without importing SymPy.
+"""
+
+__all__ = ["CLAIMS", "CLAIM_IDS", "FAMILIES"]
+
+#: claim id -> (family, recorded verdict), in ledger order
+CLAIMS = {{
+{rows}}}
+
+#: every claim id of the ledger
+CLAIM_IDS = frozenset(CLAIMS)
+
+#: the family names, in ledger order
+FAMILIES = (
+{families})
+'''
+
+
+def generate_ledger_ids_module() -> str:
+    """The source of ``geoattn/_ledger_ids.py``: every claim id of the ledger with its family and recorded verdict."""
+    from ..symbolic.ledger import all_claims, families
+
+    rows = "".join(f'    "{c.id}": ("{c.family}", "{c.expected.value}"),\n' for c in all_claims())
+    names = "".join(f'    "{f}",\n' for f in families())
+    return LEDGER_IDS_HEADER.format(rows=rows, families=names)
+
+
+def ledger_ids_target_path() -> str:
+    """``geoattn/_ledger_ids.py`` in this checkout."""
+    return os.path.normpath(os.path.join(os.path.dirname(target_path()), "..", "_ledger_ids.py"))
+
+
+TRITON_HEADER = '''"""Triton kernels generated from the verified SymPy bindings.
+
+DO NOT EDIT: this file is written by ``geoattn codegen`` from ``geoattn/symbolic/expressions.py`` (the bindings of
+``geoattn.symbolic.kernel_table.NATIVE_KERNELS``, which the C kernels of ``_native_gram.c`` are printed from too);
+``geoattn codegen --check`` fails when it is stale. It is imported by ``geoattn.kernels._triton`` only where
+``triton`` is installed. Every kernel is printed from one scalar program (``geoattn.codegen.lowering``): one
+program per ``BLOCK`` samples, one lane per sample, loops over the tokens for the reductions and the row maps,
+every value in float64 (Note [Triton lanes] in ``geoattn.codegen.tritonprinter``).
+
+bindings-sha256: {hash}
+printer-version: {version}
+
+Sources (kernel: bindings  [ledger claims]):
+{sources}
+"""
+
+import triton
+import triton.language as tl
+
+__all__ = [{names}]
+'''
+
+
+def generate_triton_module() -> str:
+    """The Python source of every Triton kernel at every ``d``, with a header naming its sources."""
+    sources = "\n".join(
+        f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.bindings) + f"  [{', '.join(k.claims)}]"
+        for k in NATIVE_KERNELS
+    )
+    names = [triton_function_name(k, d) for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1)]
+    header = TRITON_HEADER.format(hash=native_hash(), version=PRINTER_VERSION, sources=sources,
+                                  names=", ".join(f'"{n}"' for n in names))
+    kernels = [print_triton_kernel(k, d) for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1)]
+    return header + "\n\n" + "\n\n".join(kernels)
+
+
+def triton_target_path() -> str:
+    """``geoattn/kernels/_triton_gram.py`` in this checkout."""
+    return os.path.join(os.path.dirname(target_path()), "_triton_gram.py")
+
+
 def native_target_path() -> str:
     """``geoattn/kernels/_native_gram.c`` in this checkout."""
     return os.path.join(os.path.dirname(target_path()), "_native_gram.c")
@@ -139,11 +242,16 @@ def target_path() -> str:
     return os.path.normpath(os.path.join(here, "..", "kernels", "_generated.py"))
 
 
-def write(path: str | None = None, native_path: str | None = None) -> str:
-    """Write the generated module to ``path`` (default :func:`target_path`) and the native kernels' C source to
-    ``native_path`` (default :func:`native_target_path`); return the module's path."""
+def write(path: str | None = None, native_path: str | None = None, triton_path: str | None = None,
+          ledger_path: str | None = None) -> str:
+    """Write the generated module to ``path`` (default :func:`target_path`), the native kernels' C source to
+    ``native_path`` (default :func:`native_target_path`), the Triton kernels to ``triton_path`` (default
+    :func:`triton_target_path`) and the ledger's ids to ``ledger_path`` (default :func:`ledger_ids_target_path`);
+    return the module's path."""
     path = path or target_path()
-    for target, text in ((path, generate_module()), (native_path or native_target_path(), generate_native_module())):
+    for target, text in ((path, generate_module()), (native_path or native_target_path(), generate_native_module()),
+                         (triton_path or triton_target_path(), generate_triton_module()),
+                         (ledger_path or ledger_ids_target_path(), generate_ledger_ids_module())):
         tmp = f"{target}.tmp"
         with open(tmp, "w") as fh:
             fh.write(text)
@@ -162,9 +270,12 @@ def _diff(path: str, want: str) -> str:
     return "".join(difflib.unified_diff(have.splitlines(True), want.splitlines(True), path, "generated"))
 
 
-def check(path: str | None = None, native_path: str | None = None) -> tuple[bool, str]:
-    """``(fresh, diff)``: whether the generated module at ``path`` and the C source at ``native_path`` equal what
-    would be generated."""
-    diff = _diff(path or target_path(), generate_module()) + _diff(native_path or native_target_path(),
-                                                                  generate_native_module())
+def check(path: str | None = None, native_path: str | None = None,
+          triton_path: str | None = None, ledger_path: str | None = None) -> tuple[bool, str]:
+    """``(fresh, diff)``: whether the generated module at ``path``, the C source at ``native_path``, the Triton
+    kernels at ``triton_path`` and the ledger's ids at ``ledger_path`` equal what would be generated."""
+    diff = (_diff(path or target_path(), generate_module())
+            + _diff(native_path or native_target_path(), generate_native_module())
+            + _diff(triton_path or triton_target_path(), generate_triton_module())
+            + _diff(ledger_path or ledger_ids_target_path(), generate_ledger_ids_module()))
     return not diff, diff

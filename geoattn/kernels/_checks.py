@@ -6,10 +6,13 @@ import functools
 
 import torch
 
+from ..errors import DeviceError, DtypeError, ShapeError, StructureError
+
 __all__ = [
     "KernelShapeError",
     "KernelDtypeError",
     "check_square",
+    "check_same",
     "check_float",
     "check_matmul",
     "half_in_float32",
@@ -19,12 +22,9 @@ __all__ = [
 ]
 
 
-class KernelShapeError(ValueError):
-    """A tensor of the wrong shape was passed to a kernel."""
-
-
-class KernelDtypeError(TypeError):
-    """A tensor of a non-floating dtype was passed to a kernel."""
+#: the names these classes had before :mod:`geoattn.errors` (the same classes)
+KernelShapeError = ShapeError
+KernelDtypeError = DtypeError
 
 
 _HALF = (torch.float16, torch.bfloat16)
@@ -32,22 +32,36 @@ _HALF = (torch.float16, torch.bfloat16)
 
 def check_float(name: str, t: torch.Tensor) -> None:
     if not isinstance(t, torch.Tensor):
-        raise KernelDtypeError(f"Expected {name} to be a torch.Tensor. Got {type(t).__name__}.")
+        raise DtypeError(f"Expected {name} to be a torch.Tensor. Got {type(t).__name__}.")
     if not t.is_floating_point():
-        raise KernelDtypeError(f"Expected {name} to have a floating dtype. Got {t.dtype}.")
+        raise DtypeError(f"Expected {name} to have a floating dtype. Got {t.dtype}.")
+
+
+def check_same(*named: tuple[str, torch.Tensor], dtype: bool = True) -> None:
+    """Raise unless the tensors ``(name, tensor)`` share one device (and, with ``dtype=True``, one dtype).
+
+    The meta device is no exception: a meta tensor beside a CPU one would give a result of made-up values.
+    """
+    (n0, t0), rest = named[0], named[1:]
+    for name, t in rest:
+        if t.device != t0.device:
+            raise DeviceError(f"Expected {n0} and {name} on one device. Got {n0} on {t0.device} and {name} on "
+                              f"{t.device}.")
+        if dtype and t.dtype != t0.dtype:
+            raise DtypeError(f"Expected {n0} and {name} of one dtype. Got {n0} {t0.dtype} and {name} {t.dtype}.")
 
 
 def check_square(name: str, t: torch.Tensor) -> None:
     check_float(name, t)
     if t.dim() < 2 or t.shape[-1] != t.shape[-2]:
-        raise KernelShapeError(
+        raise ShapeError(
             f"Expected {name} to be square in its last two dimensions, (..., n, n). Got shape {tuple(t.shape)}."
         )
 
 
 def check_matmul(left: str, a: torch.Tensor, right: str, b: torch.Tensor) -> None:
     if b.dim() < 2 or a.shape[-1] != b.shape[-2]:
-        raise KernelShapeError(
+        raise ShapeError(
             f"Expected {right} to have {a.shape[-1]} rows to match {left} of shape {tuple(a.shape)}. "
             f"Got shape {tuple(b.shape)}."
         )
@@ -93,9 +107,11 @@ def check_skew(name: str, t: torch.Tensor) -> None:
         return
     defect = skew_defect(t)
     tol = skew_tolerance(t)
-    bad = defect > tol
+    # an infinite defect (a pair c_ij, c_ji of one sign, at least one infinite) is never skew, whatever the
+    # tolerance of an infinite matrix; a NaN defect is not flagged: NaN propagates, sample by sample
+    bad = (defect > tol) | torch.isposinf(defect)
     if bool(bad.any()):
-        raise ValueError(
+        raise StructureError(
             f"Expected {name} to be skew-symmetric (|{name} + {name}^T| <= {float(tol[bad].max()):.3g}). "
             f"Got |{name} + {name}^T| = {float(defect[bad].max()):.3g}."
         )

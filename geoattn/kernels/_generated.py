@@ -49,7 +49,7 @@ Sources (kernel: expression  [ledger claims]):
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "vp_gram_closed", "vp_gram_closed_vjp", "cayley_minus_identity_skew_small", "exp_skew_so4", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "soa_mm", "soa_tr", "soa_tr_mm", "soa_eye", "sin_over", "N_OUTPUTS"]
+__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "vp_gram_closed", "vp_gram_closed_vjp", "cayley_minus_identity_skew_small", "exp_skew_so4", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "soa_mm", "soa_tr", "soa_tr_mm", "soa_eye", "sin_over", "N_OUTPUTS", "NATIVE_FUNCTIONS", "SYMATTN_ACTIVATIONS"]
 
 
 def sin_over(x):
@@ -739,4 +739,19 @@ N_OUTPUTS = {
     "symattn_update_vector_one_softmax": 2,
     "symattn_vjp_all": 2,
     "symattn_vjp_columns": 2,
+}
+
+#: the native C functions (geoattn_<name>_d<d>_<real>) and the largest d each is printed for
+NATIVE_FUNCTIONS = {
+    "vp_gram_fwd": 4,
+    "vp_gram_bwd": 4,
+    "cayley_small_fwd": 3,
+    "cayley_vjp": 3,
+}
+#: the potentials of symplectic attention: name -> (normalised over, one softmax)
+SYMATTN_ACTIVATIONS = {
+    "matrix_softmax": ('all', False),
+    "vector_softmax": ('columns', False),
+    "matrix_one_softmax": ('all', True),
+    "vector_one_softmax": ('columns', True),
 }

@@ -9,7 +9,8 @@ For ``x`` of shape ``(B, T, d)`` and skew ``A`` the layer output is
 ``vp_gram_closed_vjp``). On CPU, where a C compiler is found, the whole layer runs as the native kernels
 printed from the same bindings (:mod:`geoattn.kernels._native`, Note [native kernels]); the torch form below
 serves everywhere else (other devices, no compiler, ``GEOATTN_NATIVE=0``), and the residual check, the solved
-samples and the large-input fallback are the same on both.
+samples and the large-input fallback are the same on both. On CUDA devices the Triton kernels printed from the
+same bindings serve (:mod:`geoattn.kernels._triton`), through the same autograd function.
 
 Note [structure-of-arrays runtime]
 ----------------------------------
@@ -49,9 +50,15 @@ import torch
 
 from . import _generated as gen
 from . import _native
-from ._functions import _under_functorch
+from ._functions import _traced, _under_functorch
+from ._lowrank import vp_lowrank
 
-__all__ = ["closed_form_applies", "residual_tolerance", "vp_gram_closed"]
+__all__ = ["closed_form_reason", "residual_tolerance", "vp_gram_closed", "vp_gram_solve", "GRAM_MAX_SCALE",
+           "CLOSED_MAX_DIM"]
+
+#: samples with |x|_F^2 |A|_F above this take the QR form in the Gram routes (Note [why QR and not the Gram matrix]
+#: in geoattn.kernels._lowrank)
+GRAM_MAX_SCALE = 1e6
 
 #: the largest d the closed form covers (vp.gram_closed_form); the native kernels are printed up to it
 CLOSED_MAX_DIM = _native.MAX_DIM
@@ -60,18 +67,22 @@ CLOSED_MAX_DIM = _native.MAX_DIM
 SOA_MAX_T = 32
 
 
-def closed_form_applies(x: torch.Tensor, A: torch.Tensor) -> tuple[bool, str]:
-    """Whether :func:`vp_gram_closed` can compute the Gram form of ``x`` and ``A``, and why not."""
+def closed_form_reason(x: torch.Tensor, A: torch.Tensor) -> str | None:
+    """None when :func:`vp_gram_closed` can compute the Gram form of ``x`` and ``A``, else why not."""
     d = x.shape[-1]
     if d > CLOSED_MAX_DIM:
-        return False, f"d={d} > {CLOSED_MAX_DIM}: no closed form (K^4 + c2 K^2 + c4 I = 0 needs d <= 4)"
+        return f"d={d} > {CLOSED_MAX_DIM}: no closed form (K^4 + c2 K^2 + c4 I = 0 needs d <= 4)"
     if A.dim() != 2:
-        return False, "a batched weighting A: the closed form takes one A for the whole batch"
+        return "a batched weighting A: the closed form takes one A for the whole batch"
     if x.numel() == 0:
-        return False, "an empty input"
-    if not x.dtype.is_floating_point or x.dtype == torch.float64:
-        return False, f"{x.dtype} input: float64 inputs keep the solve"
-    return True, "d <= 4, one weighting: closed form (Note [structure-of-arrays runtime])"
+        return "an empty input"
+    if x.dtype == torch.float64:
+        return "float64 input: float64 inputs keep the solve"
+    if _traced(x) or _traced(A):
+        return "traced (torch.func, torch.compile or meta): the residual check branches on the data"
+    if _dual(x) or _dual(A):
+        return "a forward-mode tangent: the closed form has no jvp"
+    return None
 
 
 def _soa(x: torch.Tensor) -> torch.Tensor:
@@ -112,13 +123,13 @@ class _VPGramClosed(torch.autograd.Function):
     # [structure-of-arrays runtime]); the choice depends on the sample's shape and the machine, never on the batch.
     # Returns y, the per-sample residual check and the per-sample |x|_F^2 (the trace of the Gram matrix).
     @staticmethod
-    def forward(ctx, x, A):
+    def forward(ctx, x, A, native):
         B, T, d = x.shape
         As = _skew64(A)
-        ctx.native = _native_applies(x)
-        if ctx.native:
+        ctx.native = _kernel_module(native)
+        if ctx.native is not None:
             xn = _native_tokens(x)
-            y, G, N, rmax = _native.gram_forward(xn, As.contiguous())
+            y, G, N, rmax = ctx.native.gram_forward(xn, As.contiguous())
             ok = rmax <= residual_tolerance(x.dtype)
             if not bool(ok.all()):
                 bad = (~ok).nonzero().squeeze(-1)
@@ -151,20 +162,20 @@ class _VPGramClosed(torch.autograd.Function):
     @staticmethod
     def backward(ctx, gy, _ok, _scale):
         x, A = ctx.saved_tensors[:2]
-        if torch.is_grad_enabled() or (ctx.native and _under_functorch(gy)):
+        if torch.is_grad_enabled() or (ctx.native is not None and _under_functorch(gy)):
             # double backward: through the float64 Gram form, built from differentiable operations; also a
             # batched incoming gradient (is_grads_batched, jacobian(vectorize=True)), which the C kernel cannot read
             def f(a, b):
                 return gen.vp_gram_cayley(a.double(), _skew64(b)).to(a.dtype)
 
             _, pullback = torch.func.vjp(f, x, A)
-            return pullback(gy)
-        if ctx.native:
+            return (*pullback(gy), None)
+        if ctx.native is not None:
             _, _, N, As = ctx.saved_tensors
             xn = _native_tokens(x)
-            gx, gA = _native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As)
+            gx, gA = ctx.native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As)
             gAs = gA.sum(0)
-            return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype)
+            return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None
         _, _, xs, G, N, P, As = ctx.saved_tensors
         if ctx.soa:
             gys = _soa(gy)  # also makes the expanded gradient of out.sum() contiguous
@@ -177,28 +188,26 @@ class _VPGramClosed(torch.autograd.Function):
             gx = torch.baddbmm(gys @ P.permute(2, 1, 0).contiguous(), xs, H.permute(2, 0, 1).contiguous()).to(gy.dtype)
         d, B = G.shape[0], G.shape[2]
         gAs = G.reshape(d, d * B) @ Mbar.permute(0, 2, 1).reshape(d * B, d)  # sum over the batch of G Mbar
-        return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype)
+        return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype), None
 
 
-#: whether the native kernels may serve (the tests turn it off to exercise the eager form)
-USE_NATIVE = True
+def _kernel_module(native):
+    """The module of printed kernels ``native`` names: None (the torch form) for False, the C kernels
+    (:mod:`geoattn.kernels._native`) for True, else ``native`` itself (:mod:`geoattn.kernels._triton`, which takes
+    and returns the same arrays)."""
+    if native is False or native is None:
+        return None
+    return _native if native is True else native
 
 
-def _native_dtype(x: torch.Tensor) -> torch.dtype:
+def native_dtype(x: torch.Tensor) -> torch.dtype:
     """The real type the native kernels take ``x`` in: float64 stays float64, the rest is float32."""
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
 def _native_tokens(x: torch.Tensor) -> torch.Tensor:
     """``x`` as the native kernels take it, contiguous; no copy when it is already."""
-    return x.to(_native_dtype(x)).contiguous()
-
-
-def _native_applies(x: torch.Tensor) -> bool:
-    """Whether the native kernels serve ``x`` (Note [native kernels] in :mod:`geoattn.kernels._native`)."""
-    if not USE_NATIVE or x.device.type != "cpu":
-        return False
-    return _native.native_status(x.shape[-1], _native_dtype(x))[0]
+    return x.to(native_dtype(x)).contiguous()
 
 
 def _skew64(A: torch.Tensor) -> torch.Tensor:
@@ -223,20 +232,40 @@ def _dual(t: torch.Tensor) -> bool:
     return unpack_dual(t).tangent is not None
 
 
-def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, fallback) -> torch.Tensor:
-    """The Gram form by its closed form (``x`` of shape ``(..., T, d)`` with ``d <= 4``, ``A`` of shape ``(d, d)``);
-    samples that fail the residual check are solved on the same path (Note [closed-form residual check]), and
-    samples with ``|x|_F^2 |A|_F > GRAM_MAX_SCALE`` take ``fallback(x, A)`` on their own (the QR form of
-    Note [why QR and not the Gram matrix]). Inputs with a forward-mode tangent take ``fallback`` whole."""
-    from ._lowrank import GRAM_MAX_SCALE
-
-    if _dual(x) or _dual(A):
-        return fallback(x, A)
+def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, native) -> torch.Tensor:
+    """The Gram form by its closed form (``x`` of shape ``(..., T, d)`` with ``d <= 4``, ``A`` of shape ``(d, d)``;
+    :func:`closed_form_reason` is None), by printed kernels (``native``: True for the C kernels, or a module of
+    kernels with the same functions, :mod:`geoattn.kernels._triton`) or the torch form (False); samples that
+    fail the residual check are solved on the same path (Note [closed-form residual check]), and samples with
+    ``|x|_F^2 |A|_F > GRAM_MAX_SCALE`` take the QR form on their own (Note [why QR and not the Gram matrix])."""
     shape = x.shape
     xb = x.reshape(-1, *shape[-2:])
-    y, _, sq = _VPGramClosed.apply(xb, A)
+    y, _, sq = _VPGramClosed.apply(xb, A, native)
     big = sq * _skew64(A.detach()).norm() > GRAM_MAX_SCALE
     if bool(big.any()):
         idx = big.nonzero().squeeze(-1)
-        y = y.index_put((idx,), fallback(xb[idx], A))
+        y = y.index_put((idx,), vp_gram_solve(xb[idx], A))
     return y.reshape(shape)
+
+
+def vp_gram_solve(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+    """The Gram form with a pivoted solve, computed in float64 and differentiated by autograd; per sample, inputs
+    too large for it (``|x|_F^2 |A|_F > GRAM_MAX_SCALE``) take the QR form in float64 (Note [why QR and not the
+    Gram matrix])."""
+    xd, Ad = x.double(), A.double()
+    Ad = 0.5 * (Ad - Ad.mT)  # the forms use the skew part of A, so the gradient in A is skew too
+    if xd.numel() == 0 or _traced(x) or _traced(A):
+        return gen.vp_gram_cayley(xd, Ad).to(x.dtype)
+    scale = (xd.detach() * xd.detach()).sum((-2, -1)) * Ad.detach().norm(dim=(-2, -1))
+    big = scale > GRAM_MAX_SCALE
+    if not bool(big.any()):
+        return gen.vp_gram_cayley(xd, Ad).to(x.dtype)
+    batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])
+    T, d = x.shape[-2:]
+    xb = xd.expand(batch + (T, d)).reshape(-1, T, d)
+    Ab = Ad.expand(batch + (d, d)).reshape(-1, d, d)
+    big = big.expand(batch).reshape(-1)
+    out = torch.empty(xb.shape, dtype=torch.float64, device=x.device)
+    out = out.index_put((~big,), gen.vp_gram_cayley(xb[~big], Ab[~big]))
+    out = out.index_put((big,), vp_lowrank(xb[big], Ab[big], "cayley"))
+    return out.reshape(batch + (T, d)).to(x.dtype)

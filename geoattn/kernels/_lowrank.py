@@ -20,8 +20,9 @@ no larger than the ``d x d`` ones and a factorisation is pure overhead. When
 ``d < T`` it takes, for the Cayley transform of float32 (or half) inputs, the
 Gram form ``"gram"`` computed in float64 (Note [why QR and not the Gram
 matrix]); for float64 inputs and for the exponential, the QR form ``"lowrank"``.
-:func:`choose_method` returns the choice with its reason, as torch records why a
-fast path was not taken.
+The routes of the operation ``vp_attention`` (:mod:`geoattn.kernels._op_vp`) encode
+this order; :func:`geoattn.kernels.explain` returns the route a call takes and why
+every other did not serve.
 
 Note [why QR and not the Gram matrix]
 -------------------------------------
@@ -87,83 +88,27 @@ from __future__ import annotations
 import torch
 
 from . import _generated as gen
-from ._functions import EXP_CLOSED_MAX, _large_skew, _traced, cayley_closed, cayley_routed, exp_skew_closed
-from ._gram import closed_form_applies, vp_gram_closed
+from ._exp import EXP_CLOSED_MAX, exp_skew_closed
+from ._functions import SMALL_MAX, _large_skew, cayley_closed, cayley_routed
 from ._householder import thin_qr
+from ._op_cayley import cayley
+from ._op_exp import exp_skew
 
-__all__ = ["choose_method", "vp_lowrank", "vp_gram", "vp_full", "ACTIVATIONS", "METHODS"]
+__all__ = ["vp_lowrank", "vp_full", "ACTIVATIONS", "METHODS"]
 
 #: the activations of volume-preserving attention
 ACTIVATIONS = ("cayley", "exp")
 
 
+#: the forms of volume-preserving attention a caller may request (``"auto"``: the dispatch table chooses)
 METHODS = ("auto", "lowrank", "gram", "full")
-
-
-def choose_method(T: int, d: int, method: str = "auto", *, activation: str = "cayley",
-                  dtype: torch.dtype | None = None) -> tuple[str, str]:
-    """The form (``"gram"``, ``"lowrank"`` or ``"full"``) for ``T`` tokens of ``d`` features, and why.
-
-    See Note [choice of form].
-    """
-    if method not in METHODS:
-        raise ValueError(f"Expected method in {METHODS}. Got {method!r}.")
-    if method == "gram" and activation != "cayley":
-        raise ValueError(f"Expected activation 'cayley' for method 'gram' (the Gram form is the Cayley layer's). "
-                         f"Got {activation!r}.")
-    if method != "auto":
-        return method, "requested"
-    if d >= T:
-        return "full", f"d={d} >= T={T}: the T x T matrices are no larger than the d x d ones"
-    if activation == "cayley" and dtype is not None and dtype != torch.float64:
-        return "gram", (f"d={d} < T={T}, {dtype}: the d x d Gram form computed in float64 (one d x d solve or, "
-                        "for d <= 4, its closed form; no QR; Note [why QR and not the Gram matrix])")
-    return "lowrank", f"d={d} < T={T}: O(T d^2) without a T x T matrix"
-
-
-#: samples with |x|_F^2 |A|_F above this take the QR form in "gram" (Note [why QR and not the Gram matrix])
-GRAM_MAX_SCALE = 1e6
-
-
-def vp_gram(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-    """The Cayley layer by its Gram form (ledger ``vp.gram_form``) with the skew part of ``A``: for ``d <= 4`` and
-    one weighting by the closed form of :mod:`geoattn.kernels._gram` (no solve; samples failing its residual
-    check are solved), otherwise by :func:`_vp_gram_solve`."""
-    if not (_traced(x) or _traced(A)) and closed_form_applies(x, A)[0]:
-        return vp_gram_closed(x, A, _vp_gram_solve)
-    return _vp_gram_solve(x, A)
-
-
-def _vp_gram_solve(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-    """The Gram form with a pivoted solve, computed in float64 and differentiated by autograd; per sample, inputs
-    too large for it (``|x|_F^2 |A|_F > GRAM_MAX_SCALE``) take the QR form in float64 (Note [why QR and not the
-    Gram matrix])."""
-    xd, Ad = x.double(), A.double()
-    Ad = 0.5 * (Ad - Ad.mT)  # the forms use the skew part of A, so the gradient in A is skew too
-    if xd.numel() == 0 or _traced(x) or _traced(A):
-        return gen.vp_gram_cayley(xd, Ad).to(x.dtype)
-    scale = (xd.detach() * xd.detach()).sum((-2, -1)) * Ad.detach().norm(dim=(-2, -1))
-    big = scale > GRAM_MAX_SCALE
-    if not bool(big.any()):
-        return gen.vp_gram_cayley(xd, Ad).to(x.dtype)
-    batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])
-    T, d = x.shape[-2:]
-    xb = xd.expand(batch + (T, d)).reshape(-1, T, d)
-    Ab = Ad.expand(batch + (d, d)).reshape(-1, d, d)
-    big = big.expand(batch).reshape(-1)
-    out = torch.empty(xb.shape, dtype=torch.float64, device=x.device)
-    out = out.index_put((~big,), gen.vp_gram_cayley(xb[~big], Ab[~big]))
-    out = out.index_put((big,), vp_lowrank(xb[big], Ab[big], "cayley"))
-    return out.reshape(batch + (T, d)).to(x.dtype)
 
 
 def _small_factors(x: torch.Tensor, A: torch.Tensor, activation: str):
     """``Q, R, W = f(S) - I`` of the low-rank form (``S`` too for the exponential)."""
-    from . import exp_skew
-
     Q, R = thin_qr(x)  # Note [batched Householder QR on CUDA]
     S = gen.vp_lowrank_skew(R, A)
-    if activation == "cayley" and S.shape[-1] <= 3:  # S is exactly skew: Note [Cayley of small skew matrices]
+    if activation == "cayley" and S.shape[-1] <= SMALL_MAX:  # S is exactly skew: Note [Cayley of small skew matrices]
         W = cayley_closed(S, gen.cayley_minus_identity_skew_small, shift=1.0)
     elif activation == "cayley":
         W = cayley_routed(S, _large_skew(S), gen.cayley_minus_identity, shift=1.0)  # Note [Cayley at large norms]
@@ -203,8 +148,6 @@ def _sum_to(g: torch.Tensor, shape: torch.Size) -> torch.Tensor:
 
 def vp_full(x: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
     """The ``T x T`` form: :math:`f(C)^T x` with ``C = x A x^T`` skew-symmetrised, differentiable by autograd."""
-    from . import cayley, exp_skew
-
     C = gen.vp_correlation(x, A)
     C = 0.5 * (C - C.mT)
     lam = cayley(C) if activation == "cayley" else exp_skew(C, check=False)

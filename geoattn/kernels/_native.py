@@ -50,17 +50,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
+from . import _generated as gen
+
 __all__ = ["native_status", "gram_forward", "gram_backward", "cayley_forward", "cayley_backward", "build", "SOURCE"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram.c")
-#: the largest d the kernels cover: that of the closed form (vp.gram_closed_form; _gram.CLOSED_MAX_DIM)
-MAX_DIM = 4
 #: the C functions (without ``geoattn_`` and the ``_d<d>_<real>`` suffix) and the largest d each is printed for:
-#: those of :data:`geoattn.symbolic.kernel_table.NATIVE_KERNELS` (a test compares; the runtime never imports SymPy)
-FUNCTIONS = {"vp_gram_fwd": 4, "vp_gram_bwd": 4, "cayley_small_fwd": 3, "cayley_vjp": 3}
+#: a table printed by ``geoattn codegen`` from :data:`geoattn.symbolic.kernel_table.NATIVE_KERNELS`
+FUNCTIONS = dict(gen.NATIVE_FUNCTIONS)
+#: the largest d the Gram layer's kernels cover: that of the closed form (vp.gram_closed_form; _gram.CLOSED_MAX_DIM)
+MAX_DIM = max(FUNCTIONS["vp_gram_fwd"], FUNCTIONS["vp_gram_bwd"])
 #: the largest T of the Cayley kernels (Note [Cayley of small skew matrices] in geoattn.kernels._functions)
-CAYLEY_MAX = 3
+CAYLEY_MAX = min(FUNCTIONS["cayley_small_fwd"], FUNCTIONS["cayley_vjp"])
 _REALS = {torch.float32: ("f32", ctypes.c_float), torch.float64: ("f64", ctypes.c_double)}
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
@@ -98,10 +100,15 @@ def _cache_dir() -> str:
     return os.environ.get("GEOATTN_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "geoattn")
 
 
+def enabled() -> bool:
+    """Whether the native kernels may serve at all: ``GEOATTN_NATIVE`` is not ``0`` (read at each call)."""
+    return os.environ.get("GEOATTN_NATIVE", "1") != "0"
+
+
 def build(d: int, real: str, source: str = SOURCE, cache_dir: str | None = None) -> ctypes.CDLL | str:
     """Compile (or find in the cache) and load the library of one ``d`` and real type (``"f32"``, ``"f64"``) from
     the C file ``source``; a string says why it could not be built. The tests build broken kernels with it."""
-    if os.environ.get("GEOATTN_NATIVE", "1") == "0":
+    if not enabled():
         return "GEOATTN_NATIVE=0 in the environment"
     cc = _compiler()
     if cc is None:
@@ -175,8 +182,8 @@ def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:
         return _libraries[key]
 
 
-def native_status(d: int = 4, dtype: torch.dtype = torch.float32) -> tuple[bool, str]:
-    """Whether the native CPU kernels of size ``d`` can run here, and why not.
+def native_status(d: int | None = None, dtype: torch.dtype | None = None):
+    """Whether the native CPU kernels of size ``d`` can run here, and why not; with no arguments, every kernel.
 
     The Cayley layer (:func:`geoattn.kernels.vp_attention`, :class:`geoattn.nn.VolumePreservingAttention`) takes
     the closed-form Gram layer's kernels for CPU inputs with ``d <= 4`` when this returns ``True``; otherwise it
@@ -186,17 +193,20 @@ def native_status(d: int = 4, dtype: torch.dtype = torch.float32) -> tuple[bool,
 
     Parameters
     ----------
-    d : int
+    d : int, optional
         the feature size (1 to 4), or the size ``T`` of the Cayley transform's matrices (1 to 3).
-    dtype : torch.dtype
-        ``torch.float32`` (the layer's float32 and half inputs) or ``torch.float64`` (the Cayley transform's
-        float64 inputs, and direct calls).
+    dtype : torch.dtype, optional
+        ``torch.float32`` (the layer's float32 and half inputs; the default when ``d`` is given) or
+        ``torch.float64`` (the Cayley transform's float64 inputs, and direct calls).
 
     Returns
     -------
     (bool, str)
         whether the kernels are available, and the reason when they are not (no C compiler, ``GEOATTN_NATIVE=0``,
         the compiler's error, a ``d`` or dtype they do not cover).
+    dict
+        with no arguments: ``{(kernel, d, dtype): (bool, str)}`` for every C function of :data:`FUNCTIONS`, every
+        ``d`` it is printed for and both real types (building each library once).
 
     Examples
     --------
@@ -204,7 +214,18 @@ def native_status(d: int = 4, dtype: torch.dtype = torch.float32) -> tuple[bool,
     (False, 'd=5: the native kernels cover d <= 4')
     >>> native_status(4, torch.float16)[1]
     'torch.float16: the native kernels take float32 or float64 tokens'
+    >>> sorted({name for name, _, _ in native_status()})
+    ['cayley_small_fwd', 'cayley_vjp', 'vp_gram_bwd', 'vp_gram_fwd']
     """
+    if d is None and dtype is None:
+        report = {}
+        for name, top in FUNCTIONS.items():
+            for k in range(1, top + 1):
+                for real in _REALS:
+                    report[(name, k, real)] = native_status(k, real)
+        return report
+    d = MAX_DIM if d is None else d
+    dtype = torch.float32 if dtype is None else dtype
     lib = _library(d, dtype)
     return (True, "native kernels built") if not isinstance(lib, str) else (False, lib)
 

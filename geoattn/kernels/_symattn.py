@@ -21,13 +21,9 @@ from ._lowrank import _sum_to
 
 __all__ = ["SYMATTN_ACTIVATIONS", "symattn_forward", "symattn_potential_value"]
 
-#: activation -> (normalised over, one softmax); the same table as geoattn.symbolic.symattn.ACTIVATIONS
-SYMATTN_ACTIVATIONS: dict[str, tuple[str, bool]] = {
-    "matrix_softmax": ("all", False),
-    "vector_softmax": ("columns", False),
-    "matrix_one_softmax": ("all", True),
-    "vector_one_softmax": ("columns", True),
-}
+#: activation -> (normalised over, one softmax): a table printed by ``geoattn codegen`` from
+#: :data:`geoattn.symbolic.symattn.ACTIVATIONS`
+SYMATTN_ACTIVATIONS: dict[str, tuple[str, bool]] = dict(gen.SYMATTN_ACTIVATIONS)
 
 _FORWARD = {name: getattr(gen, f"symattn_update_{name}") for name in SYMATTN_ACTIVATIONS}
 _VJP = {"all": gen.symattn_vjp_all, "columns": gen.symattn_vjp_columns}

@@ -44,7 +44,8 @@ class Integrator(nn.Module):
     does_not_preserve = _NOTHING
 
     def _check(self, x: torch.Tensor) -> None:
-        check_sequence(self, "x", x, dim=self.sys_dim, seq_len=self.seq_len, dtype=self._dtype())
+        p = next(self.parameters())
+        check_sequence(self, "x", x, dim=self.sys_dim, seq_len=self.seq_len, dtype=p.dtype, device=p.device)
 
     def _dtype(self) -> torch.dtype:
         return next(self.parameters()).dtype

@@ -8,8 +8,9 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
+from ..errors import OptionError
 from ..nn._common import NOTHING_PRESERVED as _NOTHING
-from ..nn._common import LayerShapeError, check_positive_int, factory
+from ..nn._common import check_positive_int, factory
 from ._common import Chain, check_even_sys_dim, check_state, make_activation
 
 __all__ = ["GradientLayer", "SympNet"]
@@ -62,7 +63,7 @@ class GradientLayer(nn.Module):
         self.sys_dim = check_even_sys_dim(check_positive_int("sys_dim", sys_dim))
         self.upscaling_dim = check_positive_int("upscaling_dim", upscaling_dim)
         if update not in ("p", "q"):
-            raise LayerShapeError(f"Expected update to be 'p' or 'q'. Got {update!r}.")
+            raise OptionError(f"Expected update to be 'p' or 'q'. Got {update!r}.")
         self.update = update
         self.activation = make_activation(activation)
         n = sys_dim // 2

@@ -8,7 +8,9 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
-__all__ = ["LayerShapeError", "LayerDtypeError", "check_sequence", "check_positive_int", "check_probability",
+from ..errors import DeviceError, DtypeError, OptionError, ShapeError
+
+__all__ = ["LayerShapeError", "LayerDtypeError", "check_sequence", "check_option", "check_positive_int", "check_probability",
            "factory", "layer_name",
            "NOTHING_PRESERVED"]
 
@@ -17,12 +19,9 @@ __all__ = ["LayerShapeError", "LayerDtypeError", "check_sequence", "check_positi
 NOTHING_PRESERVED = MappingProxyType({})
 
 
-class LayerShapeError(ValueError):
-    """A layer was given an input or a configuration of the wrong shape."""
-
-
-class LayerDtypeError(TypeError):
-    """A layer was given an input of a non-floating dtype, or of a dtype that differs from its parameters."""
+#: the names these classes had before :mod:`geoattn.errors` (the same classes)
+LayerShapeError = ShapeError
+LayerDtypeError = DtypeError
 
 
 def layer_name(layer: nn.Module) -> str:
@@ -31,6 +30,12 @@ def layer_name(layer: nn.Module) -> str:
     if getattr(layer, "parametrizations", None) is not None and cls.__name__.startswith("Parametrized"):
         cls = cls.__bases__[0]
     return cls.__name__
+
+
+def check_option(kind: str, name: str, value, allowed) -> None:
+    """Raise :class:`~geoattn.errors.OptionError` unless ``value`` is one of ``allowed``."""
+    if value not in allowed:
+        raise OptionError(f"{kind}: expected {name} in {tuple(allowed)}. Got {value!r}.")
 
 
 def check_positive_int(name: str, value) -> int:
@@ -55,8 +60,10 @@ def factory(device, dtype) -> dict:
 
 
 def check_sequence(layer: nn.Module, name: str, x, *, dim: int | None = None, seq_len: int | None = None,
-                   even: bool = False, dtype: torch.dtype | None = None) -> None:
-    """Check a ``(*, seq_len, dim)`` input: a tensor, floating, of the layer's dtype, with the expected sizes."""
+                   even: bool = False, dtype: torch.dtype | None = None,
+                   device: torch.device | None = None) -> None:
+    """Check a ``(*, seq_len, dim)`` input: a tensor, floating, of the layer's dtype and on its device, with the
+    expected sizes."""
     kind = layer_name(layer)
     if not isinstance(x, torch.Tensor):
         raise LayerDtypeError(f"{kind}: expected {name} to be a torch.Tensor. Got {type(x).__name__}.")
@@ -66,6 +73,11 @@ def check_sequence(layer: nn.Module, name: str, x, *, dim: int | None = None, se
         raise LayerDtypeError(
             f"{kind}: expected {name} to have the parameters' dtype {dtype}. Got {x.dtype} (convert one of the "
             f"two: {name}.to({dtype}) or the layer's .to({x.dtype}))."
+        )
+    if device is not None and x.device != device:
+        raise DeviceError(
+            f"{kind}: expected {name} on the parameters' device {device}. Got {name} on {x.device} (move one of the "
+            f"two: {name}.to({str(device)!r}) or the layer's .to({str(x.device)!r}))."
         )
     if x.dim() < 2:
         raise LayerShapeError(

@@ -8,19 +8,23 @@ import torch
 from torch import nn
 
 from ._common import NOTHING_PRESERVED as _NOTHING
+from ..errors import DeviceError
 from ._common import LayerDtypeError, LayerShapeError, check_positive_int, check_probability, check_sequence, factory
 
 __all__ = ["Attention", "attention_weights", "check_mask"]
 
 
-def check_mask(mask, prefix: str = "") -> None:
-    """Refuse a ``mask`` that is neither None nor a boolean or floating tensor (``prefix`` names the layer)."""
+def check_mask(mask, prefix: str = "", device: torch.device | None = None, name: str = "mask") -> None:
+    """Refuse a ``mask`` that is neither None nor a boolean or floating tensor, or not on ``device`` (the inputs'
+    device, when given; ``prefix`` names the layer)."""
     if mask is None:
         return
     if not isinstance(mask, torch.Tensor):
         raise LayerDtypeError(f"{prefix}Expected mask to be a torch.Tensor or None. Got {type(mask).__name__}.")
     if mask.dtype != torch.bool and not mask.is_floating_point():
         raise LayerDtypeError(f"{prefix}Expected a boolean or floating mask. Got {mask.dtype}.")
+    if device is not None and mask.device != device:
+        raise DeviceError(f"{prefix}Expected {name} on the inputs' device {device}. Got {name} on {mask.device}.")
 
 
 def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None,
@@ -39,7 +43,7 @@ def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | Non
     if is_causal:
         mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
     if mask is not None:
-        check_mask(mask)
+        check_mask(mask, device=scores.device)
         try:
             torch.broadcast_shapes(mask.shape, scores.shape)
         except RuntimeError:
@@ -123,10 +127,10 @@ class Attention(nn.Module):
         ``mask``: broadcastable to ``(batch, T, S)``, boolean (``True`` = attend) or additive; ``is_causal=True``
         builds the causal mask itself and refuses a ``mask`` beside it (combine them into one mask). With
         ``need_weights=True`` returns ``(output, weights)``, the weights ``(batch, T, S)`` before dropout."""
-        w = self.q_proj.weight.dtype
-        check_sequence(self, "x", x, dim=self.dim, dtype=w)
+        w = self.q_proj.weight
+        check_sequence(self, "x", x, dim=self.dim, dtype=w.dtype, device=w.device)
         context = x if context is None else context
-        check_sequence(self, "context", context, dim=self.dim, dtype=w)
+        check_sequence(self, "context", context, dim=self.dim, dtype=w.dtype, device=w.device)
         q, k, v = self.q_proj(x), self.k_proj(context), self.v_proj(context)
         weights = attention_weights(q, k, mask, is_causal)
         used = nn.functional.dropout(weights, self.dropout) if self.training and self.dropout else weights

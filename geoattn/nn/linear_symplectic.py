@@ -9,8 +9,9 @@ import torch
 from torch import nn
 
 from .. import kernels as K
+from ..errors import OptionError
 from ._common import NOTHING_PRESERVED as _NOTHING
-from ._common import LayerShapeError, check_positive_int, check_sequence, factory
+from ._common import check_positive_int, check_sequence, factory
 
 __all__ = ["LinearSymplecticAttention"]
 
@@ -66,7 +67,7 @@ class LinearSymplecticAttention(nn.Module):
         kw = factory(device, dtype)
         self.seq_len = check_positive_int("seq_len", seq_len)
         if update not in ("p", "q"):
-            raise LayerShapeError(f"Expected update to be 'p' or 'q'. Got {update!r}.")
+            raise OptionError(f"Expected update to be 'p' or 'q'. Got {update!r}.")
         self.update = update
         self.weight = nn.Parameter(torch.empty(seq_len, seq_len, **kw))
         self.reset_parameters()
@@ -82,7 +83,7 @@ class LinearSymplecticAttention(nn.Module):
         return self.seq_len * (self.seq_len + 1) // 2
 
     def _shear(self, x: torch.Tensor, sign: float, name: str) -> torch.Tensor:
-        check_sequence(self, name, x, seq_len=self.seq_len, even=True, dtype=self.weight.dtype)
+        check_sequence(self, name, x, seq_len=self.seq_len, even=True, dtype=self.weight.dtype, device=self.weight.device)
         n = x.shape[-1] // 2
         q, p = x[..., :n], x[..., n:]
         if self.update == "p":

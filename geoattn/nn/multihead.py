@@ -29,7 +29,7 @@ def _combine_masks(layer, x: torch.Tensor, mask, is_causal: bool, key_padding_ma
     T = x.shape[-2]
     name = layer_name(layer)
     if mask is not None:
-        check_mask(mask, f"{name}: ")
+        check_mask(mask, f"{name}: ", x.device)
         if mask.dim() == 3:  # (batch, T, T): every head of each sample
             if x.dim() != 3 or mask.shape[0] not in (1, x.shape[0]):
                 raise LayerShapeError(
@@ -45,6 +45,7 @@ def _combine_masks(layer, x: torch.Tensor, mask, is_causal: bool, key_padding_ma
         if not isinstance(kpm, torch.Tensor) or kpm.dtype != torch.bool:
             raise LayerDtypeError(f"{name}: Expected a boolean key_padding_mask (True = ignore the key). Got "
                                   f"{kpm.dtype if isinstance(kpm, torch.Tensor) else type(kpm).__name__}.")
+        check_mask(kpm, f"{name}: ", x.device, "key_padding_mask")
         if tuple(kpm.shape) != tuple(x.shape[:-1]):
             raise LayerShapeError(f"{name}: Expected key_padding_mask of shape {tuple(x.shape[:-1])} "
                                   f"(batch, T). Got {tuple(kpm.shape)}.")
@@ -190,7 +191,7 @@ class MultiHeadAttention(nn.Module):
         mode only.
         """
         wq = self.weight_q
-        check_sequence(self, "x", x, dim=self.dim, dtype=wq.dtype)
+        check_sequence(self, "x", x, dim=self.dim, dtype=wq.dtype, device=wq.device)
         q, k, v = self._project(x, wq), self._project(x, self.weight_k), self._project(x, self.weight_v)
         keep = _combine_masks(self, x, mask, is_causal, key_padding_mask)
         weights = attention_weights(q, k, keep)  # (..., h, T, T)

@@ -79,7 +79,7 @@ class OrthonormalAttention(nn.Module):
 
     def correlation(self, x: torch.Tensor) -> torch.Tensor:
         r""":math:`(P^QZ)^T(P^KZ)` in the row layout, ``(x P^{QT})(x P^{KT})^T``, shape ``(..., T, T)``."""
-        check_sequence(self, "x", x, dim=self.dim, dtype=self.weight_q.dtype)
+        check_sequence(self, "x", x, dim=self.dim, dtype=self.weight_q.dtype, device=self.weight_q.device)
         return (x @ self.weight_q.mT) @ (x @ self.weight_k.mT).mT
 
     def attention_matrix(self, x: torch.Tensor) -> torch.Tensor:

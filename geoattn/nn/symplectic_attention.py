@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from .. import kernels as K
+from ..errors import OptionError
 from ._common import NOTHING_PRESERVED as _NOTHING
 from ._common import LayerShapeError, check_positive_int, check_sequence, factory
 
@@ -82,9 +83,9 @@ class SymplecticAttention(nn.Module):
         if dim % 2:
             raise LayerShapeError(f"Expected an even dim = 2n (q and p halves). Got {dim}.")
         if update not in ("p", "q"):
-            raise LayerShapeError(f"Expected update to be 'p' or 'q'. Got {update!r}.")
+            raise OptionError(f"Expected update to be 'p' or 'q'. Got {update!r}.")
         if activation not in K.SYMATTN_ACTIVATIONS:
-            raise ValueError(f"Expected activation in {tuple(K.SYMATTN_ACTIVATIONS)}. Got {activation!r}.")
+            raise OptionError(f"Expected activation in {tuple(K.SYMATTN_ACTIVATIONS)}. Got {activation!r}.")
         if not isinstance(symmetric, bool):
             raise TypeError(f"Expected symmetric to be a bool. Got {symmetric!r}.")
         self.update, self.activation, self.symmetric = update, activation, symmetric
@@ -108,7 +109,7 @@ class SymplecticAttention(nn.Module):
         return 0.5 * (self.weight + self.weight.mT) if self.symmetric else self.weight
 
     def _split(self, x: torch.Tensor, name: str):
-        check_sequence(self, name, x, dim=self.dim, dtype=self.weight.dtype)
+        check_sequence(self, name, x, dim=self.dim, dtype=self.weight.dtype, device=self.weight.device)
         n = self.dim // 2
         return x[..., :n], x[..., n:]
 

@@ -9,6 +9,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from .. import kernels as K
+from ..errors import OptionError
 from ._common import check_positive_int, check_sequence, factory
 
 __all__ = ["VolumePreservingAttention", "Skew"]
@@ -122,7 +123,7 @@ class VolumePreservingAttention(nn.Module):
         kw = factory(device, dtype)
         self.dim = check_positive_int("dim", dim)
         if activation not in K.VP_ACTIVATIONS:
-            raise ValueError(f"Expected activation in {K.VP_ACTIVATIONS}. Got {activation!r}.")
+            raise OptionError(f"Expected activation in {K.VP_ACTIVATIONS}. Got {activation!r}.")
         if activation == "exp" and not skew_sym:
             raise ValueError(
                 "Expected skew_sym=True with activation='exp' (the exponential of the lower-triangle assignment is "
@@ -153,7 +154,7 @@ class VolumePreservingAttention(nn.Module):
         """The skew correlation matrix :math:`C(Z)`, shape ``(..., T, T)`` (for analysis: the forward does not form it
         when ``skew_sym=True`` and ``dim < T``)."""
         A = self.weight
-        check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype)
+        check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype, device=A.device)
         if self.skew_sym:
             C = K.vp_correlation(x, A)
             return 0.5 * (C - C.mT)  # exactly skew; equal to C in exact arithmetic
@@ -168,7 +169,7 @@ class VolumePreservingAttention(nn.Module):
         """``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape."""
         if self.skew_sym:
             A = self.weight
-            check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype)
+            check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype, device=A.device)
             return K.vp_attention(x, A, activation=self.activation, check=False)
         return K.cayley_apply(self.correlation(x), x, check=False)
 
@@ -184,7 +185,7 @@ class VolumePreservingAttention(nn.Module):
                 "correlation matrix, so Y Lambda(Y)^T is not its inverse. Got skew_sym=False."
             )
         A = self.weight
-        check_sequence(self, "y", y, dim=self.dim, dtype=A.dtype)
+        check_sequence(self, "y", y, dim=self.dim, dtype=A.dtype, device=A.device)
         return K.vp_attention(y, -A, activation=self.activation, check=False)
 
     def extra_repr(self) -> str:

@@ -13,17 +13,24 @@ from functools import lru_cache
 
 from .claim import Claim, UnknownClaimError
 
-__all__ = ["get_claim", "all_claims", "families"]
+__all__ = ["get_claim", "all_claims", "families", "declared_in"]
 
 
 @lru_cache(maxsize=1)
 def _ledger() -> tuple[dict[str, Claim], tuple[str, ...]]:
+    return _build()[:2]
+
+
+@lru_cache(maxsize=1)
+def _build() -> tuple[dict[str, Claim], tuple[str, ...], dict[str, str]]:
     from .claims import FAMILIES
 
     table: dict[str, Claim] = {}
+    where: dict[str, str] = {}
     for family, modules in FAMILIES.items():
         for module in modules:
             for claim in module.CLAIMS:
+                where[claim.id] = module.__name__
                 if claim.family:
                     raise ValueError(f"Expected claim {claim.id!r} of module {module.__name__} to declare no family "
                                      f"(the table files it under {family!r}). Got {claim.family!r}.")
@@ -38,7 +45,7 @@ def _ledger() -> tuple[dict[str, Claim], tuple[str, ...]]:
             if original is None or claim.source != f"corrected form of {claim.corrects}":
                 raise ValueError(f"Expected {claim.id!r} to correct a claim of the ledger, with source 'corrected "
                                  f"form of {claim.corrects}'. Got corrects={claim.corrects!r}, source={claim.source!r}.")
-    return table, tuple(FAMILIES)
+    return table, tuple(FAMILIES), where
 
 
 def get_claim(claim_id: str) -> Claim:
@@ -48,6 +55,14 @@ def get_claim(claim_id: str) -> Claim:
         return table[claim_id]
     except KeyError:
         raise UnknownClaimError(claim_id, table) from None
+
+
+def declared_in(claim_id: str) -> str:
+    """The module that declares claim ``claim_id`` (an id's family prefix does not always name it: ``cayley.vjp``
+    is declared with the kernels' claims), e.g. ``'geoattn.symbolic.claims.kernels'``; ``geoattn prove --where ID``
+    prints its file."""
+    get_claim(claim_id)  # UnknownClaimError for an unknown id
+    return _build()[2][claim_id]
 
 
 def all_claims(family: str | None = None) -> list[Claim]:

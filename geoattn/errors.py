@@ -1,0 +1,64 @@
+"""The exceptions of geoattn: one class per kind of mistake, the same class wherever the mistake is made.
+
+Every message reads "Expected ... Got ...", naming what was expected and what was passed. Each class also derives
+from the builtin exception a caller would catch without knowing geoattn (``ValueError`` for a wrong shape, value or
+option, ``TypeError`` for a wrong dtype or type, ``RuntimeError`` for a backend that cannot serve), so
+``except ValueError`` keeps working.
+
+=====================  =======================  ==================================================================
+class                  builtin base             raised for
+=====================  =======================  ==================================================================
+:class:`ShapeError`    ``ValueError``           a tensor or a size of the wrong shape (kernels, layers, models)
+:class:`DtypeError`    ``TypeError``            a non-tensor, a non-floating dtype, two dtypes that must agree
+:class:`DeviceError`   ``ValueError``           tensors (or a tensor and a module's parameters) on two devices
+:class:`OptionError`   ``ValueError``           an unknown option: activation, method, update, backend, ledger id
+:class:`StructureError` ``ValueError``          an input without the structure a form assumes (a non-skew matrix)
+:class:`BackendError`  ``RuntimeError``         a forced backend (:func:`geoattn.kernels.backend`) that cannot serve
+=====================  =======================  ==================================================================
+
+The names the package used before (``KernelShapeError``, ``LayerShapeError``, ``KernelDtypeError``,
+``LayerDtypeError``) are these classes under a second name.
+
+Examples
+--------
+>>> import torch
+>>> from geoattn import errors, kernels
+>>> try:
+...     kernels.cayley(torch.zeros(3, 4))
+... except errors.ShapeError as e:
+...     print(e)
+Expected C to be square in its last two dimensions, (..., n, n). Got shape (3, 4).
+"""
+
+from __future__ import annotations
+
+__all__ = ["GeoattnError", "ShapeError", "DtypeError", "DeviceError", "OptionError", "StructureError",
+           "BackendError"]
+
+
+class GeoattnError(Exception):
+    """The base of every exception geoattn raises on purpose."""
+
+
+class ShapeError(GeoattnError, ValueError):
+    """A tensor or a size of the wrong shape."""
+
+
+class DtypeError(GeoattnError, TypeError):
+    """A non-tensor where a tensor is expected, a non-floating dtype, or two dtypes that must agree and differ."""
+
+
+class DeviceError(GeoattnError, ValueError):
+    """Tensors that must be on one device are on two (or a module's input is not on its parameters' device)."""
+
+
+class OptionError(GeoattnError, ValueError):
+    """An option outside its allowed values (an activation, a method, an update, a backend, a ledger id)."""
+
+
+class StructureError(GeoattnError, ValueError):
+    """An input without the structure the computation assumes (a matrix that is not skew-symmetric)."""
+
+
+class BackendError(GeoattnError, RuntimeError):
+    """A backend forced with :func:`geoattn.kernels.backend` cannot serve the call (the message says why)."""

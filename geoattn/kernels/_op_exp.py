@@ -1,0 +1,129 @@
+r"""The operation ``exp_skew``: the exponential of skew-symmetric matrices, its checks and routes.
+
+Routes, in order: ``empty`` (``T = 0``), ``taylor/eager`` (``method="taylor"``: scaling and squaring of a Taylor
+polynomial), ``eigh/eager`` (``method="eigh"``, and every call traced by ``torch.func``, ``torch.compile`` or on the
+meta device), ``taylor-or-eigh/eager`` (``method="auto"``: per sample, Taylor up to norm 512, the
+eigendecomposition above; Note [large norms] in :mod:`geoattn.kernels._exp`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import OptionError
+from ._backends import EAGER
+from ._checks import check_skew, check_square, half_in_float32
+from ._exp import TAYLOR_MAX_NORM, run_exp_skew
+from ._functions import _traced
+from .dispatch import Call, Operation, Route, dispatch, register_operation
+
+__all__ = ["exp_skew", "EXP_SKEW"]
+
+_METHODS = ("auto", "taylor", "eigh")
+
+
+def _bind(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> Call:
+    check_square("S", S)
+    if method not in _METHODS:
+        raise OptionError(f"Expected method in {_METHODS}. Got {method!r}.")
+    traced = _traced(S)
+    if method == "taylor" and traced and S.shape[-1] > 0:
+        raise OptionError(
+            "Expected method 'auto' or 'eigh' inside torch.func transforms, torch.compile or on the meta device "
+            "(the Taylor path's number of squarings depends on the data). Got method='taylor'."
+        )
+    return Call(S=S, method=method, check=check, device=S.device, traced=traced)
+
+
+def _checked(path: str):
+    def run(c: Call) -> torch.Tensor:
+        if c.check and not c.traced:
+            check_skew("S", c.S)
+        return run_exp_skew(c.S, path)
+    return run
+
+
+def _empty(c: Call) -> str | None:
+    return None if c.S.shape[-1] == 0 else "T > 0"
+
+
+def _requested(name: str):
+    def when(c: Call) -> str | None:
+        if c.method == name:
+            return None
+        if name == "eigh" and c.method == "auto" and c.traced:
+            return None
+        return f"method {c.method!r}" + (" (untraced: decided per sample)" if name == "eigh" else "")
+    return when
+
+
+EXP_SKEW = register_operation(Operation(
+    "exp_skew",
+    _bind,
+    (
+        Route("empty", EAGER.name, _empty, lambda c: c.S.clone()),
+        Route("taylor", EAGER.name, _requested("taylor"), _checked("taylor"),
+              claims=("exp_skew.taylor_form", "exp_skew.taylor_remainder", "exp_skew.scaling_squaring",
+                      "exp_skew.taylor_vjp", "exp_skew.square_vjp")),
+        Route("eigh", EAGER.name, _requested("eigh"), _checked("eigh"), claims=("exp_skew.eigh_form", "exp_skew.vjp")),
+        Route("taylor-or-eigh", EAGER.name, lambda c: None, _checked("auto"),
+              per_sample=f"Taylor up to norm {TAYLOR_MAX_NORM:g}, the eigendecomposition above (Note [large norms])",
+              claims=("exp_skew.taylor_form", "exp_skew.eigh_form")),
+    ),
+    claims=("exp.orthogonal", "exp.det_one"),
+    doc="exp(S) of skew S, batched",
+))
+
+
+@half_in_float32
+def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> torch.Tensor:
+    r"""The matrix exponential of a skew-symmetric matrix, batched.
+
+    The result is orthogonal with determinant 1 (ledger ``exp.orthogonal``,
+    ``exp.det_one``). Two exact methods, each with its own derived backward:
+
+    * ``"taylor"``: scaling and squaring, :math:`\exp(S) = p_m(S/2^k)^{2^k}`
+      with :math:`\|S/2^k\|_1 \le \tfrac12` and the Taylor polynomial
+      :math:`p_m` of degree 16 (float64) or 9 (float32), whose truncation
+      error is below the unit roundoff (ledger ``exp_skew.taylor_form``,
+      ``exp_skew.taylor_remainder``, ``exp_skew.scaling_squaring``). Only
+      batched products run, forward and backward (``exp_skew.taylor_vjp``,
+      ``exp_skew.square_vjp``).
+    * ``"eigh"``: the Hermitian eigendecomposition :math:`iS = U\,\mathrm{diag}(\theta)U^H`,
+      :math:`\exp(S) = \operatorname{Re}(U\,\mathrm{diag}(e^{-i\theta})U^H)`
+      (``exp_skew.eigh_form``) with the Daleckii--Krein backward
+      (``exp_skew.vjp``). No squarings, so no rounding grows with
+      :math:`\|S\|` through them; slower on CPU for small matrices.
+    * ``"auto"`` (default): per sample, ``"taylor"`` up to
+      :math:`\max(\|S\|_1, \|S\|_\infty) = 512` (with one Newton--Schulz
+      step after more than three squarings) and ``"eigh"`` above, where the
+      squarings would cost orthogonality (Note [large norms]); ``"eigh"``
+      for the whole batch inside ``torch.func`` transforms (``vmap``,
+      ``jacrev``), under ``torch.compile`` and on the meta device, where the
+      number of squarings may not depend on the data.
+
+    Each sample has its own number of squarings, so its result does not depend
+    on the rest of the batch (Note [scaling and squaring]). Double backward is
+    supported by both methods. What composes: ``vmap``, ``jacrev``/``vjp``,
+    ``torch.compile`` and the meta device take the eigendecomposition path;
+    ``check`` is skipped there (it would branch on the data).
+    ``geoattn.kernels.explain("exp_skew", S)`` says which route computes it.
+
+    Parameters
+    ----------
+    S : Tensor ``(..., T, T)``, skew-symmetric
+    method : ``"auto"``, ``"taylor"`` or ``"eigh"``
+    check : bool
+        verify skew-symmetry (up to ``8 n eps`` relative); for a non-skew
+        input the eigendecomposition would silently use one triangle only.
+
+    Examples
+    --------
+    >>> S = torch.randn(5, 4, 4, dtype=torch.float64); S = S - S.mT
+    >>> E = exp_skew(S)
+    >>> torch.allclose(E, torch.linalg.matrix_exp(S))
+    True
+    >>> torch.allclose(E.mT @ E, torch.eye(4, dtype=torch.float64).expand(5, 4, 4))
+    True
+    """
+    return dispatch("exp_skew", S, method=method, check=check)

@@ -1,0 +1,82 @@
+r"""The operations ``symattn_update`` and ``symattn_potential``: nonlinear symplectic attention, its checks and
+its routes (Note [symplectic attention backward] in :mod:`geoattn.kernels._symattn`)."""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import OptionError, ShapeError
+from ._backends import EAGER
+from ._checks import check_float, check_same, check_square, half_in_float32
+from ._functions import _traced
+from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
+from .dispatch import Call, Operation, Route, dispatch, register_operation
+
+__all__ = ["symattn_update", "symattn_potential", "SYMATTN_UPDATE", "SYMATTN_POTENTIAL"]
+
+
+def _bind(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax") -> Call:
+    if activation not in SYMATTN_ACTIVATIONS:
+        raise OptionError(f"Expected activation in {tuple(SYMATTN_ACTIVATIONS)}. Got {activation!r}.")
+    check_float("z", z)
+    check_float("A", A)
+    check_square("A", A)
+    if z.dim() < 2:
+        raise ShapeError(f"Expected z of shape (..., T, n). Got shape {tuple(z.shape)}.")
+    if A.shape[-1] != z.shape[-1]:
+        raise ShapeError(f"Expected A of shape ({z.shape[-1]}, {z.shape[-1]}) for z with n = {z.shape[-1]} "
+                         f"features. Got shape {tuple(A.shape)}.")
+    check_same(("z", z), ("A", A))
+    return Call(z=z, A=A, activation=activation, T=z.shape[-2], n=z.shape[-1], device=z.device,
+                traced=_traced(z) or _traced(A))
+
+
+SYMATTN_UPDATE = register_operation(Operation(
+    "symattn_update", _bind,
+    (Route("generated", EAGER.name, lambda c: None, lambda c: symattn_forward(c.z, c.A, c.activation),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.layer_vjp")),),
+    claims=("symattn.potential_gradient", "symattn.layer_symplectic"),
+    doc="the gradient of the potential: G z A^T + G^T z A, G the softmax of z A z^T",
+))
+SYMATTN_POTENTIAL = register_operation(Operation(
+    "symattn_potential", _bind,
+    (Route("logsumexp", EAGER.name, lambda c: None, lambda c: symattn_potential_value(c.z, c.A, c.activation)),),
+    claims=("symattn.potential_gradient",),
+    doc="the potential: a log-sum-exp of z A z^T per sequence",
+))
+
+
+@half_in_float32
+def symattn_update(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax") -> torch.Tensor:
+    r"""The symplectic-attention update :math:`\nabla_z\Sigma(z) = GzA^T + G^TzA`, :math:`G = \mathrm{softmax}(zAz^T)`.
+
+    ``z`` is ``(..., T, n)`` (tokens as rows: the transpose of the seeds' :math:`Q`), ``A`` is ``(n, n)``
+    (or batched like ``z``); ``activation`` is one of :data:`SYMATTN_ACTIVATIONS`: the softmax over all
+    entries of :math:`C` (``matrix_*``) or over each column (``vector_*``, the index :math:`m` of
+    :math:`C_{mn}`), with the one softmax's extra 1 in the denominator for ``*_one_softmax``. The update is
+    the gradient of :func:`symattn_potential` (ledger ``symattn.potential_gradient``); its backward is the
+    generated VJP (``symattn.layer_vjp``).
+
+    Examples
+    --------
+    >>> z = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
+    >>> A = torch.randn(3, 3, dtype=torch.float64)
+    >>> grad, = torch.autograd.grad(symattn_potential(z, A).sum(), z)
+    >>> torch.allclose(symattn_update(z, A), grad)
+    True
+    """
+    return dispatch("symattn_update", z, A, activation)
+
+
+@half_in_float32
+def symattn_potential(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax") -> torch.Tensor:
+    r"""The potential :math:`\Sigma(z)` of :func:`symattn_update`, one value per sequence: shape ``z.shape[:-2]``.
+
+    .. math::
+
+        \text{matrix}:\ \log\bigl(\epsilon + \textstyle\sum_{mn} e^{C_{mn}}\bigr),\qquad
+        \text{vector}:\ \sum_n\log\bigl(\epsilon + \textstyle\sum_{m} e^{C_{mn}}\bigr),\qquad C = zAz^T,
+
+    with :math:`\epsilon = 1` for the one softmax and 0 otherwise.
+    """
+    return dispatch("symattn_potential", z, A, activation)

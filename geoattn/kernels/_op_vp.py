@@ -1,0 +1,215 @@
+r"""The operation ``vp_attention``: volume-preserving attention, its checks and its routes.
+
+The layer output in the row layout is :math:`y = f(C)^T x`, :math:`C = xAx^T`, for ``x`` of shape ``(..., T, d)``,
+``A`` skew ``d x d`` and :math:`f` the Cayley transform or the exponential. Routes, in order (Note [choice of form]
+in :mod:`geoattn.kernels._lowrank`):
+
+0. ``gram-closed/triton``: the closed-form Gram layer as Triton kernels printed from the same bindings as the C
+   ones: Cayley, ``d <= 4``, one weighting, float32 or half inputs, CUDA (Note [Triton backend] in
+   :mod:`geoattn.kernels._triton`); at every ``T``, ``d >= T`` included, since the fused ``O(T d^2)`` kernel
+   beats the ``T x T`` form there too;
+1. ``full/eager``: the ``T x T`` matrices, when ``d >= T`` (or requested);
+2. ``gram-closed/native``: the Gram form with the closed-form ``d x d`` factor (``vp.gram_closed_form``,
+   ``vp.gram_closed_form_vjp``) as C kernels: Cayley, ``d <= 4``, one weighting, float32 or half inputs, CPU;
+3. ``gram-closed/eager``: the same closed form in torch operations (structure of arrays);
+4. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
+   and half inputs otherwise (not on MPS, which has no float64);
+5. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
+
+Per sample, inside the Gram routes: a sample failing the closed form's residual check is solved (Note [closed-form
+residual check] in :mod:`geoattn.kernels._gram`), and a sample with :math:`\|x\|_F^2\|A\|_F > 10^6` takes the QR
+form in float64 (Note [why QR and not the Gram matrix]).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import OptionError, ShapeError
+from . import _triton
+from ._backends import EAGER, NATIVE, TRITON
+from ._checks import check_float, check_same, check_skew, check_square, half_in_float32
+from ._functions import _traced
+from ._gram import GRAM_MAX_SCALE, closed_form_reason, native_dtype, vp_gram_closed, vp_gram_solve
+from ._lowrank import ACTIVATIONS, METHODS, vp_full, vp_lowrank
+from ._native import native_status
+from .dispatch import Call, Operation, Route, dispatch, register_operation
+
+__all__ = ["vp_attention", "VP_ATTENTION"]
+
+
+def _bind(x: torch.Tensor, A: torch.Tensor, *, activation: str = "cayley", method: str = "auto",
+          check: bool = True) -> Call:
+    check_float("x", x)
+    check_square("A", A)
+    check_same(("x", x), ("A", A))
+    if x.dim() < 2:
+        raise ShapeError(f"Expected x of shape (..., T, d). Got shape {tuple(x.shape)}.")
+    if x.shape[-1] != A.shape[-1]:
+        raise ShapeError(f"Expected x with d = {A.shape[-1]} features to match A of shape {tuple(A.shape)}. "
+                         f"Got x of shape {tuple(x.shape)}.")
+    if activation not in ACTIVATIONS:
+        raise OptionError(f"Expected activation in {ACTIVATIONS}. Got {activation!r}.")
+    if method not in METHODS:
+        raise OptionError(f"Expected method in {METHODS}. Got {method!r}.")
+    if method == "gram" and activation != "cayley":
+        raise OptionError(f"Expected activation 'cayley' for method 'gram' (the Gram form is the Cayley layer's). "
+                          f"Got {activation!r}.")
+    return Call(x=x, A=A, activation=activation, method=method, check=check, T=x.shape[-2], d=x.shape[-1],
+                dtype=x.dtype, device=x.device, traced=_traced(x) or _traced(A))
+
+
+def _requested(form: str):
+    """The ``method`` filter every route applies first: None when ``form`` may serve the requested method."""
+    def why(c: Call) -> str | None:
+        return None if c.method in ("auto", form) else f"method {c.method!r} requested"
+    return why
+
+
+def _full(c: Call) -> str | None:
+    if c.method == "full":
+        return None
+    if c.method != "auto":
+        return f"method {c.method!r} requested"
+    return None if c.d >= c.T else f"d={c.d} < T={c.T}: a d x d form avoids the T x T matrices"
+
+
+def _gram(c: Call) -> str | None:
+    if c.method == "gram":
+        return None
+    if c.method != "auto":
+        return f"method {c.method!r} requested"
+    if c.activation != "cayley":
+        return f"activation {c.activation!r}: the Gram form is the Cayley layer's"
+    if c.d >= c.T:
+        return f"d={c.d} >= T={c.T}"
+    if c.dtype == torch.float64:
+        return "float64 input: the QR form's float64 error does not grow with the Gram matrix's conditioning"
+    if c.device.type == "mps":
+        return "MPS has no float64, in which the Gram form computes"
+    return None
+
+
+def _gram_closed(c: Call) -> str | None:
+    return _gram(c) or closed_form_reason(c.x, c.A)
+
+
+def _gram_closed_native(c: Call) -> str | None:
+    why = _gram_closed(c)
+    if why is not None:
+        return why
+    ok, reason = native_status(c.d, native_dtype(c.x))
+    return None if ok else reason
+
+
+def _gram_closed_triton(c: Call) -> str | None:
+    if c.method not in ("auto", "gram"):
+        return f"method {c.method!r} requested"
+    if c.activation != "cayley":
+        return f"activation {c.activation!r}: the Gram kernels are the Cayley layer's"
+    if c.dtype not in _triton.REALS:
+        return f"{c.dtype}: the Triton kernels take float32, float16 or bfloat16 (float64 keeps the eager forms)"
+    return closed_form_reason(c.x, c.A)
+
+
+def _lowrank(c: Call) -> str | None:
+    if c.method == "lowrank":
+        return None
+    return _requested("lowrank")(c) or (None if c.d < c.T else f"d={c.d} >= T={c.T}")
+
+
+def _checked(run):
+    def go(c: Call) -> torch.Tensor:
+        if c.check and not _traced(c.A):
+            check_skew("A", c.A)
+        return run(c)
+    return go
+
+
+_GRAM_PER_SAMPLE = f"|x|_F^2 |A|_F > {GRAM_MAX_SCALE:g}: the QR form in float64"
+VP_ATTENTION = register_operation(Operation(
+    "vp_attention",
+    _bind,
+    (
+        Route("gram-closed", TRITON.name, _gram_closed_triton,
+              _checked(lambda c: vp_gram_closed(c.x, c.A, _triton)),
+              per_sample="residual check failed: a pivoted d x d solve; " + _GRAM_PER_SAMPLE,
+              claims=("vp.gram_form", "vp.gram_closed_form", "vp.gram_closed_form_vjp")),
+        Route("full", EAGER.name, _full, _checked(lambda c: vp_full(c.x, c.A, c.activation)),
+              claims=("cayley.orthogonal", "exp.orthogonal")),
+        Route("gram-closed", NATIVE.name, _gram_closed_native, _checked(lambda c: vp_gram_closed(c.x, c.A, True)),
+              per_sample="residual check failed: a pivoted d x d solve; " + _GRAM_PER_SAMPLE,
+              claims=("vp.gram_form", "vp.gram_closed_form", "vp.gram_closed_form_vjp")),
+        Route("gram-closed", EAGER.name, _gram_closed, _checked(lambda c: vp_gram_closed(c.x, c.A, False)),
+              per_sample="residual check failed: a pivoted d x d solve; " + _GRAM_PER_SAMPLE,
+              claims=("vp.gram_form", "vp.gram_closed_form", "vp.gram_closed_form_vjp")),
+        Route("gram-solve", EAGER.name, _gram, _checked(lambda c: vp_gram_solve(c.x, c.A)),
+              per_sample=_GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through")),
+        Route("lowrank", EAGER.name, _lowrank, _checked(lambda c: vp_lowrank(c.x, c.A, c.activation)),
+              per_sample="the d x d factor's own per-sample choices (large norms: the eigendecomposition)",
+              claims=("vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp")),
+    ),
+    claims=("vp.map_volume_preserving.skew", "vp.map_volume_preserving.exp_skew"),
+    doc="y = f(x A x^T)^T x, f the Cayley transform or exp, A skew",
+))
+
+
+@half_in_float32
+def vp_attention(
+    x: torch.Tensor, A: torch.Tensor, *, activation: str = "cayley", method: str = "auto", check: bool = True
+) -> torch.Tensor:
+    r"""Volume-preserving attention in the row layout: :math:`y = f(C)^T x`, :math:`C = x A x^T`.
+
+    ``x`` is ``(..., T, d)`` (the seeds' :math:`Z = x^T`), ``A`` a skew ``d x d``
+    matrix and :math:`f` the Cayley transform (``activation="cayley"``) or the
+    exponential (``"exp"``); :math:`f(C)` is orthogonal, so :math:`Z \mapsto
+    Z f(C(Z))` keeps the norm of every row of ``Z``. Exact forms, chosen by the
+    routes of :data:`VP_ATTENTION` (``geoattn.kernels.explain("vp_attention", x, A)``
+    says which serves a call, and why the others do not):
+
+    * ``"lowrank"``: thin QR ``x = Q R``, :math:`S = RAR^T`,
+      :math:`y = x + Q(f(S) - I)^T R` (ledger ``vp.lowrank_form``), with the
+      derived backward passes ``vp.lowrank_cayley_vjp`` and
+      ``vp.lowrank_exp_vjp``; :math:`O(T d^2)` time and memory, no ``T x T``
+      tensor;
+    * ``"gram"`` (Cayley only): :math:`y = 2x(I + x^Tx\,A)^{-T} - x` with the
+      ``d x d`` Gram matrix (ledger ``vp.gram_form``), computed in float64; no
+      ``T x T`` tensor, no QR. For ``d <= 4`` and one weighting ``A`` the
+      ``d x d`` inverse and the backward are closed forms
+      (``vp.gram_closed_form``, ``vp.gram_closed_form_vjp``,
+      :mod:`geoattn.kernels._gram`): no LAPACK call for the samples that pass
+      their residual check, a ``d x d`` solve for the others; on CPU they run
+      as C kernels printed from the same bindings (:func:`native_status`);
+      otherwise a pivoted solve differentiated by autograd;
+    * ``"full"``: the ``T x T`` matrices, as the seeds write the layer;
+    * ``"auto"`` (default): when ``d < T``, ``"gram"`` for the Cayley transform of
+      float32 or half inputs and ``"lowrank"`` otherwise; ``"full"`` when
+      ``d >= T`` (Note [choice of form]).
+
+    Skew samples of large norm take the eigendecomposition for the Cayley
+    transform (Note [Cayley at large norms]) and :func:`exp_skew`'s per-sample
+    choice for the exponential, so :math:`f(C)` stays orthogonal at every
+    magnitude. Double backward and nested ``torch.func`` gradients recompute
+    through the ``"full"`` form (``T x T`` matrices); ``loss.backward()`` does
+    not.
+
+    Parameters
+    ----------
+    x : Tensor ``(..., T, d)``
+    A : Tensor ``(d, d)`` or batched ``(..., d, d)``, skew-symmetric, of ``x``'s dtype and device
+    activation : ``"cayley"`` or ``"exp"``
+    method : ``"auto"``, ``"lowrank"``, ``"gram"`` or ``"full"``
+    check : bool
+        verify that ``A`` is skew-symmetric (both forms assume it).
+
+    Examples
+    --------
+    >>> x = torch.randn(2, 50, 3, dtype=torch.float64)
+    >>> A = torch.randn(3, 3, dtype=torch.float64); A = A - A.T
+    >>> y = vp_attention(x, A)                       # no 50 x 50 matrix is formed
+    >>> torch.allclose(y, vp_attention(x, A, method="full"))
+    True
+    >>> torch.allclose(y.norm(dim=-2), x.norm(dim=-2))   # rows of Z keep their norms
+    True
+    """
+    return dispatch("vp_attention", x, A, activation=activation, method=method, check=check)

@@ -1,0 +1,231 @@
+r"""The Triton kernels: imported where ``triton`` is installed, launched on CUDA tensors (or on CPU tensors in
+Triton's interpreter).
+
+``_triton_gram.py`` is generated from the same verified bindings as the C kernels (``geoattn codegen``; Note
+[Triton lanes] in :mod:`geoattn.codegen.tritonprinter`): the closed-form Gram layer, ``GRAM_CLOSED_LAYER`` and
+``GRAM_CLOSED_LAYER_VJP``, and the Cayley transform of ``T x T`` matrices with ``T <= 3`` and its VJP,
+``CAYLEY_SKEW_SMALL`` and ``CAYLEY_VJP_BINDINGS``. The functions here take and return the same arrays as those of
+:mod:`geoattn.kernels._native`, so the layer's autograd function and its per-sample decisions (the residual
+check, the solved samples, the QR form of large inputs) are the same on both.
+
+Note [Triton backend]
+---------------------
+The ``triton`` backend of :mod:`geoattn.kernels.dispatch` serves a call when ``triton`` imports and the call is
+not traced, and either its tensors are on a CUDA device, or they are on the CPU, Triton's interpreter is
+switched on (``TRITON_INTERPRET=1`` in the environment) and the backend is forced
+(``with geoattn.kernels.backend("triton"):``): the interpreter runs the printed kernels with NumPy, so the tests
+check them without a GPU, but it is far slower than the C kernels and never chosen by itself. Inputs are float32,
+float16 or bfloat16 (the public functions compute half inputs in float32); every value is computed in float64
+inside the kernel and rounded once when stored. Without ``triton`` the runtime imports as before and
+:func:`triton_status` says why the backend does not serve.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+
+import torch
+
+__all__ = ["triton_status", "interpreting", "kernels", "gram_forward", "gram_backward", "cayley_forward",
+           "cayley_backward", "cayley_small", "BLOCK", "FUNCTIONS", "REALS"]
+
+#: samples per program (Note [Triton lanes]); the interpreter's blocks are smaller so that a tail block shows
+BLOCK = {"cuda": 128, "cpu": 16}
+#: the printed kernels and the largest d of each (those of NATIVE_KERNELS; a test compares)
+FUNCTIONS = {"vp_gram_fwd": 4, "vp_gram_bwd": 4, "cayley_small_fwd": 3, "cayley_vjp": 3}
+#: the token types the kernels load (each is converted to float64 inside)
+REALS = (torch.float32, torch.float16, torch.bfloat16)
+_MODULE = "geoattn.kernels._triton_gram"
+_loaded: dict = {}  # interpreter flag -> the generated module imported under it
+
+
+def interpreting() -> bool:
+    """Whether Triton's interpreter is switched on (``TRITON_INTERPRET=1``; read at each call)."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def triton_status() -> tuple[bool, str]:
+    """Whether ``triton`` can be imported here, and why not.
+
+    Returns
+    -------
+    (bool, str)
+        ``(True, "triton <version>")``, or ``(False, reason)``.
+
+    Examples
+    --------
+    >>> ok, why = triton_status()
+    >>> isinstance(ok, bool) and isinstance(why, str)
+    True
+    """
+    if "triton" not in _loaded:
+        try:
+            import triton
+
+            _loaded["triton"] = (True, f"triton {triton.__version__}")
+        except ImportError as err:
+            _loaded["triton"] = (False, f"triton is not installed ({err}; torch's CUDA builds include it)")
+        except Exception as err:  # a broken install: the backend says why and the rest of geoattn works
+            _loaded["triton"] = (False, f"triton does not import: {type(err).__name__}: {err}")
+    return _loaded["triton"]
+
+
+def kernels(path: str | None = None):
+    """The generated module of Triton kernels (or the one at ``path``: the tests' broken kernels), imported under
+    the current interpreter setting (``triton.jit`` reads it when the module is imported)."""
+    ok, why = triton_status()
+    if not ok:
+        raise RuntimeError(f"Expected triton to be importable. Got: {why}.")
+    flag = interpreting()
+    if path is None:
+        module = importlib.import_module(_MODULE)
+        if getattr(module, "_interpreted", flag) != flag:
+            module = importlib.reload(module)  # the same module object, decorated again
+        module._interpreted = flag
+        return module
+    key = (path, flag)
+    if key not in _loaded:
+        spec = importlib.util.spec_from_file_location(f"_geoattn_triton_{len(_loaded)}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _loaded[key] = module
+    return _loaded[key]
+
+
+def _launch(module, name: str, d: int, B: int, T: int, arrays: list, device: torch.device) -> None:
+    block = BLOCK["cuda" if device.type == "cuda" else "cpu"]
+    fn = getattr(module, f"{name}_d{d}")
+    grid = ((B + block - 1) // block,)
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            fn[grid](B, T, *arrays, BLOCK=block)
+    else:
+        fn[grid](B, T, *arrays, BLOCK=block)
+
+
+def _check_tokens(name: str, x: torch.Tensor) -> None:
+    top = FUNCTIONS["vp_gram_fwd"]
+    if x.dim() != 3 or not x.is_contiguous() or x.dtype not in REALS or not 1 <= x.shape[-1] <= top:
+        raise ValueError(f"Expected {name} as a contiguous tensor (B, T, d) with d <= {top} of "
+                         f"float32, float16 or bfloat16. Got {x.dtype} {tuple(x.shape)} "
+                         f"({'' if x.is_contiguous() else 'not '}contiguous).")
+
+
+def _check_A(A: torch.Tensor, x: torch.Tensor) -> None:
+    d = x.shape[-1]
+    if A.dtype != torch.float64 or A.shape != (d, d) or not A.is_contiguous() or A.device != x.device:
+        raise ValueError(f"Expected A as a contiguous float64 ({d}, {d}) tensor on {x.device}. Got {A.dtype} "
+                         f"{tuple(A.shape)} on {A.device}.")
+
+
+def gram_forward(x: torch.Tensor, A: torch.Tensor, module=None):
+    """``(y, Gram, N, rmax)`` of the closed-form Gram layer, as :func:`geoattn.kernels._native.gram_forward`
+    returns them, for ``x`` of shape ``(B, T, d)`` (contiguous, float32, float16 or bfloat16) and skew ``A``
+    (float64 ``(d, d)`` on ``x``'s device; the kernel reads its strict lower triangle). ``module`` (default: the
+    generated one, :func:`kernels`) is for the tests' broken kernels."""
+    _check_tokens("x", x)
+    _check_A(A, x)
+    B, T, d = x.shape
+    y = torch.empty_like(x)
+    f64 = dict(dtype=torch.float64, device=x.device)
+    G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
+    if B:
+        _launch(module or kernels(), "vp_gram_fwd", d, B, T, [x, A, y, G, N, R], x.device)
+    return y, G, N, R
+
+
+def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.Tensor, module=None):
+    """``(gx, gA)`` of the closed-form Gram layer, as :func:`geoattn.kernels._native.gram_backward` returns them:
+    the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64 ``(B, d, d)``), from the
+    incoming gradient ``gy`` and the forward's ``N`` (the Gram matrix is recomputed in the pass over the
+    tokens)."""
+    _check_tokens("x", x)
+    _check_A(A, x)
+    B, T, d = x.shape
+    if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous() or gy.device != x.device:
+        raise ValueError(f"Expected gy contiguous, of x's shape {tuple(x.shape)}, dtype {x.dtype} and device "
+                         f"{x.device}. Got {gy.dtype} {tuple(gy.shape)} on {gy.device}.")
+    if N.shape != (B, d, d) or N.dtype != torch.float64 or not N.is_contiguous() or N.device != x.device:
+        raise ValueError(f"Expected N contiguous, float64, of shape {(B, d, d)} on {x.device}. Got {N.dtype} "
+                         f"{tuple(N.shape)} on {N.device}.")
+    gx = torch.empty_like(x)
+    gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+    if B:
+        _launch(module or kernels(), "vp_gram_bwd", d, B, T, [x, gy, N, A, gx, gA], x.device)
+    return gx, gA
+
+
+def _check_small(name: str, t: torch.Tensor) -> None:
+    top = FUNCTIONS["cayley_small_fwd"]
+    if (t.dim() != 3 or not t.is_contiguous() or t.dtype not in REALS or t.shape[-1] != t.shape[-2]
+            or not 1 <= t.shape[-1] <= top):
+        raise ValueError(f"Expected {name} as a contiguous tensor (B, T, T) with T <= {top} of float32, float16 or "
+                         f"bfloat16. Got {t.dtype} {tuple(t.shape)}.")
+
+
+def cayley_forward(c: torch.Tensor, module=None):
+    """``(Lam, skew, size)`` for ``c`` of shape ``(B, T, T)``, ``T <= 3``, as
+    :func:`geoattn.kernels._native.cayley_forward` returns them: the closed form (Cayley(C) for skew ``C`` only) in
+    ``c``'s dtype, and per sample the float64 ``max |C + C^T|`` and ``max |C|``."""
+    _check_small("C", c)
+    B, T, _ = c.shape
+    lam = torch.empty_like(c)
+    skew, size = (torch.empty(B, dtype=torch.float64, device=c.device) for _ in range(2))
+    if B:
+        _launch(module or kernels(), "cayley_small_fwd", T, B, T, [c, lam, skew, size], c.device)
+    return lam, skew, size
+
+
+def cayley_backward(lam: torch.Tensor, g: torch.Tensor, module=None) -> torch.Tensor:
+    """The Cayley transform's vector-Jacobian product ``-1/2 (I + Lam^T) G (I + Lam^T)`` (``cayley.vjp``) for the
+    output ``lam`` and the incoming gradient ``g``, both ``(B, T, T)`` with ``T <= 3``, contiguous, of one dtype
+    and device; computed in float64, rounded once."""
+    _check_small("Lam", lam)
+    if g.shape != lam.shape or g.dtype != lam.dtype or not g.is_contiguous() or g.device != lam.device:
+        raise ValueError(f"Expected G contiguous, of Lam's shape {tuple(lam.shape)}, dtype {lam.dtype} and device "
+                         f"{lam.device}. Got {g.dtype} {tuple(g.shape)} on {g.device}.")
+    B, T, _ = lam.shape
+    gc = torch.empty_like(lam)
+    if B:
+        _launch(module or kernels(), "cayley_vjp", T, B, T, [lam, g, gc], lam.device)
+    return gc
+
+
+class _CayleySmall(torch.autograd.Function):
+    # Cayley(C) for T <= 3 by the printed kernels (Note [Cayley of small skew matrices] and Note [native Cayley
+    # kernels] in geoattn.kernels._functions: the same per-sample decisions): the closed form on the samples that
+    # are skew up to skew_tolerance, the solve on the others. Float64 holds Tr(C^2) of every float32 or half
+    # input, so no sample needs the eigendecomposition. The backward is the VJP kernel from the output when no
+    # graph of it is asked for, the torch form otherwise (double backward).
+    @staticmethod
+    def forward(ctx, c):
+        from . import _generated as gen
+        from ._checks import tolerance_at
+
+        T = c.shape[-1]
+        flat = c.detach().reshape(-1, T, T).contiguous()
+        lam, defect, size = cayley_forward(flat)
+        skew = defect <= tolerance_at(T, c.dtype, size)  # NaN: not skew
+        if not bool(skew.all()):
+            lam[~skew] = gen.cayley_matrix(flat[~skew])
+        ctx.save_for_backward(lam)
+        return lam.reshape(c.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from . import _generated as gen
+        from ._functions import _under_functorch
+
+        (lam,) = ctx.saved_tensors
+        if not torch.is_grad_enabled() and grad.dtype == lam.dtype and not _under_functorch(grad):
+            T = lam.shape[-1]
+            return cayley_backward(lam, grad.reshape(-1, T, T).contiguous()).reshape(grad.shape)
+        return gen.cayley_vjp(lam.reshape(grad.shape), grad.contiguous())
+
+
+def cayley_small(c: torch.Tensor) -> torch.Tensor:
+    """The Cayley transform of ``(..., T, T)`` matrices with ``T <= 3`` (float32, float16 or bfloat16) by the
+    printed kernels, forward and backward (:class:`_CayleySmall`)."""
+    return _CayleySmall.apply(c)
