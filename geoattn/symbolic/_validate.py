@@ -106,10 +106,13 @@ def _on_board(expr, board: list) -> bool:
     """Whether ``expr`` (as written or evaluated) is, or is part of, an expression on the board."""
     if isinstance(expr, str):
         return any(isinstance(b, str) and b == expr for b in board)
+    exprs = [b for b in board if isinstance(b, sp.Basic)]
+    # the forms as written first: evaluating (a matrix derivative, a large product) is only needed when they miss,
+    # and the answer is the same either way
+    if any(b == expr or b.has(expr) for b in exprs):
+        return True
     forms = {expr, _evaluated(expr)}
-    for b in board:
-        if isinstance(b, str) or not isinstance(b, sp.Basic):
-            continue
+    for b in exprs:
         for bb in {b, _evaluated(b)}:
             if any(bb == f or bb.has(f) for f in forms):
                 return True

@@ -10,7 +10,9 @@ import sympy as sp
 from .. import algebra as alg
 from .. import expressions as ex
 from ..claim import Claim
-from ..proof import identity
+from sympy.matrices.expressions import MatAdd, MatMul
+
+from ..proof import Check, identity, relation
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
 from ._common import Policy, at_sizes, run_bindings
@@ -185,50 +187,96 @@ def so4_identity(bindings=None) -> MatrixIdentity:
                           residual=residual)
 
 
+def _half_turn_check() -> Check:
+    r"""``exp(X) = cos(theta) I + sinc(theta) X`` read from the sides: the lhs is ``exp(X)`` of an explicit square
+    matrix ``X``; the check confirms ``X^2 = -theta^2 I`` with ``theta^2 = -Tr(X^2)/n`` (entries expanded), that the
+    even and odd parts of the exponential series then sum to ``cos(theta)`` and ``sinc(theta)`` (SymPy's summation
+    of ``(-theta^2)^m/(2m)!`` and ``(-theta^2)^m/(2m+1)!``), and that the rhs is ``cos(theta) I + sinc(theta) X``."""
+    th, m = sp.symbols("theta m", positive=True)
+    even = sp.summation((-th**2) ** m / sp.factorial(2 * m), (m, 0, sp.oo))
+    odd = sp.summation((-th**2) ** m / sp.factorial(2 * m + 1), (m, 0, sp.oo))
+    series = sp.simplify(even - sp.cos(th)) == 0 and sp.simplify(odd - sp.sin(th) / th) == 0
+
+    def decide(lhs, rhs):
+        if not (series and isinstance(lhs, alg.MatExp) and isinstance(lhs.arg, sp.MatrixBase)):
+            return False
+        X = sp.Matrix(lhs.arg)
+        size = X.rows
+        sq = (X * X).applyfunc(sp.expand)
+        minus_trace = sp.expand(-sq.trace())  # n theta^2
+        if (size * sq + minus_trace * sp.eye(size)).applyfunc(sp.expand) != sp.zeros(size):
+            return False
+        theta = sp.sqrt(minus_trace) / sp.sqrt(size)
+        want = sp.cos(theta) * sp.eye(size) + sp.sinc(theta) * X
+        return isinstance(rhs, sp.MatrixBase) and (sp.Matrix(rhs) - want).applyfunc(sp.expand) == sp.zeros(size)
+
+    return relation(decide, "X^2 = -theta^2 I, so the even and odd series give cos(theta) I + sinc(theta) X")
+
+
+def _exp_args_equal(lhs, rhs) -> bool:
+    """Both sides are ``exp`` of explicit matrices with equal (expanded) arguments."""
+    return (isinstance(lhs, alg.MatExp) and isinstance(rhs, alg.MatExp)
+            and (sp.Matrix(lhs.arg.doit()) - sp.Matrix(rhs.arg.doit())).applyfunc(sp.expand) == sp.zeros(*lhs.shape))
+
+
+def _entrywise(*subs) -> Check:
+    """Both sides, after the substitutions ``subs`` (``(old, new)`` pairs, e.g. earlier steps) and evaluation, are
+    explicit matrices of one shape whose entries agree after expansion (no ``simplify``: the entries are
+    polynomials in cosines, sines and square roots, which expansion compares exactly as written)."""
+
+    def decide(lhs, rhs, pairs):
+        lv, rv = lhs.xreplace(dict(subs)).doit(), rhs.doit()
+        if not (isinstance(lv, sp.MatrixBase) and isinstance(rv, sp.MatrixBase) and lv.shape == rv.shape):
+            return False
+        diffs = [a - b for a, b in zip(lv, rv)]
+        point = {v: sp.Rational(k + 2, 7) for k, v in enumerate(sorted(set().union(*(e.free_symbols for e in diffs)),
+                                                                        key=str))}
+        # a clearly nonzero value at one point rejects at once; acceptance needs every entry to expand to 0
+        if any(abs(complex(sp.N(e.xreplace(point), 30))) > 1e-12 for e in diffs):
+            return False
+        return all(e == 0 or sp.expand(e) == 0 for e in diffs)
+
+    shown = ", ".join(f"{sp.sstr(a)[:20]}... -> ..." for a, _ in subs)
+    return Check("entries equal after expansion" + (f" with {shown}" if shown else ""), decide, (), tuple(subs))
+
+
 def so4_derivation(bindings=None) -> Derivation:
-    """The proof of ``exp_skew.hodge_form`` for the kernel's bindings (or ``bindings``, negative controls):
-    the three identities of the bindings are checked at a generic skew 4 x 4 matrix, the series by SymPy."""
+    """The proof of ``exp_skew.hodge_form`` for the kernel's bindings (or ``bindings``, negative controls), at the
+    generic skew 4 x 4 matrix (six independent symbols: the claim is about 4 x 4 matrices only): the split
+    ``S = S_+ + S_-``, the commutator and the half-turns are checked on the bindings' values; ``exp`` of a sum of
+    commuting matrices is the cited lemma."""
     bindings = ex.EXP_SO4 if bindings is None else bindings
-    Sg = alg.skew("s", 4)
-    out = run_bindings(bindings, {ex.S4: Sg}, {}, post=sp.expand)
-    Sp, Sm = out["Sp"], out["Sm"]
-    zero = sp.zeros(4)
-    theta, m = sp.symbols("theta m", positive=True)
-
-    def square_ok(name):
-        half, sq = out[name], out[name + "2"]
-        is_square = (sq - half * half).applyfunc(sp.expand) == zero  # the binding is the half's square
-        return is_square and (sq - sq.trace() / 4 * sp.eye(4)).applyfunc(sp.expand) == zero
-
-    def series_ok():
-        even = sp.summation((-theta**2) ** m / sp.factorial(2 * m), (m, 0, sp.oo))
-        odd = sp.summation((-theta**2) ** m / sp.factorial(2 * m + 1), (m, 0, sp.oo))
-        return sp.simplify(even - sp.cos(theta)) == 0 and sp.simplify(odd - sp.sin(theta) / theta) == 0
-
-    def assembled_ok():
-        tp, tm = (sp.sqrt(-(X * X).trace()) / 2 for X in (Sp, Sm))  # the angles from the halves themselves
-        turn = [sp.cos(t) * sp.eye(4) + sp.sinc(t) * X for t, X in ((tp, Sp), (tm, Sm))]
-        return (out["E"] - turn[0] * turn[1]).applyfunc(sp.expand) == zero
-
+    Sg = sp.ImmutableMatrix(alg.skew("s", 4))
+    out = {k: sp.ImmutableMatrix(v) for k, v in run_bindings(bindings, {ex.S4: Sg}, {}, post=sp.expand).items()}
+    Sp, Sm, E = out["Sp"], out["Sm"], out["E"]
+    halves = MatAdd(Sp, Sm, evaluate=False)
+    commutator = MatAdd(MatMul(Sp, Sm, evaluate=False), -MatMul(Sm, Sp, evaluate=False), evaluate=False)
+    turns = []
+    for X in (Sp, Sm):
+        theta = sp.sqrt(-(X * X).applyfunc(sp.expand).trace()) / 2  # as the kernel writes it
+        turns.append(sp.ImmutableMatrix(sp.cos(theta) * sp.eye(4) + sp.sinc(theta) * X))
+    exp_p, exp_m = alg.MatExp(Sp), alg.MatExp(Sm)
     return Derivation(
-        assumptions=[r"S \in \mathfrak{so}(4),\ (\star S)_{ij} = \tfrac12\textstyle\sum_{kl}\varepsilon_{ijkl}S_{kl},\ "
-                     r"S_\pm = \tfrac12(S \pm \star S),\ \theta_\pm^2 = -\tfrac14\mathrm{Tr}(S_\pm^2)"],
+        assumptions=[r"S \in \mathfrak{so}(4)\ \text{generic (six independent entries)},\ "
+                     r"(\star S)_{ij} = \tfrac12\textstyle\sum_{kl}\varepsilon_{ijkl}S_{kl},\ "
+                     r"S_\pm = \tfrac12(S \pm \star S)\ \text{(the kernel's bindings)}"],
+        subject=(commutator,),
         steps=[
-            Step(r"S_+ + S_-", r"S", "the kernel's bindings at a generic skew 4 x 4 matrix (SymPy)",
+            Step(alg.MatExp(Sg), alg.MatExp(halves), "S = S_+ + S_-: the kernel's bindings (SymPy, entries expanded)",
+                 relation(_exp_args_equal, "exp of equal arguments")),
+            Step(commutator, sp.ZeroMatrix(4, 4), "the halves commute: a polynomial identity in the six entries",
                  identity()),
-            Step(r"S_+S_- - S_-S_+", r"0", "the halves commute: a polynomial identity in the six entries (SymPy)",
-                 identity()),
-            Step(r"S_\pm^2", r"-\theta_\pm^2 I", "a polynomial identity in the six entries (SymPy)",
-                 identity()),
-            Step(r"X^2 = -\theta^2 I \implies e^X", r"\cos\theta\,I + \mathrm{sinc}\,\theta\,X",
-                 r"X^{2m} = (-\theta^2)^mI,\ X^{2m+1} = (-\theta^2)^mX: the even and odd series sum to cos and sinc "
-                 r"(SymPy)", series_ok),
-            Step(r"XY = YX \implies e^{X + Y}", r"e^Xe^Y", "lemma: the exponential of commuting matrices", lemma='exp_commuting'),
-            Step(r"\exp(S) = e^{S_+}e^{S_-}", r"E",
-                 "the kernel's E is the product of the two half-turns (its bindings, SymPy)", assembled_ok),
+            Step(alg.MatExp(halves), MatMul(exp_p, exp_m), "step 2: S_+S_- = S_-S_+",
+                 lemma="exp_commuting"),
+            Step(exp_p, turns[0], r"S_+^2 = -\theta_+^2I (checked), then the series of exp", _half_turn_check()),
+            Step(exp_m, turns[1], r"S_-^2 = -\theta_-^2I (checked), then the series of exp", _half_turn_check()),
+            Step(MatMul(exp_p, exp_m), MatMul(*turns, evaluate=False), "steps 4-5",
+                 _entrywise((exp_p, turns[0]), (exp_m, turns[1]))),
+            Step(MatMul(*turns, evaluate=False), E, "the kernel's E is the product of the two half-turns (its bindings)",
+                 _entrywise()),
         ],
         remark=r"\exp(S) = (\cos\theta_+I + \mathrm{sinc}\,\theta_+S_+)(\cos\theta_-I + \mathrm{sinc}\,\theta_-S_-)",
-        conclusion=None,  # TODO
+        conclusion=sp.Eq(alg.MatExp(Sg), E, evaluate=False),
     )
 
 
