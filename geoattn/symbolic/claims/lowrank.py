@@ -45,7 +45,7 @@ from sympy.matrices.expressions import (
 from .. import algebra as alg
 from .. import expressions as ex
 from ..claim import Claim
-from ..proof import identity, in_algebra
+from ..proof import Check, in_algebra
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Policy, run_bindings
@@ -93,112 +93,120 @@ __all__ = ["CLAIMS", "lowrank_form_identity", "make_lowrank_form_claim"]
 # ---------------------------------------------------------------------------
 
 _n = sp.Symbol("n", integer=True, positive=True)
+#: the generators C = x A x^T and (I + C)^{-1} of the Cayley transform, with their transposes
+Cn, Ct = nc("C"), nc("C^T")
+Minv, Minvt = nc("(I + C)^{-1}"), nc("(I + C)^{-1}^T")
+St, Wt = nc("S^T"), nc("W^T")
 
 
-def _form_derivation() -> Derivation:
+def _tokens_of(word) -> tuple | None:
+    """The generators of a monomial ``word`` (a product of noncommutative symbols, coefficient 1), else ``None``."""
+    c, ncs = sp.sympify(word).args_cnc()
+    if c or len(ncs) < 2 or not all(f.is_Symbol for f in ncs):
+        return None
+    return tuple(ncs)
+
+
+def nc_rules(name: str, subs=(), rules=ORTHONORMAL, facts: tuple[str, ...] | None = ()) -> Check:
+    r"""Equality in the free algebra (Note [free-algebra reduction]) after substitutions and rewriting.
+
+    Parameters
+    ----------
+    name:
+        what the check uses, as shown.
+    subs:
+        ``(old, new)`` pairs of the check itself (earlier steps: ``C^T -> QS^TQ^T``, ``S^T -> -S``); with the
+        named ``facts`` of the derivation they are applied to both sides. A pair whose ``old`` is a product of
+        generators (``S W^T``) becomes a rewriting rule ``word -> new``; a generator is replaced everywhere.
+    rules:
+        the rewriting rules besides those (default: ``Q^T Q -> 1``).
+    facts:
+        names of the derivation's facts used (``None``: all).
+
+    Returns
+    -------
+    Check
+        accepts when the two sides reduce to the same normal form. Every rule is an equality the derivation
+        has shown or assumed, so a reduction to zero proves the step whether or not the rules are confluent.
+    """
+
+    def decide(lhs, rhs, pairs):
+        words, repl = list(rules), {}
+        for old, new in pairs:
+            toks = _tokens_of(old)
+            if toks is None:
+                repl[old] = new
+            else:
+                words.append((toks, new))
+        sides = [sp.sympify(lhs), sp.sympify(rhs)]
+        for _ in range(4):
+            sides = [s.xreplace(repl) for s in sides]
+        return nc_equal(sides[0], sides[1], tuple(words))
+
+    return Check(f"free algebra modulo Q^T Q = I with {name}", decide, facts, tuple(subs))
+
+
+def _form_derivation(cayley_minus_identity=None) -> Derivation:
+    """The derivation of ``vp.lowrank_form``; ``cayley_minus_identity`` replaces the kernel's ``W`` (negative
+    controls)."""
     env = {"x": Q * R}
     C_img = to_nc(ex.VP_CORRELATION, env)
     s_img = compose(ex.LOWRANK_S)
-    S0_img = s_img["S0"]
-    S_img = s_img["S"]
-    a_half = R * (An - At) / 2 * Rt
-    cay_S = Inverse(I_k + Sd) * (I_k - Sd)
+    S0_img, S_img = s_img["S0"], s_img["S"]
     coeffs = sp.symbols("a1:5")
 
     def p_of(X):
         return 1 + sum(a * X ** (j + 1) for j, a in enumerate(coeffs))
 
     QSQ = Q * S * Qt
-    lam = 1 + Q * W * Qt
-    apply_img = compose([("K", ex.LOWRANK_K), ("y", ex.LOWRANK_APPLY)], env)["y"]
+    W_kernel = ex.CAYLEY_MINUS_I if cayley_minus_identity is None else cayley_minus_identity
+    y_img = compose([("K", ex.LOWRANK_K), ("y", ex.LOWRANK_APPLY)], env)["y"]
+    cay_t_x = nc_transpose((1 - Cn) * Minv) * Q * R
+    lam_t = 1 + Q * Wt * Qt
+    f = sp.Function("f")
+    induction = (Q * S**_n * Qt) * QSQ
     return Derivation(
         assumptions=[
             r"x = QR,\ Q\in\mathbb{R}^{T\times k},\ Q^TQ = I_k,\ R\in\mathbb{R}^{k\times d}\ (\text{any } T, k, d)",
-            r"A^T = -A\in\mathbb{R}^{d\times d},\ C = xAx^T",
+            r"A^T = -A\in\mathbb{R}^{d\times d},\ C = xAx^T,\ (I + C)^{-1}\ \text{exists (cayley.well\_defined)}",
+            r"S, W \text{ the bindings of vp\_lowrank\_skew and cayley\_minus\_identity}",
             r"\text{identities checked in the free algebra modulo } Q^TQ = I \text{ (Note [free-algebra reduction])}",
         ],
+        facts={"A skew": {At: -An}, "(I + C)^{-1} inverts I + C": {Minvt * Ct: 1 - Minvt}},
+        subject=(C_img, nc_transpose(S_img), W_kernel * (I_k + Sd), Sd * W_kernel.T, induction, p_of(QSQ),
+                 f(QSQ)),
         steps=[
-            Step(
-                C_img,
-                Q * S0_img * Qt,
-                "kernel vp_correlation at x = QR; S0 = R A R^T is the first binding of vp_lowrank_skew",
-                nc_check(()),
-            ),
-            Step(
-                S_img,
-                a_half,
-                "the binding S = (S0 - S0^T)/2 of vp_lowrank_skew is R skew(A) R^T for every A",
-                nc_check(()),
-            ),
-            Step(
-                a_half,
-                S0_img,
-                "A^T = -A: skew-symmetrising S0 changes nothing",
-                nc_check(()),
-            ),
-            Step(
-                nc_transpose(S0_img),
-                -S0_img,
-                "S^T = -S: S is skew",
-                nc_check(()),
-            ),
-            Step(
-                (Q * S**_n * Qt) * QSQ,
-                Q * S ** (_n + 1) * Qt,
-                "induction step of (Q S Q^T)^n = Q S^n Q^T (n >= 1): Q^T Q = I",
-                nc_check(),
-            ),
-            Step(
-                p_of(QSQ),
-                1 + Q * (p_of(S) - 1) * Qt,
-                "the generic polynomial of degree 4 with p(0) = I (symbolic coefficients): Q^T Q = I",
-                nc_check(),
-            ),
-            Step(
-                r"f(QSQ^T) = \sum_{n\ge0} a_n (QSQ^T)^n",
-                r"I + Q\,(f(S) - I)\,Q^T",
-                "lemma: termwise, a_0 = 1 (f(0) = I), for every power series f converging at QSQ^T and at S "
-                "(QSQ^T and S have the same nonzero spectrum); e.g. f = exp", lemma='power_series_calculus',
-            ),
-            Step(
-                ex.CAYLEY_MINUS_I,
-                cay_S - I_k,
-                "kernel cayley_minus_identity: functional calculus, -2s/(1 + s) = (1 - s)/(1 + s) - 1",
-                in_algebra(Sd, None),
-            ),
-            Step(
-                ex.CAYLEY_MINUS_I * (I_k + Sd),
-                -2 * Sd,
-                "functional calculus: (-2s/(1 + s))(1 + s) = -2s",
-                in_algebra(Sd, None),
-            ),
-            Step(
-                lam * (1 + QSQ) - (1 - QSQ),
-                Q * (W * (1 + S) + 2 * S) * Qt,
-                "expand, Q^T Q = I",
-                nc_check(),
-            ),
-            Step(
-                lam * (1 + QSQ),
-                1 - QSQ,
-                "the previous step with W(I + S) = -2S (rewriting W S -> -2S - W)",
-                nc_check(ORTHONORMAL + (((W, S), -2 * S - W),)),
-            ),
-            Step(
-                r"\mathrm{Cayley}(C) = (I - C)(I + C)^{-1}",
-                lam,
-                "multiply on the right by (I + C)^{-1}, which exists for skew C", lemma='ledger:cayley.well_defined',
-            ),
-            Step(
-                nc_transpose(lam) * Q * R,
-                apply_img.xreplace({nc("x"): Q * R}),
-                "layer output Lambda^T x at x = QR, Q^T Q = I: the kernel vp_lowrank_apply (K = W^T R; y = x + Q K)",
-                nc_check(),
-            ),
+            Step(C_img, Q * S0_img * Qt, "kernel vp_correlation at x = QR; S0 = R A R^T, the first binding of "
+                 "vp_lowrank_skew", nc_rules("no other rule", rules=())),
+            Step(Q * S0_img * Qt, QSQ, "the binding S = (S0 - S0^T)/2 equals S0 for A^T = -A",
+                 nc_rules("A^T = -A and S = (S0 - S0^T)/2", subs=((S, S_img),), facts=("A skew",))),
+            Step(nc_transpose(S_img), -S_img, "S^T = -S: the binding is skew for every A",
+                 nc_rules("no other rule", rules=())),
+            Step(W_kernel * (I_k + Sd), -2 * Sd, "kernel cayley_minus_identity: (-2s/(1 + s))(1 + s) = -2s",
+                 in_algebra(Sd, None)),
+            Step(Sd * W_kernel.T, W_kernel.T - 2 * Sd, "its transpose with S^T = -S (step 3): "
+                 "s (2s/(1 - s)) = 2s/(1 - s) - 2s", in_algebra(Sd, -1)),
+            Step(induction, Q * S ** (_n + 1) * Qt, "induction step of (QSQ^T)^n = QS^nQ^T (n >= 1): Q^T Q = I",
+                 nc_rules("no other rule")),
+            Step(p_of(QSQ), 1 + Q * (p_of(S) - 1) * Qt,
+                 "the generic polynomial of degree 4 with p(0) = I (symbolic coefficients): Q^T Q = I",
+                 nc_rules("no other rule")),
+            Step(f(QSQ), 1 + Q * (f(S) - 1) * Qt,
+                 "termwise (step 6), a_0 = 1 (f(0) = I), for every power series f converging at QSQ^T and at S "
+                 "(the same nonzero spectrum); e.g. f = exp", lemma="power_series_calculus"),
+            Step(cay_t_x, Minvt * (1 + Ct) * lam_t * Q * R,
+                 "Cayley(C)^T x with I - C^T = (I + C^T)(I + QW^TQ^T): steps 1-2 (C = QSQ^T), 3 (S^T = -S), "
+                 "5 (S W^T = W^T - 2S)",
+                 nc_rules("C^T = QS^TQ^T, S^T = -S, SW^T = W^T - 2S",
+                          subs=((Ct, Q * St * Qt), (St, -S), (S * Wt, Wt - 2 * S)))),
+            Step(Minvt * (1 + Ct) * lam_t * Q * R, lam_t * Q * R,
+                 "((I + C)^{-1})^T (I + C)^T = I", nc_rules("the inverse", facts=("(I + C)^{-1} inverts I + C",))),
+            Step(lam_t * Q * R, y_img, "the kernel vp_lowrank_apply: y = x + Q K, K = W^T R; Q^T Q = I",
+                 nc_rules("no other rule")),
         ],
-        remark=r"f(xAx^T)^Tx = x + Q\,(f(S) - I)^T R,\ S = RAR^T,\ "
-        r"\text{for } f = \mathrm{Cayley}\ (W = -2(I+S)^{-1}S) \text{ and every power series with } f(0) = I",
-        conclusion=sp.Eq(C_img, apply_img.xreplace({nc("x"): Q * R}), evaluate=False),
+        remark=r"\mathrm{Cayley}(C)^Tx = x + QW^TR,\ W = \mathrm{Cayley}(S) - I,\ S = RAR^T;\ "
+        r"f(QSQ^T) = I + Q\,(f(S) - I)\,Q^T \text{ for every power series with } f(0) = I",
+        conclusion=sp.Eq(cay_t_x, y_img, evaluate=False),
     )
 
 
