@@ -17,7 +17,33 @@ from .. import algebra as alg
 from ..proof import Check, relation, same
 
 __all__ = ["algebra_times", "algebra_of", "sandwich", "inside", "matrix_derivative", "free_algebra", "blockwise",
-           "compose", "matrix_diff"]
+           "compose", "matrix_diff", "Gradient"]
+
+
+class Gradient(sp.Derivative):
+    r"""An unevaluated matrix derivative ``d f / d X`` of a scalar ``f`` by a matrix symbol ``X`` that prints as
+    :math:`\nabla_X f` and has the shape of ``X`` (a plain ``Derivative`` has no shape, and SymPy's printers fail on
+    it inside a transpose or a block matrix). It is a ``Derivative``: :func:`matrix_derivative` reads it as one."""
+
+    is_MatrixExpr = False
+
+    @property
+    def shape(self):
+        """The shape of the variable."""
+        return self.variables[0].shape
+
+    @property
+    def rows(self):
+        """The number of rows of the variable."""
+        return self.shape[0]
+
+    @property
+    def cols(self):
+        """The number of columns of the variable."""
+        return self.shape[1]
+
+    def _latex(self, printer):
+        return r"\nabla_{%s}\left(%s\right)" % (printer._print(self.variables[0]), printer._print(self.expr))
 
 
 def inside(old, new, name: str = "an earlier step inside the expression") -> Check:

@@ -40,7 +40,7 @@ from ..proof import identity, in_algebra
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Policy, at_sizes, same
-from ._kernel_checks import blockwise, compose, free_algebra, matrix_derivative, matrix_diff
+from ._kernel_checks import Gradient, blockwise, compose, free_algebra, matrix_derivative, matrix_diff
 
 __all__ = [
     "CLAIMS",
@@ -199,7 +199,7 @@ def _vjp_derivation(schemes: dict, vjp_bindings_for=None) -> Derivation:
         table = {MatrixSymbol(nm, T, T): e for nm, e in forward.items()}
         kernels.append(compose(vjp_bindings_for(m, r), table)["gX"])
         pm = sum((Trace(G.T * X**j) / sp.factorial(j) for j in range(1, m + 1)), Trace(G.T))
-        derivs.append(sp.Derivative(pm, X))
+        derivs.append(Gradient(pm, X))
         grads.append(matrix_diff(pm, X))
     deriv, grad, kernel = (BlockDiagMatrix(*b) for b in (derivs, grads, kernels))
     return Derivation(
