@@ -190,3 +190,43 @@ def test_generated_backward_matches_autograd_of_full_form(activation, T, d, seed
         assert got.shape == want.shape
         assert float((got - want).abs().max()) <= tol, (float((got - want).abs().max()), tol)
     assert float(want_A.abs().max()) > 0 and float(want_x.abs().max()) > 0
+
+
+def test_lowrank_form_derivation_is_accepted_and_fails_with_a_wrong_cayley_minus_identity():
+    der = lr._form_derivation().run()
+    assert sum(bool(s.verified) for s in der.steps) == 10 and [s.lemma for s in der.lemmas] == ["power_series_calculus"]
+    wrong = -sp.Inverse(ex.I_k + ex.Sd) * ex.Sd  # (Cayley(S) - I)/2: W(I + S) = -2S fails
+    with pytest.raises(ProofFailed, match="step 4"):
+        lr._form_derivation(wrong).run()
+
+
+def test_nc_rules_negative_controls():
+    Q, Qt, S, W = fa.Q, fa.Qt, fa.S, fa.W
+    Wt = fa.nc("W^T")
+    plain = lx.nc_rules("no other rule")
+    assert plain(Q * S * Qt * Q, Q * S)
+    assert not plain(Q * Qt * Q * S, S)  # Q Q^T is not I
+    with_rule = lx.nc_rules("S W^T = W^T - 2S", subs=((S * Wt, Wt - 2 * S),))
+    lhs = (1 - Q * S * Qt) * (1 + Q * Wt * Qt)
+    assert with_rule(lhs, 1 + Q * S * Qt)
+    assert not plain(lhs, 1 + Q * S * Qt)  # the rule is needed
+    assert not with_rule(lhs, 1 - Q * S * Qt)
+    wrong = lx.nc_rules("S W^T = W^T + 2S", subs=((S * Wt, Wt + 2 * S),))
+    assert not wrong(lhs, 1 + Q * S * Qt)
+
+
+def test_cayley_vjp_derivation_verifies_every_step_and_fails_with_a_wrong_w():
+    der = lc.cayley_vjp_derivation().run()
+    assert all(s.verified for s in der.steps) and not der.lemmas
+    with pytest.raises(ProofFailed):
+        lc.cayley_vjp_derivation(w_kernel=-sp.Inverse(ex.I_k + ex.Sd) * ex.Sd).run()
+
+
+def test_image_at_qr_refuses_an_unknown_inverse():
+    from geoattn.symbolic.algebra import NotInAlgebra
+
+    It = sp.Identity(ex.T)
+    with pytest.raises(NotInAlgebra):
+        lc._image_at_qr(sp.Inverse(It + ex.x * ex.A * ex.A * ex.x.T) * ex.x)
+    C = ex.x * ((ex.A - ex.A.T) / 2) * ex.x.T
+    assert lc._image_at_qr(sp.Inverse(It + C) * ex.x) == lc.Minv * fa.Q * fa.R

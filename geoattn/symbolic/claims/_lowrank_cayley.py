@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import sympy as sp
-from sympy.matrices.expressions import (
-    MatrixSymbol,
-)
+from sympy.matrices.expressions import BlockDiagMatrix, Identity, Inverse, MatrixSymbol, Trace
 from sympy.polys.matrices import DomainMatrix
 
 from .. import algebra as alg
 from .. import expressions as ex
 from ..claim import Claim
-from ..proof import identity
+from ..proof import Check, in_algebra, relation
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
 from ._common import Policy, run_bindings
-from ._free_algebra import Gt, Q, Qt, R, W, compose, nc_check, nc_equal, to_nc
+from ._free_algebra import ORTHONORMAL, An, At, Q, Qt, R, Rt, S, W, compose, nc, nc_equal, to_nc
+from ._kernel_checks import Gradient, blockwise, matrix_derivative, matrix_diff
 from ._lowrank_exact import (
     SEARCH_SIZES,
     backward_variables,
@@ -25,16 +24,15 @@ from ._lowrank_exact import (
     Rf,
     Sd,
     Wd,
-    _calculus_steps,
     _cancel,
     _dual_note,
     _project,
     _q_of,
-    _reference_images,
     _sizes,
     _vec,
     cayley_chain_reference,
     kernel_small_factors,
+    nc_rules,
     reference_dual_evidence,
 )
 
@@ -43,50 +41,132 @@ from ._lowrank_exact import (
 # ---------------------------------------------------------------------------
 
 
-def cayley_vjp_derivation(bindings=None) -> Derivation:
-    """The derivation for the Cayley backward; ``bindings`` replaces the generated ones (negative controls)."""
+Minv, Minvt = nc("(I + C)^{-1}"), nc("(I + C)^{-1}^T")
+Cn, Ct, St, Wt = nc("C"), nc("C^T"), nc("S^T"), nc("W^T")
+
+
+def _image_at_qr(expr):
+    """The free-algebra image of a matrix expression in ``x, A, Gy`` and inverses of ``I + C``, ``C = x skew(A) x^T``,
+    at ``x = QR`` with ``A^T = -A``: an inverse whose argument is ``I + C`` (``I + C^T``) becomes the generator
+    ``(I + C)^{-1}`` (its transpose); any other inverse is outside the algebra."""
+    skew_a = {At: -An}
+    c_img = Q * R * An * Rt * Qt
+
+    def generator(node):
+        arg = to_nc(node.arg, {"x": Q * R}).xreplace(skew_a)
+        for sign, name in ((1, "(I + C)^{-1}"), (-1, "(I + C)^{-1}^T")):
+            if nc_equal(arg, 1 + sign * c_img, ()):
+                return MatrixSymbol(name, *node.shape)
+        raise alg.NotInAlgebra(f"Expected the inverse of I + C or of its transpose. Got {node}.")
+
+    return to_nc(expr.replace(lambda e: isinstance(e, Inverse), generator), {"x": Q * R}).xreplace(skew_a)
+
+
+def _image_check() -> Check:
+    """The lhs is a block-diagonal matrix of matrix expressions, the rhs a column of free-algebra elements, and each
+    block's image at ``x = QR`` (:func:`_image_at_qr`) equals its entry."""
+
+    def decide(lhs, rhs):
+        if not (isinstance(lhs, BlockDiagMatrix) and isinstance(rhs, sp.ImmutableMatrix)):
+            return False
+        if rhs.shape != (len(lhs.diag), 1):
+            return False
+        try:
+            return all(nc_equal(_image_at_qr(b), e, ()) for b, e in zip(lhs.diag, rhs))
+        except alg.NotInAlgebra:
+            return False
+
+    return relation(decide, "image in the free algebra at x = QR, A^T = -A, (I + C)^{-1} a generator")
+
+
+def _entrywise_nc(inner: Check) -> Check:
+    """Both sides are columns of free-algebra elements of one length and ``inner`` accepts every pair of entries."""
+
+    def decide(lhs, rhs, pairs):
+        if not (isinstance(lhs, sp.ImmutableMatrix) and isinstance(rhs, sp.ImmutableMatrix) and lhs.shape == rhs.shape):
+            return False
+        return all(inner.decide(a, b, pairs) for a, b in zip(lhs, rhs))
+
+    return Check(f"entrywise {inner.name}", decide, inner.facts, inner.subs)
+
+
+#: the functional-calculus relations of S (skew) and W = Cayley(S) - I the low-rank chains use, as (lhs, rhs, eps):
+#: each is a checked step of the derivation and then a rewriting rule of the free algebra
+_W_RELATIONS = (
+    (Wd * Sd, -2 * Sd - Wd, None),
+    (Sd * Wd, -2 * Sd - Wd, None),
+    (Sd * Wd.T, Wd.T - 2 * Sd, -1),
+    (Wd.T * Sd, Wd.T - 2 * Sd, -1),
+    (Wd.T * Wd, -Wd - Wd.T, -1),
+    (Wd * Wd.T, -Wd - Wd.T, -1),
+)
+
+
+def _w_steps(w_kernel) -> tuple[list[Step], list, tuple]:
+    """The checked steps of :data:`_W_RELATIONS` with ``W`` the kernel's expression ``w_kernel``, their left sides
+    (for the derivation's subject) and the matching rewriting rules."""
+    steps, lhs_all, rules = [], [], []
+    for lhs, rhs, eps in _W_RELATIONS:
+        show_l, show_r = (e.xreplace({Wd: w_kernel}) for e in (lhs, rhs))
+        why = "S^T = -S (the binding is skew, vp.lowrank_form)" if eps == -1 else "no transpose"
+        steps.append(Step(show_l, show_r, f"kernel cayley_minus_identity, functional calculus in S; {why}",
+                          in_algebra(Sd, eps)))
+        lhs_all.append(show_l)
+        rules.append((tuple(to_nc(f) for f in lhs.args), to_nc(rhs)))
+    return steps, lhs_all, tuple(rules)
+
+
+def cayley_vjp_derivation(bindings=None, w_kernel=None) -> Derivation:
+    """The derivation for the Cayley backward; ``bindings`` replaces the generated ones and ``w_kernel`` the kernel
+    cayley_minus_identity (negative controls)."""
     bindings = ex.LOWRANK_CAYLEY_VJP if bindings is None else bindings
-    steps, grads = _calculus_steps()
-    lam = 1 + Q * W * Qt
-    # cayley.vjp at Lambda-bar = x Gy^T, the kernel's own expression
-    cbar = to_nc(ex.CAYLEY_VJP, {"Lam": lam, "G": Q * R * Gt})
-    ref_gx, ref_gA = _reference_images(grads, cbar, lam)
+    w_kernel = ex.CAYLEY_MINUS_I if w_kernel is None else w_kernel
+    xs, As = ex.x, ex.A
+    C = xs * ((As - As.T) / 2) * xs.T
+    It = Identity(ex.T)
+    loss = Trace(Gy.T * ((It - C) * Inverse(It + C)).T * xs)
+    grads = BlockDiagMatrix(Gradient(loss, xs), Gradient(loss, As))
+    sympy_grads = BlockDiagMatrix(matrix_diff(loss, xs), matrix_diff(loss, As))
+    images = sp.ImmutableMatrix([[_image_at_qr(b)] for b in sympy_grads.diag])
     got = compose(bindings, {})
+    kernel = sp.ImmutableMatrix([[got["gx"]], [got["gA"]]])
+    N, Nt = 1 + Q * W * Qt / 2, 1 + Q * Wt * Qt / 2
+    w_steps, w_lhs, w_rules = _w_steps(w_kernel)
+    c_qsq = ((Cn, Q * S * Qt), (Ct, Q * St * Qt), (St, -S))
+    inverse_steps = [
+        Step(Minv, Minv * (1 + Cn) * N, "(I + C)(I + QWQ^T/2) = I: C = QSQ^T (vp.lowrank_form), WS and SW rules",
+             nc_rules("C = QSQ^T and the W relations", subs=c_qsq, rules=ORTHONORMAL + w_rules)),
+        Step(Minv * (1 + Cn) * N, N, "(I + C)^{-1}(I + C) = I", nc_rules("the inverse", facts=("inverse",))),
+        Step(Minvt, Minvt * (1 + Ct) * Nt, "(I + C^T)(I + QW^TQ^T/2) = I: the same with S^T = -S",
+             nc_rules("C = QSQ^T and the W relations", subs=c_qsq, rules=ORTHONORMAL + w_rules)),
+        Step(Minvt * (1 + Ct) * Nt, Nt, "((I + C)^{-1})^T(I + C)^T = I", nc_rules("the inverse", facts=("inverse",))),
+    ]
+    final_subs = ((Minv, N), (Minvt, Nt))
     return Derivation(
         assumptions=[
-            r"y = \Lambda^Tx,\ \Lambda = \mathrm{Cayley}(C),\ C = xAx^T,\ L = \langle\bar y, y\rangle",
-            r"x = QR,\ Q^TQ = I,\ \Lambda = I + QWQ^T,\ W = \mathrm{Cayley}(S) - I\ (\texttt{vp.lowrank\_form})",
+            r"L = \langle\bar y, \mathrm{Cayley}(C)^Tx\rangle,\ C = x\,\tfrac12(A - A^T)\,x^T\ "
+            r"\text{(the forward uses the skew part of } A)",
+            r"x = QR,\ Q^TQ = I,\ A^T = -A,\ S = RAR^T,\ W = \mathrm{Cayley}(S) - I\ (\texttt{vp.lowrank\_form})",
+            r"(I + C)^{-1}\ \text{exists (cayley.well\_defined)};\ \text{free algebra modulo } Q^TQ = I",
         ],
+        facts={"A skew": {At: -An}, "inverse": {Minv * Cn: 1 - Minv, Minvt * Ct: 1 - Minvt}},
+        subject=(*w_lhs, Minv, Minvt),
         steps=[
-            *steps[:1],
-            Step(
-                r"\bar C",
-                r"-\tfrac12(I + \Lambda)^T\bar\Lambda(I + \Lambda)^T",
-                "lemma: cayley.vjp (proved in the ledger), kernel cayley_vjp", lemma='ledger:cayley.vjp',
-            ),
-            *steps[1:],
-            Step(
-                r"\Lambda",
-                lam,
-                "lemma: vp.lowrank_form (proved in the ledger)", lemma='ledger:vp.lowrank_form',
-            ),
-            Step(
-                got["gx"],
-                ref_gx,
-                "compose the bindings of vp_lowrank_cayley_vjp; chain rule with Cbar = cayley_vjp(I + QWQ^T, QR Gy^T), "
-                "x = QR; expand, Q^T Q = I (A arbitrary)",
-                nc_check(),
-            ),
-            Step(
-                got["gA"],
-                ref_gA,
-                "the same for the skew part of x^T Cbar x",
-                nc_check(),
-            ),
+            *w_steps,
+            *inverse_steps,
+            Step(grads, sympy_grads, "SymPy's matrix derivatives of L in x and in A (term by term)",
+                 blockwise(matrix_derivative())),
+            Step(sympy_grads, images, "at x = QR with A^T = -A; the inverses of I + C and I + C^T as generators",
+                 _image_check()),
+            Step(images, kernel, "the bindings of vp_lowrank_cayley_vjp composed; (I + C)^{-1} = I + QWQ^T/2 "
+                 "(steps 7-10), RAR^T = S, the W relations (steps 1-6), Q^TQ = I",
+                 _entrywise_nc(nc_rules("(I + C)^{-1} = I + QWQ^T/2, RAR^T = S and the W relations",
+                                        subs=final_subs, rules=ORTHONORMAL + (((R, An, Rt), S),) + w_rules,
+                                        facts=("A skew",)))),
         ],
         remark=r"\texttt{vp\_lowrank\_cayley\_vjp}(Q, R, W, A, \bar y) = "
-        r"\left(\nabla_x L,\ \mathrm{skew}(\nabla_A L)\right)",
-        conclusion=None,  # TODO
+        r"\left(\nabla_x L,\ \nabla_A L = \mathrm{skew}(\nabla_A L)\right)",
+        conclusion=sp.Eq(grads, kernel, evaluate=False),
     )
 
 

@@ -13,11 +13,11 @@ from sympy.matrices.expressions import (
 
 from .. import algebra as alg
 from .. import expressions as ex
-from ..proof import identity
+from ..proof import Check, identity
 from ..evidence import Evidence, Level, Step
 from ..strategies import MatrixIdentity, search_counterexample
 from ._common import at_sizes, run_bindings, same
-from ._free_algebra import Q, R, nc_transpose, to_nc
+from ._free_algebra import ORTHONORMAL, Q, R, nc_equal, nc_transpose, to_nc
 
 T, d, k = ex.T, ex.d, ex.k
 x, A, Gy = ex.x, ex.A, ex.Gy
@@ -151,6 +151,53 @@ def _poly_phi(coeffs, X):
     """``((p(z) - p(0))/z)(X) = sum_{j>=1} a_j X^{j-1}``, the polynomial analogue of phi."""
     return _poly(list(coeffs[1:]), X)
 
+
+
+def _tokens_of(word) -> tuple | None:
+    """The generators of a monomial ``word`` (a product of noncommutative symbols, coefficient 1), else ``None``."""
+    c, ncs = sp.sympify(word).args_cnc()
+    if c or len(ncs) < 2 or not all(f.is_Symbol for f in ncs):
+        return None
+    return tuple(ncs)
+
+
+def nc_rules(name: str, subs=(), rules=ORTHONORMAL, facts: tuple[str, ...] | None = ()) -> Check:
+    r"""Equality in the free algebra (Note [free-algebra reduction]) after substitutions and rewriting.
+
+    Parameters
+    ----------
+    name:
+        what the check uses, as shown.
+    subs:
+        ``(old, new)`` pairs of the check itself (earlier steps: ``C^T -> QS^TQ^T``, ``S^T -> -S``); with the
+        named ``facts`` of the derivation they are applied to both sides. A pair whose ``old`` is a product of
+        generators (``S W^T``) becomes a rewriting rule ``word -> new``; a generator is replaced everywhere.
+    rules:
+        the rewriting rules besides those (default: ``Q^T Q -> 1``).
+    facts:
+        names of the derivation's facts used (``None``: all).
+
+    Returns
+    -------
+    Check
+        accepts when the two sides reduce to the same normal form. Every rule is an equality the derivation
+        has shown or assumed, so a reduction to zero proves the step whether or not the rules are confluent.
+    """
+
+    def decide(lhs, rhs, pairs):
+        words, repl = list(rules), {}
+        for old, new in pairs:
+            toks = _tokens_of(old)
+            if toks is None:
+                repl[old] = new
+            else:
+                words.append((toks, new))
+        sides = [sp.sympify(lhs), sp.sympify(rhs)]
+        for _ in range(4):
+            sides = [s.xreplace(repl) for s in sides]
+        return nc_equal(sides[0], sides[1], tuple(words))
+
+    return Check(f"free algebra modulo Q^T Q = I with {name}", decide, facts, tuple(subs))
 
 
 # ---------------------------------------------------------------------------

@@ -38,32 +38,23 @@ without the rule, does not reduce to zero, and the step fails.
 from __future__ import annotations
 
 import sympy as sp
-from sympy.matrices.expressions import (
-    Inverse,
-)
 
 from .. import algebra as alg
 from .. import expressions as ex
 from ..claim import Claim
-from ..proof import Check, in_algebra
+from ..proof import in_algebra
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Policy, run_bindings
 from ._free_algebra import (
-    nc_check,
-    ORTHONORMAL,
-    SKEW,
     An,
     At,
     Q,
     Qt,
     R,
-    Rt,
     S,
-    W,
     compose,
     nc,
-    nc_equal,
     nc_transpose,
     to_nc,
 )
@@ -84,6 +75,7 @@ from ._lowrank_exact import (
     kernel_small_factors,
 )
 from ._lowrank_exp import make_exp_vjp_claim
+from ._lowrank_exact import nc_rules
 
 __all__ = ["CLAIMS", "lowrank_form_identity", "make_lowrank_form_claim"]
 
@@ -97,53 +89,6 @@ _n = sp.Symbol("n", integer=True, positive=True)
 Cn, Ct = nc("C"), nc("C^T")
 Minv, Minvt = nc("(I + C)^{-1}"), nc("(I + C)^{-1}^T")
 St, Wt = nc("S^T"), nc("W^T")
-
-
-def _tokens_of(word) -> tuple | None:
-    """The generators of a monomial ``word`` (a product of noncommutative symbols, coefficient 1), else ``None``."""
-    c, ncs = sp.sympify(word).args_cnc()
-    if c or len(ncs) < 2 or not all(f.is_Symbol for f in ncs):
-        return None
-    return tuple(ncs)
-
-
-def nc_rules(name: str, subs=(), rules=ORTHONORMAL, facts: tuple[str, ...] | None = ()) -> Check:
-    r"""Equality in the free algebra (Note [free-algebra reduction]) after substitutions and rewriting.
-
-    Parameters
-    ----------
-    name:
-        what the check uses, as shown.
-    subs:
-        ``(old, new)`` pairs of the check itself (earlier steps: ``C^T -> QS^TQ^T``, ``S^T -> -S``); with the
-        named ``facts`` of the derivation they are applied to both sides. A pair whose ``old`` is a product of
-        generators (``S W^T``) becomes a rewriting rule ``word -> new``; a generator is replaced everywhere.
-    rules:
-        the rewriting rules besides those (default: ``Q^T Q -> 1``).
-    facts:
-        names of the derivation's facts used (``None``: all).
-
-    Returns
-    -------
-    Check
-        accepts when the two sides reduce to the same normal form. Every rule is an equality the derivation
-        has shown or assumed, so a reduction to zero proves the step whether or not the rules are confluent.
-    """
-
-    def decide(lhs, rhs, pairs):
-        words, repl = list(rules), {}
-        for old, new in pairs:
-            toks = _tokens_of(old)
-            if toks is None:
-                repl[old] = new
-            else:
-                words.append((toks, new))
-        sides = [sp.sympify(lhs), sp.sympify(rhs)]
-        for _ in range(4):
-            sides = [s.xreplace(repl) for s in sides]
-        return nc_equal(sides[0], sides[1], tuple(words))
-
-    return Check(f"free algebra modulo Q^T Q = I with {name}", decide, facts, tuple(subs))
 
 
 def _form_derivation(cayley_minus_identity=None) -> Derivation:
