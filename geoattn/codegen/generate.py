@@ -10,16 +10,9 @@ import sympy as sp
 from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, native_hash
 from .cprinter import LANES, REAL_PRELUDE, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
-from .printer import (
-    SCALAR_HELPER_NAMES,
-    SCALAR_HELPERS,
-    SOA_HELPER_NAMES,
-    SOA_HELPERS,
-    SoAKernelPrinter,
-    TorchKernelPrinter,
-    common_scalar,
-    factor_sums,
-)
+from .printer import TorchKernelPrinter, common_scalar, factor_sums
+from .scalars import SCALAR_HELPER_NAMES, SCALAR_HELPERS
+from .soa import SOA_HELPER_NAMES, SOA_HELPERS, SoAKernelPrinter
 from .tritonprinter import print_triton_kernel, triton_function_name
 
 __all__ = ["generate_kernel", "generate_module", "runtime_tables", "generate_native_module", "generate_triton_module",
