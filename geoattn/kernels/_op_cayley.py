@@ -130,10 +130,11 @@ def _run_solve(c: Call) -> torch.Tensor:
         return solve_each(c.C, lambda m: gen.cayley_apply_solve(m, c.x), sign=-1)[0]
     T, d = c.T, c.d
     batch = torch.broadcast_shapes(c.C.shape[:-2], c.x.shape[:-2])
-    C, x, big = c.C.expand(*batch, T, T), c.x.expand(*batch, T, d), c.big.expand(batch)
-    y = solve_each(C.masked_fill(big[..., None, None], 0), lambda m: gen.cayley_apply_solve(m, x), sign=-1)[0]
+    C = c.C.expand(*batch, T, T).reshape(-1, T, T)  # flat batch (an unbatched call too)
+    x, big = c.x.expand(*batch, T, d).reshape(-1, T, d), c.big.expand(batch).reshape(-1)
+    y = solve_each(C.masked_fill(big[:, None, None], 0), lambda m: gen.cayley_apply_solve(m, x), sign=-1)[0]
     lam = _Cayley.apply(C[big], torch.ones(int(big.sum()), dtype=torch.bool, device=big.device), False)
-    return y.index_put((big,), gen.cayley_apply_matrix(lam, x[big]))
+    return y.index_put((big,), gen.cayley_apply_matrix(lam, x[big])).reshape(*batch, T, d)
 
 
 CAYLEY_APPLY = register_operation(Operation(
