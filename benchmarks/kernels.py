@@ -3,8 +3,10 @@ compositions with autograd, measured in one run.
 
     python benchmarks/kernels.py [--quick] [--json PATH] [--threads N]
 
-Forward+backward is timed with two incoming gradients: a dense random one (``f+b``) and the
-expanded one of ``loss = out.sum()`` (``f+b sum``).
+Inputs are skew matrices M - M^T with unit-normal M scaled by 0.1, 1 and 3 (``scale``): the
+magnitudes a layer meets, not divided by sqrt(T). Every row records the route that served the
+call (``geoattn.kernels.explain``). Forward+backward is timed with two incoming gradients: a dense
+random one (``f+b``) and the expanded one of ``loss = out.sum()`` (``f+b sum``).
 
 Cayley: ``geoattn.kernels.cayley`` (custom VJP) against
 ``torch.linalg.solve(I + C, I - C, left=False)`` + autograd. Skew exponential:
@@ -60,10 +62,10 @@ def fast_exp(s):
     return K.exp_skew(s, check=False)
 
 
-def case(kernel, naive, B, T, dtype, reps):
+def case(kernel, naive, B, T, dtype, reps, scale=1.0):
     g = torch.Generator().manual_seed(0)
-    m = torch.randn(B, T, T, generator=g, dtype=dtype)
-    c = (m - m.mT) / T**0.5
+    m = torch.randn(B, T, T, generator=g, dtype=dtype) * scale
+    c = m - m.mT
     grad = torch.randn(B, T, T, generator=g, dtype=dtype)
     x = c.clone()
     out = {}
@@ -95,6 +97,22 @@ def case(kernel, naive, B, T, dtype, reps):
     return out
 
 
+#: entry scales of the unit-normal M in C = M - M^T
+SCALES = (0.1, 1.0, 3.0)
+
+
+def served(kname, B, T, dtype, scale) -> dict:
+    """The route that serves the case's input (``explain``) and the result's orthogonality defect
+    max |Q^T Q - I| in units of T eps."""
+    g = torch.Generator().manual_seed(0)
+    m = torch.randn(B, T, T, generator=g, dtype=dtype) * scale
+    c = m - m.mT
+    route = K.explain(kname, c).route.name
+    q = (K.cayley(c) if kname == "cayley" else fast_exp(c)).double()
+    orth = float((q.mT @ q - torch.eye(T, dtype=torch.float64)).abs().max()) / (T * torch.finfo(dtype).eps)
+    return {"route": route, "orth_T_eps": orth}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="B = 256 only, one repetition")
@@ -103,11 +121,12 @@ def main(argv=None) -> int:
     parser.add_argument("--only", choices=["cayley", "exp_skew"], help="one kernel only")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    batches = [256] if args.quick else [256, 4096]
+    batches = [256] if args.quick else [4096]
+    sizes = (8, 16) if args.quick else (8, 12, 16, 32)
     rows = []
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {platform.processor() or platform.machine()}")
-    header = (f"{'kernel':8s} {'dtype':8s} {'B':>5s} {'T':>3s} {'fwd ms':>9s} {'naive':>9s} {'ratio':>6s} {'f+b ms':>9s} "
-              f"{'naive':>9s} {'ratio':>6s} {'f+b sum':>9s} {'naive':>9s} {'ratio':>6s}")
+    header = (f"{'kernel':8s} {'dtype':8s} {'B':>5s} {'T':>3s} {'scale':>5s} {'fwd ms':>9s} {'naive':>9s} {'ratio':>6s} {'f+b ms':>9s} "
+              f"{'naive':>9s} {'ratio':>6s} {'f+b sum':>9s} {'naive':>9s} {'ratio':>6s} {'orth/Teps':>9s} route")
     print(header)
     print("-" * len(header))
     for kname, kernel, naive in (("cayley", K.cayley, naive_cayley), ("exp_skew", fast_exp, torch.linalg.matrix_exp)):
@@ -115,17 +134,21 @@ def main(argv=None) -> int:
             continue
         for dtype in (torch.float32, torch.float64):
             for B in batches:
-                for T in (3, 8, 16, 32):
-                    reps = 1 if args.quick else (15 if B * T * T < 300_000 else 7)
-                    r = case(kernel, naive, B, T, dtype, reps)
-                    r.update(kernel_name=kname, dtype=str(dtype).replace("torch.", ""), B=B, T=T)
-                    rows.append(r)
-                    print(
-                        f"{kname:8s} {r['dtype']:8s} {B:5d} {T:3d} {1e3 * r['kernel_fwd']:9.2f} {1e3 * r['naive_fwd']:9.2f} "
-                        f"{r['ratio_fwd']:6.2f} {1e3 * r['kernel_fwd_bwd']:9.2f} {1e3 * r['naive_fwd_bwd']:9.2f} {r['ratio_fwd_bwd']:6.2f}"
-                        f" {1e3 * r['kernel_fwd_bwd_sum']:9.2f} {1e3 * r['naive_fwd_bwd_sum']:9.2f} {r['ratio_fwd_bwd_sum']:6.2f}",
-                        flush=True,
-                    )
+                for T in sizes:
+                    for scale in SCALES:
+                        reps = 1 if args.quick else (15 if B * T * T < 300_000 else 7)
+                        r = case(kernel, naive, B, T, dtype, reps, scale)
+                        r.update(kernel_name=kname, dtype=str(dtype).replace("torch.", ""), B=B, T=T, scale=scale,
+                                 **served(kname, B, T, dtype, scale))
+                        rows.append(r)
+                        print(
+                            f"{kname:8s} {r['dtype']:8s} {B:5d} {T:3d} {scale:5g} {1e3 * r['kernel_fwd']:9.2f} "
+                            f"{1e3 * r['naive_fwd']:9.2f} {r['ratio_fwd']:6.2f} {1e3 * r['kernel_fwd_bwd']:9.2f} "
+                            f"{1e3 * r['naive_fwd_bwd']:9.2f} {r['ratio_fwd_bwd']:6.2f} {1e3 * r['kernel_fwd_bwd_sum']:9.2f} "
+                            f"{1e3 * r['naive_fwd_bwd_sum']:9.2f} {r['ratio_fwd_bwd_sum']:6.2f} {r['orth_T_eps']:9.2f} "
+                            f"{r['route']}",
+                            flush=True,
+                        )
     print("\ntargets:")
     for line in summarise("kernels", rows):
         print("  " + line)

@@ -32,8 +32,10 @@ def _vp_at(T: int, B: int) -> Callable[[dict], bool]:
 
 TARGETS = [
     Target("kernels", "cayley", 1.0, lambda r: r["B"] == 4096 and r["T"] == 3, "naive, B=4096, T=3"),
-    Target("kernels", "cayley", 0.8, lambda r: r["B"] == 4096 and r["T"] in (8, 16), "naive, B=4096, T in {8, 16}"),
-    Target("kernels", "exp_skew", 0.5, lambda r: r["B"] == 4096 and r["T"] in (8, 16), "naive, B=4096, T in {8, 16}"),
+    Target("kernels", "cayley", 0.8, lambda r: r["B"] == 4096 and r["T"] in (8, 12, 16, 32),
+           "naive, B=4096, T in {8, 12, 16, 32}, every entry scale"),
+    Target("kernels", "exp_skew", 0.5, lambda r: r["B"] == 4096 and r["T"] in (8, 12, 16, 32),
+           "naive, B=4096, T in {8, 12, 16, 32}, every entry scale"),
     Target("layers", "VolumePreservingAttention", 0.25, _vp_at(16, 4096), "SDPA, B=4096, dim=4, T=16"),
     Target("layers", "VolumePreservingAttention", 0.15, _vp_at(32, 4096), "SDPA, B=4096, dim=4, T=32"),
     Target("layers", "VolumePreservingAttention", 0.05, _vp_at(512, 64), "SDPA, B=64, dim=4, T=512"),
@@ -51,6 +53,11 @@ def _name(kind: str, row: dict) -> str:
     return row.get("kernel_name") if kind == "kernels" else row.get("layer")
 
 
+def _at_scale(row: dict) -> str:
+    """`` x3`` for a row measured at entry scale 3 (nothing for rows without a scale)."""
+    return f" x{row['scale']:g}" if "scale" in row else ""
+
+
 def summarise(kind: str, rows: list[dict]) -> list[str]:
     """One line per target of ``kind`` and layout: the measured ratios and whether every one meets the bound."""
     lines = []
@@ -63,8 +70,8 @@ def summarise(kind: str, rows: list[dict]) -> list[str]:
             if not have:
                 continue
             cells = ", ".join(
-                f"{r.get('dtype', 'float32')} T={r['T']}: {r[key]:.2f}"
-                for r in sorted(have, key=lambda r: (r.get("dtype", ""), r["T"]))
+                f"{r.get('dtype', 'float32')} T={r['T']}{_at_scale(r)}: {r[key]:.2f}"
+                for r in sorted(have, key=lambda r: (r.get("dtype", ""), r["T"], r.get("scale", 0)))
             )
             met = all(r[key] <= t.bound for r in have)
             lines.append(f"{t.name} forward+backward ({layout} gradient) <= {t.bound}x {t.where}: {cells} "

@@ -69,6 +69,7 @@ CLAIMS = {
     "cayley.eigh_form": ("kernels", "checked"),
     "exp_skew.hodge_form": ("kernels", "proved"),
     "exp_skew.vjp": ("kernels", "proved"),
+    "cayley.polish": ("kernels", "proved"),
     "exp_skew.taylor_form": ("kernels", "proved"),
     "exp_skew.taylor_vjp": ("kernels", "proved"),
     "exp_skew.taylor_remainder": ("kernels", "proved"),

@@ -42,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
                                                "expressions, and the ledger's claim ids")
     codegen.add_argument("--check", action="store_true",
                          help="exit 1 if the checked-in kernels or ledger ids are stale")
-    codegen.add_argument("--path", help="target file (default: geoattn/kernels/_generated.py)")
+    codegen.add_argument("--path", help="the torch module's file (default: geoattn/kernels/_generated.py); "
+                         "given, only that file is written")
     return parser
 
 
@@ -158,7 +159,11 @@ def _codegen(args) -> int:
         print("geoattn codegen: the checked-in generated files differ from fresh ones; run `geoattn codegen`")
         print(diff)
         return 1
-    path = codegen.write(args.path)
+    if args.path:  # the torch module alone, where asked: the checked-in files stay as they are
+        path = codegen.write(args.path, native_path=False, triton_path=False, ledger_path=False)
+        print(f"geoattn codegen: wrote {path}")
+        return 0
+    path = codegen.write()
     print(f"geoattn codegen: wrote {path}, {codegen.native_target_path()}, {codegen.triton_target_path()} and "
           f"{codegen.ledger_ids_target_path()}")
     return 0

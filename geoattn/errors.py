@@ -14,6 +14,7 @@ class                  builtin base             raised for
 :class:`OptionError`   ``ValueError``           an unknown option: activation, method, update, backend, ledger id
 :class:`StructureError` ``ValueError``          an input without the structure a form assumes (a non-skew matrix)
 :class:`BackendError`  ``RuntimeError``         a forced backend (:func:`geoattn.kernels.backend`) that cannot serve
+:class:`CodegenError`  ``ValueError``           an expression a printer of :mod:`geoattn.codegen` does not support
 =====================  =======================  ==================================================================
 
 The names the package used before (``KernelShapeError``, ``LayerShapeError``, ``KernelDtypeError``,
@@ -33,7 +34,7 @@ Expected C to be square in its last two dimensions, (..., n, n). Got shape (3, 4
 from __future__ import annotations
 
 __all__ = ["GeoattnError", "ShapeError", "DtypeError", "DeviceError", "OptionError", "StructureError",
-           "BackendError"]
+           "BackendError", "CodegenError"]
 
 
 class GeoattnError(Exception):
@@ -62,3 +63,7 @@ class StructureError(GeoattnError, ValueError):
 
 class BackendError(GeoattnError, RuntimeError):
     """A backend forced with :func:`geoattn.kernels.backend` cannot serve the call (the message says why)."""
+
+
+class CodegenError(GeoattnError, ValueError):
+    """An expression a kernel printer does not support (e.g. a bare inverse), declared as such."""

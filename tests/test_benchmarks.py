@@ -46,6 +46,11 @@ def test_symplectic_benchmark_runs(tmp_path):
 def test_kernels_benchmark_runs(tmp_path):
     stdout, data = _run("kernels.py", tmp_path)
     assert "thread" in stdout and data
+    rows = data["rows"]
+    assert {r["scale"] for r in rows} == {0.1, 1.0, 3.0} and {r["kernel_name"] for r in rows} == {"cayley", "exp_skew"}
+    for r in rows:  # every row says which route served it, and its result is orthogonal within the bar
+        assert r["route"] and "/" in r["route"] and 0 <= r["orth_T_eps"] <= 64
+        assert r["ratio_fwd_bwd"] > 0 and r["ratio_fwd_bwd_sum"] > 0
 
 
 def test_target_summary_says_met_and_missed():
@@ -58,12 +63,12 @@ def test_target_summary_says_met_and_missed():
     rows = [
         {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 8, "ratio_fwd_bwd": 0.5, "ratio_fwd_bwd_sum": 0.6},
         {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 16, "ratio_fwd_bwd": 0.7, "ratio_fwd_bwd_sum": 0.9},
-        {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 32, "ratio_fwd_bwd": 5.0},  # outside the target
+        {"kernel_name": "cayley", "dtype": "float64", "B": 4096, "T": 64, "ratio_fwd_bwd": 5.0},  # outside the target
         {"kernel_name": "exp_skew", "dtype": "float64", "B": 4096, "T": 8, "ratio_fwd_bwd": 0.3, "ratio_fwd_bwd_sum": 0.4},
         {"kernel_name": "exp_skew", "dtype": "float64", "B": 256, "T": 8, "ratio_fwd_bwd": 9.0},  # other batch
     ]
     cay_dense, cay_sum, exp_dense, exp_sum = summarise("kernels", rows)
-    assert "dense" in cay_dense and cay_dense.endswith("[met]") and "T=32" not in cay_dense
+    assert "dense" in cay_dense and cay_dense.endswith("[met]") and "T=64" not in cay_dense
     assert "sum" in cay_sum and cay_sum.endswith("[missed]")  # 0.9 > 0.8 in the sum layout only
     assert exp_dense.endswith("[met]") and exp_sum.endswith("[met]") and "9.00" not in exp_dense
     assert summarise("layers", rows) == []

@@ -1,5 +1,6 @@
 """Code generation: freshness, printer output, and generated kernels against the SymPy interpreter."""
 
+import os
 import random
 import subprocess
 import sys
@@ -29,8 +30,12 @@ def test_stale_file_is_detected(tmp_path, capsys):
     fresh, diff = codegen.check(str(stale))
     assert not fresh and diff
     assert main(["codegen", "--check", "--path", str(stale)]) == 1
+    before = {p: os.path.getmtime(p) for p in (codegen.native_target_path(), codegen.triton_target_path(),
+                                                codegen.ledger_ids_target_path())}
     assert main(["codegen", "--path", str(stale)]) == 0
     assert codegen.check(str(stale))[0]
+    # only the named file was written: the checked-in files of the source tree are untouched
+    assert {p: os.path.getmtime(p) for p in before} == before
 
 
 def test_header_records_sources_and_hash():

@@ -6,7 +6,8 @@ import pytest
 import sympy as sp
 import torch
 
-from geoattn.codegen.printer import CodegenError, SoAKernelPrinter, TorchKernelPrinter
+from geoattn.codegen.printer import CodegenError, TorchKernelPrinter
+from geoattn.codegen.soa import SoAKernelPrinter
 from geoattn.kernels import _generated as gen
 from geoattn.kernels._exp import exp_skew_closed
 from geoattn.symbolic import expressions as ex

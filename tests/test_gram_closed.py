@@ -11,7 +11,8 @@ from geoattn.kernels import dispatch
 from conftest import full64
 
 import geoattn.kernels as K
-from geoattn.codegen.printer import CodegenError, SoAKernelPrinter
+from geoattn.codegen.printer import CodegenError
+from geoattn.codegen.soa import SoAKernelPrinter
 from geoattn.kernels import _generated as gen
 from geoattn.kernels import _gram, _native
 from geoattn.symbolic import expressions as ex

@@ -10,16 +10,9 @@ import sympy as sp
 from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, native_hash
 from .cprinter import LANES, REAL_PRELUDE, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
-from .printer import (
-    SCALAR_HELPER_NAMES,
-    SCALAR_HELPERS,
-    SOA_HELPER_NAMES,
-    SOA_HELPERS,
-    SoAKernelPrinter,
-    TorchKernelPrinter,
-    common_scalar,
-    factor_sums,
-)
+from .printer import TorchKernelPrinter, common_scalar, factor_sums
+from .scalars import SCALAR_HELPER_NAMES, SCALAR_HELPERS
+from .soa import SOA_HELPER_NAMES, SOA_HELPERS, SoAKernelPrinter
 from .tritonprinter import print_triton_kernel, triton_function_name
 
 __all__ = ["generate_kernel", "generate_module", "runtime_tables", "generate_native_module", "generate_triton_module",
@@ -249,14 +242,23 @@ def write(path: str | None = None, native_path: str | None = None, triton_path: 
     :func:`triton_target_path`) and the ledger's ids to ``ledger_path`` (default :func:`ledger_ids_target_path`);
     return the module's path."""
     path = path or target_path()
-    for target, text in ((path, generate_module()), (native_path or native_target_path(), generate_native_module()),
-                         (triton_path or triton_target_path(), generate_triton_module()),
-                         (ledger_path or ledger_ids_target_path(), generate_ledger_ids_module())):
+    for target, text in _outputs(path, native_path, triton_path, ledger_path):
         tmp = f"{target}.tmp"
         with open(tmp, "w") as fh:
             fh.write(text)
         os.replace(tmp, target)  # atomic: a reader (the native kernels' compiler) never sees a partial file
     return path
+
+
+def _outputs(path, native_path, triton_path, ledger_path):
+    """``(target, text)`` of each generated file; a file whose path is ``False`` is left out."""
+    out = [(path, generate_module)]
+    for given, default, make in ((native_path, native_target_path, generate_native_module),
+                                 (triton_path, triton_target_path, generate_triton_module),
+                                 (ledger_path, ledger_ids_target_path, generate_ledger_ids_module)):
+        if given is not False:
+            out.append((given or default(), make))
+    return [(target, make()) for target, make in out]
 
 
 def _diff(path: str, want: str) -> str:

@@ -29,6 +29,8 @@ from .printer import CodegenError
 __all__ = ["triton_function_name", "print_triton_kernel"]
 
 _IND = "    "
+#: a float64 1 per lane: constants multiplied by it are rounded in float64, not in float32
+_ONE = "_one = tl.full((BLOCK,), 1.0, tl.float64)"
 
 
 def triton_function_name(spec: NativeKernelSpec, d: int) -> str:
@@ -124,7 +126,7 @@ class _Kernel:
         body += [f"# verified by: {', '.join(spec.claims) or '-'}"]
         body += ["_b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)",
                  "_live = _b < B",
-                 "_one = tl.full((BLOCK,), 1.0, tl.float64)"]
+                 _ONE]
         for name, stored in prog.shared.items():
             body += [f"{s} = tl.load({name}_ptr + {i * d + j}).to(tl.float64)" for s, (i, j) in stored]
         for name, stored in prog.samples.items():
@@ -171,6 +173,8 @@ class _Kernel:
                          f"{self._value(b.value[0, j])}.to({b.name}_ptr.dtype.element_ty), mask=_live)"
                          for j in range(d)]
             body += ["for _t in range(0, T):", *(_IND + ln for ln in loop)]
+        if not any("_one" in ln for ln in body if ln != _ONE):
+            body.remove(_ONE)  # no constant needs it
         return "\n".join(out + [_IND + ln for ln in body]) + "\n"
 
 

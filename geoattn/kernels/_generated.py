@@ -5,7 +5,7 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from
 stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
-expressions-sha256: 01e67aae5ec8b052645d4a504a526f50aa4dd6dc2c0b8bca7b6d9ce9091d6e26
+expressions-sha256: b56d683b37ae154d67c04237ffabb5ea46c1a8f6d8058ab76bd5c8640a84e050
 printer-version: 4
 
 Sources (kernel: expression  [ledger claims]):
@@ -14,6 +14,7 @@ Sources (kernel: expression  [ledger claims]):
   cayley_apply_solve: y = 2*(I - C)**(-1)*x - x  [cayley.apply_form]
   cayley_apply_matrix: y = Lam.T*x  [cayley.orthogonal, cayley.apply_form]
   cayley_vjp: P = I + Lam.T; gC = -(1/2)*P*G*P  [cayley.vjp]
+  orthogonal_polish: R = (3/2)*I - (1/2)*E.T*E; N = E*R  [cayley.polish]
   skew_from_lower: S = StrictLower(C) - StrictLower(C).T  [vp.lower_assign_skew, kernels.triangle_forms]
   upper_triangular_asymmetrize: S = StrictUpper(C) - StrictUpper(C).T  [exp.uta_skew, kernels.triangle_forms]
   vp_correlation: C = x*A*x.T  [vp.skew_weighting, kernels.row_layout]
@@ -49,7 +50,7 @@ Sources (kernel: expression  [ledger claims]):
 
 import torch
 
-__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "vp_gram_closed", "vp_gram_closed_vjp", "cayley_minus_identity_skew_small", "exp_skew_so4", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "soa_mm", "soa_tr", "soa_tr_mm", "soa_eye", "sin_over", "N_OUTPUTS", "NATIVE_FUNCTIONS", "SYMATTN_ACTIVATIONS"]
+__all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "orthogonal_polish", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "vp_gram_closed", "vp_gram_closed_vjp", "cayley_minus_identity_skew_small", "exp_skew_so4", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "soa_mm", "soa_tr", "soa_tr_mm", "soa_eye", "sin_over", "N_OUTPUTS", "NATIVE_FUNCTIONS", "SYMATTN_ACTIVATIONS"]
 
 
 def sin_over(x):
@@ -149,6 +150,20 @@ def cayley_vjp(Lam, G):
     gC = (P @ G) @ P
     gC.mul_(-0.5)
     return gC
+
+
+def orthogonal_polish(E):
+    """One Newton-Schulz step E (3I - E^T E)/2 towards the orthogonal polar factor: squares the defect.
+
+    Generated from:
+    R = (3/2)*I - (1/2)*E.T*E
+    N = E*R
+    Verified by: cayley.polish
+    """
+    eye = torch.eye(E.shape[-1], dtype=E.dtype, device=E.device)
+    R = 1.5 * eye - 0.5 * (E.mT @ E)
+    N = E @ R
+    return N
 
 
 def skew_from_lower(C):
@@ -708,6 +723,7 @@ N_OUTPUTS = {
     "cayley_apply_solve": 1,
     "cayley_apply_matrix": 1,
     "cayley_vjp": 1,
+    "orthogonal_polish": 1,
     "skew_from_lower": 1,
     "upper_triangular_asymmetrize": 1,
     "vp_correlation": 1,

@@ -7,12 +7,13 @@ r"""The operations ``cayley`` and ``cayley_apply``: their checks, routes and pub
 1. ``closed-small/native``: ``T <= 3``, the closed form ``kernels.cayley_skew_small`` and the VJP ``cayley.vjp`` as
    C kernels (Note [native Cayley kernels] in :mod:`geoattn.kernels._functions`);
 2. ``closed-small/eager``: the same closed form in torch operations (Note [Cayley of small skew matrices]);
-3. ``solve/eager``: one batched solve; skew samples of large norm take the eigendecomposition, per sample (Note
-   [Cayley at large norms]).
+3. ``solve/eager``: one batched solve; skew samples of norm above ``8 T`` get two Newton--Schulz steps
+   (``cayley.polish``), and the few that the measured defect still rejects take the eigendecomposition, per sample
+   (Note [Cayley at large norms]).
 
 ``cayley_apply(C, x)`` computes :math:`(x^T\,\mathrm{Cayley}(C))^T`: ``solve/eager`` (:math:`2(I - C)^{-1}x - x`,
-``cayley.apply_form``) when ``d < T`` and no sample is large, else ``matrix/eager`` (the ``cayley`` operation, then
-a product).
+``cayley.apply_form``) when ``d < T``, its skew samples of norm above ``8 T`` taking the polished matrix (per sample),
+else ``matrix/eager`` (the ``cayley`` operation, then a product).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from . import _generated as gen
 from . import _triton
 from ._backends import EAGER, NATIVE, TRITON
 from ._checks import check_float, check_matmul, check_same, check_skew, check_square, half_in_float32
-from ._functions import CAYLEY_MAX_NORM, SMALL_MAX, _Cayley, _large_skew, _traced, native_small_reason
+from ._functions import (CAYLEY_SOLVE_NORM_PER_T, SMALL_MAX, _Cayley, _large_skew, _traced, native_small_reason,
+                         solve_each)
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
 __all__ = ["cayley", "cayley_apply", "CAYLEY", "CAYLEY_APPLY"]
@@ -65,8 +67,11 @@ CAYLEY = register_operation(Operation(
               per_sample="non-skew samples are solved; samples whose C^2 would overflow take the eigendecomposition",
               claims=("kernels.cayley_skew_small", "cayley.vjp")),
         Route("solve", EAGER.name, lambda c: None, lambda c: _Cayley.apply(c.C, _large_skew(c.C), False),
-              per_sample=f"skew samples of norm above {CAYLEY_MAX_NORM:g} take the eigendecomposition (not when "
-                         "traced)", claims=("cayley.orthogonal", "cayley.eigh_form", "cayley.vjp")),
+              per_sample=f"skew samples of norm above {CAYLEY_SOLVE_NORM_PER_T:g} T get two Newton-Schulz steps and "
+                         "a measured defect; those above 8 T eps after them, and skew samples whose I + C is singular "
+                         "in floating point, take the eigendecomposition; a non-skew singular sample gets NaN (not "
+                         "when traced)",
+              claims=("cayley.orthogonal", "cayley.polish", "cayley.eigh_form", "cayley.vjp")),
     ),
     claims=("cayley.orthogonal", "cayley.det_one", "cayley.vjp"),
     doc="(I - C)(I + C)^-1, batched",
@@ -122,28 +127,40 @@ def _solve_when(c: Call) -> str | None:
         return "method 'matrix' requested"
     if c.method == "solve":
         return None
-    if c.big is not None:
-        return f"a sample's norm exceeds {CAYLEY_MAX_NORM:g}: the Cayley matrix from the eigendecomposition"
     if c.d >= c.T:
         return f"d={c.d} >= T={c.T}: forming the T x T matrix is as cheap"
     return None
 
 
 def _run_solve(c: Call) -> torch.Tensor:
+    """The apply form on every sample but the large ones (``c.big``), which get the polished matrix: a per-sample
+    decision, so a large sample never changes how the rest of its batch is computed."""
     if c.check and not _traced(c.C):
         check_skew("C", c.C)
-    return gen.cayley_apply_solve(c.C, c.x)
+    if c.big is None:
+        return solve_each(c.C, lambda m: gen.cayley_apply_solve(m, c.x), sign=-1)[0]
+    T, d = c.T, c.d
+    batch = torch.broadcast_shapes(c.C.shape[:-2], c.x.shape[:-2])
+    C = c.C.expand(*batch, T, T).reshape(-1, T, T)  # flat batch (an unbatched call too)
+    x, big = c.x.expand(*batch, T, d).reshape(-1, T, d), c.big.expand(batch).reshape(-1)
+    y = solve_each(C.masked_fill(big[:, None, None], 0), lambda m: gen.cayley_apply_solve(m, x), sign=-1)[0]
+    lam = _Cayley.apply(C[big], torch.ones(int(big.sum()), dtype=torch.bool, device=big.device), False)
+    return y.index_put((big,), gen.cayley_apply_matrix(lam, x[big])).reshape(*batch, T, d)
 
 
 CAYLEY_APPLY = register_operation(Operation(
     "cayley_apply",
     _bind_apply,
     (
-        Route("solve", EAGER.name, _solve_when, _run_solve, claims=("cayley.apply_form",)),
+        Route("solve", EAGER.name, _solve_when, _run_solve,
+              per_sample=f"skew samples of norm above {CAYLEY_SOLVE_NORM_PER_T:g} T take the polished matrix (the "
+                         "cayley operation's solve route)",
+              claims=("cayley.apply_form", "cayley.polish")),
         Route("matrix", EAGER.name, lambda c: "method 'solve' requested" if c.method == "solve" else None,
               lambda c: gen.cayley_apply_matrix(_Cayley.apply(c.C, c.big, False), c.x),
-              per_sample=f"skew samples of norm above {CAYLEY_MAX_NORM:g} take the eigendecomposition",
-              claims=("cayley.orthogonal", "cayley.vjp")),
+              per_sample=f"skew samples of norm above {CAYLEY_SOLVE_NORM_PER_T:g} T are polished (the cayley "
+                         "operation's solve route)",
+              claims=("cayley.orthogonal", "cayley.polish", "cayley.vjp")),
     ),
     claims=("cayley.apply_form",),
     doc="(x^T Cayley(C))^T for skew C",
@@ -158,9 +175,10 @@ def cayley_apply(C: torch.Tensor, x: torch.Tensor, method: str = "auto", *, chec
     :math:`\mathrm{Cayley}(C)` (valid because :math:`(I + C)^T = I - C`,
     ledger ``cayley.apply_form``); ``"matrix"`` forms it and multiplies;
     ``"auto"`` picks ``"solve"`` when ``d < T`` (fewer right-hand sides than
-    columns of the matrix) and ``"matrix"`` otherwise, and ``"matrix"`` when a
-    sample's norm is large enough for the matrix to come from its
-    eigendecomposition (Note [Cayley at large norms]). Inside ``torch.func``
+    columns of the matrix) and ``"matrix"`` otherwise; under ``"auto"`` a skew
+    sample of norm above ``8 T`` takes the formed matrix, polished back to
+    orthogonal, whatever the rest of its batch does (Note [Cayley at large
+    norms]). Inside ``torch.func``
     transforms, ``torch.compile`` and on the meta device ``check`` is skipped
     (it would branch on the data).
 

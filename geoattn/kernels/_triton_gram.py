@@ -561,7 +561,6 @@ def vp_gram_bwd_d1(B, T, x_ptr, Gy_ptr, N_ptr, A_ptr, gx_ptr, gA_ptr, BLOCK: tl.
     # verified by: vp.gram_closed_form_vjp
     _b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
     _live = _b < B
-    _one = tl.full((BLOCK,), 1.0, tl.float64)
     N_0_0 = tl.load(N_ptr + _b*1 + 0, mask=_live, other=0.0).to(tl.float64)
     Gram_0_0 = tl.full((BLOCK,), 0.0, tl.float64)
     Pbar_0_0 = tl.full((BLOCK,), 0.0, tl.float64)
@@ -595,7 +594,6 @@ def vp_gram_bwd_d2(B, T, x_ptr, Gy_ptr, N_ptr, A_ptr, gx_ptr, gA_ptr, BLOCK: tl.
     # verified by: vp.gram_closed_form_vjp
     _b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
     _live = _b < B
-    _one = tl.full((BLOCK,), 1.0, tl.float64)
     A_1_0 = tl.load(A_ptr + 2).to(tl.float64)
     N_0_0 = tl.load(N_ptr + _b*4 + 0, mask=_live, other=0.0).to(tl.float64)
     N_0_1 = tl.load(N_ptr + _b*4 + 1, mask=_live, other=0.0).to(tl.float64)
@@ -669,7 +667,6 @@ def vp_gram_bwd_d3(B, T, x_ptr, Gy_ptr, N_ptr, A_ptr, gx_ptr, gA_ptr, BLOCK: tl.
     # verified by: vp.gram_closed_form_vjp
     _b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
     _live = _b < B
-    _one = tl.full((BLOCK,), 1.0, tl.float64)
     A_1_0 = tl.load(A_ptr + 3).to(tl.float64)
     A_2_0 = tl.load(A_ptr + 6).to(tl.float64)
     A_2_1 = tl.load(A_ptr + 7).to(tl.float64)
@@ -802,7 +799,6 @@ def vp_gram_bwd_d4(B, T, x_ptr, Gy_ptr, N_ptr, A_ptr, gx_ptr, gA_ptr, BLOCK: tl.
     # verified by: vp.gram_closed_form_vjp
     _b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
     _live = _b < B
-    _one = tl.full((BLOCK,), 1.0, tl.float64)
     A_1_0 = tl.load(A_ptr + 4).to(tl.float64)
     A_2_0 = tl.load(A_ptr + 8).to(tl.float64)
     A_3_0 = tl.load(A_ptr + 12).to(tl.float64)
@@ -1197,7 +1193,6 @@ def cayley_vjp_d1(B, T, Lam_ptr, G_ptr, gC_ptr, BLOCK: tl.constexpr):
     # verified by: cayley.vjp
     _b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
     _live = _b < B
-    _one = tl.full((BLOCK,), 1.0, tl.float64)
     Lam_0_0 = tl.load(Lam_ptr + _b*1 + 0, mask=_live, other=0.0).to(tl.float64)
     G_0_0 = tl.load(G_ptr + _b*1 + 0, mask=_live, other=0.0).to(tl.float64)
     P_0_0 = Lam_0_0 + 1.0
@@ -1214,7 +1209,6 @@ def cayley_vjp_d2(B, T, Lam_ptr, G_ptr, gC_ptr, BLOCK: tl.constexpr):
     # verified by: cayley.vjp
     _b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
     _live = _b < B
-    _one = tl.full((BLOCK,), 1.0, tl.float64)
     Lam_0_0 = tl.load(Lam_ptr + _b*4 + 0, mask=_live, other=0.0).to(tl.float64)
     Lam_0_1 = tl.load(Lam_ptr + _b*4 + 1, mask=_live, other=0.0).to(tl.float64)
     Lam_1_0 = tl.load(Lam_ptr + _b*4 + 2, mask=_live, other=0.0).to(tl.float64)
@@ -1250,7 +1244,6 @@ def cayley_vjp_d3(B, T, Lam_ptr, G_ptr, gC_ptr, BLOCK: tl.constexpr):
     # verified by: cayley.vjp
     _b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
     _live = _b < B
-    _one = tl.full((BLOCK,), 1.0, tl.float64)
     Lam_0_0 = tl.load(Lam_ptr + _b*9 + 0, mask=_live, other=0.0).to(tl.float64)
     Lam_0_1 = tl.load(Lam_ptr + _b*9 + 1, mask=_live, other=0.0).to(tl.float64)
     Lam_0_2 = tl.load(Lam_ptr + _b*9 + 2, mask=_live, other=0.0).to(tl.float64)

@@ -91,6 +91,11 @@ CAYLEY_SKEW_SMALL = [("C2", C**2), ("Lam", I_T + (_C2 - C) * (2 / (1 - Trace(_C2
 _P = MatrixSymbol("P", T, T)
 CAYLEY_VJP_BINDINGS = [("P", I_T + Lam.T), ("gC", -sp.Rational(1, 2) * _P * G * _P)]
 CAYLEY_VJP = CAYLEY_VJP_BINDINGS[1][1].subs(_P, CAYLEY_VJP_BINDINGS[0][1])
+#: one Newton--Schulz step towards the orthogonal polar factor of an almost orthogonal E, as the kernel binds it:
+#: R = (3 I - E^T E) / 2, then E R; with D = E^T E - I the result's defect is -3/4 D^2 + 1/4 D^3 (cayley.polish)
+Eo = MatrixSymbol("E", T, T)
+_R = MatrixSymbol("R", T, T)
+ORTHOGONAL_POLISH = [("R", (3 * I_T - Eo.T * Eo) / 2), ("N", Eo * _R)]
 
 
 def skew_from_lower_expr(m):

@@ -1,6 +1,7 @@
 """The spectral forms of the kernels: ``exp_skew.eigh_form``, ``cayley.eigh_form``, the Daleckii--Krein
-backward ``exp_skew.vjp`` and the closed form ``exp_skew.hodge_form`` of the exponential of a 4 x 4 skew
-matrix (family ``kernels``; the expressions are the ones ``geoattn codegen`` prints, as in
+backward ``exp_skew.vjp``, the closed form ``exp_skew.hodge_form`` of the exponential of a 4 x 4 skew
+matrix, and the Newton--Schulz step ``cayley.polish`` that the Cayley transform takes at large norms instead of
+an eigendecomposition (family ``kernels``; the expressions are the ones ``geoattn codegen`` prints, as in
 :mod:`geoattn.symbolic.claims.kernels`)."""
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from sympy.matrices.expressions import MatAdd, MatMul
 from ..proof import Check, identity, relation
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
-from ._common import Policy, at_sizes, run_bindings
+from ._common import Grows, Policy, at_sizes, grid, run_bindings, same
 from ._common import kernel_eval as _ev
 
-__all__ = ["CLAIMS", "exp_vjp_identity", "so4_identity", "so4_derivation"]
+__all__ = ["CLAIMS", "exp_vjp_identity", "so4_identity", "so4_derivation", "polish_identity", "polish_derivation"]
 
 T, G = ex.T, ex.G
 
@@ -280,6 +281,59 @@ def so4_derivation(bindings=None) -> Derivation:
     )
 
 
+# ---------------------------------------------------------------------------
+# cayley.polish: one Newton--Schulz step squares the orthogonality defect
+# ---------------------------------------------------------------------------
+
+
+def _polish_result(bindings, E: sp.Matrix, k: int) -> sp.Matrix:
+    """The kernel's bindings (default: ``orthogonal_polish``'s) evaluated at the explicit ``k x k`` matrix ``E``."""
+    return run_bindings(bindings, {ex.Eo: E}, {T: k})["N"]
+
+
+def polish_identity(bindings=None) -> "MatrixIdentity":
+    r"""``N^T N - I - (-3/4 D^2 + 1/4 D^3)`` with ``D = E^T E - I`` and ``N`` the kernel's step at a general ``E``.
+
+    ``bindings`` replaces the kernel's (a negative control passes a wrong step)."""
+    bindings = ex.ORTHOGONAL_POLISH if bindings is None else bindings
+
+    def residual(size, E):
+        k = size["T"]
+        N = _polish_result(bindings, E, k)
+        D = E.T * E - sp.eye(k)
+        return (N.T * N - sp.eye(k) - (-sp.Rational(3, 4) * D**2 + sp.Rational(1, 4) * D**3)).applyfunc(sp.expand)
+
+    return MatrixIdentity("N^T N - I + 3/4 D^2 - 1/4 D^3", variables=lambda s: {"E": alg.general("e", s["T"], s["T"])},
+                          residual=residual)
+
+
+def polish_derivation(bindings=None) -> Derivation:
+    r"""Dimension-generic: with ``M = E^T E`` (symmetric) the step is ``N = E R``, ``R = (3I - M)/2``, so
+    ``N^T N = R M R`` is a polynomial in ``M`` alone, and ``R M R - I = -3/4 D^2 + 1/4 D^3`` in ``D = M - I``."""
+    bindings = ex.ORTHOGONAL_POLISH if bindings is None else bindings
+    E, I = ex.Eo, ex.I_T
+    M = sp.MatrixSymbol("M", T, T)
+    (_, r_expr), (_, n_expr) = bindings
+    R = r_expr.subs(E.T * E, M)
+    n_composed = n_expr.subs(sp.MatrixSymbol("R", T, T), r_expr)
+    D = M - I
+    defect = -sp.Rational(3, 4) * D * D + sp.Rational(1, 4) * D * D * D
+    return Derivation(
+        assumptions=[r"E \in \mathbb{R}^{T\times T}", r"M := E^TE = M^T,\ D := M - I"],
+        steps=[
+            Step(n_composed, E * R, "the kernel's bindings composed, E^T E named M",
+                 lambda: same(n_composed.subs(E.T * E, M), E * R)),
+            Step(R.T, R, "M^T = M", lambda: same(R.T.subs(M.T, M), R)),
+            Step((E * R).T * (E * R), R * M * R, "(XY)^T = Y^T X^T, R^T = R, E^T E = M",
+                 lambda: same(((E * R).T * (E * R)).subs(M.T, M).subs(E.T * E, M), R * M * R)),
+            Step(R * M * R - I, defect, "functional calculus in the symmetric M (every factor is a polynomial in M)",
+                 lambda: alg.equal_in_algebra(R * M * R - I, defect, M, 1)),
+        ],
+        conclusion=r"N^TN - I = -\tfrac34 D^2 + \tfrac14 D^3:\ E^TE = I \implies N = E,\ "
+        r"\|N^TN - I\|_2 \le \tfrac34\|D\|_2^2 + \tfrac14\|D\|_2^3",
+    )
+
+
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
 CLAIMS = [
     Claim(
@@ -329,5 +383,18 @@ CLAIMS = [
         source="kernel exp_skew backward (geoattn.symbolic.expressions)",
         expected=Level.PROVED,
         checker=Policy(identity=exp_vjp_identity(), search=at_sizes({"T": 2}), points=1, prove=_exp_vjp_derivation),
+    ),
+    Claim(
+        id="cayley.polish",
+        title="a Newton-Schulz step squares the orthogonality defect",
+        statement="For any square E with D = E^T E - I, N = E (3I - E^T E)/2 satisfies N^T N - I = -3/4 D^2 + 1/4 D^3; "
+        "an orthogonal E is left unchanged.",
+        latex=r"N = \tfrac12E(3I - E^TE),\ D = E^TE - I \implies N^TN - I = -\tfrac34D^2 + \tfrac14D^3",
+        source="kernel orthogonal_polish: the Cayley transform at large norms (geoattn.symbolic.expressions)",
+        expected=Level.PROVED,
+        checker=Policy(identity=polish_identity(), search=grid(T=[1, 2, 3]), prove=polish_derivation,
+                       exact=grid(T=Grows(1, 2))),
+        notes="Used on the solve's result for skew samples of norm above 8 T (Note [Cayley at large norms]); with "
+        "||D|| of the solve's size u ||C|| two steps leave a defect of a few rounding errors.",
     ),
 ]
