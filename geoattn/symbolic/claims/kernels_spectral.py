@@ -16,6 +16,7 @@ from sympy.matrices.expressions import MatAdd, MatMul
 from ..proof import Check, identity, relation
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
+from ._kernel_checks import free_algebra
 from ._common import Grows, Policy, at_sizes, grid, run_bindings, same
 from ._common import kernel_eval as _ev
 
@@ -308,29 +309,34 @@ def polish_identity(bindings=None) -> "MatrixIdentity":
 
 
 def polish_derivation(bindings=None) -> Derivation:
-    r"""Dimension-generic: with ``M = E^T E`` (symmetric) the step is ``N = E R``, ``R = (3I - M)/2``, so
-    ``N^T N = R M R`` is a polynomial in ``M`` alone, and ``R M R - I = -3/4 D^2 + 1/4 D^3`` in ``D = M - I``."""
+    r"""Dimension-generic proof of ``cayley.polish`` for the kernel's bindings (or ``bindings``, negative controls).
+
+    The conclusion is read with ``N`` and ``R`` the kernel's bound names: the bindings (a fact) give
+    ``N^T N - I = R^T E^T E R - I`` with ``R = (3I - E^TE)/2`` symmetric, and that is a polynomial in the free
+    algebra of ``E`` and ``E^T`` whose expansion equals the one of ``-3/4 D^2 + 1/4 D^3``, ``D = E^TE - I``
+    (both sides mapped to noncommuting generators ``E``, ``E^T`` and expanded: an identity for every size)."""
     bindings = ex.ORTHOGONAL_POLISH if bindings is None else bindings
     E, I = ex.Eo, ex.I_T
-    M = sp.MatrixSymbol("M", T, T)
-    (_, r_expr), (_, n_expr) = bindings
-    R = r_expr.subs(E.T * E, M)
-    n_composed = n_expr.subs(sp.MatrixSymbol("R", T, T), r_expr)
-    D = M - I
-    defect = -sp.Rational(3, 4) * D * D + sp.Rational(1, 4) * D * D * D
+    (r_name, r_expr), (n_name, n_expr) = bindings
+    Rs, Ns = sp.MatrixSymbol(r_name, T, T), sp.MatrixSymbol(n_name, T, T)
+    R_E = (3 * I - E.T * E) / 2
+    gram = MatMul(R_E, E.T, E, R_E, evaluate=False) - I
+
+    def defect(D):  # products kept as written: the transpose of each power is then visibly itself
+        return -sp.Rational(3, 4) * MatMul(D, D, evaluate=False) + sp.Rational(1, 4) * MatMul(D, D, D, evaluate=False)
+
     return Derivation(
-        assumptions=[r"E \in \mathbb{R}^{T\times T}", r"M := E^TE = M^T,\ D := M - I"],
+        assumptions=[r"E \in \mathbb{R}^{T\times T}", r"R = \tfrac12(3I - E^TE),\ N = ER\ \text{(the kernel's bindings)}",
+                     r"D := E^TE - I"],
+        facts={"the kernel's bindings": {Ns: n_expr, Rs: r_expr}},
         steps=[
-            Step(n_composed, E * R, "the kernel's bindings composed, E^T E named M",
-                 lambda: same(n_composed.subs(E.T * E, M), E * R)),
-            Step(R.T, R, "M^T = M", lambda: same(R.T.subs(M.T, M), R)),
-            Step((E * R).T * (E * R), R * M * R, "(XY)^T = Y^T X^T, R^T = R, E^T E = M",
-                 lambda: same(((E * R).T * (E * R)).subs(M.T, M).subs(E.T * E, M), R * M * R)),
-            Step(R * M * R - I, defect, "functional calculus in the symmetric M (every factor is a polynomial in M)",
-                 lambda: alg.equal_in_algebra(R * M * R - I, defect, M, 1)),
+            Step(Ns.T * Ns - I, gram, "the bindings, (XY)^T = Y^TX^T and R^T = R",
+                 identity(facts=("the kernel's bindings",))),
+            Step(gram, defect(E.T * E - I), "expansion in the free algebra of E and E^T (no relations)",
+                 free_algebra()),
         ],
-        conclusion=r"N^TN - I = -\tfrac34 D^2 + \tfrac14 D^3:\ E^TE = I \implies N = E,\ "
-        r"\|N^TN - I\|_2 \le \tfrac34\|D\|_2^2 + \tfrac14\|D\|_2^3",
+        remark=r"E^TE = I \implies N = E;\ \|N^TN - I\|_2 \le \tfrac34\|D\|_2^2 + \tfrac14\|D\|_2^3",
+        conclusion=sp.Eq(Ns.T * Ns - I, defect(E.T * E - I), evaluate=False),
     )
 
 
