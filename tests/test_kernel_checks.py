@@ -82,3 +82,13 @@ def test_free_algebra_blockwise_and_derivative_of_a_sum():
     assert _proof(f, want, matrix_derivative()).ok
     assert not matrix_derivative()(f, sp.ZeroMatrix(n, n) + G)  # drops a term
     assert not matrix_derivative()(f, sp.Integer(0))  # a scalar is not a gradient of C's shape
+
+
+def test_lsa_row_derivation_prints_its_gradient_in_latex_and_json():
+    """The transposed matrix derivative of kernels.lsa_row_layout is a Gradient: SymPy's LaTeX printer failed on a
+    plain Derivative inside a transpose, which made ``geoattn prove --json`` crash."""
+    from geoattn.symbolic.claims.kernels import _lsa_row_derivation
+
+    out = _lsa_row_derivation().to_json()
+    assert out["problems"] == [] and out["n_verified"] == out["n_steps"] == 3
+    assert r"\nabla_{Q}" in out["steps"][0]["latex"]

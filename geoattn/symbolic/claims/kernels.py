@@ -15,7 +15,7 @@ from ..claim import Claim
 from ..proof import identity, in_algebra
 from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
-from ._kernel_checks import algebra_of, algebra_times, inside, matrix_derivative, sandwich
+from ._kernel_checks import Gradient, algebra_of, algebra_times, inside, matrix_derivative, sandwich
 from ._common import Grows, Policy, at_sizes, grid, kernel_eval as _ev, run_bindings, same
 
 __all__ = ["CLAIMS", "vjp_identity", "make_vjp_claim"]
@@ -224,7 +224,7 @@ def _row_layout_derivation() -> Derivation:
 
 def _lsa_row_derivation() -> Derivation:
     Qc = MatrixSymbol("Q", d, T)
-    grad_t = Transpose(sp.Derivative(Trace(Qc * W * Qc.T) / 2, Qc))
+    grad_t = Transpose(Gradient(Trace(Qc * W * Qc.T) / 2, Qc))  # a Gradient prints inside the transpose
     row = ((W + W.T) / 2).T * q
     abar_q = (W + W.T) / 2 * q
     return Derivation(
