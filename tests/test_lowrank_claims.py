@@ -230,3 +230,25 @@ def test_image_at_qr_refuses_an_unknown_inverse():
         lc._image_at_qr(sp.Inverse(It + ex.x * ex.A * ex.A * ex.x.T) * ex.x)
     C = ex.x * ((ex.A - ex.A.T) / 2) * ex.x.T
     assert lc._image_at_qr(sp.Inverse(It + C) * ex.x) == lc.Minv * fa.Q * fa.R
+
+
+def test_exp_vjp_derivation_counts_and_its_side_checks_reject_wrong_sides():
+    """The exponential backward's derivation: every step verified or a cited lemma; the block-power induction step,
+    the Beta integral and the image at x = QR reject a wrong right side (negative controls)."""
+    from geoattn.symbolic.claims import _exp_frechet as ef
+    from geoattn.symbolic.proof import validate
+
+    rep = validate(le.exp_vjp_derivation())
+    assert rep.ok, rep.problems
+    assert (rep.steps, rep.verified, len(rep.lemmas)) == (14, 8, 6)
+    step = ef.block_power_step()
+    wrong = step.rhs.as_mutable()
+    wrong[0, 1] = step.rhs[0, 1] - fa.nc("L_j") * fa.nc("X") + fa.nc("X") * fa.nc("L_j")  # X L_j for L_j X
+    assert step.check(step.lhs, step.rhs) and not step.check(step.lhs, sp.ImmutableMatrix(wrong))
+    beta = ef.beta_step()
+    i, m = sorted(beta.rhs.free_symbols, key=str)
+    assert beta.check(beta.lhs, beta.rhs) and not beta.check(beta.lhs, 1 / sp.factorial(i + m))
+    d = le.exp_vjp_derivation()
+    image = next(s for s in d.steps if s.rule == "at x = QR with A^T = -A")
+    flipped = sp.ImmutableMatrix([[image.rhs[0]], [-image.rhs[1]]])
+    assert image.check(image.lhs, image.rhs) and not image.check(image.lhs, flipped)

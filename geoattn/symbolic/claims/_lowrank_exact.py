@@ -6,18 +6,15 @@ from __future__ import annotations
 from typing import Callable
 
 import sympy as sp
-from sympy.matrices.expressions import (
-    MatrixSymbol,
-    Trace,
-)
+from sympy.matrices.expressions import MatrixSymbol
 
 from .. import algebra as alg
 from .. import expressions as ex
-from ..proof import Check, identity
-from ..evidence import Evidence, Level, Step
+from ..proof import Check
+from ..evidence import Evidence, Level
 from ..strategies import MatrixIdentity, search_counterexample
-from ._common import at_sizes, run_bindings, same
-from ._free_algebra import ORTHONORMAL, Q, R, nc_equal, nc_transpose, to_nc
+from ._common import at_sizes, run_bindings
+from ._free_algebra import ORTHONORMAL, nc_equal
 
 T, d, k = ex.T, ex.d, ex.k
 x, A, Gy = ex.x, ex.A, ex.Gy
@@ -203,47 +200,6 @@ def nc_rules(name: str, subs=(), rules=ORTHONORMAL, facts: tuple[str, ...] | Non
 # ---------------------------------------------------------------------------
 # the backward passes: shared pieces
 # ---------------------------------------------------------------------------
-
-
-def _calculus_steps() -> tuple[list[Step], dict]:
-    """Matrix-calculus steps (SymPy) for the outer and inner chain rules; returns them and the gradients."""
-    outer = Trace(Gy.T * Lam.T * x)
-    inner = Trace(Cbar.T * x * A * x.T)
-    g_out_x, g_lam = outer.diff(x), outer.diff(Lam)
-    g_in_x, g_in_A = inner.diff(x), inner.diff(A)
-    M = MatrixSymbol("M", d, d)
-    g_skew = Trace(M.T * (A - A.T) / 2).diff(A)
-    steps = [
-        Step(
-            r"\nabla_x\langle\bar y, \Lambda^Tx\rangle,\ \nabla_\Lambda\langle\bar y, \Lambda^Tx\rangle",
-            r"\Lambda\bar y,\ x\bar y^T",
-            "SymPy matrix calculus",
-            identity(),
-        ),
-        Step(
-            r"\nabla_x\langle\bar C, xAx^T\rangle,\ \nabla_A\langle\bar C, xAx^T\rangle",
-            r"\bar CxA^T + \bar C^TxA,\ x^T\bar Cx",
-            "SymPy matrix calculus (chain rule through C = x A x^T)",
-            identity(),
-        ),
-        Step(
-            r"\nabla_A\langle M, \tfrac12(A - A^T)\rangle",
-            r"\tfrac12(M - M^T)",
-            "SymPy matrix calculus: the forward uses the skew part of A (vp.lowrank_form), so its gradient "
-            "in A is the skew part of x^T Cbar x",
-            identity(),
-        ),
-    ]
-    grads = {"gx": g_out_x + g_in_x, "gA0": g_in_A, "lam_bar": g_lam}
-    return steps, grads
-
-
-def _reference_images(grads: dict, Cbar_img, lam_img) -> tuple[sp.Expr, sp.Expr]:
-    """Free-algebra images of the chain-rule gradient at x = QR, given images of Cbar and Lambda."""
-    env = {"x": Q * R, "Lam": lam_img, "Cbar": Cbar_img}
-    gx = to_nc(grads["gx"], env)
-    ga0 = to_nc(grads["gA0"], env)
-    return gx, (ga0 - nc_transpose(ga0)) / 2
 
 
 def reference_dual_evidence(ctx, f: Callable, reference: Callable, size: dict, *, what: str) -> Evidence | None:

@@ -3,28 +3,32 @@
 from __future__ import annotations
 
 import sympy as sp
+from sympy.matrices.expressions import BlockDiagMatrix, Trace
 
 from .. import algebra as alg
 from .. import expressions as ex
 from ..kernel_table import kernel as kernel_spec
 from ..claim import Claim
-from ..proof import identity
+from ..proof import Check, relation
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Policy, run_bindings
-from ._free_algebra import (
-    K1, K2, PROJECTED, SKEW, An, G, Gt, Q, Qt, R, Rt, W, compose, nc, nc_check, nc_equal, nc_transpose,
-)
-from ._lowrank_cayley import DUAL_SIZE
+from ._exp_frechet import FrechetExp, Phi, beta_step, block_exp_step, block_power_step
+from ._free_algebra import K1, K2, PROJECTED, An, At, G, Gt, Q, Qt, R, Rt, W, Y1n, compose, nc, nc_check, nc_equal
+from ._free_algebra import nc_transpose
+from ._kernel_checks import Gradient, blockwise, matrix_derivative, matrix_diff
+from ._lowrank_cayley import DUAL_SIZE, _entrywise_nc, _image_at_qr
 from ._lowrank_exact import (
     SEARCH_SIZES,
     backward_variables,
     SOURCE,
+    Cbar,
     Gy,
+    Lam,
     Qf,
     Rf,
+    Sd,
     Wd,
-    _calculus_steps,
     _cancel,
     _dual_note,
     _poly,
@@ -32,12 +36,12 @@ from ._lowrank_exact import (
     _poly_phi,
     _project,
     _q_of,
-    _reference_images,
     _sizes,
     _taylor_coeffs,
     _vec,
     chain_rule_gradient,
     kernel_small_factors,
+    nc_rules,
     reference_dual_evidence,
 )
 
@@ -46,145 +50,105 @@ from ._lowrank_exact import (
 # ---------------------------------------------------------------------------
 
 
-def _block_power_step() -> Step:
-    """Induction step for the blocks of B^j, B = [[X, E, F], [0, X, 0], [0, 0, 0]], in the free algebra."""
-    X, E, F, L = nc("X"), nc("E"), nc("F"), nc("L_j")
-    j = sp.Symbol("j", integer=True, positive=True)
-    z = sp.Integer(0)
-    B = sp.Matrix([[X, E, F], [z, X, z], [z, z, z]])
-    Bj = sp.Matrix([[X**j, L, X ** (j - 1) * F], [z, X**j, z], [z, z, z]])
-    want = sp.Matrix([[X ** (j + 1), X**j * E + L * X, X**j * F], [z, X ** (j + 1), z], [z, z, z]])
-    got = Bj * B
+def _image_check() -> Check:
+    """The lhs is a block-diagonal matrix of polynomial matrix expressions, the rhs a column of free-algebra elements,
+    and each block's image at ``x = QR`` with ``A^T = -A`` equals its entry (no inverses occur here)."""
 
-    def ok():
-        return all(nc_equal(a, b, ()) for a, b in zip(got, want))
+    def decide(lhs, rhs):
+        if not (isinstance(lhs, BlockDiagMatrix) and isinstance(rhs, sp.ImmutableMatrix)):
+            return False
+        if rhs.shape != (len(lhs.diag), 1):
+            return False
+        try:
+            return all(nc_equal(_image_at_qr(b), e, ()) for b, e in zip(lhs.diag, rhs))
+        except alg.NotInAlgebra:
+            return False
 
-    return Step(
-        r"\begin{pmatrix}X^j & L_j & X^{j-1}F\\ 0 & X^j & 0\\ 0 & 0 & 0\end{pmatrix}"
-        r"\begin{pmatrix}X & E & F\\ 0 & X & 0\\ 0 & 0 & 0\end{pmatrix}",
-        r"\begin{pmatrix}X^{j+1} & X^jE + L_jX & X^jF\\ 0 & X^{j+1} & 0\\ 0 & 0 & 0\end{pmatrix}",
-        "block product in the free algebra; so by induction L_j = sum_{i<j} X^i E X^{j-1-i}",
-        ok,
-    )
+    return relation(decide, "image in the free algebra at x = QR, A^T = -A")
 
 
-def _beta_step() -> Step:
-    s, i, m = sp.symbols("s i m", integer=True, nonnegative=True)
-    integral = sp.integrate(s**i * (1 - s) ** m, (s, 0, 1))
-    want = sp.factorial(i) * sp.factorial(m) / sp.factorial(i + m + 1)
-
-    def ok():
-        val = integral.args[0][0] if isinstance(integral, sp.Piecewise) else integral
-        return sp.simplify(sp.gammasimp(val - want)) == 0
-
-    return Step(
-        r"\int_0^1 \frac{s^i}{i!}\frac{(1-s)^m}{m!}\,ds",
-        r"\frac{1}{(i+m+1)!}",
-        "SymPy integration (Beta integral); so the series of int_0^1 e^{sX} E e^{(1-s)X} ds and of "
-        "sum_j (1/j!) sum_{i<j} X^i E X^{j-1-i} agree termwise (m = 0: phi(X) = sum_m X^m/(m+1)!)",
-        ok,
-    )
+def _cbar_steps() -> tuple[list[Step], object]:
+    r"""The side steps that give :math:`\bar C = L_{\exp}(C^T, x\bar y^T) = QK_1Q^T + QK_2(\bar y - QY_1)^T` at
+    ``x = QR``, and that right side (a free-algebra element)."""
+    Es, Fs = nc("e^{-sS}"), nc("e^{-(1-s)S}")
+    eCs, eCt = nc("e^{-sC}"), nc("e^{-(1-s)C}")
+    Y1t = nc_transpose(Y1n)
+    c_img = Q * R * An * Rt * Qt
+    cbar = Q * K1 * Qt + Q * K2 * nc_transpose(G - Q * Y1n)
+    lowrank = "vp.lowrank_form with f(z) = {} (a power series with f(0) = 1)"
+    return [
+        Step(nc_transpose(c_img), -c_img, "C^T = -C at x = QR for skew A", nc_rules("A^T = -A", facts=("A skew",))),
+        Step(eCs, 1 + Q * (Es - 1) * Qt, lowrank.format("e^{-sz}"), lemma="ledger:vp.lowrank_form"),
+        Step(eCt, 1 + Q * (Fs - 1) * Qt, lowrank.format("e^{-(1-s)z}"), lemma="ledger:vp.lowrank_form"),
+        Step(eCs * Q * R * Gt * eCt, Q * (Es * R * Y1t * Fs) * Qt + Q * Es * R * nc_transpose(G - Q * Y1n),
+             "the integrand e^{-sC} x Gy^T e^{-(1-s)C} at x = QR: the two steps before, Q^T Q = I, Gy^T Q = Y1^T",
+             nc_rules("the two steps before", subs=((eCs, 1 + Q * (Es - 1) * Qt), (eCt, 1 + Q * (Fs - 1) * Qt)),
+                      rules=PROJECTED)),
+        Step(nc("Cbar"), cbar, r"Cbar = L_exp(C^T, x Gy^T) = int_0^1 e^{-sC} x Gy^T e^{-(1-s)C} ds (C^T = -C); the "
+             "integrand above integrated term by term: int e^{-sS} R Y1^T e^{-(1-s)S} ds = L_exp(-S, R Y1^T) = K1, "
+             "int e^{-sS} ds R = phi(-S) R = K2", lemma="exp_frechet_integral"),
+    ], cbar
 
 
 def exp_vjp_derivation(bindings=None) -> Derivation:
-    """The derivation for the exponential backward; ``bindings`` replaces the generated ones."""
+    r"""The derivation for the exponential backward; ``bindings`` replaces the generated ones (negative controls).
+
+    Main chain: the chain rule through :math:`\Lambda = e^C` and :math:`\bar C = L_{\exp}(C^T, x\bar y^T)` (cited),
+    SymPy's matrix derivatives of the resulting trace form, its image at ``x = QR``, and the kernel's bindings
+    modulo :math:`Q^TQ = I`, :math:`Q^T\bar y = Y_1`, :math:`\Lambda = I + QWQ^T` and the side steps' value of
+    :math:`\bar C`. Side steps: :math:`\bar C` at ``x = QR`` (its integrand checked), and the block formula for
+    ``K1, K2`` (cited, with its induction step and the Beta integral checked)."""
     bindings = ex.LOWRANK_EXP_VJP if bindings is None else bindings
-    steps, grads = _calculus_steps()
-    E, F = nc("e^{-sS}"), nc("e^{-(1-s)S}")
-    Y1 = nc("Y1")
-    Y1t = nc_transpose(Y1)
-    project = compose(kernel_spec("vp_lowrank_project").outputs)["Y1"]
-    lam = 1 + Q * W * Qt
-    cbar = Q * K1 * Qt + Q * K2 * nc_transpose(G - Q * Y1)
-    ref_gx, ref_gA = _reference_images(grads, cbar, lam)
+    xs, As = ex.x, ex.A
+    C = xs * ((As - As.T) / 2) * xs.T
+    loss = Trace(Gy.T * alg.MatExp(C).T * xs)
+    grads = BlockDiagMatrix(Gradient(loss, xs), Gradient(loss, As))
+    surrogate = Trace(Gy.T * Lam.T * xs) + Trace(Cbar.T * C)
+    chain = BlockDiagMatrix(Gradient(surrogate, xs), Gradient(surrogate, As))
+    sympy_chain = BlockDiagMatrix(matrix_diff(surrogate, xs), matrix_diff(surrogate, As))
+    images = sp.ImmutableMatrix([[_image_at_qr(b)] for b in sympy_chain.diag])
     got = compose(bindings)
-    C_img = Q * R * An * Rt * Qt
-    integrand = (Q * E * R) * (Gt + Y1t * (F - 1) * Qt)
+    kernel = sp.ImmutableMatrix([[got["gx"]], [got["gA"]]])
+    project = compose(kernel_spec("vp_lowrank_project").outputs)["Y1"]
+    cbar_steps, cbar = _cbar_steps()
+    lam_n, cbar_n = nc("Lam"), nc("Cbar")
+    lam_step = Step(lam_n, 1 + Q * W * Qt, "vp.lowrank_form with f = exp: e^C = I + Q(e^S - I)Q^T, W = e^S - I",
+                    lemma="ledger:vp.lowrank_form")
+    final_subs = ((lam_n, 1 + Q * W * Qt), (nc_transpose(lam_n), 1 + Q * nc_transpose(W) * Qt),
+                  (cbar_n, cbar), (nc_transpose(cbar_n), nc_transpose(cbar)))
+    side = [*cbar_steps, lam_step, block_power_step(), beta_step(), block_exp_step(ex.k, ex.d)]
     return Derivation(
         assumptions=[
-            r"y = \Lambda^Tx,\ \Lambda = e^C,\ C = xAx^T,\ A^T = -A,\ L = \langle\bar y, y\rangle",
-            r"x = QR,\ Q^TQ = I,\ S = RAR^T,\ \Lambda = I + QWQ^T,\ W = e^S - I\ (\texttt{vp.lowrank\_form})",
-            r"Y_1 = Q^T\bar y\ (\texttt{vp\_lowrank\_project}),\ \varphi(X) = \int_0^1 e^{sX}ds",
+            r"L = \langle\bar y, (e^C)^Tx\rangle,\ C = x\,\tfrac12(A - A^T)\,x^T\ "
+            r"\text{(the forward uses the skew part of } A)",
+            r"x = QR,\ Q^TQ = I,\ A^T = -A,\ S = RAR^T,\ W = e^S - I\ (\texttt{vp.lowrank\_form})",
+            r"Y_1 = Q^T\bar y\ (\texttt{vp\_lowrank\_project}),\ K_1 = L_{\exp}(-S, RY_1^T),\ K_2 = \varphi(-S)R,\ "
+            r"\varphi(X) = \int_0^1 e^{sX}ds",
         ],
+        facts={
+            "A skew": {At: -An},
+            "chain rule": {Lam: alg.MatExp(C), Cbar: FrechetExp(C.T, xs * Gy.T)},
+            "the kernel's inputs": {ex.K1: FrechetExp(-Sd, Rf * ex.Y1.T), ex.K2: Phi(-Sd) * Rf},
+        },
+        subject=tuple(s.lhs for s in side) + (project,),
         steps=[
-            Step(
-                project,
-                Y1,
-                "the kernel vp_lowrank_project; the rewriting rules Q^T Gy -> Y1, Gy^T Q -> Y1^T",
-                nc_check(PROJECTED),
-            ),
-            *steps[:1],
-            Step(
-                r"\bar C",
-                r"L_{\exp}(C^T, \bar\Lambda)",
-                "lemma: <G, L_exp(X, E)> = <L_exp(X^T, G), E> (adjoint of the Frechet derivative; termwise)", lemma='exp_frechet_integral',
-            ),
-            Step(
-                nc_transpose(C_img),
-                -C_img,
-                "C^T = -C at x = QR for skew A",
-                nc_check(()),
-            ),
-            Step(
-                r"L_{\exp}(X, E)",
-                r"\sum_{j\ge1}\frac1{j!}\sum_{i<j}X^iEX^{j-1-i}",
-                "lemma: termwise derivative of the exponential series", lemma='power_series_calculus',
-            ),
-            _beta_step(),
-            Step(
-                r"e^{-sC}",
-                1 + Q * (E - 1) * Qt,
-                "vp.lowrank_form with f(z) = e^{-sz} (a power series with f(0) = I)", lemma='ledger:vp.lowrank_form',
-            ),
-            Step(
-                (1 + Q * (E - 1) * Qt) * Q * R,
-                Q * E * R,
-                "e^{-sC} x at x = QR: Q^T Q = I",
-                nc_check(),
-            ),
-            Step(
-                Gt * (1 + Q * (F - 1) * Qt),
-                Gt + Y1t * (F - 1) * Qt,
-                "Gy^T e^{-(1-s)C}: Gy^T Q = Y1^T",
-                nc_check(PROJECTED),
-            ),
-            Step(
-                integrand,
-                Q * (E * R * Y1t * F) * Qt + Q * (E * R) * nc_transpose(G - Q * Y1),
-                "the integrand e^{-sC} x Gy^T e^{-(1-s)C}, regrouped",
-                nc_check(),
-            ),
-            Step(
-                r"\bar C = \int_0^1 e^{-sC}x\bar y^Te^{-(1-s)C}ds",
-                cbar,
-                "lemma: linearity of the integral, K1 = int e^{-sS} R Y1^T e^{-(1-s)S} ds = L_exp(-S, R Y1^T), "
-                "K2 = int e^{-sS} ds R = phi(-S) R", lemma='exp_frechet_integral',
-            ),
-            *steps[1:],
-            Step(
-                got["gx"],
-                ref_gx,
-                "compose the bindings of vp_lowrank_exp_vjp; chain rule with Lambda = I + QWQ^T, "
-                "Cbar = Q K1 Q^T + Q K2 (Gy - Q Y1)^T, x = QR; expand, Q^T Q = I, Q^T Gy = Y1 (any K1, K2, W, A)",
-                nc_check(PROJECTED),
-            ),
-            Step(
-                got["gA"],
-                ref_gA,
-                "the same for the skew part of x^T Cbar x",
-                nc_check(PROJECTED),
-            ),
-            _block_power_step(),
-            Step(
-                r"\exp\begin{pmatrix}X & E & F\\ 0 & X & 0\\ 0 & 0 & 0\end{pmatrix}_{(1,2),\,(1,3)}",
-                r"L_{\exp}(X, E),\ \varphi(X)F",
-                "lemma: sum the blocks of B^j/j! (the block-product and Beta-integral steps); the front end's "
-                "_exp_frechet_blocks with X = -S, E = R Y1^T, F = R gives K1, K2 (Mathias; Van Loan 1978)", lemma='exp_frechet_integral',
-            ),
+            Step(project, Y1n, "the kernel vp_lowrank_project; the rewriting rules Q^T Gy -> Y1, Gy^T Q -> Y1^T",
+                 nc_check(PROJECTED)),
+            *side,
+            Step(grads, chain, "chain rule through Lambda = e^C and C: the gradient of <Lambar, e^C> in C is "
+                 "L_exp(C^T, Lambar) (the adjoint of L_exp, exp_frechet_integral), Lambar = x Gy^T; "
+                 "Lam and Cbar held fixed in the trace form", lemma="chain_rule"),
+            Step(chain, sympy_chain, "SymPy's matrix derivatives of the trace form in x and in A (term by term)",
+                 blockwise(matrix_derivative())),
+            Step(sympy_chain, images, "at x = QR with A^T = -A", _image_check()),
+            Step(images, kernel, "the bindings of vp_lowrank_exp_vjp composed; Lam = I + QWQ^T and Cbar = "
+                 "Q K1 Q^T + Q K2 (Gy - Q Y1)^T (the side steps) and their transposes, Q^T Q = I, Q^T Gy = Y1",
+                 _entrywise_nc(nc_rules("Lam, Cbar (side steps), Q^T Gy = Y1", subs=final_subs, rules=PROJECTED,
+                                        facts=("A skew",)))),
         ],
         remark=r"\texttt{vp\_lowrank\_exp\_vjp}(Q, R, W, A, \bar y, Y_1, K_1, K_2) = "
-        r"\left(\nabla_x L,\ \mathrm{skew}(\nabla_A L)\right)",
-        conclusion=sp.Eq(project, r"L_{\exp}(X, E),\ \varphi(X)F", evaluate=False),
+        r"\left(\nabla_x L,\ \nabla_A L = \mathrm{skew}(\nabla_A L)\right)",
+        conclusion=sp.Eq(grads, kernel, evaluate=False),
     )
 
 
@@ -298,7 +262,9 @@ def make_exp_vjp_claim(bindings=None, claim_id: str = "vp.lowrank_exp_vjp", expe
                 prove=lambda: exp_vjp_derivation(bindings),
             )
         ),
-        notes="The exponential enters through stated lemmas (Frechet derivative, its adjoint, the integral "
-        "representation by the verified Beta integral, the block-exponential formula); the algebra is verified "
-        "for every size, and exactly end to end with the Taylor polynomial of degree 3 in place of exp.",
+        notes="The exponential enters through cited lemmas: the chain rule with the adjoint of L_exp, the integral "
+        "representation of L_exp (exp_frechet_integral), vp.lowrank_form for e^C and e^{-sC}, and the block formula "
+        "(exp_block_triangular, with its induction step and the Beta integral checked); SymPy's matrix derivatives, "
+        "the image at x = QR and the kernel's bindings are checked for every size, and the whole backward exactly "
+        "end to end with the Taylor polynomial of degree 3 in place of exp.",
     )
