@@ -92,3 +92,22 @@ def test_lsa_row_derivation_prints_its_gradient_in_latex_and_json():
     out = _lsa_row_derivation().to_json()
     assert out["problems"] == [] and out["n_verified"] == out["n_steps"] == 3
     assert r"\nabla_{Q}" in out["steps"][0]["latex"]
+
+
+def test_exp_skew_vjp_derivation_and_its_divided_difference_check():
+    """exp_skew.vjp: every step verified or cited (Daleckii--Krein, the integral form), printable; the step to the
+    kernel's stable form rejects the unconjugated divided difference and a wrong diagonal (negative controls)."""
+    from geoattn.symbolic import expressions as ex
+    from geoattn.symbolic.claims import _exp_frechet as ef
+    from geoattn.symbolic.lemmas import LEMMAS
+
+    out = ef.exp_vjp_derivation().to_json()
+    assert out["problems"] == [] and (out["n_steps"], out["n_verified"], out["n_lemmas"]) == (6, 3, 3)
+    assert "Higham" in LEMMAS["daleckii_krein"].reference
+    divided = ef._spectral_form(ef._DD_AT_I_THETA)
+    assert ef._same_divided_difference(divided, ef._spectral_form(ex.expm_divided_difference(conj=True)))
+    assert not ef._same_divided_difference(divided, ef._spectral_form(ex.expm_divided_difference(conj=False)))
+    a, b = sp.symbols("a b", real=True)
+    off_only = sp.Lambda((a, b), sp.Piecewise((2 * sp.exp(sp.I * a), sp.Eq(a, b)),
+                                              ((sp.exp(sp.I * a) - sp.exp(sp.I * b)) / (sp.I * (a - b)), True)))
+    assert not ef._same_divided_difference(divided, ef._spectral_form(off_only))  # a wrong value at a = b

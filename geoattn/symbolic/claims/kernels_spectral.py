@@ -16,8 +16,9 @@ from sympy.matrices.expressions import MatAdd, MatMul
 from ..proof import Check, identity, relation
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
+from ._exp_frechet import exp_vjp_derivation as _exp_vjp_derivation
 from ._kernel_checks import free_algebra
-from ._common import Grows, Policy, at_sizes, grid, run_bindings, same
+from ._common import Grows, Policy, at_sizes, grid, run_bindings
 from ._common import kernel_eval as _ev
 
 __all__ = ["CLAIMS", "exp_vjp_identity", "so4_identity", "so4_derivation", "polish_identity", "polish_derivation"]
@@ -75,51 +76,6 @@ def _check_eigh_form(ctx, ident: MatrixIdentity | None = None) -> list[Evidence]
     return _eigh_form_policy(ident or _eigh_form_identity())(ctx)
 
 
-def _exp_vjp_derivation() -> Derivation:
-    t, lj, lk = sp.symbols("t lambda_j lambda_k")
-    integral = sp.integrate(sp.exp(t * lj) * sp.exp((1 - t) * lk), (t, 0, 1))
-    phi = (sp.exp(lj) - sp.exp(lk)) / (lj - lk)
-    a, b = sp.symbols("a b", real=True)
-    stable = ex.expm_divided_difference(conj=False)(a, b)
-    lhs = (sp.exp(-sp.I * a) - sp.exp(-sp.I * b)) / (-sp.I * (a - b))
-
-    def integral_ok():
-        generic = integral.args[0][0] if isinstance(integral, sp.Piecewise) else integral
-        return sp.simplify(generic - phi) == 0
-
-    def stable_ok():
-        sinc_arg = (a - b) / 2
-        as_sin = stable.subs(sp.sinc(sinc_arg), sp.sin(sinc_arg) / sinc_arg)
-        off = sp.simplify(sp.expand((lhs - as_sin).rewrite(sp.exp))) == 0
-        diag = sp.simplify(stable.subs(b, a) - sp.exp(-sp.I * a)) == 0
-        return off and diag
-
-    return Derivation(
-        assumptions=[r"iS = U\,\mathrm{diag}(\theta)U^H,\ S = U\,\mathrm{diag}(\lambda)U^H,\ \lambda_j = -i\theta_j",
-                     r"\hat X := U^HXU"],
-        steps=[
-            Step(r"D\exp(S)[H]", r"\int_0^1 e^{tS}He^{(1-t)S}\,dt", "integral representation of the derivative of exp", lemma='exp_frechet_integral'),
-            Step(r"U^H D\exp(S)[H]\,U", r"\int_0^1 e^{tD}\hat He^{(1-t)D}\,dt", r"e^{tS} = Ue^{tD}U^H", lemma='eigendecomposition_normal'),
-            Step(
-                r"\left[\int_0^1 e^{tD}\hat He^{(1-t)D}dt\right]_{jk}",
-                sp.Symbol(r"\hat H_{jk}") * phi,
-                r"SymPy integration, \lambda_j \ne \lambda_k (e^{\lambda_j} at \lambda_j = \lambda_k)",
-                integral_ok,
-            ),
-            Step(lhs, stable, r"stable form with \lambda = -i\theta (both branches)", stable_ok),
-            Step(
-                r"\frac{\partial\langle G, \exp(S)\rangle}{\partial S}",
-                ex.EXP_SKEW_VJP,
-                r"adjoint of H \mapsto U(\hat H\circ\Phi)U^H under \mathrm{Re}\,\mathrm{Tr}(X^HY): "
-                r"G \mapsto \mathrm{Re}\,U(\hat G\circ\bar\Phi)U^H", lemma='eigendecomposition_normal',
-            ),
-        ],
-        remark=r"\frac{\partial L}{\partial S} = \operatorname{Re}\left(U\,(U^HGU\circ\bar\Phi)\,U^H\right),\quad "
-        r"\Phi_{jk} = e^{-i(\theta_j + \theta_k)/2}\,\mathrm{sinc}\tfrac{\theta_j - \theta_k}{2}",
-        conclusion=None,  # TODO
-    )
-
-
 def exp_vjp_identity(conj: bool = True) -> MatrixIdentity:
     """At T = 2: <G, Dexp(S)[H]> (integral formula, closed-form rotations) - <VJP, H>.
 
@@ -165,7 +121,8 @@ def _unsinc(e):
 def so4_identity(bindings=None) -> MatrixIdentity:
     r"""The kernel's ``E`` minus :math:`\exp(S)` at :math:`S = Q\,\mathrm{diag}((u + v)J, (u - v)J)\,Q^T`, with ``Q``
     the Cayley transform of a skew 4 x 4 matrix ``q`` (special orthogonal, and rational at a rational point) and
-    angles ``u, v`` (rational at the search's points); every skew 4 x 4 matrix has this form. There :math:`\exp(S) = Q\,\mathrm{diag}(R(u)R(v),
+    angles ``u, v`` (rational at the search's points); every skew 4 x 4 matrix has this form. There
+    :math:`\exp(S) = Q\,\mathrm{diag}(R(u)R(v),
     R(u)R(v)^T)\,Q^T` (``R`` the plane rotation), so at a rational point both sides are polynomials in ``cos u``,
     ``sin u``, ``cos v``, ``sin v`` with rational coefficients (the kernel's angles are ``|u|`` and ``|v|``), and the
     residual is exactly zero; a nonzero one is a counterexample. ``bindings`` replaces the kernel's (negative
@@ -274,7 +231,8 @@ def so4_derivation(bindings=None) -> Derivation:
             Step(exp_m, turns[1], r"S_-^2 = -\theta_-^2I (checked), then the series of exp", _half_turn_check()),
             Step(MatMul(exp_p, exp_m), MatMul(*turns, evaluate=False), "steps 4-5",
                  _entrywise((exp_p, turns[0]), (exp_m, turns[1]))),
-            Step(MatMul(*turns, evaluate=False), E, "the kernel's E is the product of the two half-turns (its bindings)",
+            Step(MatMul(*turns, evaluate=False), E,
+                 "the kernel's E is the product of the two half-turns (its bindings)",
                  _entrywise()),
         ],
         remark=r"\exp(S) = (\cos\theta_+I + \mathrm{sinc}\,\theta_+S_+)(\cos\theta_-I + \mathrm{sinc}\,\theta_-S_-)",
@@ -326,7 +284,8 @@ def polish_derivation(bindings=None) -> Derivation:
         return -sp.Rational(3, 4) * MatMul(D, D, evaluate=False) + sp.Rational(1, 4) * MatMul(D, D, D, evaluate=False)
 
     return Derivation(
-        assumptions=[r"E \in \mathbb{R}^{T\times T}", r"R = \tfrac12(3I - E^TE),\ N = ER\ \text{(the kernel's bindings)}",
+        assumptions=[r"E \in \mathbb{R}^{T\times T}",
+                     r"R = \tfrac12(3I - E^TE),\ N = ER\ \text{(the kernel's bindings)}",
                      r"D := E^TE - I"],
         facts={"the kernel's bindings": {Ns: n_expr, Rs: r_expr}},
         steps=[
@@ -347,7 +306,8 @@ CLAIMS = [
         title="exp of skew S from the eigendecomposition of iS",
         statement="For skew S with i S = U diag(theta) U^H (U unitary, theta real), "
         "exp(S) = Re(U diag(exp(-i theta)) U^H).",
-        latex=r"iS = U\,\mathrm{diag}(\theta)\,U^H \implies \exp(S) = \operatorname{Re}\left(U\,\mathrm{diag}(e^{-i\theta})\,U^H\right)",
+        latex=r"iS = U\,\mathrm{diag}(\theta)\,U^H \implies "
+        r"\exp(S) = \operatorname{Re}\left(U\,\mathrm{diag}(e^{-i\theta})\,U^H\right)",
         source="kernel exp_skew (geoattn.symbolic.expressions)",
         expected=Level.CHECKED,
         checker=_eigh_form_policy(_eigh_form_identity()),
@@ -385,7 +345,8 @@ CLAIMS = [
         title="vector-Jacobian product of exp on skew matrices",
         statement="For i S = U diag(theta) U^H, the gradient of <G, exp(S)> is Re(U (U^H G U o conj(Phi)) U^H) with "
         "Phi_jk = exp(-i(theta_j + theta_k)/2) sinc((theta_j - theta_k)/2).",
-        latex=r"\frac{\partial\langle G, e^S\rangle}{\partial S} = \operatorname{Re}\left(U(U^HGU\circ\bar\Phi)U^H\right)",
+        latex=r"\frac{\partial\langle G, e^S\rangle}{\partial S} = "
+        r"\operatorname{Re}\left(U(U^HGU\circ\bar\Phi)U^H\right)",
         source="kernel exp_skew backward (geoattn.symbolic.expressions)",
         expected=Level.PROVED,
         checker=Policy(identity=exp_vjp_identity(), search=at_sizes({"T": 2}), points=1, prove=_exp_vjp_derivation),
