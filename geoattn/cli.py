@@ -8,9 +8,9 @@
 ``geoattn prove [ID ...] [--claims PATH]``
     check claims (all by default), show progress, print a summary table;
     ``--json PATH`` writes the ledger; ``--claims PATH`` checks the claims that a Python file or
-    module declares in ``CLAIMS`` instead of the ledger's, with the same table, JSON and exit codes. Exit status: 0 when every verdict was
-    reached and equals the recorded expectation, 1 on a mismatch or an error,
-    2 on bad usage (an unknown id lists the known ones).
+    module declares in ``CLAIMS`` instead of the ledger's, with the same table, JSON and exit codes.
+    Exit status: 0 when every verdict was reached and equals the recorded expectation, 1 on a mismatch
+    or an error, 2 on bad usage (an unknown id lists the known ones).
 """
 
 from __future__ import annotations
@@ -174,7 +174,8 @@ def _prove(args) -> int:
     counts: dict[str, int] = {}
     for v in verdicts:
         counts[v.level.value] = counts.get(v.level.value, 0) + 1
-    summary = ", ".join(f"{k} {counts[k]}" for k in ("proved", "checked", "certified", "refuted", "error") if k in counts)
+    levels = ("proved", "checked", "certified", "refuted", "error")
+    summary = ", ".join(f"{k} {counts[k]}" for k in levels if k in counts)
     print(f"\n{len(claims)} claims in {total:.1f} s: {summary}")
     if args.json:
         dump(claims, verdicts, args.json, seed=args.seed, depth=args.depth, seconds=total)
