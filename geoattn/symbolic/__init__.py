@@ -43,7 +43,6 @@ __all__ = [
     "Step",
     "UnknownClaimError",
     "Verdict",
-    "algebra",
     "all_claims",
     "at_sizes",
     "certify",
