@@ -91,7 +91,9 @@ class ClaimDirective(SphinxDirective):
                    "claims": directives.unchanged_required}
 
     def run(self):
-        from geoattn.symbolic import evidence, report
+        import sympy
+
+        from geoattn.symbolic import report
 
         claim_id = self.arguments[0]
         path = self.options.get("claims")
@@ -136,7 +138,7 @@ class ClaimDirective(SphinxDirective):
         if cx is not None:
             box += _para(nodes.strong(text="Counterexample: "), cx.summary())
             for name, value in cx.values.items():
-                latex = f"{name} = {evidence._latex(value)}"
+                latex = f"{name} = {value if isinstance(value, str) else sympy.latex(value)}"
                 box += _math_block(latex)
         if "no-source" not in self.options and path is None:
             for name, src in _kernel_sources(claim_id):
