@@ -5,11 +5,12 @@
     ``_triton_gram.py`` (Triton) from the SymPy expressions and ``geoattn/_ledger_ids.py`` from the
     ledger; with ``--check``, exit 1 when a checked-in file is stale.
 
-``geoattn prove [ID ...]``
+``geoattn prove [ID ...] [--claims PATH]``
     check claims (all by default), show progress, print a summary table;
-    ``--json PATH`` writes the ledger. Exit status: 0 when every verdict was
-    reached and equals the recorded expectation, 1 on a mismatch or an error,
-    2 on bad usage (an unknown id lists the known ones).
+    ``--json PATH`` writes the ledger; ``--claims PATH`` checks the claims that a Python file or
+    module declares in ``CLAIMS`` instead of the ledger's, with the same table, JSON and exit codes.
+    Exit status: 0 when every verdict was reached and equals the recorded expectation, 1 on a mismatch
+    or an error, 2 on bad usage (an unknown id lists the known ones).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def _parser() -> argparse.ArgumentParser:
     prove = sub.add_parser("prove", help="check the claims of the ledger and print their verdicts")
     prove.add_argument("ids", nargs="*", metavar="ID", help="claim ids (default: all)")
     prove.add_argument("--family", help="only the claims of this family")
+    prove.add_argument("--claims", metavar="PATH",
+                       help="check the claims declared in CLAIMS by this Python file or module instead of the ledger")
     prove.add_argument("--json", metavar="PATH", help="write the ledger as JSON to PATH")
     prove.add_argument("--seed", type=int, default=0, help="random seed for points and counterexamples (default 0)")
     prove.add_argument(
@@ -87,6 +90,35 @@ def _unknown_id_message(claim_id: str, known: list[str]) -> str:
     return (f"{head} Ids begin with one of {', '.join(prefixes)} ({len(known)} ids: geoattn prove --list).")
 
 
+def _user_claims(args):
+    """The claims of ``--claims PATH`` (filtered by the ids and ``--family``), or None after printing why not."""
+    from .symbolic.user import UserClaimsError, load_claims
+
+    try:
+        claims = load_claims(args.claims)
+    except UserClaimsError as exc:
+        print(f"geoattn prove: {exc}", file=sys.stderr)
+        return None
+    except Exception as exc:  # noqa: BLE001 - the user's file failed while loading: say so, exit 2
+        print(f"geoattn prove: Expected {args.claims!r} to load. Got {exc!r} while importing it.", file=sys.stderr)
+        return None
+    known = [c.id for c in claims]
+    unknown = [i for i in args.ids if i not in known]
+    if unknown:
+        print(f"geoattn prove: Expected ids declared in {args.claims} ({', '.join(known)}). Got {unknown}.",
+              file=sys.stderr)
+        return None
+    fams = sorted({c.family for c in claims})
+    if args.family is not None and args.family not in fams:
+        print(f"geoattn prove: Expected --family in {fams}. Got {args.family!r}.", file=sys.stderr)
+        return None
+    if args.ids:
+        claims = [c for c in claims if c.id in args.ids]
+    if args.family is not None:
+        claims = [c for c in claims if c.family == args.family]
+    return claims
+
+
 def _prove(args) -> int:
     from .symbolic import UnknownClaimError, all_claims, families, get_claim, run
     from .symbolic.report import dump, format_derivation, format_table
@@ -94,14 +126,19 @@ def _prove(args) -> int:
     if args.depth < 1:
         print(f"geoattn prove: Expected --depth >= 1. Got {args.depth}.", file=sys.stderr)
         return 2
-    if args.family is not None and args.family not in families():
-        print(f"geoattn prove: Expected --family in {families()}. Got {args.family!r}.", file=sys.stderr)
-        return 2
-    try:
-        claims = [get_claim(i) for i in args.ids] if args.ids else all_claims(args.family)
-    except UnknownClaimError as exc:
-        print(_unknown_id_message(exc.claim_id, exc.known), file=sys.stderr)
-        return 2
+    if args.claims is not None:
+        claims = _user_claims(args)
+        if claims is None:
+            return 2
+    else:
+        if args.family is not None and args.family not in families():
+            print(f"geoattn prove: Expected --family in {families()}. Got {args.family!r}.", file=sys.stderr)
+            return 2
+        try:
+            claims = [get_claim(i) for i in args.ids] if args.ids else all_claims(args.family)
+        except UnknownClaimError as exc:
+            print(_unknown_id_message(exc.claim_id, exc.known), file=sys.stderr)
+            return 2
     if args.json and not _writable(args.json):
         print(f"geoattn prove: Expected --json to name a file that can be written. Got {args.json!r} "
               f"(its folder does not exist or is not writable).", file=sys.stderr)
@@ -117,6 +154,10 @@ def _prove(args) -> int:
 
         from .symbolic.ledger import declared_in
 
+        if args.claims is not None:
+            for c in claims:
+                print(f"{c.id:48s} {args.claims}")
+            return 0
         for c in claims:
             module = declared_in(c.id)
             path = os.path.relpath(importlib.import_module(module).__file__)
@@ -134,7 +175,8 @@ def _prove(args) -> int:
     counts: dict[str, int] = {}
     for v in verdicts:
         counts[v.level.value] = counts.get(v.level.value, 0) + 1
-    summary = ", ".join(f"{k} {counts[k]}" for k in ("proved", "checked", "certified", "refuted", "error") if k in counts)
+    levels = ("proved", "checked", "certified", "refuted", "error")
+    summary = ", ".join(f"{k} {counts[k]}" for k in levels if k in counts)
     print(f"\n{len(claims)} claims in {total:.1f} s: {summary}")
     if args.json:
         dump(claims, verdicts, args.json, seed=args.seed, depth=args.depth, seconds=total)

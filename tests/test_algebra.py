@@ -98,8 +98,28 @@ def test_exp_skew_closed_form():
     zero = alg.Dual(sp.zeros(2, 2), sp.Matrix([[0, 1], [-1, 0]]))
     out = alg.exp_skew(zero)
     assert out.v == sp.eye(2) and out.dv == zero.dv
-    with pytest.raises(NotImplementedError):
-        alg.exp_skew(alg.Dual(sp.Matrix([[0, 1], [-1, 0]]), sp.zeros(2, 2)))
+
+
+def test_expm_dual_of_any_value():
+    # 1 x 1: exp(a + b eps) = e^a + e^a b eps, with e^a kept exact
+    a, b = sp.Rational(2, 3), sp.Rational(-5, 7)
+    out = alg.expm(alg.Dual(sp.Matrix([[a]]), sp.Matrix([[b]])))
+    assert out.v == sp.Matrix([[sp.exp(a)]]) and sp.simplify(out.dv[0, 0] - sp.exp(a) * b) == 0
+    # diagonal value: the Daleckii-Krein formula L_ij = D_ij (e^{a_i} - e^{a_j}) / (a_i - a_j), L_ii = D_ii e^{a_i}
+    lam = [sp.Integer(1), sp.Rational(-1, 2)]
+    dmat = sp.Matrix([[3, -2], [5, sp.Rational(1, 4)]])
+    out = alg.expm(alg.Dual(sp.diag(*lam), dmat))
+    for i in range(2):
+        for j in range(2):
+            want = dmat[i, j] * (sp.exp(lam[i]) if i == j else (sp.exp(lam[i]) - sp.exp(lam[j])) / (lam[i] - lam[j]))
+            assert sp.simplify(out.dv[i, j] - want) == 0
+    # a wrong tangent is told apart (the transpose of D gives another derivative here)
+    wrong = alg.expm(alg.Dual(sp.diag(*lam), dmat.T))
+    assert any(sp.simplify(x) != 0 for x in out.dv - wrong.dv)
+    # a skew value with a zero tangent: the value is the closed-form rotation, the tangent zero
+    rot = alg.expm(alg.Dual(sp.Matrix([[0, 1], [-1, 0]]), sp.zeros(2, 2)))
+    assert rot.dv.is_zero_matrix
+    assert sp.simplify(rot.v - sp.Matrix([[sp.cos(1), sp.sin(1)], [-sp.sin(1), sp.cos(1)]])) == sp.zeros(2, 2)
 
 
 def test_is_zero():

@@ -61,8 +61,12 @@ def test_json_ledger(tmp_path, capsys):
     assert bad["counterexample"]["values"]["Z"]  # rational entries as strings
     good = records["vp.map_volume_preserving.skew"]
     assert good["verdict"] == good["expected"] == good["evidence_level"]
-    assert good["evidence"][0]["derivation"]["steps"]
+    assert good["verdict"] == "checked" and good["derivation"] is None  # the engine refuses its flow argument
     assert any(e["level"] == "certified" and e["failure_bound"] for e in good["evidence"])
+    invariant = records["vp.map_invariant"]
+    assert invariant["verdict"] == "proved" and invariant["evidence"][0]["derivation"]["steps"]
+    counts = invariant["derivation"]
+    assert counts["n_verified"] == counts["n_steps"] - counts["n_lemmas"]
     assert records["vp.skew_weighting"]["evidence"][0]["derivation"]["steps"]
 
 

@@ -22,6 +22,8 @@ import geoattn.nn.multihead
 import geoattn.nn.orthonormal
 import geoattn.nn.volume_preserving
 import geoattn.symbolic
+import geoattn.symbolic.algebra
+import geoattn.symbolic.policy
 import geoattn.systems.oscillator
 import geoattn.systems.rigid_body
 import geoattn.systems.windows
@@ -37,6 +39,8 @@ MODULES = [
     geoattn.kernels._native,
     geoattn.kernels._triton,
     geoattn.symbolic,
+    geoattn.symbolic.policy,
+    geoattn.symbolic.algebra,
     geoattn.testing,
     geoattn.nn.attention,
     geoattn.nn.multihead,

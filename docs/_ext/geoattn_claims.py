@@ -3,12 +3,15 @@
 ``claim`` renders one claim by id: statement, verdict and evidence, the derivation steps as
 LaTeX, the counterexample of a refuted claim, and the generated source of the kernels the claim
 verifies. Its ``:verdict:`` option is what the page asserts; the build fails when the verdict
-computed during the build differs. ``claim-ledger`` renders every claim in one table.
+computed during the build differs. With ``:claims: PATH`` (a Python file relative to the page's
+folder, declaring ``CLAIMS``) the claim is one of that file's rather than the ledger's: the guide
+"Write your own claim" checks its examples this way. ``claim-ledger`` renders every claim in one table.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -20,13 +23,33 @@ from geoattn_rules import escape_text_underscores, rule_segments
 _VERDICTS: dict = {}
 
 
-def verdict_of(claim_id: str):
-    """Check a claim once per build (cached)."""
+def verdict_of(claim_id: str, path: str | None = None):
+    """Check a claim once per build (cached): a ledger claim, or one declared in the file ``path``."""
     from geoattn import symbolic
 
-    if claim_id not in _VERDICTS:
-        _VERDICTS[claim_id] = symbolic.check(symbolic.get_claim(claim_id))
-    return _VERDICTS[claim_id]
+    key = claim_id if path is None else (path, claim_id)
+    if key not in _VERDICTS:
+        _VERDICTS[key] = symbolic.check(_claim(claim_id, path))
+    return _VERDICTS[key]
+
+
+def _claim(claim_id: str, path: str | None):
+    """The ledger's claim ``claim_id``, or the one the file ``path`` declares (ExtensionError if none)."""
+    from geoattn import symbolic
+
+    if path is None:
+        try:
+            return symbolic.get_claim(claim_id)
+        except KeyError as exc:
+            raise ExtensionError(f"claim directive: {exc}") from None
+    try:
+        declared = {c.id: c for c in symbolic.load_claims(path)}
+    except ValueError as exc:
+        raise ExtensionError(f"claim directive: {exc}") from None
+    if claim_id not in declared:
+        raise ExtensionError(f"claim directive: Expected a claim id declared in {path} ({', '.join(declared)}). "
+                             f"Got {claim_id!r}.")
+    return declared[claim_id]
 
 
 def _para(*children) -> nodes.paragraph:
@@ -64,21 +87,25 @@ def _kernel_sources(claim_id: str) -> list[tuple[str, str]]:
 
 class ClaimDirective(SphinxDirective):
     required_arguments = 1
-    option_spec = {"verdict": directives.unchanged_required, "no-source": directives.flag}
+    option_spec = {"verdict": directives.unchanged_required, "no-source": directives.flag,
+                   "claims": directives.unchanged_required}
 
     def run(self):
-        from geoattn import symbolic
-        from geoattn.symbolic import evidence, report
+        import sympy
+
+        from geoattn.symbolic import report
 
         claim_id = self.arguments[0]
-        try:
-            claim = symbolic.get_claim(claim_id)
-        except KeyError as exc:
-            raise ExtensionError(f"claim directive: {exc}") from None
+        path = self.options.get("claims")
+        if path is not None:
+            page_dir = os.path.dirname(self.env.doc2path(self.env.docname))
+            path = os.path.normpath(os.path.join(page_dir, path))
+            self.env.note_dependency(path)
+        claim = _claim(claim_id, path)
         asserted = self.options.get("verdict")
         if asserted is None:
             raise ExtensionError(f"claim {claim_id}: expected a :verdict: option stating what the page asserts")
-        verdict = verdict_of(claim_id)
+        verdict = verdict_of(claim_id, path)
         if verdict.level.value != asserted:
             raise ExtensionError(
                 f"claim {claim_id}: the page asserts verdict {asserted!r}, the checker computed "
@@ -101,19 +128,19 @@ class ClaimDirective(SphinxDirective):
             for step in derivation.steps:
                 item = nodes.list_item()
                 item += _math_block(step.latex())
-                mark = "verified by SymPy" if step.verified else "stated lemma"
+                mark = "verified by SymPy" if step.verified else f"stated lemma {step.lemma}"
                 item += _para(*rule_nodes(step.rule), nodes.emphasis(text=f" ({mark})"))
                 steps += item
             box += _para("Derivation:")
             box += steps
-            box += _math_block(derivation.conclusion)
+            box += _math_block(derivation.conclusion_latex())
         cx = verdict.counterexample
         if cx is not None:
             box += _para(nodes.strong(text="Counterexample: "), cx.summary())
             for name, value in cx.values.items():
-                latex = f"{name} = {evidence._latex(value)}"
+                latex = f"{name} = {value if isinstance(value, str) else sympy.latex(value)}"
                 box += _math_block(latex)
-        if "no-source" not in self.options:
+        if "no-source" not in self.options and path is None:
             for name, src in _kernel_sources(claim_id):
                 box += _para("Generated kernel ", nodes.literal(text=name), ":")
                 box += nodes.literal_block(src, src, language="python")

@@ -21,6 +21,7 @@ class Lemma:
     reference: str
 
 
+#: name -> :class:`Lemma`: every lemma a derivation may cite (``Step(..., lemma=name)``)
 LEMMAS: dict[str, Lemma] = {}
 
 

@@ -28,12 +28,17 @@ __all__ = [
 
 
 def short_source(claim: Claim) -> str:
-    if claim.corrects:
-        return f"fixes {claim.corrects}"
+    """A short label of the claim's source for narrow tables: the page and commit of a GeometricMachineLearning.jl
+    address, the arXiv id of a paper, ``fixes <id>`` for a corrected claim, else the source's first characters."""
     import re
 
-    seeds = sorted(set(re.findall(r"\b(\d{3})_[0-9a-f]+\.txt", claim.source)))
-    return ",".join(seeds) if seeds else claim.source[:20]
+    if claim.corrects:
+        return f"fixes {claim.corrects}"
+    pages = re.findall(r"GeometricMachineLearning\.jl/blob/([0-9a-f]{7})[0-9a-f]*/(?:[\w./-]*/)?([\w-]+)\.(?:md|jl)",
+                       claim.source)
+    papers = re.findall(r"arxiv\.org/abs/([\d.]+)", claim.source)
+    labels = list(dict.fromkeys([f"GML.jl {name}@{sha}" for sha, name in pages] + [f"arXiv:{p}" for p in papers]))
+    return "; ".join(labels) if labels else claim.source[:20]
 
 
 def evidence_summary(verdict: Verdict) -> str:

@@ -14,10 +14,11 @@ from ..proof import identity, in_algebra, relation
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, exact_evidence
 from ._common import Grows, Policy, at_sizes, det_rules, grid, n, same
+from ._sources import ORIGINS
 
 __all__ = ["CLAIMS", "orthogonality_identity", "make_cayley_orthogonal", "det_implication_identity"]
 
-SRC = "000_a6b1d30a66a64c9f.txt"
+SRC = ORIGINS["000"]
 
 A = MatrixSymbol("A", n, n)
 I = Identity(n)
@@ -147,7 +148,7 @@ def make_cayley_orthogonal(structure: str = "skew", claim_id: str = "cayley.orth
         latex=r"A^T = -A \implies \mathrm{Cayley}(A)^T\mathrm{Cayley}(A) = \mathbb{I}"
         if structure == "skew"
         else rf"A\ \text{{{structure}}} \implies \mathrm{{Cayley}}(A)^T\mathrm{{Cayley}}(A) = \mathbb{{I}}",
-        source=f"{SRC}, 'The Cayley Transform'",
+        source=SRC.at("'The Cayley Transform'"),
         expected=Level.PROVED if structure == "skew" else Level.REFUTED,
         checker=Policy(
             identity=orthogonality_identity(structure),
@@ -296,7 +297,7 @@ _ORTHOGONAL_DET_ONE = Claim(
     title="orthogonal implies det 1",
     statement="sigma(C)^T sigma(C) = I, which further implies det(sigma(C)) = 1.",
     latex=r"\sigma(C)^T\sigma(C) = \mathbb{I} \implies \det\sigma(C) = 1",
-    source=f"{SRC}, 'Volume-Preserving Attention', remark",
+    source=SRC.at("'Volume-Preserving Attention', remark"),
     expected=Level.REFUTED,
     checker=Policy(identity=det_implication_identity("one"), search=grid(n=Grows(2, 3), reflect=[0, 1])),
     notes="Orthogonality gives det = +-1 only; det = 1 needs sigma to be Cayley or exp (cayley.det_one).",
@@ -308,7 +309,7 @@ _CAYLEY_SEED_CURVE_START = Claim(
     title="seed's curve of skew matrices starts at I",
     statement="Consider eps -> A(eps) in S_skew with A(0) = I and A'(0) = B.",
     latex=r"\varepsilon\mapsto A(\varepsilon)\in\mathcal{S}_\mathrm{skew},\ A(0) = \mathbb{I}",
-    source=f"{SRC}, 'The Cayley Transform'",
+    source=SRC.at("'The Cayley Transform'"),
     expected=Level.REFUTED,
     checker=Policy(identity=_curve_start_identity(), search=at_sizes({"n": 1}, {"n": 2}), points=1),
     notes="The identity is not skew-symmetric; the argument must start the curve at A(0) = 0.",
@@ -322,7 +323,7 @@ CLAIMS = [
         title="I + A invertible for skew A",
         statement="I + A is invertible for every real skew-symmetric A, so Cayley(A) is defined.",
         latex=r"A^T = -A \in \mathbb{R}^{n\times n} \implies \det(\mathbb{I} + A) \neq 0",
-        source=f"{SRC} (implicit in 'The Cayley Transform')",
+        source=SRC.at("(implicit in 'The Cayley Transform')"),
         expected=Level.PROVED,
         checker=Policy(prove=_well_defined_derivation, extra=(_sum_of_squares_evidence,)),
     ),
@@ -332,7 +333,7 @@ CLAIMS = [
         title="det Cayley(A) = 1",
         statement="det Cayley(A) = 1 for skew-symmetric A (Cayley maps into SO(N)).",
         latex=r"A^T = -A \implies \det\mathrm{Cayley}(A) = 1",
-        source=f"{SRC}, 'The Cayley Transform', footnote 4",
+        source=SRC.at("'The Cayley Transform', footnote 4"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_det_identity(),

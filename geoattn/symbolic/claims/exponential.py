@@ -25,10 +25,11 @@ from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Grows, Policy, T, at_sizes, grid, same
 from ._derivations import by_cases, frozen_map_derivation, lift_symplectic_derivation
+from ._sources import ORIGINS
 
 __all__ = ["CLAIMS", "exp_map_identity"]
 
-SRC = "003_cbccd72b407c9f4d.txt"
+SRC = ORIGINS["003"]
 
 S = MatrixSymbol("S", T, T)
 
@@ -225,7 +226,7 @@ def _exp_map_claim(kind: str) -> Claim:
         title=f"exp layer map {word}",
         statement=f"The layer map Z -> Z exp(upper_triangular_asymmetrize((P^Q Z)^T (P^K Z))) is {word}.",
         latex=r"Z\mapsto Z\exp(\mathtt{upper\_triangular\_asymmetrize}((P^QZ)^T(P^KZ)))\ \text{is " + word + "}",
-        source=f"{SRC}, 'symplectic transformation that is transformer-like'",
+        source=SRC.at("'symplectic transformation that is transformer-like'"),
         expected=Level.REFUTED,
         checker=Policy(
             identity=exp_map_identity(kind),
@@ -275,7 +276,7 @@ CLAIMS = [
         title="upper_triangular_asymmetrize is skew",
         statement="upper_triangular_asymmetrize(A) (a_ij above, -a_ji below, 0 on the diagonal) is skew-symmetric.",
         latex=r"\mathtt{upper\_triangular\_asymmetrize}(A)^T = -\mathtt{upper\_triangular\_asymmetrize}(A)",
-        source=f"{SRC}, definition of upper_triangular_asymmetrize",
+        source=SRC.at("definition of upper_triangular_asymmetrize"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_uta_identity(),
@@ -291,7 +292,7 @@ CLAIMS = [
         statement="exp(upper_triangular_asymmetrize(A)) is orthogonal (orthonormal).",
         latex=r"\sigma(A) = \exp(\mathtt{upper\_triangular\_asymmetrize}(A)) "
         r"\implies \sigma(A)^T\sigma(A) = \mathbb{I}",
-        source=f"{SRC}, 'the matrix Lambda(Z) is orthonormal'",
+        source=SRC.at("'the matrix Lambda(Z) is orthonormal'"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_exp_orthogonal_identity(),
@@ -305,7 +306,7 @@ CLAIMS = [
         title="det exp(uta(A)) = 1",
         statement="The orthonormal activation has determinant 1 (it lies in SO(T)).",
         latex=r"\det\exp(\mathtt{upper\_triangular\_asymmetrize}(A)) = 1",
-        source=f"{SRC} (with the remark of 000 on det sigma(C))",
+        source=f"{SRC}; {ORIGINS['000'].at('remark on det sigma(C)')}",
         expected=Level.PROVED,
         checker=Policy(identity=_exp_det_identity(), search=at_sizes({"T": 2}), points=2, prove=_exp_det_derivation),
     ),
@@ -315,7 +316,7 @@ CLAIMS = [
         statement="Lambda-tilde(Z) = block-diag(Lambda(Z), ...) with Lambda = exp(uta((P^Q Z)^T (P^K Z))) satisfies "
         "Lambda-tilde^T J Lambda-tilde = J for the q/p rearrangement, at each fixed Z.",
         latex=r"\tilde\Lambda(Z)^T\mathbb{J}\tilde\Lambda(Z) = \mathbb{J}",
-        source=f"{SRC}, 'extended symplectic structure'",
+        source=SRC.at("'extended symplectic structure'"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_exp_lift_identity(),

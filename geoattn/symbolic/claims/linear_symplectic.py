@@ -26,10 +26,11 @@ from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Policy, T, grid, n
 from ._entrywise import BLOCKS, ENTRIES, blocks_with, collapse
+from ._sources import ORIGINS
 
 __all__ = ["CLAIMS", "reweighting_identity", "make_reweighting", "map_symplectic_identity", "make_map_symplectic"]
 
-SRC = "004_c1f7b079d5720ca3.txt"
+SRC = ORIGINS["004"]
 
 Qm = MatrixSymbol("Q", n, T)
 Am = MatrixSymbol("A", T, T)
@@ -115,7 +116,7 @@ def make_reweighting(symmetrize: bool = True, claim_id: str = "lsa.reweighting")
         statement="Q Abar = [sum_i abar_1i q^(i), ..., sum_i abar_Ti q^(i)]"
         + ("" if symmetrize else " with Abar replaced by a general A"),
         latex=r"Q\bar A = \left[\sum_{i}\bar a_{1i}q^{(i)}, \ldots, \sum_i\bar a_{Ti}q^{(i)}\right]",
-        source=f"{SRC}, 'So the map performs'",
+        source=SRC.at("'So the map performs'"),
         expected=Level.PROVED if symmetrize else Level.REFUTED,
         checker=Policy(
             identity=reweighting_identity(symmetrize),
@@ -206,7 +207,7 @@ def make_map_symplectic(symmetrize: bool = True, claim_id: str = "lsa.map_symple
         statement="The maps (q, p) -> (q, p + Q Abar) and (q, p) -> (q + P Abar, p) are symplectic for the "
         "product structure" + ("" if symmetrize else ", with a non-symmetric A in place of Abar"),
         latex=r"(Q, P)\mapsto(Q, P + Q\bar A),\ (Q, P)\mapsto(Q + P\bar A, P)\ \text{symplectic}",
-        source=f"{SRC}, LinearSymplecticAttentionQ / LinearSymplecticAttentionP",
+        source=SRC.at("LinearSymplecticAttentionQ / LinearSymplecticAttentionP"),
         expected=Level.PROVED if symmetrize else Level.REFUTED,
         checker=Policy(
             identity=map_symplectic_identity(symmetrize),
@@ -297,7 +298,7 @@ CLAIMS = [
         title="gradient of 1/2 Tr(QAQ^T)",
         statement="The gradient of F(Q) = 1/2 Tr(Q A Q^T) is 1/2 Q (A + A^T) =: Q Abar.",
         latex=r"\nabla_Q\tfrac12\mathrm{Tr}(QAQ^T) = \tfrac12Q(A + A^T) =: Q\bar A",
-        source=f"{SRC}, gradient of F",
+        source=SRC.at("gradient of F"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_gradient_identity(),
@@ -316,7 +317,7 @@ CLAIMS = [
         "rearrangement (rows stacked, q rows then p rows).",
         latex=r"\hat{\mathbb{J}}([z],[\tilde z]) = \sum_{i=1}^T (z^{(i)})^T\mathbb{J}_{2n}\tilde z^{(i)} "
         r"= Z_\mathrm{vec}^T\mathbb{J}\tilde Z_\mathrm{vec}",
-        source=f"{SRC}, 'symplectic product structure' remark",
+        source=SRC.at("'symplectic product structure' remark"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_product_structure_identity(),
@@ -331,7 +332,7 @@ CLAIMS = [
         title="product structure skew and non-degenerate",
         statement="The symplectic product structure is a skew-symmetric non-degenerate bilinear form.",
         latex=r"\mathbb{J}^T = -\mathbb{J},\quad \mathbb{J}^2 = -\mathbb{I}",
-        source=f"{SRC}, 'symplectic product structure' remark",
+        source=SRC.at("'symplectic product structure' remark"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_nondegenerate_identity(),

@@ -15,12 +15,13 @@ from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Policy, ShapePolicy, T, d, grid
 from ._entrywise import ENTRIES, matrices_equal
+from ._sources import ORIGINS
 
 __all__ = ["CLAIMS", "softmax_cols", "softmax_rows"]
 
-SRC0 = "000_a6b1d30a66a64c9f.txt"
-SRC1 = "001_88fd5834a23f94ea.txt"
-SRC2 = "002_0b5ecf8c5cdca10a.txt"
+SRC0 = ORIGINS["000"]
+SRC1 = ORIGINS["001"]
+SRC2 = ORIGINS["002"]
 
 
 def softmax_cols(m: sp.Matrix) -> sp.Matrix:
@@ -276,7 +277,7 @@ _MHA_PROJECTION_SHAPES = Claim(
     title="projections are N x (N/n_heads)",
     statement="P_i in R^{N x (N / n_heads)} for Z in R^{N x T}, applied as P_i Z.",
     latex=r"P^{(\cdot)}_i\in\mathbb{R}^{N\times(N\div\mathtt{n\_heads})},\ Z\in\mathbb{R}^{N\times T},\ P_iZ",
-    source=f"{SRC1}, 'Written as an equation'",
+    source=SRC1.at("'Written as an equation'"),
     expected=Level.REFUTED,
     checker=ShapePolicy(factors=_projection_factors(False), sizes=grid(m=[2], h=[1, 2], T=[3]), name="P_i Z"),
     notes="Sizes: m = N / n_heads is the head dimension, h = n_heads, N = m h. P_i Z needs P_i to have N "
@@ -306,7 +307,7 @@ CLAIMS = [
         title="concatenated heads have the input's size",
         statement="Concatenating the heads' outputs gives an array of the same size as the input.",
         latex=r"\mathrm{MultiHeadAttention}(Z)\in\mathbb{R}^{N\times T}\ \text{for}\ Z\in\mathbb{R}^{N\times T}",
-        source=f"{SRC1}, 'concatenated together'",
+        source=SRC1.at("'concatenated together'"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_output_shape_identity(),
@@ -321,7 +322,7 @@ CLAIMS = [
         title="softmax gives probability vectors",
         statement="Column (resp. row) softmax gives probability vectors: positive entries summing to 1.",
         latex=r"\sum_{i=1}^T[\mathrm{softmax}(c)]_i = 1,\quad [\mathrm{softmax}(c)]_i > 0",
-        source=f"{SRC0}, footnote 3; {SRC1}; {SRC2}",
+        source=f"{SRC0.at('footnote 3')}; {SRC1}; {SRC2}",
         expected=Level.PROVED,
         checker=Policy(identity=_stochastic_identity(), search=grid(T=[2, 3]), points=2, prove=_stochastic_derivation),
     ),
@@ -330,7 +331,7 @@ CLAIMS = [
         title="softmax matrix can be singular",
         statement="A stochastic (softmax) matrix can have identical columns, so det(softmax(C)) can be 0.",
         latex=r"\exists C:\ \det\mathrm{softmax}(C) = 0",
-        source=f"{SRC0}, remark in 'Volume-Preserving Attention'",
+        source=SRC0.at("remark in 'Volume-Preserving Attention'"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_singular_identity(), search=grid(T=[2, 3, 4, 5]), points=1, prove=_singular_derivation
@@ -341,7 +342,7 @@ CLAIMS = [
         title="C = Z^T W Z entrywise",
         statement="For multiplicative attention the correlation matrix is C = Z^T W Z, [C]_ij = z^(i)^T W z^(j).",
         latex=r"C = Z^TWZ,\quad [C]_{ij} = (z^{(i)})^TWz^{(j)}",
-        source=f"{SRC0}, introduction",
+        source=SRC0.at("introduction"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_multiplicative_identity(), search=grid(d=[1, 2], T=[2, 3]), prove=_multiplicative_derivation
@@ -353,7 +354,7 @@ CLAIMS = [
         statement="The output Z sigma(C) is [sum_i p^(1)_i z^(i), ..., sum_i p^(T)_i z^(i)] with "
         "p^(j) the j-th column of sigma(C).",
         latex=r"Z\sigma(C) = \left[\sum_{i=1}^Tp^{(1)}_iz^{(i)}, \ldots, \sum_{i=1}^Tp^{(T)}_iz^{(i)}\right]",
-        source=f"{SRC0}, 'Reweighting of the Input Sequence'",
+        source=SRC0.at("'Reweighting of the Input Sequence'"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_reweighting_identity(), search=grid(d=[1, 2], T=[2, 3]), prove=_reweighting_derivation

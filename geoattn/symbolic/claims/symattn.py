@@ -40,11 +40,15 @@ from ._symattn_exact import (
     stated_vector_gradient,
     vjp_residual,
 )
+from ._sources import gml_file
 
 __all__ = ["CLAIMS", "gradient_derivation", "symmetric_gradient_derivation", "shear_derivation"]
 
-PAGE = "GeometricMachineLearning.jl@edb632b3 docs/src/layers/symplectic_attention.md"
-CODE = "GeometricMachineLearning.jl@edb632b3 src/layers/symplectic_attention.jl, src/activations/softmax.jl"
+_GML = "edb632b3211411e3d1cc42cbce4f7f174815bd1c"  # version 0.4.8
+_PAGE_PATH = "docs/src/layers/symplectic_attention.md"
+PAGE = f"GeometricMachineLearning.jl docs, 'Symplectic Attention' <{gml_file(_GML, _PAGE_PATH)}>"
+CODE = (f"GeometricMachineLearning.jl <{gml_file(_GML, 'src/layers/symplectic_attention.jl')}>, "
+        f"<{gml_file(_GML, 'src/activations/softmax.jl')}>")
 
 
 def _sym_vector_update(f):

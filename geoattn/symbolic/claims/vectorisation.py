@@ -20,11 +20,12 @@ from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import NOWHERE, Grows, Policy, T, at_sizes, d, grid
 from ._derivations import canon_sums, lift_symplectic_derivation
+from ._sources import ORIGINS
 
 __all__ = ["CLAIMS", "vec_identity", "make_vec_claim", "lift_identity", "make_lift_claim"]
 
-SRC0 = "000_a6b1d30a66a64c9f.txt"
-SRC3 = "003_cbccd72b407c9f4d.txt"
+SRC0 = ORIGINS["000"]
+SRC3 = ORIGINS["003"]
 
 k, j, i, kp = sp.symbols("k j i k'", integer=True, nonnegative=True)
 Z = MatrixSymbol("Z", d, T)
@@ -133,7 +134,7 @@ def make_vec_claim(form: str, claim_id: str | None = None) -> Claim:
         title=f"vec form of Z Lambda: {form}",
         statement=f"vec_r(Z Lambda) = M vec_r(Z) with M the '{form}' Kronecker form",
         latex=r"\mathrm{vec}_r(Z\Lambda) = M\,\mathrm{vec}_r(Z)",
-        source=SRC0,
+        source=str(SRC0),
         expected=Level.PROVED if true else Level.REFUTED,
         checker=Policy(
             identity=vec_identity(form),
@@ -152,7 +153,7 @@ _seed = dataclasses.replace(
     statement="With the rows of Z stacked into Z_vec, the layer output Z Lambda(Z) is (Lambda(Z) (x) I_T) Z_vec "
     "(drawn as block-diag(Lambda, ..., Lambda)).",
     latex=r"\mathrm{vec}_r(Z\Lambda(Z)) = (\Lambda(Z)\otimes\mathbb{I}_T)\,Z_\mathrm{vec}",
-    source=f"{SRC0}, 'How is Structure Preserved?'",
+    source=SRC0.at("'How is Structure Preserved?'"),
     notes="Lambda (x) I_T is T^2 x T^2 while Z_vec has dT entries, so the formula is ill-formed unless d = T; "
     "even then it is wrong. The block-diagonal drawing is I_d (x) Lambda, also wrong: the blocks are Lambda^T "
     "(vec.right_multiplication).",
@@ -248,7 +249,7 @@ def make_lift_claim(kind: str, block: str = "cayley", claim_id: str | None = Non
         title=f"lift is {kind}" + ("" if true else f" ({block} block)"),
         statement=statement,
         latex=latex,
-        source=f"{SRC0}, 'How is Structure Preserved?'; {SRC3}",
+        source=SRC0.at("'How is Structure Preserved?'") + f"; {SRC3}",
         expected=Level.PROVED if true else Level.REFUTED,
         checker=Policy(
             identity=lift_identity(kind, block),

@@ -21,10 +21,11 @@ from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Grows, Policy, ShapePolicy, T, d, grid
 from ._derivations import by_cases
+from ._sources import ORIGINS
 
 __all__ = ["CLAIMS", "make_skew_weighting", "seed_lower_assignment"]
 
-SRC = "000_a6b1d30a66a64c9f.txt"
+SRC = ORIGINS["000"]
 SEC = "'Volume-Preserving Attention'"
 
 Zm = MatrixSymbol("Z", d, T)
@@ -69,7 +70,7 @@ def make_skew_weighting(structure: str = "skew", claim_id: str = "vp.skew_weight
         title="Z^T A Z skew for skew A" if true else f"Z^T A Z skew for {structure} A",
         statement=f"Z^T A Z is skew-symmetric when A is {structure}.",
         latex=r"A^T = -A \implies (Z^TAZ)^T = -Z^TAZ",
-        source=f"{SRC}, 'First approach: scalar products with a skew-symmetric weighting'",
+        source=SRC.at("'First approach: scalar products with a skew-symmetric weighting'"),
         expected=Level.PROVED if true else Level.REFUTED,
         checker=Policy(
             identity=_skew_weighting_identity(structure),
@@ -193,7 +194,7 @@ _VP_ARBITRARY_WEIGHTING_SHAPE = Claim(
     statement="This arbitrary T x T matrix A constitutes the learnable parameters; correlations are "
     "(z^(i))^T A z^(j).",
     latex=r"A\in\mathbb{R}^{T\times T},\quad (z^{(i)})^TAz^{(j)},\ z^{(i)}\in\mathbb{R}^d",
-    source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
+    source=SRC.at("'Second approach: scalar products with an arbitrary weighting'"),
     expected=Level.REFUTED,
     checker=ShapePolicy(factors=_weighting_factors("T"), sizes=grid(d=[2, 3], T=[2, 3]), name="(z^{(i)})^T A z^{(j)}"),
     notes="z^(i) lies in R^d, so A must be d x d; the product is defined only when d = T.",
@@ -206,7 +207,7 @@ _VP_ARBITRARY_CORRELATION_INDICES = Claim(
     statement="The correlations (z^(2))^T A z^(1), ..., (z^(d))^T A z^(d-1) fill the strictly lower "
     "triangle of the correlation matrix C.",
     latex=r"\{(z^{(i)})^TAz^{(j)} : 1\le j<i\le d\} \text{ fills the lower triangle of } C\in\mathbb{R}^{T\times T}",
-    source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
+    source=SRC.at("'Second approach: scalar products with an arbitrary weighting'"),
     expected=Level.REFUTED,
     checker=Policy(identity=_index_range_identity(), search=grid(d=[2, 3], T=[2, 3]), points=1),
     notes="There are T vectors z^(1..T); the indices run to T, not d (also in the displayed matrix).",
@@ -223,7 +224,7 @@ CLAIMS = [
         "gives a skew-symmetric matrix, equal to computing Z^T A Z and copying the lower triangle to the "
         "upper one negated.",
         latex=r"C = \mathrm{skew\_from\_lower}(Z^TAZ),\quad C^T = -C",
-        source=f"{SRC}, 'Second approach: scalar products with an arbitrary weighting'",
+        source=SRC.at("'Second approach: scalar products with an arbitrary weighting'"),
         expected=Level.PROVED,
         checker=Policy(
             identity=_lower_assign_identity(),

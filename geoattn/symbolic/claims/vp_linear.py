@@ -95,7 +95,7 @@ def invertible(size, Z, A) -> bool:
 # vp.push_through, vp.push_through_invertible, vp.exp_push_through
 # ---------------------------------------------------------------------------
 
-LINEAR_SRC = f"{SRC}, {SEC} (linear-time form of the layer)"
+LINEAR_SRC = SRC.at(f"{SEC} (linear-time form of the layer)")
 
 
 def rewrite(*pairs, name: str = "") -> "relation":

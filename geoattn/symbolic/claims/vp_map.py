@@ -221,7 +221,7 @@ def make_inverse_claim(wrong_sign: bool = False, claim_id: str = "vp.map_inverse
         title="inverse of the layer map" + (" (wrong sign)" if wrong_sign else ""),
         statement=f"The inverse of F(Z) = Z Cayley(Z^T A Z) is G(Y) = {inverse}{tail}",
         latex=r"F^{-1}(Y) = Y\Lambda(C(Y))" + ("" if wrong_sign else "^T"),
-        source=f"{SRC}, {SEC}",
+        source=SRC.at(SEC),
         expected=Level.REFUTED if wrong_sign else Level.PROVED,
         checker=Policy(
             identity=inverse_identity(wrong_sign),
@@ -346,7 +346,7 @@ def make_map_claim(weighting: str, claim_id: str | None = None) -> Claim:
         statement=f"The layer map Z -> Z Cayley(C(Z)) with C(Z) = {what} is volume-preserving "
         "(Jacobian determinant 1)" + (", for every d and T." if true else "."),
         latex=r"\det\frac{\partial\,\mathrm{vec}_r(Z\,\mathrm{Cayley}(C(Z)))}{\partial\,\mathrm{vec}_r(Z)} = 1",
-        source=f"{SRC}, {SEC} and 'How is Structure Preserved?'",
+        source=SRC.at(f"{SEC} and 'How is Structure Preserved?'"),
         expected=Level.CHECKED if true else Level.REFUTED,
         checker=_refutations_first(Policy(
             identity=map_identity(weighting),
@@ -379,7 +379,7 @@ CLAIMS = [
         statement="For skew A and Lambda = Cayley(C(Z)), C(Z Lambda) = C(Z): the layer map keeps the correlation "
         "matrix.",
         latex=r"C(Z\Lambda(Z)) = \Lambda^T Z^TAZ\Lambda = Z^TAZ,\quad \Lambda(Z) = \mathrm{Cayley}(Z^TAZ)",
-        source=f"{SRC}, {SEC}",
+        source=SRC.at(SEC),
         expected=Level.PROVED,
         checker=Policy(
             identity=invariant_identity(), search=at_sizes(*SIZES[:3], *LOW_RANK), points=2, prove=_invariant_derivation
@@ -390,7 +390,7 @@ CLAIMS = [
         title="the exponential layer map keeps C(Z)",
         statement="For skew A and Lambda = exp(C(Z)), C(Z Lambda) = C(Z).",
         latex=r"C(Z\exp(Z^TAZ)) = Z^TAZ",
-        source=f"{SRC}, {SEC} (exponential form)",
+        source=SRC.at(f"{SEC} (exponential form)"),
         expected=Level.PROVED,
         checker=Policy(prove=_invariant_exp_derivation, extra=(lambda ctx: circle_evidence(ctx, "invariant"),)),
         notes="exp of a nonzero rational matrix is transcendental, so there are no exact random points; the exact "
@@ -419,7 +419,7 @@ CLAIMS = [
         statement="The map Z -> Z exp(Z^T A Z) with A skew is volume-preserving (Jacobian determinant 1), for every d "
         "and T.",
         latex=r"\det\frac{\partial\,\mathrm{vec}_r(Z\exp(Z^TAZ))}{\partial\,\mathrm{vec}_r(Z)} = 1",
-        source=f"{SRC}, {SEC} (exponential form)",
+        source=SRC.at(f"{SEC} (exponential form)"),
         expected=Level.CHECKED,
         checker=Policy(
             extra=(lambda ctx: divergence_evidence(ctx, (1, 2)), lambda ctx: circle_evidence(ctx, "det")),
