@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrizations, parametrize
 
@@ -58,6 +59,25 @@ def _combine_masks(layer, x: torch.Tensor, mask, is_causal: bool, key_padding_ma
     if mask.dtype == torch.bool:
         return mask & keep
     return mask.masked_fill(~keep, float("-inf"))
+
+
+def _open_empty_rows(keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(keep, empty)``: the combined mask with every query row that has no key left opened to all keys (so that
+    the fused kernel computes finite values there, forward and backward), and the boolean ``empty`` of ``keep``'s
+    shape with a last dimension of one, True at those rows, whose output is then set to zero. Each row is decided
+    from its own mask entries only, so a sample's result does not depend on the rest of the batch."""
+    if keep.dtype == torch.bool:
+        empty = ~keep.any(-1, keepdim=True)
+        return keep | empty, empty
+    empty = (keep == float("-inf")).all(-1, keepdim=True)
+    return keep.masked_fill(empty, 0.0), empty
+
+
+def _check_broadcast(name: str, mask: torch.Tensor, shape: tuple[int, ...]) -> None:
+    """Refuse a combined mask that does not broadcast to the scores' ``shape`` ``(batch, h, T, T)``."""
+    if len(mask.shape) > len(shape) or any(m not in (1, s) for m, s in zip(mask.shape[::-1], shape[::-1])):
+        raise LayerShapeError(f"{name}: Expected masks broadcastable to the scores' shape {shape} (batch, n_heads, T, "
+                              f"T). Got a combined mask of shape {tuple(mask.shape)}.")
 
 
 class MultiHeadAttention(nn.Module):
@@ -155,6 +175,28 @@ class MultiHeadAttention(nn.Module):
         # (..., T, dim) x (h, e, dim) -> (..., h, T, e)
         return (x.unsqueeze(-3) @ w.mT)
 
+    def _fused(self, x: torch.Tensor, mask, is_causal: bool, key_padding_mask) -> torch.Tensor:
+        """The heads through :func:`torch.nn.functional.scaled_dot_product_attention` (the weights are not
+        formed where torch has a fused kernel): one packed projection, the same masks, scale and empty rows as the
+        explicit path; no dropout (the caller takes the explicit path when dropout acts)."""
+        h, e, T = self.n_heads, self.head_dim, x.shape[-2]
+        w = torch.cat([self.weight_q, self.weight_k, self.weight_v]).reshape(3 * self.dim, self.dim)
+        # (..., T, 3 * dim) -> (..., T, 3, h, e) -> (3, ..., h, T, e): strided views, the layout SDPA takes
+        q, k, v = F.linear(x, w).unflatten(-1, (3, h, e)).movedim(-3, 0).transpose(-3, -2).unbind(0)
+        if q.dim() == 3:  # unbatched: a batch of one, the four-dimensional layout of the fused kernels
+            q, k, v = q[None], k[None], v[None]
+        keep, empty = None, None
+        if mask is not None or key_padding_mask is not None:
+            keep = _combine_masks(self, x, mask, is_causal, key_padding_mask)
+            _check_broadcast(layer_name(self), keep, (*q.shape[:-2], T, T))
+            keep = keep if keep.dtype == torch.bool else keep.to(q.dtype)
+            keep, empty = _open_empty_rows(keep)
+            is_causal = False
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, is_causal=is_causal)
+        if empty is not None:
+            heads = heads.masked_fill(empty, 0.0)
+        return heads.transpose(-3, -2).reshape(x.shape)  # (..., T, h, e) -> (..., T, dim)
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, *, is_causal: bool = False,
                 key_padding_mask: torch.Tensor | None = None, need_weights: bool = False,
                 average_attn_weights: bool = True):
@@ -189,9 +231,20 @@ class MultiHeadAttention(nn.Module):
         :class:`~torch.nn.MultiheadAttention` returns NaN there). Dropout
         (``dropout`` of the constructor) acts on the weights in training
         mode only.
+
+        Without ``need_weights`` and without dropout at work (evaluation mode,
+        or ``dropout=0``), the heads are computed by
+        :func:`torch.nn.functional.scaled_dot_product_attention` from one
+        packed projection, with ``is_causal`` passed on when it is the only
+        mask; rows with no key left are detected from the mask (per sample)
+        and set to zero. Otherwise the weights are formed explicitly by
+        :func:`attention_weights`. Both compute the same map.
         """
         wq = self.weight_q
         check_sequence(self, "x", x, dim=self.dim, dtype=wq.dtype, device=wq.device)
+        if not need_weights and not (self.training and self.dropout):
+            out = self._fused(x, mask, is_causal, key_padding_mask)
+            return x + out if self.add_connection else out
         q, k, v = self._project(x, wq), self._project(x, self.weight_k), self._project(x, self.weight_v)
         keep = _combine_masks(self, x, mask, is_causal, key_padding_mask)
         weights = attention_weights(q, k, keep)  # (..., h, T, T)
