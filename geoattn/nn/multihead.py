@@ -33,8 +33,9 @@ def _combine_masks(layer, x: torch.Tensor, mask, is_causal: bool, key_padding_ma
         check_mask(mask, f"{name}: ", x.device)
         if mask.dim() == 3:  # (batch, T, T): every head of each sample
             if x.dim() != 3 or mask.shape[0] not in (1, x.shape[0]):
+                batch = x.shape[0] if x.dim() == 3 else 1
                 raise LayerShapeError(
-                    f"{name}: Expected a 3-D mask of shape (batch, T, T) with batch = {x.shape[0] if x.dim() == 3 else 1} "
+                    f"{name}: Expected a 3-D mask of shape (batch, T, T) with batch = {batch} "
                     f"for a batched x (per-head masks are 4-D: (batch, n_heads, T, T)). Got {tuple(mask.shape)} for x "
                     f"of shape {tuple(x.shape)}.")
             mask = mask.unsqueeze(-3)
