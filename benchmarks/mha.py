@@ -17,8 +17,9 @@ form without the weights), each with the same mask in its own convention:
 
 Timing on a shared machine: the two modules alternate within every repeat (after one warm-up call each), the times
 are medians over the repeats, and each ratio is the median of the per-repeat ratios, so that a load that changes
-during the run weighs on both alike. Memory: the bytes saved for backward plus the output (CPU), or the peak
-allocated memory of forward+backward (CUDA), as in the main table.
+during the run weighs on both alike. Memory: on CPU the bytes of the distinct storages saved for backward plus the
+output (a tensor that several operations save, as the input of three projections, counts once; the main table
+counts every saved tensor); on CUDA the main table's peak allocated memory of forward+backward.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import torch
 
 from geoattn.nn import MultiHeadAttention
 
-__all__ = ["MASKS", "mask_kwargs", "paired", "mha_rows"]
+__all__ = ["MASKS", "mask_kwargs", "paired", "saved_bytes", "mha_rows"]
 
 #: the mask kinds of the table
 MASKS = ("none", "causal", "bool", "additive", "padding")
@@ -78,6 +79,21 @@ def paired(fa: Callable[[], object], fb: Callable[[], object], reps: int, device
     return statistics.median(ta), statistics.median(tb), statistics.median(a / b for a, b in zip(ta, tb))
 
 
+def saved_bytes(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> int:
+    """The bytes of the distinct storages ``fn(x)`` saves for backward, plus its output's."""
+    storages = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn(x)
+    storages[out.untyped_storage().data_ptr()] = out.untyped_storage().nbytes()
+    return sum(storages.values())
+
+
 def _modes(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> dict[str, Callable[[], None]]:
     """The three timed calls of ``fn``: forward without autograd, forward+backward with a dense random incoming
     gradient, and forward+backward of ``out.sum()``."""
@@ -103,7 +119,8 @@ def mha_rows(device, *, tokens: int, lengths, dims, heads: int, reps: int,
              memory: Callable, line: Callable) -> list[dict]:
     """Measure the table; print each pair of rows with ``line`` (the main table's printer) and return the rows.
 
-    ``memory(fn, leaf, device)`` is the main table's activation-memory count. The layer's rows carry
+    ``memory(fn, leaf, device)`` is the main table's memory count, used on CUDA (on CPU: :func:`saved_bytes`).
+    The layer's rows carry
     ``reference = "torch.nn.MultiheadAttention"`` and the ratios to torch's row of the same shape and mask.
     """
     rows = []
@@ -130,7 +147,8 @@ def mha_rows(device, *, tokens: int, lengths, dims, heads: int, reps: int,
                     m_ours[mode], m_ref[mode], ratio[f"ratio_{mode}"] = paired(a_modes[mode], b_modes[mode], reps,
                                                                                device)
                 leaf = x.clone().requires_grad_()
-                m_ours["memory"], m_ref["memory"] = memory(f_ours, leaf, device), memory(f_ref, leaf, device)
+                count = memory if device.type == "cuda" else (lambda fn, z, _device: saved_bytes(fn, z))
+                m_ours["memory"], m_ref["memory"] = count(f_ours, leaf, device), count(f_ref, leaf, device)
                 ratio["ratio_memory"] = m_ours["memory"] / m_ref["memory"]
                 shape = {"B": B, "dim": dim, "T": T, "heads": heads, "mask": kind, "tokens": tokens}
                 ref_row = {"layer": "torch.nn.MultiheadAttention", **shape, **m_ref}
