@@ -174,6 +174,14 @@ def test_unbatched_input_is_a_batch_of_one(case):
     assert mismatch([layer(x1, **kw1)], [layer(x[1:2], **kwb)[0]]) is None
 
 
+def test_more_leading_dimensions():
+    layer, x, kw = _setup("empty-causal+padding")
+    x2 = torch.stack([x, x.flip(0)])  # (2, B, T, dim)
+    kw2 = {"is_causal": True, "key_padding_mask": torch.stack([kw["key_padding_mask"], kw["key_padding_mask"].flip(0)])}
+    assert _fused_against_reference(layer, x2, kw2) is None
+    assert mismatch([layer(x2, **kw2)[0]], [layer(x, **kw)]) is None
+
+
 @pytest.mark.parametrize("options", [{"add_connection": True}, {"stiefel": True}])
 def test_connection_and_stiefel_projections(options):
     layer, x, kw = _setup("causal+padding", **options)

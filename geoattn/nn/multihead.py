@@ -176,16 +176,17 @@ class MultiHeadAttention(nn.Module):
         # (..., T, dim) x (h, e, dim) -> (..., h, T, e)
         return (x.unsqueeze(-3) @ w.mT)
 
-    def _fused(self, x: torch.Tensor, mask, is_causal: bool, key_padding_mask) -> torch.Tensor:
+    def _fused(self, x: torch.Tensor, wq: torch.Tensor, mask, is_causal: bool, key_padding_mask) -> torch.Tensor:
         """The heads through :func:`torch.nn.functional.scaled_dot_product_attention` (the weights are not
         formed where torch has a fused kernel): the same projections, masks, scale and empty rows as the explicit
-        path; no dropout (the caller takes the explicit path when dropout acts)."""
+        path; no dropout (the caller takes the explicit path when dropout acts). ``wq`` is ``self.weight_q``, read
+        once by the caller (a parametrized weight is computed at every read)."""
         h, e, T = self.n_heads, self.head_dim, x.shape[-2]
         # (..., T, dim) -> (..., T, h, e) -> (..., h, T, e): strided views, the layout SDPA takes. Three
         # projections rather than one packed: the gradients SDPA returns are then viewed back without a copy (a
         # packed one stacks and copies them: measured 0.79-0.98 of its forward+backward time, T = 16 to 256).
         q, k, v = (F.linear(x, w.reshape(self.dim, self.dim)).unflatten(-1, (h, e)).transpose(-3, -2)
-                   for w in (self.weight_q, self.weight_k, self.weight_v))
+                   for w in (wq, self.weight_k, self.weight_v))
         if q.dim() == 3:  # unbatched: a batch of one, the four-dimensional layout of the fused kernels
             q, k, v = q[None], k[None], v[None]
         keep, empty = None, None
@@ -238,15 +239,15 @@ class MultiHeadAttention(nn.Module):
         Without ``need_weights`` and without dropout at work (evaluation mode,
         or ``dropout=0``), the heads are computed by
         :func:`torch.nn.functional.scaled_dot_product_attention` from one
-        projection per query, key and value, with ``is_causal`` passed on when it is the only
-        mask; rows with no key left are detected from the mask (per sample)
-        and set to zero. Otherwise the weights are formed explicitly by
+        projection per query, key and value, with ``is_causal`` passed on
+        when it is the only mask; rows with no key left are detected from the
+        mask (per sample) and set to zero. Otherwise the weights are formed explicitly by
         :func:`attention_weights`. Both compute the same map.
         """
         wq = self.weight_q
         check_sequence(self, "x", x, dim=self.dim, dtype=wq.dtype, device=wq.device)
         if not need_weights and not (self.training and self.dropout):
-            out = self._fused(x, mask, is_causal, key_padding_mask)
+            out = self._fused(x, wq, mask, is_causal, key_padding_mask)
             return x + out if self.add_connection else out
         q, k, v = self._project(x, wq), self._project(x, self.weight_k), self._project(x, self.weight_v)
         keep = _combine_masks(self, x, mask, is_causal, key_padding_mask)
