@@ -9,7 +9,7 @@ Typical use::
 """
 
 from .claim import CheckContext, Claim, UnknownClaimError, check, corrected, run
-from .ledger import all_claims, families, get_claim
+from .ledger import all_claims, declared_in, families, get_claim
 from .evidence import Counterexample, Derivation, Evidence, Level, ProofFailed, Step, Verdict
 from .strategies import MatrixIdentity, certify, exact_check, search_counterexample
 
@@ -27,6 +27,7 @@ __all__ = [
     "Verdict",
     "all_claims",
     "certify",
+    "declared_in",
     "check",
     "exact_check",
     "families",
