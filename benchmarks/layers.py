@@ -3,6 +3,7 @@
     python benchmarks/layers.py [--quick] [--json PATH] [--threads N] [--device cpu|cuda]
                                 [--batch B ...] [--lengths T ...] [--dims D ...] [--layers NAME ...]
                                 [--sweep-tokens N] [--sweep T ...] [--no-gpu-table] [--peak-gbs G]
+                                [--mha-tokens N] [--mha-lengths T ...] [--mha-dims D ...] [--mha-heads H]
 
 With ``--device cuda`` a third table (``benchmarks/gpu.py``) times the fused Triton kernels at B * T = 2^20
 tokens with CUDA events against SDPA and ``torch.compile`` of the eager form, with the route each call took and
@@ -21,6 +22,10 @@ saved for backward plus the output (activation memory, counted with
 A second table sweeps the sequence length at a fixed number of tokens
 ``B * T`` (dim 4): VolumePreservingAttention (both activations) and SDPA, for the
 time-against-T curves and the cost per token.
+
+A third table (``benchmarks/mha.py``) compares ``MultiHeadAttention`` with ``torch.nn.MultiheadAttention`` at
+``B * T = 65,536`` tokens (``--mha-tokens``), ``T`` in {16, 64, 256}, ``dim`` in {8, 16, 32, 64}, two heads, without a
+mask and with each mask kind (causal, boolean, additive, key padding), the two modules timed alternately.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import torch.nn.functional as F  # noqa: E402
 from geoattn.kernels import native_status  # noqa: E402
 from geoattn.nn import LinearSymplecticAttention, OrthonormalAttention, VolumePreservingAttention  # noqa: E402
 from gpu import gpu_rows, peak_bandwidth, print_gpu_table  # noqa: E402
+from mha import mha_rows  # noqa: E402
 from targets import summarise  # noqa: E402
 
 
@@ -188,6 +194,11 @@ def main(argv=None) -> int:
     parser.add_argument("--no-gpu-table", action="store_true", help="skip the GPU table of a CUDA run")
     parser.add_argument("--peak-gbs", type=float, help="the device's peak memory bandwidth in GB/s (default: from "
                         "its memory clock and bus width)")
+    parser.add_argument("--mha-tokens", type=int, help="B * T of the MultiHeadAttention table")
+    parser.add_argument("--mha-lengths", type=int, nargs="*", help="sequence lengths of the MultiHeadAttention "
+                        "table (none: no such table)")
+    parser.add_argument("--mha-dims", type=int, nargs="+", help="feature sizes of the MultiHeadAttention table")
+    parser.add_argument("--mha-heads", type=int, default=2, help="heads of the MultiHeadAttention table")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -206,7 +217,8 @@ def main(argv=None) -> int:
                 x = torch.randn(B, T, dim, device=device)
                 ref = measure(sdpa, x, reps, device)
                 layers = [(name, make(dim, T, device)) for name, make in LAYERS.items()
-                          if (args.layers is None or name in args.layers) and (dim % 2 == 0 or "Symplectic" not in name)]
+                          if (args.layers is None or name in args.layers)
+                          and (dim % 2 == 0 or "Symplectic" not in name)]
                 rows.append({"layer": "sdpa", "B": B, "dim": dim, "T": T, **ref})
                 line("sdpa (reference)", B, dim, T, ref)
                 for name, layer in layers:
@@ -230,6 +242,15 @@ def main(argv=None) -> int:
                        "memory_per_token_dim": m["memory"] / (B * T * 4)}
                 rows.append(row)
                 line(name, B, 4, T, m, row)
+    mha_lengths = args.mha_lengths if args.mha_lengths is not None else ([16] if args.quick else [16, 64, 256])
+    if mha_lengths:
+        mha_tokens = args.mha_tokens or (1024 if args.quick else 65536)
+        print(f"\nMultiHeadAttention against torch.nn.MultiheadAttention at B * T = {mha_tokens} tokens, "
+              f"{args.mha_heads} heads; ratios = ours / torch's, median of alternating repeats")
+        print(HEADER)
+        rows += mha_rows(device, tokens=mha_tokens, lengths=mha_lengths,
+                         dims=args.mha_dims or ([8] if args.quick else [8, 16, 32, 64]), heads=args.mha_heads,
+                         reps=max(reps, 3), memory=activation_bytes, line=line)
     gpu = []
     if device.type == "cuda" and not args.no_gpu_table:
         gpu = gpu_rows(device, reps=max(reps, 3) if not args.quick else 1,

@@ -5,17 +5,13 @@ from the builtin exception a caller would catch without knowing geoattn (``Value
 option, ``TypeError`` for a wrong dtype or type, ``RuntimeError`` for a backend that cannot serve), so
 ``except ValueError`` keeps working.
 
-=====================  =======================  ==================================================================
-class                  builtin base             raised for
-=====================  =======================  ==================================================================
-:class:`ShapeError`    ``ValueError``           a tensor or a size of the wrong shape (kernels, layers, models)
-:class:`DtypeError`    ``TypeError``            a non-tensor, a non-floating dtype, two dtypes that must agree
-:class:`DeviceError`   ``ValueError``           tensors (or a tensor and a module's parameters) on two devices
-:class:`OptionError`   ``ValueError``           an unknown option: activation, method, update, backend, ledger id
-:class:`StructureError` ``ValueError``          an input without the structure a form assumes (a non-skew matrix)
-:class:`BackendError`  ``RuntimeError``         a forced backend (:func:`geoattn.kernels.backend`) that cannot serve
-:class:`CodegenError`  ``ValueError``           an expression a printer of :mod:`geoattn.codegen` does not support
-=====================  =======================  ==================================================================
+* :class:`ShapeError` (a ``ValueError``): a tensor or a size of the wrong shape (kernels, layers, models);
+* :class:`DtypeError` (a ``TypeError``): a non-tensor, a non-floating dtype, two dtypes that must agree;
+* :class:`DeviceError` (a ``ValueError``): tensors (or a tensor and a module's parameters) on two devices;
+* :class:`OptionError` (a ``ValueError``): an unknown option: activation, method, update, backend, ledger id;
+* :class:`StructureError` (a ``ValueError``): an input without the structure a form assumes (a non-skew matrix);
+* :class:`BackendError` (a ``RuntimeError``): a forced backend (:func:`geoattn.kernels.backend`) that cannot serve;
+* :class:`CodegenError` (a ``ValueError``): an expression a printer of :mod:`geoattn.codegen` does not support.
 
 The names the package used before (``KernelShapeError``, ``LayerShapeError``, ``KernelDtypeError``,
 ``LayerDtypeError``) are these classes under a second name.

@@ -21,11 +21,19 @@ def test_layers_benchmark_runs(tmp_path):
     assert "1 thread" in stdout
     names = {r["layer"] for r in data["rows"]}
     assert names == {"sdpa", "VolumePreservingAttention", "VolumePreservingAttention(exp)", "OrthonormalAttention",
-                     "LinearSymplecticAttention"}
+                     "LinearSymplecticAttention", "MultiHeadAttention", "torch.nn.MultiheadAttention"}
     for r in data["rows"]:
         assert r["fwd"] > 0 and r["fwd_bwd"] > 0 and r["fwd_bwd_sum"] > 0 and r["memory"] > 0
-        if r["layer"] != "sdpa":
+        if r["layer"] not in ("sdpa", "torch.nn.MultiheadAttention"):
             assert r["ratio_fwd_bwd"] > 0 and r["ratio_fwd_bwd_sum"] > 0
+    # the multi-head table: every mask kind, ours against torch's at the same shape, tokens and mask
+    mha = [r for r in data["rows"] if r["layer"] == "MultiHeadAttention"]
+    torch_mha = {(r["B"], r["T"], r["dim"], r["mask"]): r for r in data["rows"]
+                 if r["layer"] == "torch.nn.MultiheadAttention"}
+    assert {r["mask"] for r in mha} == {"none", "causal", "bool", "additive", "padding"}
+    for r in mha:
+        assert r["reference"] == "torch.nn.MultiheadAttention" and r["B"] * r["T"] == 1024
+        assert r["ratio_memory"] == r["memory"] / torch_mha[(r["B"], r["T"], r["dim"], r["mask"])]["memory"]
     sweep = [r for r in data["rows"] if r.get("sweep")]
     assert {r["T"] for r in sweep} == {16, 64} and {r["B"] * r["T"] for r in sweep} == {data["tokens"]}
 
@@ -78,6 +86,16 @@ def test_target_summary_says_met_and_missed():
     assert all(line.endswith("[met]") for line in summarise("layers", sweep))
     sweep[1]["fwd_bwd"] = 8e-3  # 8x the time at equal tokens: cost per token no longer flat
     assert summarise("layers", sweep)[0].endswith("[missed]")
+    # the multi-head target: every mask at 65,536 tokens within 1.2x torch's module; other token counts ignored
+    mha = [{"layer": "MultiHeadAttention", "reference": "torch.nn.MultiheadAttention", "B": 65536 // T, "T": T,
+            "dim": 8, "mask": m, "ratio_fwd_bwd": 1.1, "ratio_fwd_bwd_sum": 0.9} for T in (16, 256)
+           for m in ("none", "causal")]
+    mha.append({**mha[0], "B": 8, "ratio_fwd_bwd": 5.0})  # 128 tokens: outside the target
+    dense, summed = summarise("layers", mha)
+    assert dense.endswith("[met]") and "T=256 dim=8 causal: 1.10" in dense and "5.00" not in dense
+    mha[1]["ratio_fwd_bwd_sum"] = 1.3  # the causal row at T=16 misses in the sum layout only
+    dense, summed = summarise("layers", mha)
+    assert dense.endswith("[met]") and summed.endswith("[missed]")
 
 
 def test_cayley_forms_benchmark_runs_and_every_form_is_the_cayley_transform(tmp_path):

@@ -321,3 +321,24 @@ def test_negative_control_a_kernel_that_does_not_type_check_fails_to_compile(mon
     module = _triton.kernels(str(path))
     with pytest.raises(Exception, match="(?i)pointer|float|type"):
         _compile(module.cayley_vjp_d2, [("Lam", "*fp32"), ("G", "*fp32"), ("gC", "*fp32")])
+
+
+def test_a_generated_module_imported_elsewhere_is_decorated_again_under_the_interpreter(monkeypatch):
+    """The kernels of a module imported before the interpreter was switched on (by a doctest, or a test reading the
+    generated file) were decorated for a GPU: kernels() decorates them again (in a full run they raised "0 active
+    drivers")."""
+    import importlib
+    import sys
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    module = importlib.reload(importlib.import_module("geoattn.kernels._triton_gram"))
+    if hasattr(module, "_interpreted"):
+        del module._interpreted
+    assert "geoattn.kernels._triton_gram" in sys.modules
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    x, A = torch.randn(3, 7, 3), skew64(3).float()
+    with K.backend("triton"):
+        y = K.vp_attention(x, A)
+    with K.backend("eager"):
+        ref = K.vp_attention(x, A)
+    assert (y - ref).abs().max() <= 64 * 7 * 3 * eps(F32) * float(x.abs().max()) ** 2

@@ -25,14 +25,16 @@ from targets import summarise  # noqa: E402
 
 
 def _layers(data: dict) -> tuple[str, list]:
-    rows, sweep = [], []
+    rows, sweep, multihead = [], [], []
     for r in data["rows"]:
         r = dict(r)
         for k in ("fwd", "fwd_bwd", "fwd_bwd_sum"):
             r[k + "_ms"] = 1e3 * r[k]
         r["mem_kib"] = r["memory"] / 1024
         r["name"] = "SDPA (reference)" if r["layer"] == "sdpa" else r["layer"]
-        (sweep if r.get("sweep") else rows).append(r)
+        if "mask" in r:  # the multi-head table (benchmarks/mha.py): against torch.nn.MultiheadAttention
+            r["name"] = f"{r['layer']} ({r['mask']})"
+        (sweep if r.get("sweep") else multihead if "mask" in r else rows).append(r)
     cols = [("name", "layer", ""), ("B", "B", "d"), ("dim", "dim", "d"), ("T", "T", "d"),
             ("fwd_ms", "fwd ms", ".2f"), ("ratio_fwd", "fwd ×", ".2f"),
             ("fwd_bwd_ms", "fwd+bwd ms (dense)", ".2f"), ("ratio_fwd_bwd", "×", ".2f"),
@@ -54,6 +56,10 @@ def _layers(data: dict) -> tuple[str, list]:
             curves.setdefault(r["name"], []).append((r["T"], r["fwd_bwd_ms"]))
         plots.append(("-sweep", f"forward+backward time at {data.get('tokens', '?')} tokens (dim 4, dense gradient)",
                       curves, "ms"))
+    if multihead:
+        table += (f"\n\nMultiHeadAttention against torch.nn.MultiheadAttention at {multihead[0]['tokens']} tokens, "
+                  f"{multihead[0]['heads']} heads (ratios: ours / torch's, median of alternating repeats):\n\n"
+                  + markdown_table(multihead, cols))
     return table, plots
 
 

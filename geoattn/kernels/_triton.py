@@ -81,8 +81,10 @@ def kernels(path: str | None = None):
     flag = interpreting()
     if path is None:
         module = importlib.import_module(_MODULE)
-        if getattr(module, "_interpreted", flag) != flag:
-            module = importlib.reload(module)  # the same module object, decorated again
+        # decorated again unless it was imported here under the same setting: a module imported elsewhere (a test
+        # reading the generated file, a doctest) carries no record of the setting its kernels were decorated under
+        if getattr(module, "_interpreted", None) != flag:
+            module = importlib.reload(module)  # the same module object
         module._interpreted = flag
         return module
     key = (path, flag)

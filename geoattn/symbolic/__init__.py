@@ -17,7 +17,7 @@ lemma (:data:`LEMMAS`). ``geoattn prove --claims PATH`` runs the claims a file d
 
 from . import algebra
 from .claim import CheckContext, Claim, UnknownClaimError, check, corrected, run
-from .ledger import all_claims, families, get_claim
+from .ledger import all_claims, declared_in, families, get_claim
 from .evidence import Counterexample, Derivation, Evidence, Level, ProofFailed, Step, Verdict
 from .lemmas import LEMMAS, Lemma
 from .policy import Grows, Policy, Sizes, at_sizes, grid
@@ -46,6 +46,7 @@ __all__ = [
     "all_claims",
     "at_sizes",
     "certify",
+    "declared_in",
     "check",
     "corrected",
     "exact_check",
