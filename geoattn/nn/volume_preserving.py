@@ -71,8 +71,8 @@ class VolumePreservingAttention(nn.Module):
       symplectic for the product structure (``vp.map_volume_preserving.frozen``,
       ``lift.orthogonal``, ``lift.symplectic``);
     * with ``skew_sym=True`` the layer map :math:`Z \mapsto Z\Lambda(Z)` itself
-      is volume-preserving for every ``dim`` and ``T``
-      (``vp.map_volume_preserving.skew``, ``vp.map_volume_preserving.exp_skew``),
+      is volume-preserving (``vp.map_volume_preserving.skew``,
+      ``vp.map_volume_preserving.exp_skew``: checked exactly at small sizes, certified at larger ones),
       keeps the correlation matrix (``vp.map_invariant``) and is inverted by
       :meth:`inverse` (``vp.map_inverse``);
     * with ``skew_sym=False`` the layer map is **not** volume-preserving
