@@ -91,5 +91,20 @@ def test_same_answers_as_simplification_alone(lhs, rhs, monkeypatch):
 
 
 def test_is_zero_answers_as_cancel_alone():
-    for expr in (x / (x + 1) + 1 / (x + 1) - 1, x / (x + 1) - 1, (x - y) ** 3 - (x**3 - 3 * x**2 * y + 3 * x * y**2 - y**3)):
+    cube = x**3 - 3 * x**2 * y + 3 * x * y**2 - y**3
+    for expr in (x / (x + 1) + 1 / (x + 1) - 1, x / (x + 1) - 1, (x - y) ** 3 - cube, (x - y) ** 3 - cube - 1):
         assert is_zero(expr) == (sp.cancel(sp.together(expr)) == 0)
+
+
+def test_interpreter_evaluates_trace_coefficients_over_a_field():
+    from sympy.polys.matrices import DomainMatrix
+
+    from geoattn.symbolic.interpreter import evaluate
+
+    m = sp.Matrix([[1, 2], [3, 5]])
+    expr = (1 - sp.Trace(X * X) / 2) * X + sp.Identity(n) * (1 / sp.Trace(X))
+    got = evaluate(expr, {X: DomainMatrix.from_Matrix(m).convert_to(sp.QQ)}, {n: 2}, field=sp.QQ)
+    want = evaluate(expr, {X: m}, {n: 2})
+    assert got.to_Matrix() == want
+    # negative control: a different coefficient gives a different matrix
+    assert got.to_Matrix() != evaluate((1 - sp.Trace(X * X)) * X + sp.Identity(n) / sp.Trace(X), {X: m}, {n: 2})
