@@ -8,7 +8,7 @@ import sympy as sp
 from sympy.matrices.expressions import MatrixExpr, MatrixSymbol
 
 from .lemmas import LEMMAS, is_known
-from .proof import _apply, Check, Derivation, DerivationReport, Step, relation, same, zero_argument
+from .proof import _apply, Check, Derivation, DerivationReport, Step, relation, same, scalar_zero, zero_argument
 
 _MUTANT = itertools.count()
 
@@ -21,8 +21,10 @@ def _fresh_like(rhs):
 
 
 def _zero(expr) -> bool:
+    if isinstance(expr, sp.MatrixBase):
+        return False  # simplify(M) == 0 compares a matrix with a number: never zero (the factor-2 mutant is kept)
     try:
-        return same(expr, 0 * expr) if isinstance(expr, MatrixExpr) else sp.simplify(expr) == 0
+        return same(expr, 0 * expr) if isinstance(expr, MatrixExpr) else scalar_zero(expr)
     except Exception:  # noqa: BLE001 - undecidable counts as nonzero
         return False
 

@@ -32,6 +32,8 @@ from typing import Callable, Iterable
 import sympy as sp
 from sympy.matrices.expressions import MatrixExpr
 
+from ._exact import rational_zero
+
 __all__ = [
     "general",
     "skew",
@@ -344,6 +346,9 @@ def is_zero(x) -> bool:
     x = sp.sympify(x)
     if x.is_zero:
         return True
+    fast = rational_zero(x)  # exact polynomial arithmetic; None where it does not decide
+    if fast is not None:
+        return fast
     if x.free_symbols:
         return sp.cancel(sp.together(x)) == 0
     return sp.simplify(x) == 0
@@ -446,4 +451,6 @@ def equal_in_algebra(lhs, rhs, sym: sp.MatrixSymbol, eps: int | None) -> bool:
         diff = scalar_image(lhs, sym, a, eps) - scalar_image(rhs, sym, a, eps)
     except NotInAlgebra:
         return False
+    if rational_zero(diff) is True:
+        return True
     return sp.simplify(sp.cancel(sp.together(diff))) == 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ._exact import rational_zero
 from .evidence import Evidence, Level
 from .proof import Derivation, validate
 
@@ -28,9 +29,11 @@ __all__ = ["earn"]
 
 def _nonzero(residual) -> bool:
     if isinstance(residual, sp.MatrixBase):
-        return any(sp.simplify(x) != 0 for x in residual)
+        return any(_nonzero(x) for x in residual)
     try:
-        return sp.simplify(sp.sympify(residual)) != 0
+        residual = sp.sympify(residual)
+        fast = rational_zero(residual)  # exact where it decides (Note [fast paths decide only what they prove])
+        return not fast if fast is not None else sp.simplify(residual) != 0
     except (sp.SympifyError, TypeError):
         return False
 

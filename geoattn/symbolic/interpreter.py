@@ -36,7 +36,7 @@ def evaluate(expr, values: dict, sizes: dict | None = None, *, field=None):
     values are :class:`~sympy.polys.matrices.DomainMatrix` over it and so is
     the result: arithmetic there keeps every entry reduced, which makes exact
     symbolic identities fast. Sums, products, transposes, powers, inverses,
-    identities and zeros are supported there; other nodes raise.
+    identities, zeros and coefficients with traces are supported there; other nodes raise.
     """
     sizes = sizes or {}
 
@@ -62,8 +62,8 @@ def evaluate(expr, values: dict, sizes: dict | None = None, *, field=None):
         traces = c.atoms(Trace) if isinstance(c, sp.Basic) else set()
         if not traces:
             return c
-        if field is not None:
-            raise TypeError(f"Expected a numeric coefficient over a field. Got {c}.")
+        if field is not None:  # the trace as an element of the field, written back as a SymPy expression
+            return c.xreplace({t: field.to_sympy(_field_trace(rec(t.arg), field)) for t in traces})
         return c.xreplace({t: rec(t.arg).trace() for t in traces})
 
     def rec(e):
@@ -112,3 +112,8 @@ def evaluate(expr, values: dict, sizes: dict | None = None, *, field=None):
 
     out = rec(expr)
     return out if field is not None else sp.Matrix(out)
+
+
+def _field_trace(m, field):
+    """The trace of a square DomainMatrix over ``field``, an element of ``field``."""
+    return sum((m[i, i].element for i in range(m.shape[0])), field.zero)

@@ -25,6 +25,8 @@ from typing import Any, Callable, Mapping
 import sympy as sp
 from sympy.matrices.expressions import Determinant, Inverse, MatrixExpr, Transpose, ZeroMatrix
 
+from ._exact import point_differs, rational_zero
+
 __all__ = [
     "Check",
     "Step",
@@ -54,9 +56,49 @@ class ProofFailed(Exception):
 
 
 def same(lhs, rhs) -> bool:
-    """Structural equality of two (matrix) expressions after evaluation and expansion."""
+    """Structural equality of two (matrix) expressions after evaluation and expansion.
+
+    Decided first at a random rational point (an exactly nonzero difference there proves the sides different)
+    and entrywise by exact rational-function arithmetic, then by SymPy's evaluation and simplification; the
+    answers are those of the SymPy path (Note [fast paths decide only what they prove] in
+    :mod:`geoattn.symbolic._exact`). Answers are remembered for hashable sides.
+    """
+    key = _hashable(lhs, rhs)
+    if key is not None and key in _SAME:
+        return _SAME[key]
+    out = _same(lhs, rhs)
+    if key is not None:
+        if len(_SAME) >= _CACHE_SIZE:
+            _SAME.clear()
+        _SAME[key] = out
+    return out
+
+
+_CACHE_SIZE = 4096
+_SAME: dict = {}
+_APPLIED: dict = {}
+
+
+def _hashable(*items):
+    try:
+        hash(items)
+    except TypeError:
+        return None
+    return items
+
+
+def scalar_zero(x) -> bool:
+    """Whether a scalar expression is zero: exact rational-function arithmetic where it decides, else
+    ``simplify(x) == 0``."""
+    fast = rational_zero(x) if isinstance(x, sp.Expr) else None
+    return fast if fast is not None else sp.simplify(x) == 0
+
+
+def _same(lhs, rhs) -> bool:
     if lhs == rhs:
         return True
+    if point_differs(lhs, rhs):
+        return False
     try:
         diff = (lhs - rhs).doit()
     except (TypeError, AttributeError):
@@ -64,14 +106,14 @@ def same(lhs, rhs) -> bool:
     if isinstance(diff, ZeroMatrix) or diff == 0:
         return True
     if isinstance(diff, sp.MatrixBase):
-        return all(sp.simplify(x) == 0 for x in diff)
+        return all(scalar_zero(x) for x in diff)
     if isinstance(diff, MatrixExpr):
         try:
             expanded = diff.expand().doit()
         except AttributeError:
             return False
         return isinstance(expanded, ZeroMatrix) or expanded == 0
-    return sp.simplify(diff) == 0
+    return scalar_zero(diff)
 
 
 def det_rules(expr):
@@ -90,6 +132,18 @@ def _apply(expr, pairs):
     """``expr`` evaluated, then each substitution ``(old, new)`` applied until nothing changes (at most 4 rounds)."""
     if not isinstance(expr, sp.Basic):
         return expr
+    key = _hashable(expr, tuple(pairs))
+    if key is not None and key in _APPLIED:
+        return _APPLIED[key]
+    out = _apply_rounds(expr, pairs)
+    if key is not None:
+        if len(_APPLIED) >= _CACHE_SIZE:
+            _APPLIED.clear()
+        _APPLIED[key] = out
+    return out
+
+
+def _apply_rounds(expr, pairs):
     for _ in range(4):
         try:
             new = expr.doit()
