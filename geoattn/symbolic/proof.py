@@ -17,6 +17,7 @@ See Note [checks see their sides].
 
 from __future__ import annotations
 
+import functools
 import inspect
 import weakref
 from dataclasses import dataclass, field
@@ -292,11 +293,25 @@ class Step:
 
 
 def _latex(obj: Any) -> str:
-    return obj if isinstance(obj, str) else sp.latex(obj)
+    return obj if isinstance(obj, str) else _printed(obj, sp.latex)
 
 
 def _text(obj: Any) -> str:
-    return obj if isinstance(obj, str) else sp.sstr(obj)
+    return obj if isinstance(obj, str) else _printed(obj, sp.sstr)
+
+
+@functools.lru_cache(maxsize=4096)
+def _printed_cached(obj: Any, printer) -> str:
+    return printer(obj)
+
+
+def _printed(obj: Any, printer) -> str:
+    """``printer(obj)``, remembered: a chain prints each side twice (a step's rhs is the next step's lhs, the last
+    rhs the conclusion's side), and printing large matrix expressions is a tenth of the ledger's time."""
+    try:
+        return _printed_cached(obj, printer)
+    except TypeError:  # unhashable
+        return printer(obj)
 
 
 @dataclass(eq=False)
