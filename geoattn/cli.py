@@ -163,9 +163,9 @@ def _prove(args) -> int:
             path = os.path.relpath(importlib.import_module(module).__file__)
             print(f"{c.id:48s} {path}")
         return 0
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     verdicts = run(claims, seed=args.seed, depth=args.depth, progress=_progress(sys.stderr, args.quiet))
-    total = time.perf_counter() - start
+    total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     if args.verbose:
         for c, v in zip(claims, verdicts):
             print(format_derivation(c, v))
@@ -177,9 +177,10 @@ def _prove(args) -> int:
         counts[v.level.value] = counts.get(v.level.value, 0) + 1
     levels = ("proved", "checked", "certified", "refuted", "error")
     summary = ", ".join(f"{k} {counts[k]}" for k in levels if k in counts)
-    print(f"\n{len(claims)} claims in {total:.1f} s: {summary}")
+    print(f"\n{len(claims)} claims in {total:.1f} s ({cpu:.1f} s of CPU): {summary}")
     if args.json:
-        dump(claims, verdicts, args.json, seed=args.seed, depth=args.depth, seconds=total)
+        dump(claims, verdicts, args.json, seed=args.seed, depth=args.depth, seconds=total,
+             cpu_seconds=cpu)
         print(f"ledger written to {args.json}")
     if mismatches:
         print(f"{len(mismatches)} verdict(s) differ from the recorded expectation:", file=sys.stderr)

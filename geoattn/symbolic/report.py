@@ -108,12 +108,14 @@ def claim_record(claim: Claim, verdict: Verdict) -> dict:
     }
 
 
-def ledger_json(claims: list[Claim], verdicts: list[Verdict], *, seed: int, depth: int, seconds: float) -> dict:
+def ledger_json(claims: list[Claim], verdicts: list[Verdict], *, seed: int, depth: int, seconds: float,
+                cpu_seconds: float | None = None) -> dict:
     return {
         "geoattn_ledger": 1,
         "seed": seed,
         "depth": depth,
         "seconds": round(seconds, 3),
+        "cpu_seconds": None if cpu_seconds is None else round(cpu_seconds, 3),
         "python": platform.python_version(),
         "sympy": sp.__version__,
         "claims": [claim_record(c, v) for c, v in zip(claims, verdicts)],
