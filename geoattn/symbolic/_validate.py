@@ -8,7 +8,7 @@ import sympy as sp
 from sympy.matrices.expressions import MatrixExpr, MatrixSymbol
 
 from .lemmas import LEMMAS, is_known
-from .proof import _apply, Check, Derivation, DerivationReport, Step, relation, same, scalar_zero, zero_argument
+from .steps import _apply, Check, DerivationReport, Step, relation, same, scalar_zero, zero_argument
 
 _MUTANT = itertools.count()
 
@@ -144,7 +144,8 @@ def _conclusion_sides(conclusion):
     return None
 
 
-def validate_derivation(deriv: Derivation) -> DerivationReport:
+def validate_derivation(deriv) -> DerivationReport:
+    # deriv: a geoattn.symbolic.proof.Derivation (not imported here: proof imports this module)
     """Run every check (with mutants), then the links and the conclusion; see :func:`~.proof.validate`."""
     problems: list[str] = []
     verified = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from functools import lru_cache
 
+from . import lemmas
 from .claim import Claim, UnknownClaimError
 
 __all__ = ["get_claim", "all_claims", "families", "declared_in"]
@@ -76,3 +77,6 @@ def all_claims(family: str | None = None) -> list[Claim]:
 def families() -> list[str]:
     """The family names in ledger order."""
     return list(_ledger()[1])
+
+
+lemmas.use_ledger(lambda: _ledger()[0])  # ``ledger:<id>`` citations resolve against this table

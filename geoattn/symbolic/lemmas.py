@@ -40,10 +40,19 @@ def is_known(name: str) -> bool:
     if name in LEMMAS:
         return True
     if name.startswith("ledger:"):
-        from .ledger import _ledger
-
-        return name[len("ledger:"):] in _ledger()[0]
+        return _LEDGER_IDS is not None and name[len("ledger:"):] in _LEDGER_IDS()
     return False
+
+
+#: the ledger's claim ids, set by :mod:`geoattn.symbolic.ledger` when it is imported (importing
+#: ``geoattn.symbolic`` imports it): the registry does not import the ledger, whose claims import the registry
+_LEDGER_IDS = None
+
+
+def use_ledger(ids) -> None:
+    """Let ``ledger:<id>`` citations resolve against ``ids()``, the ledger's claim ids."""
+    global _LEDGER_IDS
+    _LEDGER_IDS = ids
 
 
 _HJ = "Horn and Johnson, Matrix Analysis, 2nd ed. (Cambridge, 2013)"

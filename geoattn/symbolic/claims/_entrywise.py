@@ -20,7 +20,8 @@ from sympy.matrices.expressions import BlockMatrix, MatrixExpr, Trace, block_col
 from sympy.matrices.expressions.matexpr import MatrixElement
 
 from ..lemmas import LEMMAS, register
-from ..proof import Check, _apply, relation, same
+from ..proof import Check, relation, same
+from ..steps import _apply
 from ._derivations import canon_sums
 
 __all__ = ["collapse", "blocks_equal", "blocks_with", "entries_equal", "normal_sums", "matrices_equal", "BLOCKS",

@@ -42,7 +42,8 @@ from sympy.polys.matrices import DomainMatrix
 
 from .. import algebra as alg
 from ..claim import Claim, corrected
-from ..proof import Check, _apply, identity, in_algebra
+from ..proof import Check, identity, in_algebra
+from ..steps import _apply
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity, certify
 from ._common import Policy, T, at_sizes, d, grid, sizes
