@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 from sympy import Identity, MatrixSymbol, Symbol
 
-from geoattn.symbolic import _exact, proof
+from geoattn.symbolic import _exact, proof, steps
 from geoattn.symbolic._exact import point_differs, rational_zero
 from geoattn.symbolic.algebra import is_zero
 
@@ -83,11 +83,11 @@ CASES = [
 @pytest.mark.parametrize("lhs, rhs", CASES)
 def test_same_answers_as_simplification_alone(lhs, rhs, monkeypatch):
     fast = proof.same(lhs, rhs)
-    proof._SAME.clear()
-    monkeypatch.setattr(proof, "point_differs", lambda a, b: False)
-    monkeypatch.setattr(proof, "rational_zero", lambda e: None)
+    steps._SAME.clear()
+    monkeypatch.setattr(steps, "point_differs", lambda a, b: False)
+    monkeypatch.setattr(steps, "rational_zero", lambda e: None)
     assert proof.same(lhs, rhs) == fast
-    proof._SAME.clear()
+    steps._SAME.clear()
 
 
 def test_is_zero_answers_as_cancel_alone():
