@@ -58,3 +58,4 @@ sphinx_gallery_conf = {
 }
 suppress_warnings = ["config.cache"]
 nitpicky = False
+viewcode_follow_imported_members = False  # a name imported into a package links to the source where it is defined

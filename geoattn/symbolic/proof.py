@@ -85,9 +85,9 @@ class Derivation:
         return [s for s in self.steps if s.is_lemma]
 
     def conclusion_latex(self) -> str:
-        """The conclusion (and its remark) in LaTeX."""
-        text = _latex(self.conclusion)
-        return f"{text} \\quad ({self.remark})" if self.remark else text
+        """The conclusion in LaTeX."""
+        # the remark is prose with some math in it: it is not set inside the formula (the JSON keeps it apart)
+        return _latex(self.conclusion)
 
     def run(self) -> "Derivation":
         """Validate (see :func:`validate`); raise :class:`ProofFailed` when it is not a proof."""
@@ -105,6 +105,7 @@ class Derivation:
             "steps": [s.to_json() for s in self.steps],
             "conclusion": _text(self.conclusion),
             "conclusion_latex": self.conclusion_latex(),
+            "remark": self.remark or None,
             **report.to_json(),
         }
 

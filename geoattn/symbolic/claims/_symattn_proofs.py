@@ -107,8 +107,8 @@ def gradient_derivation(activations=tuple(ACTIVATIONS)) -> Derivation:
         over, one = ACTIVATIONS[act]
         f, total = _potential_entry(over, one)
         lhs = sp.Derivative(f, _c[_i, _j])
-        rule = f"{act}: G_ij = df/dc_ij, a softmax entry" + (" (only column j depends on c_ij)" if over == "columns"
-                                                              else "")
+        rule = f"{act}: $G_{{ij}} = \\partial f / \\partial c_{{ij}}$, a softmax entry"
+        rule += " (only column $j$ depends on $c_{ij}$)" if over == "columns" else ""
         steps.append(Step(lhs, sp.exp(_c[_i, _j]) / total, rule, DERIVATIVE))
         subject.append(lhs)
     steps += [

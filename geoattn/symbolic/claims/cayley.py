@@ -172,7 +172,7 @@ def _det_one_derivation() -> Derivation:
         steps=[
             Step(Determinant(CAY), dminus / dplus, r"\det(XY) = \det X \det Y, \det X^{-1} = 1/\det X",
                  relation(lambda l, r: same(det_rules(sp.det(l.arg)), r), "determinant rules")),
-            Step(dminus, Determinant((I + A).T), r"I - A = (I + A)^T \text{ for } A^T = -A", identity((A.T, -A))),
+            Step(dminus, Determinant((I + A).T), "$I - A = (I + A)^T$ for $A^T = -A$", identity((A.T, -A))),
             Step(Determinant((I + A).T), dplus, r"\det X^T = \det X",
                  relation(lambda l, r: isinstance(l, Determinant) and isinstance(r, Determinant)
                           and same(l.arg, r.arg.T), "det X^T = det X")),
