@@ -15,7 +15,7 @@ from sympy.matrices.expressions import MatrixSymbol
 pytest.importorskip("triton")
 
 import geoattn.kernels as K  # noqa: E402
-from conftest import full64  # noqa: E402
+from conftest import eps, full64, skew64  # noqa: E402
 from geoattn.codegen import generate, tritonprinter  # noqa: E402
 from geoattn.errors import BackendError  # noqa: E402
 from geoattn.kernels import _triton  # noqa: E402
@@ -31,15 +31,6 @@ BLOCK = _triton.BLOCK["cpu"]
 @pytest.fixture(autouse=True)
 def interpreter(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-
-
-def eps(dtype):
-    return torch.finfo(dtype).eps
-
-
-def skew64(d, scale=0.3):
-    w = torch.randn(d, d, dtype=F64) * scale
-    return (w - w.mT).contiguous()
 
 
 def layer(x, A, backend):
