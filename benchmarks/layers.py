@@ -46,7 +46,7 @@ import torch.nn.functional as F  # noqa: E402
 from geoattn.kernels import native_status  # noqa: E402
 from geoattn.nn import LinearSymplecticAttention, OrthonormalAttention, VolumePreservingAttention  # noqa: E402
 from gpu import gpu_rows, peak_bandwidth, print_gpu_table  # noqa: E402
-from mha import mha_rows  # noqa: E402
+from mha import mha_rows, timed_calls  # noqa: E402
 from targets import summarise  # noqa: E402
 
 
@@ -88,23 +88,9 @@ def activation_bytes(fn, x, device):
 
 
 def measure(fn, x, reps, device):
+    calls = timed_calls(fn, x)
     leaf = x.clone().requires_grad_()
-    grad = torch.randn_like(x)
-
-    def fwd():
-        with torch.no_grad():
-            fn(x)
-
-    def fwd_bwd():
-        leaf.grad = None
-        fn(leaf).backward(grad)
-
-    def fwd_bwd_sum():
-        leaf.grad = None
-        fn(leaf).sum().backward()
-
-    return {"fwd": timeit(fwd, reps, device), "fwd_bwd": timeit(fwd_bwd, reps, device),
-            "fwd_bwd_sum": timeit(fwd_bwd_sum, reps, device), "memory": activation_bytes(fn, leaf, device)}
+    return {**{k: timeit(c, reps, device) for k, c in calls.items()}, "memory": activation_bytes(fn, leaf, device)}
 
 
 def ratios(m, ref):

@@ -94,7 +94,7 @@ def saved_bytes(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> 
     return sum(storages.values())
 
 
-def _modes(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> dict[str, Callable[[], None]]:
+def timed_calls(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> dict[str, Callable[[], None]]:
     """The three timed calls of ``fn``: forward without autograd, forward+backward with a dense random incoming
     gradient, and forward+backward of ``out.sum()``."""
     leaf = x.clone().requires_grad_()
@@ -141,7 +141,7 @@ def mha_rows(device, *, tokens: int, lengths, dims, heads: int, reps: int,
                 def f_ref(z, kw=ref_kw):
                     return ref(z, z, z, need_weights=False, **kw)[0]
 
-                a_modes, b_modes = _modes(f_ours, x), _modes(f_ref, x)
+                a_modes, b_modes = timed_calls(f_ours, x), timed_calls(f_ref, x)
                 m_ours, m_ref, ratio = {}, {}, {}
                 for mode in a_modes:
                     m_ours[mode], m_ref[mode], ratio[f"ratio_{mode}"] = paired(a_modes[mode], b_modes[mode], reps,

@@ -2,7 +2,7 @@
 
 ``geoattn codegen [--check]``
     regenerate ``geoattn/kernels/_generated.py`` (torch), ``_native_gram.c`` (C) and
-    ``_triton_gram.py`` (Triton) from the SymPy expressions and ``geoattn/_ledger_ids.py`` from the
+    ``_triton_<kernel>.py`` (Triton, one module per kernel) from the SymPy expressions and ``geoattn/_ledger_ids.py`` from the
     ledger; with ``--check``, exit 1 when a checked-in file is stale.
 
 ``geoattn prove [ID ...] [--claims PATH]``
@@ -203,12 +203,12 @@ def _codegen(args) -> int:
         print(diff)
         return 1
     if args.path:  # the torch module alone, where asked: the checked-in files stay as they are
-        path = codegen.write(args.path, native_path=False, triton_path=False, ledger_path=False)
+        path = codegen.write(args.path, native_path=False, triton_dir=False, ledger_path=False)
         print(f"geoattn codegen: wrote {path}")
         return 0
     path = codegen.write()
-    print(f"geoattn codegen: wrote {path}, {codegen.native_target_path()}, {codegen.triton_target_path()} and "
-          f"{codegen.ledger_ids_target_path()}")
+    print(f"geoattn codegen: wrote {path}, {codegen.native_target_path()}, the Triton modules "
+          f"{os.path.dirname(path)}/_triton_*.py and {codegen.ledger_ids_target_path()}")
     return 0
 
 

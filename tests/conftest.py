@@ -73,3 +73,18 @@ def full64(x, A):
     import geoattn.kernels as K
 
     return K.vp_attention(x.double(), A.double(), method="full")
+
+
+def eps(dtype):
+    """The machine epsilon of ``dtype``."""
+    import torch
+
+    return torch.finfo(dtype).eps
+
+
+def skew64(d, scale=0.3):
+    """A contiguous random skew ``d x d`` float64 matrix of entries of about ``scale``."""
+    import torch
+
+    w = torch.randn(d, d, dtype=torch.float64) * scale
+    return (w - w.mT).contiguous()

@@ -15,6 +15,7 @@ import geoattn.kernels.dispatch
 import geoattn.kernels._triton
 import geoattn.models.feedforward
 import geoattn.models.integrators
+import geoattn.models.per_step
 import geoattn.models.sympnet
 import geoattn.nn.attention
 import geoattn.nn.linear_symplectic
@@ -50,6 +51,7 @@ MODULES = [
     geoattn.models.feedforward,
     geoattn.models.sympnet,
     geoattn.models.integrators,
+    geoattn.models.per_step,
     geoattn.systems.rigid_body,
     geoattn.systems.oscillator,
     geoattn.systems.windows,

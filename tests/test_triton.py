@@ -15,7 +15,7 @@ from sympy.matrices.expressions import MatrixSymbol
 pytest.importorskip("triton")
 
 import geoattn.kernels as K  # noqa: E402
-from conftest import full64  # noqa: E402
+from conftest import eps, full64, skew64  # noqa: E402
 from geoattn.codegen import generate, tritonprinter  # noqa: E402
 from geoattn.errors import BackendError  # noqa: E402
 from geoattn.kernels import _triton  # noqa: E402
@@ -33,15 +33,6 @@ def interpreter(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
-def eps(dtype):
-    return torch.finfo(dtype).eps
-
-
-def skew64(d, scale=0.3):
-    w = torch.randn(d, d, dtype=F64) * scale
-    return (w - w.mT).contiguous()
-
-
 def layer(x, A, backend):
     """y, x_bar, A_bar of the Cayley layer for the incoming gradient g (seeded), on one backend."""
     x, A = x.clone().requires_grad_(), A.clone().requires_grad_()
@@ -56,8 +47,8 @@ def layer(x, A, backend):
 
 
 def test_every_printed_kernel_records_its_bindings_and_claims():
-    src = generate.generate_triton_module()
     for spec in NATIVE_KERNELS:
+        src = generate.generate_triton_module(spec.name)  # one module per native kernel
         for d in range(1, spec.max_dim + 1):
             body = tritonprinter.print_triton_kernel(spec, d)
             assert f"def {spec.name}_d{d}(" in body and body in src
@@ -67,14 +58,17 @@ def test_every_printed_kernel_records_its_bindings_and_claims():
     assert {n: k.max_dim for n, k in ((k.name, k) for k in NATIVE_KERNELS)} == _triton.FUNCTIONS
 
 
-def test_codegen_check_covers_the_triton_file(tmp_path):
-    path = tmp_path / "_triton_gram.py"
-    path.write_text(generate.generate_triton_module())
-    fresh, diff = generate.check(triton_path=str(path))
+def test_codegen_check_covers_the_triton_files(tmp_path):
+    for spec in NATIVE_KERNELS:
+        (tmp_path / f"_triton_{spec.name}.py").write_text(generate.generate_triton_module(spec.name))
+    fresh, diff = generate.check(triton_dir=str(tmp_path))
     assert fresh, diff
-    path.write_text(generate.generate_triton_module().replace("2.0*N_0_0", "3.0*N_0_0", 1))
-    fresh, diff = generate.check(triton_path=str(path))
+    path = tmp_path / "_triton_vp_gram_fwd.py"
+    path.write_text(generate.generate_triton_module("vp_gram_fwd").replace("2.0*N_0_0", "3.0*N_0_0", 1))
+    fresh, diff = generate.check(triton_dir=str(tmp_path))
     assert not fresh and "3.0*N_0_0" in diff
+    path.unlink()  # a missing module is stale too
+    assert not generate.check(triton_dir=str(tmp_path))[0]
 
 
 def test_fractions_are_printed_exactly_in_float64():
@@ -236,7 +230,7 @@ def _broken_module(tmp_path, specs, name):
     body = [tritonprinter.print_triton_kernel(k, d) for k in specs for d in range(1, k.max_dim + 1)]
     path = tmp_path / f"{name}.py"
     path.write_text(header + "\n\n" + "\n\n".join(body))
-    return _triton.kernels(str(path))
+    return _triton.kernels(path=str(path))
 
 
 def _with(spec, name, expr):
@@ -306,7 +300,7 @@ def _compile(fn, arrays):
 ])
 def test_printed_kernels_compile_for_sm90(monkeypatch, name, arrays):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    compiled = _compile(getattr(_triton.kernels(), name), arrays)
+    compiled = _compile(getattr(_triton.kernels(name.rsplit("_d", 1)[0]), name), arrays)
     ptx = compiled.asm["ptx"]
     assert ".target sm_90" in ptx and "ld.global" in ptx and "st.global" in ptx
     assert "f64" in ptx  # computed in float64 whatever the storage
@@ -318,7 +312,7 @@ def test_negative_control_a_kernel_that_does_not_type_check_fails_to_compile(mon
     body = tritonprinter.print_triton_kernel(CBWD, 2).replace("gC_ptr + _b*4 + 0,", "gC_ptr + _b*4 + 0.5,", 1)
     path = tmp_path / "untyped.py"
     path.write_text(src + "\n\n" + body)
-    module = _triton.kernels(str(path))
+    module = _triton.kernels(path=str(path))
     with pytest.raises(Exception, match="(?i)pointer|float|type"):
         _compile(module.cayley_vjp_d2, [("Lam", "*fp32"), ("G", "*fp32"), ("gC", "*fp32")])
 
@@ -331,10 +325,10 @@ def test_a_generated_module_imported_elsewhere_is_decorated_again_under_the_inte
     import sys
 
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    module = importlib.reload(importlib.import_module("geoattn.kernels._triton_gram"))
+    module = importlib.reload(importlib.import_module("geoattn.kernels._triton_vp_gram_fwd"))
     if hasattr(module, "_interpreted"):
         del module._interpreted
-    assert "geoattn.kernels._triton_gram" in sys.modules
+    assert "geoattn.kernels._triton_vp_gram_fwd" in sys.modules
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     x, A = torch.randn(3, 7, 3), skew64(3).float()
     with K.backend("triton"):

@@ -11,7 +11,7 @@ pytest.importorskip("triton")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 import geoattn.kernels as K  # noqa: E402
-from conftest import full64  # noqa: E402
+from conftest import eps, full64, skew64  # noqa: E402
 from geoattn.kernels import _triton  # noqa: E402
 
 F32, F16, BF16, F64 = torch.float32, torch.float16, torch.bfloat16, torch.float64
@@ -22,15 +22,6 @@ CUDA = torch.device("cuda")
 @pytest.fixture(autouse=True)
 def compiled(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-
-
-def eps(dtype):
-    return torch.finfo(dtype).eps
-
-
-def skew64(d, scale=0.3):
-    w = torch.randn(d, d, dtype=F64) * scale
-    return (w - w.mT).contiguous()
 
 
 def layer(x, A, backend=None):

@@ -7,7 +7,7 @@ as C (:mod:`geoattn.codegen.cprinter`) and ``generate_triton_module()`` the same
 kernels as Triton (:mod:`geoattn.codegen.tritonprinter`), both from one lowering
 (:mod:`geoattn.codegen.lowering`); ``write()`` updates
 ``geoattn/kernels/_generated.py``, ``geoattn/kernels/_native_gram.c``,
-``geoattn/kernels/_triton_gram.py`` and the ledger's claim ids ``geoattn/_ledger_ids.py``
+``geoattn/kernels/_triton_<kernel>.py`` (one module per kernel) and the ledger's claim ids ``geoattn/_ledger_ids.py``
 (``generate_ledger_ids_module()``), and
 ``check()`` compares all four with a fresh generation (``geoattn codegen`` and
 ``geoattn codegen --check``).

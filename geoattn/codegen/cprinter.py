@@ -22,10 +22,8 @@ Everything is computed in double; token outputs are rounded once, to the input's
 
 from __future__ import annotations
 
-from sympy.printing.c import C99CodePrinter
-
 from ..symbolic.kernel_spec import NativeKernelSpec
-from .lowering import KINDS, binding_kind, lower
+from .lowering import KINDS, ScalarEntries, binding_kind, lower
 from .printer import CodegenError
 
 #: the kind of a binding (kept under its former name for the tests of the sorting)
@@ -52,26 +50,8 @@ def c_function_name(spec: NativeKernelSpec, d: int, real: str) -> str:
     return f"geoattn_{spec.name}_d{d}_{real}"
 
 
-class _ScalarC(C99CodePrinter):
-    """SymPy's C99 printer with symbols renamed to the kernel's variables and small integer powers as products."""
-
-    def __init__(self, names: dict):
-        super().__init__()
-        self.names = names
-
-    def _print_Symbol(self, expr) -> str:
-        if expr not in self.names:
-            raise CodegenError(f"Expected {expr} to be an entry of an input or an earlier binding. Got an unbound symbol.")
-        return self.names[expr]
-
-    def _print_Pow(self, expr) -> str:
-        b, e = expr.base, expr.exp
-        if e.is_Integer and 2 <= e <= 4:
-            base = self.parenthesize(b, 60)
-            return "(" + "*".join([base] * int(e)) + ")"
-        if e == -1:
-            return f"(1.0/{self.parenthesize(b, 60)})"
-        raise CodegenError(f"Expected integer powers 2..4 or -1 in a native kernel. Got {expr}.")
+class _ScalarC(ScalarEntries):
+    """The shared scalar printer (:class:`~geoattn.codegen.lowering.ScalarEntries`) with C's literals."""
 
     def _print_Integer(self, expr) -> str:
         return f"{int(expr)}.0"

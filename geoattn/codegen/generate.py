@@ -206,22 +206,29 @@ __all__ = [{names}]
 '''
 
 
-def generate_triton_module() -> str:
-    """The Python source of every Triton kernel at every ``d``, with a header naming its sources."""
-    sources = "\n".join(
-        f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.bindings) + f"  [{', '.join(k.claims)}]"
-        for k in NATIVE_KERNELS
-    )
-    names = [triton_function_name(k, d) for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1)]
+def generate_triton_module(name: str) -> str:
+    """The Python source of one native kernel's Triton kernels, at every ``d``, with a header naming its sources:
+    one generated module per kernel (the Gram layer's forward, its backward, the Cayley transform, its VJP)."""
+    specs = [k for k in NATIVE_KERNELS if k.name == name]
+    if not specs:
+        raise ValueError(f"Expected a native kernel name in {[k.name for k in NATIVE_KERNELS]}. Got {name!r}.")
+    k = specs[0]
+    sources = f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.bindings) + f"  [{', '.join(k.claims)}]"
+    names = [triton_function_name(k, d) for d in range(1, k.max_dim + 1)]
     header = TRITON_HEADER.format(hash=native_hash(), version=PRINTER_VERSION, sources=sources,
                                   names=", ".join(f'"{n}"' for n in names))
-    kernels = [print_triton_kernel(k, d) for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1)]
-    return header + "\n\n" + "\n\n".join(kernels)
+    return header + "\n\n" + "\n\n".join(print_triton_kernel(k, d) for d in range(1, k.max_dim + 1))
 
 
-def triton_target_path() -> str:
-    """``geoattn/kernels/_triton_gram.py`` in this checkout."""
-    return os.path.join(os.path.dirname(target_path()), "_triton_gram.py")
+def triton_target_path(name: str, folder: str | None = None) -> str:
+    """``geoattn/kernels/_triton_<name>.py`` in this checkout (or in ``folder``): the Triton kernels of one native
+    kernel."""
+    return os.path.join(folder or os.path.dirname(target_path()), f"_triton_{name}.py")
+
+
+def _triton_outputs(folder: str | None):
+    return [(triton_target_path(k.name, folder), (lambda name=k.name: generate_triton_module(name)))
+            for k in NATIVE_KERNELS]
 
 
 def native_target_path() -> str:
@@ -235,14 +242,15 @@ def target_path() -> str:
     return os.path.normpath(os.path.join(here, "..", "kernels", "_generated.py"))
 
 
-def write(path: str | None = None, native_path: str | None = None, triton_path: str | None = None,
+def write(path: str | None = None, native_path: str | None = None, triton_dir: str | None = None,
           ledger_path: str | None = None) -> str:
     """Write the generated module to ``path`` (default :func:`target_path`), the native kernels' C source to
-    ``native_path`` (default :func:`native_target_path`), the Triton kernels to ``triton_path`` (default
-    :func:`triton_target_path`) and the ledger's ids to ``ledger_path`` (default :func:`ledger_ids_target_path`);
-    return the module's path."""
+    ``native_path`` (default :func:`native_target_path`), the Triton kernels, one module per native kernel, into
+    ``triton_dir`` (default: beside the generated module; :func:`triton_target_path`) and the ledger's ids to
+    ``ledger_path`` (default :func:`ledger_ids_target_path`); ``False`` leaves a file out. Returns the module's
+    path."""
     path = path or target_path()
-    for target, text in _outputs(path, native_path, triton_path, ledger_path):
+    for target, text in _outputs(path, native_path, triton_dir, ledger_path):
         tmp = f"{target}.tmp"
         with open(tmp, "w") as fh:
             fh.write(text)
@@ -250,14 +258,15 @@ def write(path: str | None = None, native_path: str | None = None, triton_path: 
     return path
 
 
-def _outputs(path, native_path, triton_path, ledger_path):
-    """``(target, text)`` of each generated file; a file whose path is ``False`` is left out."""
+def _outputs(path, native_path, triton_dir, ledger_path):
+    """``(target, text)`` of each generated file; a file (or folder) given as ``False`` is left out."""
     out = [(path, generate_module)]
-    for given, default, make in ((native_path, native_target_path, generate_native_module),
-                                 (triton_path, triton_target_path, generate_triton_module),
-                                 (ledger_path, ledger_ids_target_path, generate_ledger_ids_module)):
-        if given is not False:
-            out.append((given or default(), make))
+    if native_path is not False:
+        out.append((native_path or native_target_path(), generate_native_module))
+    if triton_dir is not False:
+        out += _triton_outputs(triton_dir)
+    if ledger_path is not False:
+        out.append((ledger_path or ledger_ids_target_path(), generate_ledger_ids_module))
     return [(target, make()) for target, make in out]
 
 
@@ -273,11 +282,9 @@ def _diff(path: str, want: str) -> str:
 
 
 def check(path: str | None = None, native_path: str | None = None,
-          triton_path: str | None = None, ledger_path: str | None = None) -> tuple[bool, str]:
+          triton_dir: str | None = None, ledger_path: str | None = None) -> tuple[bool, str]:
     """``(fresh, diff)``: whether the generated module at ``path``, the C source at ``native_path``, the Triton
-    kernels at ``triton_path`` and the ledger's ids at ``ledger_path`` equal what would be generated."""
-    diff = (_diff(path or target_path(), generate_module())
-            + _diff(native_path or native_target_path(), generate_native_module())
-            + _diff(triton_path or triton_target_path(), generate_triton_module())
-            + _diff(ledger_path or ledger_ids_target_path(), generate_ledger_ids_module()))
+    modules in ``triton_dir`` and the ledger's ids at ``ledger_path`` equal what would be generated."""
+    diff = "".join(_diff(target, text) for target, text in _outputs(path or target_path(), native_path, triton_dir,
+                                                                    ledger_path))
     return not diff, diff

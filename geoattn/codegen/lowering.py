@@ -26,12 +26,13 @@ import dataclasses
 
 import sympy as sp
 from sympy.matrices.expressions import MatAdd, MatrixSymbol, Transpose
+from sympy.printing.c import C99CodePrinter
 
 from ..symbolic.interpreter import evaluate
 from ..symbolic.kernel_spec import NativeKernelSpec
 from .printer import CodegenError, _split
 
-__all__ = ["KINDS", "LoweredBinding", "ScalarProgram", "binding_kind", "lower", "structured"]
+__all__ = ["ScalarEntries", "KINDS", "LoweredBinding", "ScalarProgram", "binding_kind", "lower", "structured"]
 
 #: the kinds of binding, in the order a kernel runs them
 KINDS = ("reduction", "small", "rowmap")
@@ -222,3 +223,31 @@ def lower(spec: NativeKernelSpec, d: int) -> ScalarProgram:
         results = [(s, e) for (s, _), e in zip(pairs, reduced)]
         bindings.append(LoweredBinding(name, kind, sym, pairs, list(temps), results))
     return ScalarProgram(spec, d, tokens, samples, shared, bindings)
+
+
+class ScalarEntries(C99CodePrinter):
+    """The scalar statements of a lowered program as C-like code (SymPy's C99 printer, whose ``+ - * /`` and
+    parentheses C and Triton share), with symbols renamed to the kernel's variables and small integer powers as
+    products; the C and Triton printers subclass it for their literals and functions. ``target`` names the
+    kernel kind in error messages."""
+
+    target = "native"
+
+    def __init__(self, names: dict):
+        super().__init__()
+        self.names = names
+
+    def _print_Symbol(self, expr) -> str:
+        if expr not in self.names:
+            raise CodegenError(f"Expected {expr} to be an entry of an input or an earlier binding. "
+                               "Got an unbound symbol.")
+        return self.names[expr]
+
+    def _print_Pow(self, expr) -> str:
+        b, e = expr.base, expr.exp
+        if e.is_Integer and 2 <= e <= 4:
+            base = self.parenthesize(b, 60)
+            return "(" + "*".join([base] * int(e)) + ")"
+        if e == -1:
+            return f"(1.0/{self.parenthesize(b, 60)})"
+        raise CodegenError(f"Expected integer powers 2..4 or -1 in a {self.target} kernel. Got {expr}.")

@@ -20,10 +20,8 @@ float32 by Triton).
 
 from __future__ import annotations
 
-from sympy.printing.c import C99CodePrinter
-
 from ..symbolic.kernel_spec import NativeKernelSpec
-from .lowering import lower
+from .lowering import ScalarEntries, lower
 from .printer import CodegenError
 
 __all__ = ["triton_function_name", "print_triton_kernel"]
@@ -38,28 +36,11 @@ def triton_function_name(spec: NativeKernelSpec, d: int) -> str:
     return f"{spec.name}_d{d}"
 
 
-class _ScalarTriton(C99CodePrinter):
-    """SymPy's C99 printer (its ``+ - * /`` and parentheses are Python's) with symbols renamed to the kernel's
-    variables, small integer powers as products and every constant exact in float64."""
+class _ScalarTriton(ScalarEntries):
+    """The shared scalar printer (:class:`~geoattn.codegen.lowering.ScalarEntries`) with every constant exact in
+    float64."""
 
-    def __init__(self, names: dict):
-        super().__init__()
-        self.names = names
-
-    def _print_Symbol(self, expr) -> str:
-        if expr not in self.names:
-            raise CodegenError(f"Expected {expr} to be an entry of an input or an earlier binding. "
-                               "Got an unbound symbol.")
-        return self.names[expr]
-
-    def _print_Pow(self, expr) -> str:
-        b, e = expr.base, expr.exp
-        if e.is_Integer and 2 <= e <= 4:
-            base = self.parenthesize(b, 60)
-            return "(" + "*".join([base] * int(e)) + ")"
-        if e == -1:
-            return f"(1.0/{self.parenthesize(b, 60)})"
-        raise CodegenError(f"Expected integer powers 2..4 or -1 in a Triton kernel. Got {expr}.")
+    target = "Triton"
 
     def _print_Integer(self, expr) -> str:
         if abs(int(expr)) >= 2**24:

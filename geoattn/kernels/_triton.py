@@ -1,8 +1,8 @@
 r"""The Triton kernels: imported where ``triton`` is installed, launched on CUDA tensors (or on CPU tensors in
 Triton's interpreter).
 
-``_triton_gram.py`` is generated from the same verified bindings as the C kernels (``geoattn codegen``; Note
-[Triton lanes] in :mod:`geoattn.codegen.tritonprinter`): the closed-form Gram layer, ``GRAM_CLOSED_LAYER`` and
+The modules ``_triton_<kernel>.py`` are generated from the same verified bindings as the C kernels, one per
+kernel (``geoattn codegen``; Note [Triton lanes] in :mod:`geoattn.codegen.tritonprinter`): the closed-form Gram layer, ``GRAM_CLOSED_LAYER`` and
 ``GRAM_CLOSED_LAYER_VJP``, and the Cayley transform of ``T x T`` matrices with ``T <= 3`` and its VJP,
 ``CAYLEY_SKEW_SMALL`` and ``CAYLEY_VJP_BINDINGS``. The functions here take and return the same arrays as those of
 :mod:`geoattn.kernels._native`, so the layer's autograd function and its per-sample decisions (the residual
@@ -28,17 +28,18 @@ import os
 
 import torch
 
+from . import _generated as gen
+
 __all__ = ["triton_status", "interpreting", "kernels", "gram_forward", "gram_backward", "cayley_forward",
            "cayley_backward", "cayley_small", "BLOCK", "FUNCTIONS", "REALS"]
 
 #: samples per program (Note [Triton lanes]); the interpreter's blocks are smaller so that a tail block shows
 BLOCK = {"cuda": 128, "cpu": 16}
-#: the printed kernels and the largest d of each (those of NATIVE_KERNELS; a test compares)
-FUNCTIONS = {"vp_gram_fwd": 4, "vp_gram_bwd": 4, "cayley_small_fwd": 3, "cayley_vjp": 3}
+#: the printed kernels and the largest d of each: the native kernels' table, printed by ``geoattn codegen``
+FUNCTIONS = dict(gen.NATIVE_FUNCTIONS)
 #: the token types the kernels load (each is converted to float64 inside)
 REALS = (torch.float32, torch.float16, torch.bfloat16)
-_MODULE = "geoattn.kernels._triton_gram"
-_loaded: dict = {}  # interpreter flag -> the generated module imported under it
+_loaded: dict = {}  # "triton" -> its import status; (path, interpreter flag) -> a module loaded from a file
 
 
 def interpreting() -> bool:
@@ -72,15 +73,18 @@ def triton_status() -> tuple[bool, str]:
     return _loaded["triton"]
 
 
-def kernels(path: str | None = None):
-    """The generated module of Triton kernels (or the one at ``path``: the tests' broken kernels), imported under
-    the current interpreter setting (``triton.jit`` reads it when the module is imported)."""
+def kernels(name: str | None = None, *, path: str | None = None):
+    """The generated module of the Triton kernels of native kernel ``name`` (``geoattn.kernels._triton_<name>``),
+    or the module at ``path`` (the tests' broken kernels), imported under the current interpreter setting
+    (``triton.jit`` reads it when the module is imported)."""
     ok, why = triton_status()
     if not ok:
         raise RuntimeError(f"Expected triton to be importable. Got: {why}.")
     flag = interpreting()
     if path is None:
-        module = importlib.import_module(_MODULE)
+        if name not in FUNCTIONS:
+            raise ValueError(f"Expected a kernel name in {tuple(FUNCTIONS)}. Got {name!r}.")
+        module = importlib.import_module(f"{__package__}._triton_{name}")
         # decorated again unless it was imported here under the same setting: a module imported elsewhere (a test
         # reading the generated file, a doctest) carries no record of the setting its kernels were decorated under
         if getattr(module, "_interpreted", None) != flag:
@@ -134,7 +138,7 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, module=None):
     f64 = dict(dtype=torch.float64, device=x.device)
     G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
     if B:
-        _launch(module or kernels(), "vp_gram_fwd", d, B, T, [x, A, y, G, N, R], x.device)
+        _launch(module or kernels("vp_gram_fwd"), "vp_gram_fwd", d, B, T, [x, A, y, G, N, R], x.device)
     return y, G, N, R
 
 
@@ -155,7 +159,7 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
     if B:
-        _launch(module or kernels(), "vp_gram_bwd", d, B, T, [x, gy, N, A, gx, gA], x.device)
+        _launch(module or kernels("vp_gram_bwd"), "vp_gram_bwd", d, B, T, [x, gy, N, A, gx, gA], x.device)
     return gx, gA
 
 
@@ -176,7 +180,7 @@ def cayley_forward(c: torch.Tensor, module=None):
     lam = torch.empty_like(c)
     skew, size = (torch.empty(B, dtype=torch.float64, device=c.device) for _ in range(2))
     if B:
-        _launch(module or kernels(), "cayley_small_fwd", T, B, T, [c, lam, skew, size], c.device)
+        _launch(module or kernels("cayley_small_fwd"), "cayley_small_fwd", T, B, T, [c, lam, skew, size], c.device)
     return lam, skew, size
 
 
@@ -191,7 +195,7 @@ def cayley_backward(lam: torch.Tensor, g: torch.Tensor, module=None) -> torch.Te
     B, T, _ = lam.shape
     gc = torch.empty_like(lam)
     if B:
-        _launch(module or kernels(), "cayley_vjp", T, B, T, [lam, g, gc], lam.device)
+        _launch(module or kernels("cayley_vjp"), "cayley_vjp", T, B, T, [lam, g, gc], lam.device)
     return gc
 
 

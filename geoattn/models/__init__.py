@@ -17,16 +17,9 @@ What each model's whole map preserves:
 
 from ._common import ACTIVATIONS, make_activation
 from .feedforward import TriangularResidual, VolumePreservingFeedForward
-from .integrators import (
-    Integrator,
-    LinearSymplecticTransformer,
-    ResNetIntegrator,
-    StandardTransformerIntegrator,
-    SympNetIntegrator,
-    VolumePreservingFeedForwardIntegrator,
-    VolumePreservingTransformer,
-    rollout,
-)
+from .baselines import ResNetIntegrator, StandardTransformerIntegrator
+from .integrators import Integrator, LinearSymplecticTransformer, VolumePreservingTransformer, rollout
+from .per_step import SympNetIntegrator, VolumePreservingFeedForwardIntegrator
 from .symplectic import SymplecticTransformer
 from .sympnet import GradientLayer, SympNet
 

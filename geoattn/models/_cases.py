@@ -5,15 +5,10 @@ from __future__ import annotations
 
 from ..nn._cases import CASES as LAYER_CASES
 from ..nn._cases import Case
+from .baselines import ResNetIntegrator, StandardTransformerIntegrator
 from .feedforward import TriangularResidual, VolumePreservingFeedForward
-from .integrators import (
-    LinearSymplecticTransformer,
-    ResNetIntegrator,
-    StandardTransformerIntegrator,
-    SympNetIntegrator,
-    VolumePreservingFeedForwardIntegrator,
-    VolumePreservingTransformer,
-)
+from .integrators import LinearSymplecticTransformer, VolumePreservingTransformer
+from .per_step import SympNetIntegrator, VolumePreservingFeedForwardIntegrator
 from .symplectic import SymplecticTransformer
 from .sympnet import GradientLayer, SympNet
 
