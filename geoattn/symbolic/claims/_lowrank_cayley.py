@@ -41,7 +41,7 @@ from ._lowrank_exact import (
 # ---------------------------------------------------------------------------
 
 
-Minv, Minvt = nc("(I + C)^{-1}"), nc("(I + C)^{-1}^T")
+Minv, Minvt = nc("{(I + C)^{-1}}"), nc("{(I + C)^{-1}}^T")
 Cn, Ct, St, Wt = nc("C"), nc("C^T"), nc("S^T"), nc("W^T")
 
 
@@ -54,7 +54,7 @@ def _image_at_qr(expr):
 
     def generator(node):
         arg = to_nc(node.arg, {"x": Q * R}).xreplace(skew_a)
-        for sign, name in ((1, "(I + C)^{-1}"), (-1, "(I + C)^{-1}^T")):
+        for sign, name in ((1, "{(I + C)^{-1}}"), (-1, "{(I + C)^{-1}}^T")):
             if nc_equal(arg, 1 + sign * c_img, ()):
                 return MatrixSymbol(name, *node.shape)
         raise alg.NotInAlgebra(f"Expected the inverse of I + C or of its transpose. Got {node}.")

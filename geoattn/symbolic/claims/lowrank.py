@@ -87,7 +87,7 @@ __all__ = ["CLAIMS", "lowrank_form_identity", "make_lowrank_form_claim"]
 _n = sp.Symbol("n", integer=True, positive=True)
 #: the generators C = x A x^T and (I + C)^{-1} of the Cayley transform, with their transposes
 Cn, Ct = nc("C"), nc("C^T")
-Minv, Minvt = nc("(I + C)^{-1}"), nc("(I + C)^{-1}^T")
+Minv, Minvt = nc("{(I + C)^{-1}}"), nc("{(I + C)^{-1}}^T")
 St, Wt = nc("S^T"), nc("W^T")
 
 
