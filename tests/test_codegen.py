@@ -190,11 +190,11 @@ def test_taylor_kernels_match_sympy_interpreter(dtype):
     Gs = _rand_rational(rng, Tn, Tn)
     fwd = getattr(gen, f"exp_taylor{m}")(_float(Xs).real)
     env = {ex.X: Xs}
-    for (name, expr), got in zip(kt.kernel(f"exp_taylor{m}").outputs, fwd):
+    for (name, expr), got in zip(kt.kernel(f"exp_taylor{m}").bindings, fwd):
         env[sp.MatrixSymbol(name, ex.T, ex.T)] = ex.evaluate(expr, env, {ex.T: Tn})
         assert_close64(got, _float(env[sp.MatrixSymbol(name, ex.T, ex.T)]).real, Tn, note=f" for {name}")
     back = {ex.X: Xs, ex.G: Gs, **{k: v for k, v in env.items() if k != ex.X}}
-    for name, expr in kt.kernel(f"exp_taylor{m}_vjp").outputs:
+    for name, expr in kt.kernel(f"exp_taylor{m}_vjp").bindings:
         back[sp.MatrixSymbol(name, ex.T, ex.T)] = ex.evaluate(expr, back, {ex.T: Tn})
     got = getattr(gen, f"exp_taylor{m}_vjp")(_float(Xs).real, *fwd[:-1], _float(Gs).real)
     assert_close64(got, _float(back[sp.MatrixSymbol("gX", ex.T, ex.T)]).real, Tn)

@@ -44,7 +44,7 @@ __all__ = [{names}, "N_OUTPUTS", "NATIVE_FUNCTIONS", "SYMATTN_ACTIVATIONS"]
 def generate_kernel(spec: KernelSpec) -> str:
     """The source of one kernel function (docstring naming its expressions and claims)."""
     names = {sym: name for name, sym in spec.inputs.items()}
-    outputs = [(name, common_scalar(factor_sums(expr))) for name, expr in spec.outputs]
+    outputs = [(name, common_scalar(factor_sums(expr))) for name, expr in spec.bindings]
     like = next(n for n in spec.inputs if n not in spec.complex_inputs)  # real input: dtype/device of eye
     if spec.layout not in ("batch-first", "soa"):
         raise ValueError(f"Expected layout 'batch-first' or 'soa'. Got {spec.layout!r}.")
@@ -56,9 +56,9 @@ def generate_kernel(spec: KernelSpec) -> str:
         # later outputs may refer to this one by a symbol of the same name
         printer.names[sp.MatrixSymbol(name, *expr.shape)] = name
     body = printer.eye_lines() + printer.lines
-    returned = spec.returns or tuple(n for n, _ in spec.outputs)
+    returned = spec.returns or tuple(n for n, _ in spec.bindings)
     ret = ", ".join(returned)
-    src_lines = [f"    {n} = {sp.sstr(e)}" for n, e in spec.outputs]
+    src_lines = [f"    {n} = {sp.sstr(e)}" for n, e in spec.bindings]
     doc = [f'    """{spec.doc}', "", "    Generated from:", *src_lines]
     if spec.claims:
         doc.append(f"    Verified by: {', '.join(spec.claims)}")
@@ -71,7 +71,7 @@ def generate_kernel(spec: KernelSpec) -> str:
 def generate_module() -> str:
     """The whole generated module: header with sources and hash, then every kernel."""
     sources = "\n".join(
-        f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.outputs) + f"  [{', '.join(k.claims)}]"
+        f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.bindings) + f"  [{', '.join(k.claims)}]"
         for k in KERNELS
     )
     header = HEADER.format(
@@ -82,7 +82,7 @@ def generate_module() -> str:
                         + [f'"{n}"' for n in SOA_HELPER_NAMES if any(k.layout == "soa" for k in KERNELS)]
                         + [f'"{n}"' for n in SCALAR_HELPER_NAMES]),
     )
-    counts = "".join(f'    "{k.name}": {len(k.returns or k.outputs)},\n' for k in KERNELS)
+    counts = "".join(f'    "{k.name}": {len(k.returns or k.bindings)},\n' for k in KERNELS)
     table = f"#: how many tensors each kernel returns (read by the autograd wrappers)\nN_OUTPUTS = {{\n{counts}}}\n"
     table += "\n" + runtime_tables()
     helpers = "\n\n" + SCALAR_HELPERS + ("\n\n" + SOA_HELPERS if any(k.layout == "soa" for k in KERNELS) else "")

@@ -7,12 +7,29 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.matrices.expressions import MatrixSymbol
 
-__all__ = ["KernelSpec", "NativeKernelSpec"]
+__all__ = ["Spec", "KernelSpec", "NativeKernelSpec"]
 
 
 @dataclass(kw_only=True)
-class KernelSpec:
-    """One generated kernel: ``outputs`` as expressions of ``inputs``.
+class Spec:
+    """What every generated kernel states: its ``name`` and ``doc``, its ``bindings`` (``(name, expression)`` pairs,
+    each expression of the inputs and of the earlier bindings) and the ledger ``claims`` that verify them. The
+    printers differ only in how arguments are laid out: :class:`KernelSpec` (torch) and :class:`NativeKernelSpec`
+    (C and Triton)."""
+
+    name: str
+    doc: str
+    bindings: list[tuple[str, object]]
+    claims: list[str] = field(default_factory=list)
+
+    def binding_text(self) -> str:
+        """The bindings as one line, ``name = expression; ...`` (part of :meth:`source_text`)."""
+        return "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.bindings)
+
+
+@dataclass(kw_only=True)
+class KernelSpec(Spec):
+    """One generated torch kernel: ``bindings`` as expressions of ``inputs``.
 
     ``inputs`` maps argument names to matrix symbols (a ``k x 1`` symbol is
     passed as a tensor of shape ``(..., k)``); ``dims`` says how to read each
@@ -20,12 +37,8 @@ class KernelSpec:
     ledger ids that verify the outputs.
     """
 
-    name: str
-    doc: str
     inputs: dict[str, MatrixSymbol]
-    outputs: list[tuple[str, object]]
     dims: dict
-    claims: list[str] = field(default_factory=list)
     complex_inputs: tuple[str, ...] = ()
     size_args: tuple[str, ...] = ()
     #: print sums as in-place accumulations into the first (freshly computed) term
@@ -38,13 +51,12 @@ class KernelSpec:
 
     def source_text(self) -> str:
         """One line naming the kernel, its inputs and its output expressions (hashed into the generated header)."""
-        outs = "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.outputs)
         layout = "" if self.layout == "batch-first" else f" [{self.layout}]"
-        return f"{self.name}({', '.join(self.inputs)}){layout}: {outs}"
+        return f"{self.name}({', '.join(self.inputs)}){layout}: {self.binding_text()}"
 
 
 @dataclass(kw_only=True)
-class NativeKernelSpec:
+class NativeKernelSpec(Spec):
     """One native (C) kernel: ``bindings`` evaluated entrywise at ``d = 1 .. max_dim`` and printed as C by
     :mod:`geoattn.codegen.cprinter`.
 
@@ -65,16 +77,12 @@ class NativeKernelSpec:
     Every kernel computes in double whatever the storage.
     """
 
-    name: str
-    doc: str
-    bindings: list[tuple[str, object]]
     token_inputs: tuple[str, ...]
     sample_inputs: dict[str, str] = field(default_factory=dict)
     shared_inputs: dict[str, str] = field(default_factory=dict)
     token_outputs: tuple[str, ...] = ()
     sample_outputs: tuple[str, ...] = ()
     maxabs_outputs: tuple[str, ...] = ()
-    claims: list[str] = field(default_factory=list)
     max_dim: int = 4
     sample_real: bool = False
 
@@ -85,6 +93,5 @@ class NativeKernelSpec:
 
     def source_text(self) -> str:
         """One line naming the kernel, its arguments and its bindings (hashed into the generated header)."""
-        outs = "; ".join(f"{n} = {sp.sstr(e)}" for n, e in self.bindings)
         real = ", real samples" if self.sample_real else ""
-        return f"{self.name}({', '.join(self.parameters())}) [native, d <= {self.max_dim}{real}]: {outs}"
+        return f"{self.name}({', '.join(self.parameters())}) [native, d <= {self.max_dim}{real}]: {self.binding_text()}"

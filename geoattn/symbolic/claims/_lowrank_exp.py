@@ -109,7 +109,7 @@ def exp_vjp_derivation(bindings=None) -> Derivation:
     images = sp.ImmutableMatrix([[_image_at_qr(b)] for b in sympy_chain.diag])
     got = compose(bindings)
     kernel = sp.ImmutableMatrix([[got["gx"]], [got["gA"]]])
-    project = compose(kernel_spec("vp_lowrank_project").outputs)["Y1"]
+    project = compose(kernel_spec("vp_lowrank_project").bindings)["Y1"]
     cbar_steps, cbar = _cbar_steps()
     lam_n, cbar_n = nc("Lam"), nc("Cbar")
     lam_step = Step(lam_n, 1 + Q * W * Qt, "vp.lowrank_form with f = exp: e^C = I + Q(e^S - I)Q^T, W = e^S - I",
@@ -173,7 +173,7 @@ def exp_vjp_identity(bindings=None) -> MatrixIdentity:
     front end's block matrix ``B`` minus those ``K1, K2``.
     """
     bindings = ex.LOWRANK_EXP_VJP if bindings is None else bindings
-    project_expr = kernel_spec("vp_lowrank_project").outputs[0][1]
+    project_expr = kernel_spec("vp_lowrank_project").bindings[0][1]
 
     def kernel(Qm, R, W_, A, G, K1m, K2m, n):
         Y1m = ex.evaluate(project_expr, {Qf: Qm, Gy: G}, n)
