@@ -51,26 +51,27 @@ def soa_lu(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
     Returns
     -------
-    LU : Tensor ``(d, d, B)``
+    LU : Tensor ``(d, d, B)`` (a view of a ``(d, d + 1, B)`` array)
         the unit lower factor ``L`` below the diagonal and the upper factor ``U`` on and above it.
     perm : Tensor ``(d, B)``, int64
         the row permutation: :math:`M_{\mathrm{perm}[i], :} = (LU)_{i, :}` per sample.
     """
     _check_soa_square("M", M)
     d, _, B = M.shape
-    LU = M.contiguous().clone()
-    perm = torch.arange(d, device=M.device).view(d, 1).expand(d, B).contiguous()
+    # the row index rides along as an extra column, so one swap per step moves the row and its index
+    LU = torch.empty(d, d + 1, B, dtype=M.dtype, device=M.device)
+    LU[:, :d] = M
+    LU[:, d] = torch.arange(d, dtype=M.dtype, device=M.device).view(d, 1)
     for k in range(d - 1):  # the last column has one row: nothing to choose or eliminate
         p = LU[k:, k].abs().max(0).indices.add_(k)  # (B,): the pivot row (max(0) is faster than argmax(0))
-        rows = p.view(1, 1, B).expand(1, d, B)
+        rows = p.view(1, 1, B).expand(1, d + 1, B)
         row_k = LU[k:k + 1].clone()
         LU[k:k + 1] = LU.gather(0, rows)
         LU.scatter_(0, rows, row_k)
-        pk = perm[k:k + 1].clone()
-        perm[k:k + 1] = perm.gather(0, p.view(1, B))
-        perm.scatter_(0, p.view(1, B), pk)
         LU[k + 1:, k].div_(LU[k, k])
-        LU[k + 1:, k + 1:].addcmul_(LU[k + 1:, k:k + 1], LU[k:k + 1, k + 1:], value=-1)
+        LU[k + 1:, k + 1:d].addcmul_(LU[k + 1:, k:k + 1], LU[k:k + 1, k + 1:d], value=-1)
+    perm = LU[:, d].to(torch.int64)
+    LU = LU[:, :d]
     return LU, perm
 
 
