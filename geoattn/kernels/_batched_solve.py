@@ -41,13 +41,16 @@ def _check_soa_square(name: str, M: torch.Tensor) -> None:
         raise ShapeError(f"Expected {name} of shape (d, d, B) (structure of arrays). Got shape {tuple(M.shape)}.")
 
 
-def soa_lu(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def soa_lu(M: torch.Tensor, pivot: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     r"""LU factorisation with partial pivoting of ``B`` matrices stored as ``(d, d, B)``.
 
     Parameters
     ----------
     M : Tensor ``(d, d, B)``
         the matrices, batch innermost (Note [structure-of-arrays LU]); not modified.
+    pivot : bool
+        partial pivoting (default); False eliminates without row exchanges, which fails on a zero leading entry
+        and loses accuracy on small ones (kept for comparisons and the tests' negative controls).
 
     Returns
     -------
@@ -63,6 +66,10 @@ def soa_lu(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     LU[:, :d] = M
     LU[:, d] = torch.arange(d, dtype=M.dtype, device=M.device).view(d, 1)
     for k in range(d - 1):  # the last column has one row: nothing to choose or eliminate
+        if not pivot:
+            LU[k + 1:, k].div_(LU[k, k])
+            LU[k + 1:, k + 1:d].addcmul_(LU[k + 1:, k:k + 1], LU[k:k + 1, k + 1:d], value=-1)
+            continue
         p = LU[k:, k].abs().max(0).indices.add_(k)  # (B,): the pivot row (max(0) is faster than argmax(0))
         rows = p.view(1, 1, B).expand(1, d + 1, B)
         row_k = LU[k:k + 1].clone()
