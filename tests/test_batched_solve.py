@@ -179,8 +179,8 @@ def test_negative_control_a_wrong_transpose_in_the_backward_is_caught(monkeypatc
 
 def test_negative_control_an_unpivoted_factor_is_caught(monkeypatch, lu_in_float64):
     """M = I + GA with M[0, 0] = 0 up to rounding: A has only the entries (0, 1) = a, (1, 0) = -a with a = 1 / G[0, 1],
-    so (GA)[0, 0] = -1. Without pivoting the factors blow up (or are NaN); the residual check must catch every such sample and
-    send it to LAPACK (the output stays right); with pivoting no sample needs it."""
+    so (GA)[0, 0] = -1. Without pivoting the factors blow up (or are NaN); the residual check must catch every such
+    sample and send it to LAPACK (the output stays right); with pivoting no sample needs it."""
     gen = torch.Generator().manual_seed(4)
     x = torch.randn(3, 9, 5, dtype=F64, generator=gen)
     G01 = (x[..., 0] * x[..., 1]).sum(-1)
@@ -247,3 +247,10 @@ def test_route_and_reasons():
     text = str(K.explain("vp_attention", big, A32 - A32.T))
     assert "-> gram-solve/eager" in text and f"d=32 > {_gram_lu.LU_MAX_DIM}" in text
     assert _batched_solve.__doc__ and "Note [structure-of-arrays LU]" in _batched_solve.__doc__
+
+
+def test_short_sequences_keep_the_lapack_route():
+    x = torch.randn(4, 16, 8)
+    A = torch.randn(8, 8)
+    text = str(K.explain("vp_attention", x, A - A.T))
+    assert "-> gram-solve/eager" in text and f"T=16 < {_gram_lu.LU_MIN_T}" in text

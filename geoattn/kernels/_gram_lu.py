@@ -36,11 +36,14 @@ from ._gram import GRAM_MAX_SCALE, CLOSED_MAX_DIM, _dual, _skew64, residual_tole
 from ._functions import _traced
 from ._lowrank import vp_lowrank
 
-__all__ = ["vp_gram_lu", "lu_reason", "LU_MAX_DIM"]
+__all__ = ["vp_gram_lu", "lu_reason", "LU_MAX_DIM", "LU_MIN_T"]
 
-#: the largest d the structure-of-arrays LU serves; above it LAPACK's batched solve was faster (module docstring
-#: of geoattn.kernels._batched_solve and the measurements in the commit that set it)
+#: the largest d the structure-of-arrays LU serves and the shortest T: forward+backward, one thread, float32,
+#: 16,384 tokens (benchmarks/gram_lu.py, two noisy runs), time of gram-solve / gram-lu: d = 8: T = 16 0.6-1.1,
+#: T = 64 0.9-2.7, T = 256 1.1-1.4; d = 16: T = 64 0.9-1.1, T = 256 1.2-1.7; d = 32: T = 64 0.55-0.6,
+#: T = 256 1.1-1.3. The choice depends on the sample's shape only, never on the batch.
 LU_MAX_DIM = 16
+LU_MIN_T = 32
 
 
 def lu_reason(x: torch.Tensor, A: torch.Tensor) -> str | None:
@@ -50,6 +53,8 @@ def lu_reason(x: torch.Tensor, A: torch.Tensor) -> str | None:
         return f"d={d} <= {CLOSED_MAX_DIM}: the closed form serves"
     if d > LU_MAX_DIM:
         return f"d={d} > {LU_MAX_DIM}: LAPACK's batched solve is faster than the structure-of-arrays LU there"
+    if x.shape[-2] < LU_MIN_T:
+        return f"T={x.shape[-2]} < {LU_MIN_T}: LAPACK's batched solve was as fast or faster for short sequences"
     if x.numel() == 0:
         return "an empty input"
     if _traced(x) or _traced(A):

@@ -13,7 +13,7 @@ in :mod:`geoattn.kernels._lowrank`):
    ``vp.gram_closed_form_vjp``) as C kernels: Cayley, ``d <= 4``, one weighting, float32 or half inputs, CPU;
 3. ``gram-closed/eager``: the same closed form in torch operations (structure of arrays);
 4. ``gram-lu/eager``: the Gram form with the structure-of-arrays LU and its explicit backward
-   (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= LU_MAX_DIM``;
+   (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
 5. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
 6. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
