@@ -12,9 +12,11 @@ in :mod:`geoattn.kernels._lowrank`):
 2. ``gram-closed/native``: the Gram form with the closed-form ``d x d`` factor (``vp.gram_closed_form``,
    ``vp.gram_closed_form_vjp``) as C kernels: Cayley, ``d <= 4``, one weighting, float32 or half inputs, CPU;
 3. ``gram-closed/eager``: the same closed form in torch operations (structure of arrays);
-4. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
+4. ``gram-lu/eager``: the Gram form with the structure-of-arrays LU and its explicit backward
+   (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
+5. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
-5. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
+6. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
 
 Per sample, inside the Gram routes: a sample failing the closed form's residual check is solved (Note [closed-form
 residual check] in :mod:`geoattn.kernels._gram`), and a sample with :math:`\|x\|_F^2\|A\|_F > 10^6` takes the QR
@@ -31,6 +33,7 @@ from ._backends import EAGER, NATIVE, TRITON
 from ._checks import check_float, check_same, check_skew, check_square, half_in_float32
 from ._functions import _traced
 from ._gram import GRAM_MAX_SCALE, closed_form_reason, native_dtype, vp_gram_closed, vp_gram_solve
+from ._gram_lu import lu_reason, vp_gram_lu
 from ._lowrank import ACTIVATIONS, METHODS, vp_full, vp_lowrank
 from ._native import native_status
 from .dispatch import Call, Operation, Route, dispatch, register_operation
@@ -94,6 +97,10 @@ def _gram_closed(c: Call) -> str | None:
     return _gram(c) or closed_form_reason(c.x, c.A)
 
 
+def _gram_lu(c: Call) -> str | None:
+    return _gram(c) or lu_reason(c.x, c.A)
+
+
 def _gram_closed_native(c: Call) -> str | None:
     why = _gram_closed(c)
     if why is not None:
@@ -143,6 +150,9 @@ VP_ATTENTION = register_operation(Operation(
         Route("gram-closed", EAGER.name, _gram_closed, _checked(lambda c: vp_gram_closed(c.x, c.A, False)),
               per_sample="residual check failed: a pivoted d x d solve; " + _GRAM_PER_SAMPLE,
               claims=("vp.gram_form", "vp.gram_closed_form", "vp.gram_closed_form_vjp")),
+        Route("gram-lu", EAGER.name, _gram_lu, _checked(lambda c: vp_gram_lu(c.x, c.A)),
+              per_sample="residual check failed: a LAPACK d x d solve; " + _GRAM_PER_SAMPLE,
+              claims=("vp.gram_form", "vp.push_through_invertible")),
         Route("gram-solve", EAGER.name, _gram, _checked(lambda c: vp_gram_solve(c.x, c.A)),
               per_sample=_GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through")),
         Route("lowrank", EAGER.name, _lowrank, _checked(lambda c: vp_lowrank(c.x, c.A, c.activation)),
