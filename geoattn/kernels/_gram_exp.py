@@ -26,6 +26,14 @@ of the gradient. With ``create_graph=True`` or inside ``torch.func`` transforms 
 is recomputed through the same Gram form written with differentiable operations (``torch.linalg.matrix_exp`` has
 its own derivative), still without a ``T x T`` matrix.
 
+Measured (one thread, float32, B*T = 16,384 unit-normal tokens, the layer's default weighting, forward and
+backward of ``out.sum()``, CPU time of one ad-hoc run on a loaded two-core machine, the best of seven), this
+form against the QR form: d = 3: 0.8 times as fast at T = 16, 64, 256 (the QR form's closed-form ``exp`` of a
+3 x 3 matrix is cheap); d = 4: 1.2, 1.2, 1.0; d = 8: 1.7, 1.4, 1.1; d = 16 (T = 64, 256): 1.6, 1.4. The
+backward's ``2d x 2d`` exponential is most of the cost (d = 8, B = 1024: 36 ms of ``matrix_exp`` against 4 ms
+for the forward's ``d x d`` one): ``matrix_exp`` scales and squares by the norm of :math:`M`, which grows
+with :math:`\|x\|_F^2`.
+
 Note [structure check of the exponential Gram form]
 ---------------------------------------------------
 The layer keeps the norm of every row of :math:`Z = x^T` (every column of ``x``) and their inner products:
