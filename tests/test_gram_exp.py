@@ -214,3 +214,32 @@ def test_wrong_sign_in_the_backward_is_caught(monkeypatch):
     monkeypatch.setattr(_gram_exp, "_frechet_adjoint", lambda M, gE: -real(M, gE))
     ok, errs = close(x, A, gy, F32)
     assert not ok, f"Expected the sign fault to exceed the tolerance. Got errors {errs}."
+
+
+# -- the ledger claim vp.gram_exp_vjp and its negative controls ------------------------------------------------------
+
+
+def test_claim_checked_and_refuted_when_the_formulas_are_broken():
+    import sympy as sp
+
+    from geoattn.symbolic.claim import Level
+    from geoattn.symbolic.claims import _gram_exp as claim
+
+    assert claim.make_gram_exp_vjp_claim().check().level is Level.CHECKED
+
+    def sign(X, Am, Gy, f):  # A_bar with the wrong sign
+        y, gx, ga = claim.gram_backward(X, Am, Gy, f)
+        return y, gx, -ga
+
+    def transposed(X, Am, Gy, f):  # M_bar read from the block with x^T y_bar transposed
+        k = X.cols
+        G = X.T * X
+        M = -Am * G
+        gE = (X.T * Gy).T
+        gM = f(sp.Matrix(sp.BlockMatrix([[M.T, gE], [sp.zeros(k, k), M.T]])))[:k, k:]
+        gG = Am * gM
+        return X * f(M), Gy * f(M).T + X * (gG + gG.T), (-gM * G + (gM * G).T) / 2
+
+    for i, bad in enumerate((sign, transposed)):
+        v = claim.make_gram_exp_vjp_claim(bad, f"neg.gram_exp_vjp.{i}", Level.REFUTED).check()
+        assert v.level is Level.REFUTED and v.counterexample is not None
