@@ -19,7 +19,8 @@ Note [choice of form]
 no larger than the ``d x d`` ones and a factorisation is pure overhead. When
 ``d < T`` it takes, for the Cayley transform of float32 (or half) inputs, the
 Gram form ``"gram"`` computed in float64 (Note [why QR and not the Gram
-matrix]); for float64 inputs and for the exponential, the QR form ``"lowrank"``.
+matrix]); for the exponential of float32 (or half) inputs, its own Gram form
+(:mod:`geoattn.kernels._gram_exp`); for float64 inputs, the QR form ``"lowrank"``.
 The routes of the operation ``vp_attention`` (:mod:`geoattn.kernels._op_vp`) encode
 this order; :func:`geoattn.kernels.explain` returns the route a call takes and why
 every other did not serve.

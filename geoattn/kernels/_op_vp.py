@@ -16,11 +16,15 @@ in :mod:`geoattn.kernels._lowrank`):
    (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
 5. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
-6. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
+6. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
+   ``vp.gram_exp_vjp``) with a batched float64 ``matrix_exp``, float32 and half inputs, ``d > 4`` (Note [Gram form
+   of the exponential] in :mod:`geoattn.kernels._gram_exp`);
+7. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
 
 Per sample, inside the Gram routes: a sample failing the closed form's residual check is solved (Note [closed-form
 residual check] in :mod:`geoattn.kernels._gram`), and a sample with :math:`\|x\|_F^2\|A\|_F > 10^6` takes the QR
-form in float64 (Note [why QR and not the Gram matrix]).
+form in float64 (Note [why QR and not the Gram matrix]); in the exponential's Gram route, a sample failing the
+structure check :math:`E^TGE = G`, non-finite, or as large takes the QR form in float64.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ._backends import EAGER, NATIVE, TRITON
 from ._checks import check_float, check_same, check_skew, check_square, half_in_float32
 from ._functions import _traced
 from ._gram import GRAM_MAX_SCALE, closed_form_reason, native_dtype, vp_gram_closed, vp_gram_solve
+from ._gram_exp import gram_exp_reason, vp_gram_exp
 from ._gram_lu import lu_reason, vp_gram_lu
 from ._lowrank import ACTIVATIONS, METHODS, vp_full, vp_lowrank
 from ._native import native_status
@@ -119,6 +124,26 @@ def _gram_closed_triton(c: Call) -> str | None:
     return closed_form_reason(c.x, c.A)
 
 
+#: the exponential's Gram form serves above this width: forward+backward measured against the QR form (one thread,
+#: float32, 16,384 tokens) 0.8-0.9x as fast at d = 3, 0.96-1.2x at d = 4, 1.1-1.7x at d = 8 and 16
+GRAM_EXP_MIN_DIM = 4
+
+
+def _gram_exp(c: Call) -> str | None:
+    if c.method != "auto":
+        return f"method {c.method!r} requested"
+    if c.activation != "exp":
+        return f"activation {c.activation!r}: this Gram form is the exponential's"
+    if c.d <= GRAM_EXP_MIN_DIM:
+        return (f"d={c.d} <= {GRAM_EXP_MIN_DIM}: the QR form measured as fast (its 3d x 3d block exponential is "
+                f"small there)")
+    if c.d >= c.T:
+        return f"d={c.d} >= T={c.T}"
+    if c.dtype == torch.float64:
+        return "float64 input: the QR form's float64 error does not grow with the Gram matrix's conditioning"
+    return gram_exp_reason(c.x, c.A)
+
+
 def _lowrank(c: Call) -> str | None:
     if c.method == "lowrank":
         return None
@@ -155,6 +180,9 @@ VP_ATTENTION = register_operation(Operation(
               claims=("vp.gram_form", "vp.push_through_invertible")),
         Route("gram-solve", EAGER.name, _gram, _checked(lambda c: vp_gram_solve(c.x, c.A)),
               per_sample=_GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through")),
+        Route("gram-exp", EAGER.name, _gram_exp, _checked(lambda c: vp_gram_exp(c.x, c.A)),
+              per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
+              claims=("vp.exp_push_through", "vp.gram_exp_vjp")),
         Route("lowrank", EAGER.name, _lowrank, _checked(lambda c: vp_lowrank(c.x, c.A, c.activation)),
               per_sample="the d x d factor's own per-sample choices (large norms: the eigendecomposition)",
               claims=("vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp")),
@@ -193,8 +221,10 @@ def vp_attention(
       otherwise a pivoted solve differentiated by autograd;
     * ``"full"``: the ``T x T`` matrices, as the seeds write the layer;
     * ``"auto"`` (default): when ``d < T``, ``"gram"`` for the Cayley transform of
-      float32 or half inputs and ``"lowrank"`` otherwise; ``"full"`` when
-      ``d >= T`` (Note [choice of form]).
+      float32 or half inputs, the exponential's Gram form :math:`y = x\exp(-Ax^Tx)`
+      (:mod:`geoattn.kernels._gram_exp`) for the exponential of float32 or half
+      inputs, and ``"lowrank"`` otherwise; ``"full"`` when ``d >= T`` (Note
+      [choice of form]).
 
     Skew samples of large norm take the eigendecomposition for the Cayley
     transform (Note [Cayley at large norms]) and :func:`exp_skew`'s per-sample

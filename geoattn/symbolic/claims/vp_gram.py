@@ -11,6 +11,8 @@ r"""Claims of the closed-form Gram kernels ``vp_gram_closed`` and ``vp_gram_clos
 * ``vp.gram_closed_form_vjp``: the backward bindings give the gradient of :math:`\langle\bar y, y\rangle` in
   ``x`` and in (the skew part of) ``A``, compared with the exact dual-number gradient of the ``T x T`` Cayley
   layer :math:`\mathrm{Cayley}(xAx^T)^Tx`, which shares no formula with them.
+* ``vp.gram_exp_vjp``: the backward of the exponential layer's Gram form :math:`y = x\exp(-Ax^Tx)`
+  (:mod:`geoattn.kernels._gram_exp`), stated and checked in :mod:`geoattn.symbolic.claims._gram_exp`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .. import expressions as ex
 from ..claim import Claim, Level
 from ..strategies import MatrixIdentity
 from ._common import Policy, at_sizes, grid, run_bindings
+from ._gram_exp import make_gram_exp_vjp_claim
 from ._lowrank_exact import dual_gradient
 
 __all__ = ["CLAIMS", "closed_form_identity", "closed_vjp_identity"]
@@ -184,4 +187,5 @@ CLAIMS = [
         notes="The reference differentiates the T x T layer, so it shares no formula with the kernel; at rational "
         "points it uses exact dual numbers.",
     ),
+    make_gram_exp_vjp_claim(),
 ]
