@@ -159,7 +159,7 @@ def test_failing_samples_take_the_qr_form(monkeypatch):
     real = _gram_exp.vp_lowrank
     monkeypatch.setattr(_gram_exp, "exp_residual_tolerance", lambda dtype, d: 0.0)
     monkeypatch.setattr(_gram_exp, "vp_lowrank", lambda *a: calls.append(a[0].shape) or real(*a))
-    ok, errs = close(x, A, gy, F32)
+    ok, errs = close(x, A, gy, F32, fn=_gram_exp.vp_gram_exp)
     assert calls == [torch.Size([3, 17, 4])]
     assert ok, f"Expected errors within {tolerance(F32, 17, 4):.2e}. Got {errs}."
 
@@ -217,10 +217,10 @@ def test_explain_names_the_route_and_its_reasons():
 def test_wrong_sign_in_the_backward_is_caught(monkeypatch):
     torch.manual_seed(13)
     x, A, gy = torch.randn(3, 33, 4), layer_weight(4), torch.randn(3, 33, 4)
-    assert close(x, A, gy, F32)[0]
+    assert close(x, A, gy, F32, fn=_gram_exp.vp_gram_exp)[0]
     real = _gram_exp._frechet_adjoint
     monkeypatch.setattr(_gram_exp, "_frechet_adjoint", lambda M, gE: -real(M, gE))
-    ok, errs = close(x, A, gy, F32)
+    ok, errs = close(x, A, gy, F32, fn=_gram_exp.vp_gram_exp)
     assert not ok, f"Expected the sign fault to exceed the tolerance. Got errors {errs}."
 
 
