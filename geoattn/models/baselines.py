@@ -82,8 +82,7 @@ class StandardTransformerIntegrator(Integrator):
         self.layers = nn.Sequential(*layers)
         self.down = nn.Linear(transformer_dim, sys_dim, **kw)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check(x)
+    def _window_map(self, x: torch.Tensor) -> torch.Tensor:
         y = self.up(x)
         if self.positional is not None:
             y = y + self.positional
@@ -111,6 +110,8 @@ class ResNetIntegrator(Integrator):
         of the parameters.
     """
 
+    _repr_fields = ("sys_dim", "seq_len", "width", "depth")
+
     def __init__(self, sys_dim: int, seq_len: int = 1, *, width: int = 32, depth: int = 2, activation="tanh",
                  device=None, dtype=None) -> None:
         super().__init__()
@@ -121,9 +122,3 @@ class ResNetIntegrator(Integrator):
         kw = {"device": device, "dtype": dtype}
         self.layers = nn.Sequential(*(_ResidualMLP(sys_dim, width, activation, **kw) for _ in range(depth)))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check(x)
-        return self.layers(x)
-
-    def extra_repr(self) -> str:
-        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, width={self.width}, depth={self.depth}"

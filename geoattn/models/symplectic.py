@@ -58,6 +58,7 @@ class SymplecticTransformer(Integrator):
 
     preserves = MappingProxyType({"symplectic": ("symattn.layer_symplectic", "models.gradient_layer_symplectic",
                                                  "symattn.gradient_shear_symplectic")})
+    _repr_fields = ("sys_dim", "seq_len", "depth", "n_sympnet", "activation", "symmetric")
 
     def __init__(self, sys_dim: int, seq_len: int, *, depth: int = 1, n_sympnet: int = 2,
                  upscaling_dim: int | None = None, activation: str = "matrix_softmax", symmetric: bool = True,
@@ -71,11 +72,6 @@ class SymplecticTransformer(Integrator):
                                                **kw),
             sys_dim, depth, n_sympnet, m, sympnet_activation, kw)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x``: ``(batch, seq_len, sys_dim)``; returns the predicted next window, the same shape."""
-        self._check(x)
-        return self.layers(x)
-
     def inverse(self, y: torch.Tensor) -> torch.Tensor:
         """The inverse window map: the layers' inverses in reverse order (exact up to rounding)."""
         self._check(y)
@@ -83,6 +79,3 @@ class SymplecticTransformer(Integrator):
             y = layer.inverse(y)
         return y
 
-    def extra_repr(self) -> str:
-        return (f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, depth={self.depth}, n_sympnet={self.n_sympnet}, "
-                f"activation={self.activation!r}, symmetric={self.symmetric}")

@@ -62,9 +62,9 @@ def _image_at_qr(expr):
     return to_nc(expr.replace(lambda e: isinstance(e, Inverse), generator), {"x": Q * R}).xreplace(skew_a)
 
 
-def _image_check() -> Check:
+def _image_check(name: str = "image in the free algebra at x = QR, A^T = -A, (I + C)^{-1} a generator") -> Check:
     """The lhs is a block-diagonal matrix of matrix expressions, the rhs a column of free-algebra elements, and each
-    block's image at ``x = QR`` (:func:`_image_at_qr`) equals its entry."""
+    block's image at ``x = QR`` (:func:`_image_at_qr`) equals its entry; ``name`` is the relation's name."""
 
     def decide(lhs, rhs):
         if not (isinstance(lhs, BlockDiagMatrix) and isinstance(rhs, sp.ImmutableMatrix)):
@@ -76,7 +76,7 @@ def _image_check() -> Check:
         except alg.NotInAlgebra:
             return False
 
-    return relation(decide, "image in the free algebra at x = QR, A^T = -A, (I + C)^{-1} a generator")
+    return relation(decide, name)
 
 
 def _entrywise_nc(inner: Check) -> Check:
