@@ -16,24 +16,23 @@ from ._common import Policy, run_bindings
 from ._free_algebra import ORTHONORMAL, An, At, Q, Qt, R, Rt, S, W, compose, nc, nc_equal, to_nc
 from ._kernel_checks import Gradient, blockwise, matrix_derivative, matrix_diff
 from ._lowrank_exact import (
-    SEARCH_SIZES,
-    backward_variables,
-    SOURCE,
     Gy,
     Qf,
     Rf,
+    SOURCE,
     Sd,
     Wd,
     _cancel,
-    _dual_note,
     _project,
     _q_of,
     _sizes,
     _vec,
+    backward_policy,
+    backward_variables,
     cayley_chain_reference,
     kernel_small_factors,
     nc_rules,
-    reference_dual_evidence,
+    with_dual_check,
 )
 
 # ---------------------------------------------------------------------------
@@ -264,11 +263,7 @@ def _then_field_and_dual(policy: Policy, bindings=None):
         if exact.level is Level.REFUTED:
             return [exact]
         evidence.append(exact)
-        bad = reference_dual_evidence(ctx, alg.cayley, cayley_chain_reference, DUAL_SIZE, what="Cayley")
-        if bad is not None:
-            return evidence + [bad]
-        evidence[0].detail += _dual_note(DUAL_SIZE)
-        return evidence
+        return with_dual_check(ctx, evidence, alg.cayley, cayley_chain_reference, DUAL_SIZE, what="Cayley")
 
     return check
 
@@ -288,14 +283,7 @@ def make_cayley_vjp_claim(
         source=SOURCE.format("vp_lowrank_cayley_vjp"),
         expected=expected,
         checker=_then_field_and_dual(
-            Policy(
-                identity=cayley_vjp_identity(bindings),
-                search=SEARCH_SIZES,
-                points=lambda ctx: 1 + ctx.depth,
-                prove=lambda: cayley_vjp_derivation(bindings),
-            ),
-            bindings,
-        ),
+            backward_policy(cayley_vjp_identity(bindings), lambda: cayley_vjp_derivation(bindings)), bindings),
         notes="The chain-rule reference is the T x T form (Cayley(C), cayley.vjp); it is itself checked "
         "against exact dual-number Jacobians at one rational point.",
     )

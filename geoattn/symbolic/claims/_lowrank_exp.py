@@ -18,18 +18,15 @@ from ._free_algebra import nc_transpose
 from ._kernel_checks import Gradient, blockwise, matrix_derivative, matrix_diff
 from ._lowrank_cayley import DUAL_SIZE, _entrywise_nc, _image_at_qr, _image_check
 from ._lowrank_exact import (
-    SEARCH_SIZES,
-    backward_variables,
-    SOURCE,
     Cbar,
     Gy,
     Lam,
     Qf,
     Rf,
+    SOURCE,
     Sd,
     Wd,
     _cancel,
-    _dual_note,
     _poly,
     _poly_frechet,
     _poly_phi,
@@ -38,10 +35,12 @@ from ._lowrank_exact import (
     _sizes,
     _taylor_coeffs,
     _vec,
+    backward_policy,
+    backward_variables,
     chain_rule_gradient,
     kernel_small_factors,
     nc_rules,
-    reference_dual_evidence,
+    with_dual_check,
 )
 
 # ---------------------------------------------------------------------------
@@ -211,13 +210,8 @@ def _then_dual(policy: Policy):
         evidence = policy(ctx)
         if any(e.level is Level.REFUTED for e in evidence):
             return evidence
-        bad = reference_dual_evidence(
-            ctx, lambda c: _poly(POLY, c), _poly_chain_reference, DUAL_SIZE, what="polynomial (Taylor_3)"
-        )
-        if bad is not None:
-            return evidence + [bad]
-        evidence[0].detail += _dual_note(DUAL_SIZE)
-        return evidence
+        return with_dual_check(ctx, evidence, lambda c: _poly(POLY, c), _poly_chain_reference, DUAL_SIZE,
+                               what="polynomial (Taylor_3)")
 
     return check
 
@@ -237,14 +231,7 @@ def make_exp_vjp_claim(bindings=None, claim_id: str = "vp.lowrank_exp_vjp", expe
         r"K_1 = L_{\exp}(-S, RY_1^T),\ K_2 = \varphi(-S)R",
         source=SOURCE.format("vp_lowrank_exp_vjp, vp_lowrank_project"),
         expected=expected,
-        checker=_then_dual(
-            Policy(
-                identity=exp_vjp_identity(bindings),
-                search=SEARCH_SIZES,
-                points=lambda ctx: 1 + ctx.depth,
-                prove=lambda: exp_vjp_derivation(bindings),
-            )
-        ),
+        checker=_then_dual(backward_policy(exp_vjp_identity(bindings), lambda: exp_vjp_derivation(bindings))),
         notes="The exponential enters through cited lemmas: the chain rule with the adjoint of L_exp, the integral "
         "representation of L_exp (exp_frechet_integral), vp.lowrank_form for e^C and e^{-sC}, and the block formula "
         "(exp_block_triangular, with its induction step and the Beta integral checked); SymPy's matrix derivatives, "
