@@ -16,10 +16,12 @@ from ._common import Policy, run_bindings
 from ._free_algebra import ORTHONORMAL, An, At, Q, Qt, R, Rt, S, W, compose, nc, nc_equal, to_nc
 from ._kernel_checks import Gradient, blockwise, matrix_derivative, matrix_diff
 from ._lowrank_exact import (
+    backward_policy,
+    backward_variables,
+    SOURCE,
     Gy,
     Qf,
     Rf,
-    SOURCE,
     Sd,
     Wd,
     _cancel,
@@ -27,8 +29,6 @@ from ._lowrank_exact import (
     _q_of,
     _sizes,
     _vec,
-    backward_policy,
-    backward_variables,
     cayley_chain_reference,
     kernel_small_factors,
     nc_rules,

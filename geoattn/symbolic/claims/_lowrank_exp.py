@@ -18,12 +18,14 @@ from ._free_algebra import nc_transpose
 from ._kernel_checks import Gradient, blockwise, matrix_derivative, matrix_diff
 from ._lowrank_cayley import DUAL_SIZE, _entrywise_nc, _image_at_qr, _image_check
 from ._lowrank_exact import (
+    backward_policy,
+    backward_variables,
+    SOURCE,
     Cbar,
     Gy,
     Lam,
     Qf,
     Rf,
-    SOURCE,
     Sd,
     Wd,
     _cancel,
@@ -35,8 +37,6 @@ from ._lowrank_exact import (
     _sizes,
     _taylor_coeffs,
     _vec,
-    backward_policy,
-    backward_variables,
     chain_rule_gradient,
     kernel_small_factors,
     nc_rules,
