@@ -7,6 +7,7 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
+from .._docstrings import fill_doc
 from ..nn import LinearSymplecticAttention, VolumePreservingAttention
 from ..nn._common import NOTHING_PRESERVED as _NOTHING
 from ..nn._common import LayerShapeError, check_positive_int, check_sequence
@@ -109,6 +110,7 @@ def rollout(model: Integrator, window: torch.Tensor, n_steps: int, *, bound: flo
     return torch.cat(out, dim=-2)[..., :n_steps, :]
 
 
+@fill_doc
 class VolumePreservingTransformer(Integrator):
     r"""The volume-preserving transformer: ``depth`` blocks of attention and a volume-preserving feed-forward.
 
@@ -139,10 +141,10 @@ class VolumePreservingTransformer(Integrator):
     depth : int
         number of attention + feed-forward blocks.
     activation : str or nn.Module
+        :math:`\sigma` of the feed-forward blocks' nonlinear layers (a name in :data:`ACTIVATIONS` or a module).
     skew_sym : bool
         skew or arbitrary weighting in the attention layers.
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
 
     Examples
     --------
@@ -182,6 +184,7 @@ class VolumePreservingTransformer(Integrator):
 
 
 
+@fill_doc
 class LinearSymplecticTransformer(Integrator):
     r"""The linear symplectic transformer: linear symplectic attention and SympNet gradient layers.
 
@@ -207,8 +210,8 @@ class LinearSymplecticTransformer(Integrator):
     upscaling_dim : int, optional
         width of the gradient layers (default ``2 * sys_dim``).
     activation : str or nn.Module
-    device, dtype :
-        of the parameters.
+        :math:`\sigma` of the gradient layers (a name in :data:`ACTIVATIONS` or a module).
+    {{device_dtype}}
 
     Examples
     --------

@@ -6,12 +6,14 @@ from types import MappingProxyType
 
 import torch
 
+from .._docstrings import fill_doc
 from ..nn import SymplecticAttention
 from .integrators import Integrator, set_block_sizes, symplectic_blocks
 
 __all__ = ["SymplecticTransformer"]
 
 
+@fill_doc
 class SymplecticTransformer(Integrator):
     r"""Symplectic attention (:class:`~geoattn.nn.SymplecticAttention`) and SympNet gradient layers.
 
@@ -42,8 +44,7 @@ class SymplecticTransformer(Integrator):
         symmetric weightings in the attention layers.
     sympnet_activation : str or nn.Module
         of the gradient layers.
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
 
     Examples
     --------

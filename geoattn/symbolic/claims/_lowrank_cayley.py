@@ -25,6 +25,7 @@ from ._lowrank_exact import (
     Sd,
     Wd,
     _cancel,
+    with_dual_check,
     _project,
     _q_of,
     _sizes,
@@ -32,7 +33,6 @@ from ._lowrank_exact import (
     cayley_chain_reference,
     kernel_small_factors,
     nc_rules,
-    with_dual_check,
 )
 
 # ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ._lowrank_exact import (
     Sd,
     Wd,
     _cancel,
+    with_dual_check,
     _poly,
     _poly_frechet,
     _poly_phi,
@@ -40,7 +41,6 @@ from ._lowrank_exact import (
     chain_rule_gradient,
     kernel_small_factors,
     nc_rules,
-    with_dual_check,
 )
 
 # ---------------------------------------------------------------------------
