@@ -15,25 +15,9 @@ from ..strategies import MatrixIdentity, exact_evidence
 from ._common import Policy, run_bindings
 from ._free_algebra import ORTHONORMAL, An, At, Q, Qt, R, Rt, S, W, compose, nc, nc_equal, to_nc
 from ._kernel_checks import Gradient, blockwise, matrix_derivative, matrix_diff
-from ._lowrank_exact import (
-    backward_policy,
-    backward_variables,
-    SOURCE,
-    Gy,
-    Qf,
-    Rf,
-    Sd,
-    Wd,
-    _cancel,
-    with_dual_check,
-    _project,
-    _q_of,
-    _sizes,
-    _vec,
-    cayley_chain_reference,
-    kernel_small_factors,
-    nc_rules,
-)
+from ._lowrank_exact import Gy, Qf, Rf, SOURCE, Sd, Wd, _cancel, _project, _q_of, _sizes, _vec, backward_policy
+from ._lowrank_exact import backward_variables, cayley_chain_reference, kernel_small_factors, nc_rules
+from ._lowrank_exact import with_dual_check
 
 # ---------------------------------------------------------------------------
 # vp.lowrank_cayley_vjp

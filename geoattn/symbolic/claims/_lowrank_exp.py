@@ -17,31 +17,9 @@ from ._free_algebra import K1, K2, PROJECTED, An, At, G, Gt, Q, Qt, R, Rt, W, Y1
 from ._free_algebra import nc_transpose
 from ._kernel_checks import Gradient, blockwise, matrix_derivative, matrix_diff
 from ._lowrank_cayley import DUAL_SIZE, _entrywise_nc, _image_at_qr, _image_check
-from ._lowrank_exact import (
-    backward_policy,
-    backward_variables,
-    SOURCE,
-    Cbar,
-    Gy,
-    Lam,
-    Qf,
-    Rf,
-    Sd,
-    Wd,
-    _cancel,
-    with_dual_check,
-    _poly,
-    _poly_frechet,
-    _poly_phi,
-    _project,
-    _q_of,
-    _sizes,
-    _taylor_coeffs,
-    _vec,
-    chain_rule_gradient,
-    kernel_small_factors,
-    nc_rules,
-)
+from ._lowrank_exact import Cbar, Gy, Lam, Qf, Rf, SOURCE, Sd, Wd, _cancel, _poly, _poly_frechet, _poly_phi, _project
+from ._lowrank_exact import _q_of, _sizes, _taylor_coeffs, _vec, backward_policy, backward_variables
+from ._lowrank_exact import chain_rule_gradient, kernel_small_factors, nc_rules, with_dual_check
 
 # ---------------------------------------------------------------------------
 # vp.lowrank_exp_vjp
