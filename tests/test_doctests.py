@@ -4,6 +4,7 @@ import doctest
 
 import pytest
 
+import geoattn._docstrings
 import geoattn.errors
 import geoattn.experiments.training
 import geoattn.kernels._native
@@ -31,6 +32,7 @@ import geoattn.systems.windows
 import geoattn.testing
 
 MODULES = [
+    geoattn._docstrings,
     geoattn.errors,
     geoattn.kernels.dispatch,
     geoattn.kernels._op_vp,

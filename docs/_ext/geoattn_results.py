@@ -16,6 +16,7 @@ from pathlib import Path
 
 import sys
 
+from geoattn.experiments.plots import pyplot, save_axes
 from geoattn.experiments.runner import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,26 +98,14 @@ def _cayley_forms(data: dict) -> tuple[str, list]:
 
 
 def _plot(title: str, series: dict, path: Path, ylabel: str = "ratio") -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=110)
+    fig, ax = pyplot().subplots(figsize=(6.4, 3.4), dpi=110)
     for name, pts in series.items():
         pts = sorted(pts)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
     if ylabel == "ratio":
         ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("T")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_axes(fig, ax, path, xlabel="T", ylabel=ylabel, title=title, title_size=10, log=True)
 
 
 def _preserves_table() -> str:

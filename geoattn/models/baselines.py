@@ -8,6 +8,7 @@ import math
 import torch
 from torch import nn
 
+from .._docstrings import fill_doc
 from ..nn import MultiHeadAttention
 from ..nn._common import check_positive_int
 from ._common import make_activation
@@ -27,6 +28,7 @@ class _ResidualMLP(nn.Module):
         return x + self.outer(self.activation(self.inner(x)))
 
 
+@fill_doc
 class StandardTransformerIntegrator(Integrator):
     r"""The unstructured baseline: multi-head attention and residual feed-forward layers.
 
@@ -55,8 +57,7 @@ class StandardTransformerIntegrator(Integrator):
     positional : bool
         add a learned positional embedding after the up-projection (without
         one the map is equivariant under permutations of the time steps).
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
     """
 
     def __init__(self, sys_dim: int, seq_len: int, *, transformer_dim: int | None = None, n_heads: int = 2,
@@ -82,8 +83,7 @@ class StandardTransformerIntegrator(Integrator):
         self.layers = nn.Sequential(*layers)
         self.down = nn.Linear(transformer_dim, sys_dim, **kw)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check(x)
+    def _window_map(self, x: torch.Tensor) -> torch.Tensor:
         y = self.up(x)
         if self.positional is not None:
             y = y + self.positional
@@ -94,6 +94,7 @@ class StandardTransformerIntegrator(Integrator):
                 f"n_heads={self.n_heads}, depth={self.depth}, positional={self.positional is not None}")
 
 
+@fill_doc
 class ResNetIntegrator(Integrator):
     r"""A plain residual network on every time step: :math:`z \mapsto z + W_2\sigma(W_1z + b_1) + b_2`, ``depth`` times.
 
@@ -107,9 +108,10 @@ class ResNetIntegrator(Integrator):
     width : int
     depth : int
     activation : str or nn.Module
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
     """
+
+    _repr_fields = ("sys_dim", "seq_len", "width", "depth")
 
     def __init__(self, sys_dim: int, seq_len: int = 1, *, width: int = 32, depth: int = 2, activation="tanh",
                  device=None, dtype=None) -> None:
@@ -121,9 +123,3 @@ class ResNetIntegrator(Integrator):
         kw = {"device": device, "dtype": dtype}
         self.layers = nn.Sequential(*(_ResidualMLP(sys_dim, width, activation, **kw) for _ in range(depth)))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check(x)
-        return self.layers(x)
-
-    def extra_repr(self) -> str:
-        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, width={self.width}, depth={self.depth}"

@@ -8,6 +8,7 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
+from .._docstrings import fill_doc
 from ..nn._common import NOTHING_PRESERVED as _NOTHING
 from ..nn._common import check_positive_int, factory
 from ._common import Chain, check_nonnegative_int, check_state, make_activation
@@ -15,6 +16,7 @@ from ._common import Chain, check_nonnegative_int, check_state, make_activation
 __all__ = ["TriangularResidual", "VolumePreservingFeedForward"]
 
 
+@fill_doc
 class TriangularResidual(nn.Module):
     r"""The residual map :math:`x \mapsto x + \sigma(Lx + b)` with :math:`L` strictly triangular.
 
@@ -34,8 +36,7 @@ class TriangularResidual(nn.Module):
         :math:`L` strictly lower (``True``) or strictly upper (``False``) triangular.
     activation : str, nn.Module or None
     bias : bool
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
 
     Examples
     --------
@@ -94,6 +95,7 @@ class TriangularResidual(nn.Module):
         return f"sys_dim={self.sys_dim}, lower={self.lower}, activation={act}, bias={self.bias is not None}"
 
 
+@fill_doc
 class VolumePreservingFeedForward(Chain):
     r"""A chain of :class:`TriangularResidual` layers alternating lower and upper, applied to every time step.
 
@@ -120,8 +122,8 @@ class VolumePreservingFeedForward(Chain):
     n_linear : int
         linear pairs per block (0 allowed).
     activation : str or nn.Module
-    device, dtype :
-        of the parameters.
+        :math:`\sigma` of the nonlinear pairs (a name in :data:`ACTIVATIONS` or a module).
+    {{device_dtype}}
 
     Examples
     --------

@@ -7,6 +7,7 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
+from .._docstrings import fill_doc
 from ..nn import LinearSymplecticAttention, VolumePreservingAttention
 from ..nn._common import NOTHING_PRESERVED as _NOTHING
 from ..nn._common import LayerShapeError, check_positive_int, check_sequence
@@ -37,6 +38,20 @@ class Integrator(nn.Module):
     #: (see :func:`geoattn.testing.assert_preserves`); subclasses declare theirs
     preserves = _NOTHING
     does_not_preserve = _NOTHING
+    #: the attributes :meth:`extra_repr` shows, in order
+    _repr_fields: tuple[str, ...] = ("sys_dim", "seq_len")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: ``(batch, seq_len, sys_dim)``; returns the predicted next window, the same shape."""
+        self._check(x)
+        return self._window_map(x)
+
+    def _window_map(self, x: torch.Tensor) -> torch.Tensor:
+        """The map of a checked window (the layers in ``self.layers`` by default)."""
+        return self.layers(x)
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in self._repr_fields)
 
     def _check(self, x: torch.Tensor) -> None:
         p = next(self.parameters())
@@ -95,6 +110,7 @@ def rollout(model: Integrator, window: torch.Tensor, n_steps: int, *, bound: flo
     return torch.cat(out, dim=-2)[..., :n_steps, :]
 
 
+@fill_doc
 class VolumePreservingTransformer(Integrator):
     r"""The volume-preserving transformer: ``depth`` blocks of attention and a volume-preserving feed-forward.
 
@@ -125,10 +141,10 @@ class VolumePreservingTransformer(Integrator):
     depth : int
         number of attention + feed-forward blocks.
     activation : str or nn.Module
+        :math:`\sigma` of the feed-forward blocks' nonlinear layers (a name in :data:`ACTIVATIONS` or a module).
     skew_sym : bool
         skew or arbitrary weighting in the attention layers.
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
 
     Examples
     --------
@@ -149,6 +165,8 @@ class VolumePreservingTransformer(Integrator):
         """Properties the ledger refutes for the whole map: property -> ledger ids."""
         return {} if self.skew_sym else {"volume": ("vp.map_volume_preserving.arbitrary",)}
 
+    _repr_fields = ("sys_dim", "seq_len", "depth", "skew_sym")
+
     def __init__(self, sys_dim: int, seq_len: int, *, n_blocks: int = 1, n_linear: int = 1, depth: int = 2,
                  activation="tanh", skew_sym: bool = True, device=None, dtype=None) -> None:
         super().__init__()
@@ -164,14 +182,9 @@ class VolumePreservingTransformer(Integrator):
                                                       activation=activation, **kw))
         self.layers = nn.Sequential(*layers)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check(x)
-        return self.layers(x)
-
-    def extra_repr(self) -> str:
-        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, depth={self.depth}, skew_sym={self.skew_sym}"
 
 
+@fill_doc
 class LinearSymplecticTransformer(Integrator):
     r"""The linear symplectic transformer: linear symplectic attention and SympNet gradient layers.
 
@@ -197,8 +210,8 @@ class LinearSymplecticTransformer(Integrator):
     upscaling_dim : int, optional
         width of the gradient layers (default ``2 * sys_dim``).
     activation : str or nn.Module
-    device, dtype :
-        of the parameters.
+        :math:`\sigma` of the gradient layers (a name in :data:`ACTIVATIONS` or a module).
+    {{device_dtype}}
 
     Examples
     --------
@@ -210,6 +223,7 @@ class LinearSymplecticTransformer(Integrator):
 
     preserves = MappingProxyType({"symplectic": ("lsa.map_symplectic", "models.gradient_layer_symplectic",
                                 "symplectic.product_structure")})
+    _repr_fields = ("sys_dim", "seq_len", "depth", "n_sympnet")
 
     def __init__(self, sys_dim: int, seq_len: int, *, n_sympnet: int = 2, depth: int = 1,
                  upscaling_dim: int | None = None, activation="tanh", device=None, dtype=None) -> None:
@@ -218,13 +232,6 @@ class LinearSymplecticTransformer(Integrator):
         kw = {"device": device, "dtype": dtype}
         self.layers = symplectic_blocks(lambda update: LinearSymplecticAttention(seq_len, update=update, **kw),
                                         sys_dim, depth, n_sympnet, m, activation, kw)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check(x)
-        return self.layers(x)
-
-    def extra_repr(self) -> str:
-        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, depth={self.depth}, n_sympnet={self.n_sympnet}"
 
 
 def set_block_sizes(module: nn.Module, sys_dim, seq_len, depth, n_sympnet, upscaling_dim) -> int:

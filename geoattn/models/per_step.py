@@ -24,12 +24,8 @@ class _PerStepIntegrator(Integrator):
         self.seq_len = check_positive_int("seq_len", seq_len)
         self.net = build_net()
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check(x)
+    def _window_map(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
-
-    def extra_repr(self) -> str:
-        return f"sys_dim={self.sys_dim}, seq_len={self.seq_len}"
 
 
 class VolumePreservingFeedForwardIntegrator(_PerStepIntegrator):
@@ -44,11 +40,8 @@ class VolumePreservingFeedForwardIntegrator(_PerStepIntegrator):
     ----------
     sys_dim : int
     seq_len : int
-    n_blocks, n_linear : int
-        of the :class:`~geoattn.models.VolumePreservingFeedForward`.
-    activation : str or nn.Module
-    device, dtype :
-        of the parameters.
+    n_blocks, n_linear, activation, device, dtype :
+        passed on to the :class:`~geoattn.models.VolumePreservingFeedForward`.
 
     Examples
     --------
@@ -76,11 +69,8 @@ class SympNetIntegrator(_PerStepIntegrator):
     sys_dim : int
         even.
     seq_len : int
-    n_layers, upscaling_dim :
-        of the :class:`~geoattn.models.SympNet`.
-    activation : str or nn.Module
-    device, dtype :
-        of the parameters.
+    n_layers, upscaling_dim, activation, device, dtype :
+        passed on to the :class:`~geoattn.models.SympNet`.
     """
 
     preserves = MappingProxyType({"symplectic": ("models.gradient_layer_symplectic",)})

@@ -6,12 +6,14 @@ from types import MappingProxyType
 
 import torch
 
+from .._docstrings import fill_doc
 from ..nn import SymplecticAttention
 from .integrators import Integrator, set_block_sizes, symplectic_blocks
 
 __all__ = ["SymplecticTransformer"]
 
 
+@fill_doc
 class SymplecticTransformer(Integrator):
     r"""Symplectic attention (:class:`~geoattn.nn.SymplecticAttention`) and SympNet gradient layers.
 
@@ -42,8 +44,7 @@ class SymplecticTransformer(Integrator):
         symmetric weightings in the attention layers.
     sympnet_activation : str or nn.Module
         of the gradient layers.
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
 
     Examples
     --------
@@ -58,6 +59,7 @@ class SymplecticTransformer(Integrator):
 
     preserves = MappingProxyType({"symplectic": ("symattn.layer_symplectic", "models.gradient_layer_symplectic",
                                                  "symattn.gradient_shear_symplectic")})
+    _repr_fields = ("sys_dim", "seq_len", "depth", "n_sympnet", "activation", "symmetric")
 
     def __init__(self, sys_dim: int, seq_len: int, *, depth: int = 1, n_sympnet: int = 2,
                  upscaling_dim: int | None = None, activation: str = "matrix_softmax", symmetric: bool = True,
@@ -71,11 +73,6 @@ class SymplecticTransformer(Integrator):
                                                **kw),
             sys_dim, depth, n_sympnet, m, sympnet_activation, kw)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x``: ``(batch, seq_len, sys_dim)``; returns the predicted next window, the same shape."""
-        self._check(x)
-        return self.layers(x)
-
     def inverse(self, y: torch.Tensor) -> torch.Tensor:
         """The inverse window map: the layers' inverses in reverse order (exact up to rounding)."""
         self._check(y)
@@ -83,6 +80,3 @@ class SymplecticTransformer(Integrator):
             y = layer.inverse(y)
         return y
 
-    def extra_repr(self) -> str:
-        return (f"sys_dim={self.sys_dim}, seq_len={self.seq_len}, depth={self.depth}, n_sympnet={self.n_sympnet}, "
-                f"activation={self.activation!r}, symmetric={self.symmetric}")

@@ -8,6 +8,7 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
+from .._docstrings import fill_doc
 from ..errors import OptionError
 from ..nn._common import NOTHING_PRESERVED as _NOTHING
 from ..nn._common import check_positive_int, factory
@@ -16,6 +17,7 @@ from ._common import Chain, check_even_sys_dim, check_state, make_activation
 __all__ = ["GradientLayer", "SympNet"]
 
 
+@fill_doc
 class GradientLayer(nn.Module):
     r"""A gradient shear of phase space, applied to every time step.
 
@@ -42,8 +44,8 @@ class GradientLayer(nn.Module):
         :math:`m`.
     update : ``"p"`` or ``"q"``
     activation : str or nn.Module
-    device, dtype :
-        of the parameters.
+        :math:`\sigma` (a name in :data:`ACTIVATIONS` or a module).
+    {{device_dtype}}
 
     Examples
     --------
@@ -102,6 +104,7 @@ class GradientLayer(nn.Module):
         return f"sys_dim={self.sys_dim}, upscaling_dim={self.upscaling_dim}, update={self.update!r}"
 
 
+@fill_doc
 class SympNet(Chain):
     r"""A gradient-module SympNet: ``n_layers`` pairs of :class:`GradientLayer` (``q`` then ``p``).
 
@@ -115,8 +118,8 @@ class SympNet(Chain):
     n_layers : int
     upscaling_dim : int
     activation : str or nn.Module
-    device, dtype :
-        of the parameters.
+        :math:`\sigma` of every gradient layer (a name in :data:`ACTIVATIONS` or a module).
+    {{device_dtype}}
 
     Examples
     --------

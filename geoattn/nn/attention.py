@@ -7,6 +7,7 @@ import math
 import torch
 from torch import nn
 
+from .._docstrings import fill_doc
 from ._common import NOTHING_PRESERVED as _NOTHING
 from ..errors import DeviceError
 from ._common import LayerDtypeError, LayerShapeError, check_positive_int, check_probability, check_sequence, factory
@@ -59,6 +60,7 @@ def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | Non
     return torch.softmax(scores, dim=-1)
 
 
+@fill_doc
 class Attention(nn.Module):
     r"""Scaled dot-product attention with learned projections (seed 002).
 
@@ -87,10 +89,8 @@ class Attention(nn.Module):
         feature size of queries, keys and values.
     bias : bool
         add biases to the three projections.
-    dropout : float
-        probability of zeroing an attention weight in training mode.
-    device, dtype :
-        of the parameters.
+    {{dropout}}
+    {{device_dtype}}
 
     Examples
     --------

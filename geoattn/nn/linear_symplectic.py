@@ -8,6 +8,7 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
+from .._docstrings import fill_doc
 from .. import kernels as K
 from ..errors import OptionError
 from ._common import NOTHING_PRESERVED as _NOTHING
@@ -16,6 +17,7 @@ from ._common import check_positive_int, check_sequence, factory
 __all__ = ["LinearSymplecticAttention"]
 
 
+@fill_doc
 class LinearSymplecticAttention(nn.Module):
     r"""A symplectic shear along the sequence axis (seed 004).
 
@@ -44,8 +46,7 @@ class LinearSymplecticAttention(nn.Module):
     seq_len : int
         :math:`T`; inputs must have exactly this many time steps.
     update : ``"p"`` or ``"q"``
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
 
     Examples
     --------

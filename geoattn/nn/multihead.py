@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrizations, parametrize
 
+from .._docstrings import fill_doc
 from ._common import NOTHING_PRESERVED as _NOTHING
 from ._common import (
     LayerDtypeError,
@@ -81,6 +82,7 @@ def _check_broadcast(name: str, mask: torch.Tensor, shape: tuple[int, ...]) -> N
                               f"T). Got a combined mask of shape {tuple(mask.shape)}.")
 
 
+@fill_doc
 class MultiHeadAttention(nn.Module):
     r"""Multi-head self-attention without an output projection (seed 001).
 
@@ -118,10 +120,8 @@ class MultiHeadAttention(nn.Module):
         add the input to the output.
     stiefel : bool
         keep the projections on the Stiefel manifold.
-    dropout : float
-        probability of zeroing an attention weight in training mode.
-    device, dtype :
-        of the parameters.
+    {{dropout}}
+    {{device_dtype}}
 
     Examples
     --------

@@ -8,12 +8,14 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
+from .._docstrings import fill_doc
 from .. import kernels as K
 from ._common import check_positive_int, check_sequence, factory
 
 __all__ = ["OrthonormalAttention"]
 
 
+@fill_doc
 class OrthonormalAttention(nn.Module):
     r"""Self-attention with the activation :math:`\sigma(C) = \exp(\mathrm{uta}(C))` (seed 003).
 
@@ -43,8 +45,7 @@ class OrthonormalAttention(nn.Module):
     Parameters
     ----------
     dim : int
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
 
     Examples
     --------

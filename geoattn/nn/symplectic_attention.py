@@ -8,6 +8,7 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
+from .._docstrings import fill_doc
 from .. import kernels as K
 from ..errors import OptionError
 from ._common import NOTHING_PRESERVED as _NOTHING
@@ -16,6 +17,7 @@ from ._common import LayerShapeError, check_positive_int, check_sequence, factor
 __all__ = ["SymplecticAttention"]
 
 
+@fill_doc
 class SymplecticAttention(nn.Module):
     r"""Symplectic attention: :math:`(q, p) \mapsto (q,\ p + \nabla_q\Sigma(q))` along the sequence.
 
@@ -55,8 +57,7 @@ class SymplecticAttention(nn.Module):
         one of :data:`geoattn.kernels.SYMATTN_ACTIVATIONS`.
     symmetric : bool
         ``True``: :math:`A = \tfrac12(W + W^T)` (:math:`n(n+1)/2` free parameters); ``False``: :math:`A = W`.
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
 
     Examples
     --------

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+from .._docstrings import fill_doc
 from .. import kernels as K
 from ..errors import OptionError
 from ._common import check_positive_int, check_sequence, factory
@@ -30,6 +31,7 @@ class Skew(nn.Module):
         return A.triu(1)
 
 
+@fill_doc
 class VolumePreservingAttention(nn.Module):
     r"""Self-attention whose activation is an orthogonal function of a skew correlation matrix (seed 000).
 
@@ -87,8 +89,7 @@ class VolumePreservingAttention(nn.Module):
         skew-symmetric weighting (parametrized by :class:`Skew`) or an
         arbitrary weighting with the lower-triangle assignment.
     activation : ``"cayley"`` or ``"exp"``
-    device, dtype :
-        of the parameters.
+    {{device_dtype}}
 
     Examples
     --------

@@ -253,25 +253,25 @@ def skew_from_lower(m: sp.Matrix) -> sp.Matrix:
     """Copy the strict lower triangle to the upper one, negated; zero diagonal."""
     if isinstance(m, Dual):
         return m.linear(skew_from_lower)
-    n = m.rows
-    out = sp.zeros(n, n)
-    for i in range(n):
-        for j in range(i):
-            out[i, j] = m[i, j]
-            out[j, i] = -m[i, j]
-    return out
+    return _skew_from_triangle(m, lower=True)
 
 
 def upper_triangular_asymmetrize(m: sp.Matrix) -> sp.Matrix:
     """``[uta(A)]_ij = a_ij (i<j), -a_ji (i>j), 0 (i=j)`` (seed 003)."""
     if isinstance(m, Dual):
         return m.linear(upper_triangular_asymmetrize)
+    return _skew_from_triangle(m, lower=False)
+
+
+def _skew_from_triangle(m: sp.Matrix, lower: bool) -> sp.Matrix:
+    """The skew matrix that keeps the strict lower (or upper) triangle of ``m`` and mirrors it negated."""
     n = m.rows
     out = sp.zeros(n, n)
     for i in range(n):
-        for j in range(i + 1, n):
-            out[i, j] = m[i, j]
-            out[j, i] = -m[i, j]
+        for j in range(i):
+            a, b = (i, j) if lower else (j, i)
+            out[a, b] = m[a, b]
+            out[b, a] = -m[a, b]
     return out
 
 

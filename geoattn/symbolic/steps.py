@@ -41,20 +41,26 @@ def same(lhs, rhs) -> bool:
     answers are those of the SymPy path (Note [fast paths decide only what they prove] in
     :mod:`geoattn.symbolic._exact`). Answers are remembered for hashable sides.
     """
-    key = _hashable(lhs, rhs)
-    if key is not None and key in _SAME:
-        return _SAME[key]
-    out = _same(lhs, rhs)
-    if key is not None:
-        if len(_SAME) >= _CACHE_SIZE:
-            _SAME.clear()
-        _SAME[key] = out
-    return out
+    return _remembered(_SAME, _hashable(lhs, rhs), lambda: _same(lhs, rhs))
 
 
 _CACHE_SIZE = 4096
 _SAME: dict = {}
 _APPLIED: dict = {}
+
+
+def _remembered(cache: dict, key, compute):
+    """``compute()``, remembered in ``cache`` under ``key`` (not at all when ``key`` is None); the cache is
+    emptied when it holds ``_CACHE_SIZE`` answers."""
+    if key is None:
+        return compute()
+    if key in cache:
+        return cache[key]
+    out = compute()
+    if len(cache) >= _CACHE_SIZE:
+        cache.clear()
+    cache[key] = out
+    return out
 
 
 def _hashable(*items):
@@ -110,15 +116,7 @@ def _apply(expr, pairs):
     """``expr`` evaluated, then each substitution ``(old, new)`` applied until nothing changes (at most 4 rounds)."""
     if not isinstance(expr, sp.Basic):
         return expr
-    key = _hashable(expr, tuple(pairs))
-    if key is not None and key in _APPLIED:
-        return _APPLIED[key]
-    out = _apply_rounds(expr, pairs)
-    if key is not None:
-        if len(_APPLIED) >= _CACHE_SIZE:
-            _APPLIED.clear()
-        _APPLIED[key] = out
-    return out
+    return _remembered(_APPLIED, _hashable(expr, tuple(pairs)), lambda: _apply_rounds(expr, pairs))
 
 
 def _apply_rounds(expr, pairs):

@@ -9,7 +9,24 @@ from ._solvers import implicit_midpoint_step, integrate, stormer_verlet_step
 __all__ = ["CoupledOscillator", "NonlinearCoupledOscillator"]
 
 
-class CoupledOscillator:
+class _TwoMasses:
+    """Two masses ``m1, m2`` on springs ``k1, k2`` to the walls and ``k`` between them, state ``(q1, q2, p1, p2)``;
+    a subclass supplies ``step(z, dt)``."""
+
+    sys_dim = 4
+
+    def __init__(self, m1: float, m2: float, k1: float, k2: float, k: float, *, dtype, device) -> None:
+        self.m1, self.m2, self.k1, self.k2, self.k = map(float, (m1, m2, k1, k2, k))
+        self.dtype, self.device = dtype, device
+
+    def _integrate(self, z0: torch.Tensor, t_end: float, dt: float) -> torch.Tensor:
+        """``n = round(t_end / dt)`` steps from ``z0`` ``(batch, 4)``: ``(batch, n + 1, 4)``."""
+        if z0.dim() != 2 or z0.shape[-1] != 4:
+            raise ValueError(f"Expected initial conditions of shape (batch, 4). Got {tuple(z0.shape)}.")
+        return integrate(lambda z: self.step(z, dt), z0.to(self.dtype), round(t_end / dt))
+
+
+class CoupledOscillator(_TwoMasses):
     r"""Two masses on springs, each tied to a wall and to each other:
 
     .. math::
@@ -26,7 +43,12 @@ class CoupledOscillator:
 
     Parameters
     ----------
-    m1, m2, k1, k2, k : float
+    m1, m2 : float
+        the masses.
+    k1, k2 : float
+        stiffnesses of the springs that tie the masses to the walls.
+    k : float
+        stiffness of the spring between the masses.
     dtype, device :
         of the trajectories (float64 by default).
 
@@ -41,12 +63,9 @@ class CoupledOscillator:
     True
     """
 
-    sys_dim = 4
-
     def __init__(self, m1: float = 2.0, m2: float = 1.0, k1: float = 1.5, k2: float = 0.3, k: float = 0.2, *,
                  dtype=torch.float64, device=None) -> None:
-        self.m1, self.m2, self.k1, self.k2, self.k = map(float, (m1, m2, k1, k2, k))
-        self.dtype, self.device = dtype, device
+        super().__init__(m1, m2, k1, k2, k, dtype=dtype, device=device)
         self.inv_mass = torch.tensor([1 / self.m1, 1 / self.m2], dtype=dtype, device=device)
 
     def grad_potential(self, q: torch.Tensor) -> torch.Tensor:
@@ -88,13 +107,10 @@ class CoupledOscillator:
 
     def trajectories(self, z0: torch.Tensor, *, t_end: float, dt: float = 0.1) -> torch.Tensor:
         """``(batch, n + 1, 4)`` states at :math:`t = 0, dt, \\dots, n\\,dt` with :math:`n = \\mathrm{round}(t_\\mathrm{end}/dt)`."""
-        if z0.dim() != 2 or z0.shape[-1] != 4:
-            raise ValueError(f"Expected initial conditions of shape (batch, 4). Got {tuple(z0.shape)}.")
-        n = round(t_end / dt)
-        return integrate(lambda z: self.step(z, dt), z0.to(self.dtype), n)
+        return self._integrate(z0, t_end, dt)
 
 
-class NonlinearCoupledOscillator:
+class NonlinearCoupledOscillator(_TwoMasses):
     r"""Two masses on springs coupled through a spring whose stiffness switches on with :math:`q_1`:
 
     .. math::
@@ -112,7 +128,12 @@ class NonlinearCoupledOscillator:
 
     Parameters
     ----------
-    m1, m2, k1, k2, k : float
+    m1, m2 : float
+        the masses (positive).
+    k1, k2 : float
+        stiffnesses of the springs to the walls.
+    k : float
+        stiffness of the coupling spring once switched fully on (:math:`\sigma(q_1) = 1`).
     dtype, device :
         of the trajectories (float64 by default).
 
@@ -126,14 +147,11 @@ class NonlinearCoupledOscillator:
     True
     """
 
-    sys_dim = 4
-
     def __init__(self, m1: float = 2.0, m2: float = 1.0, k1: float = 1.5, k2: float = 0.3, k: float = 1.0, *,
                  dtype=torch.float64, device=None) -> None:
-        self.m1, self.m2, self.k1, self.k2, self.k = map(float, (m1, m2, k1, k2, k))
+        super().__init__(m1, m2, k1, k2, k, dtype=dtype, device=device)
         if min(self.m1, self.m2) <= 0:
             raise ValueError(f"Expected positive masses. Got {(self.m1, self.m2)}.")
-        self.dtype, self.device = dtype, device
 
     def energy(self, z: torch.Tensor) -> torch.Tensor:
         """:math:`H(z)` for states ``(..., 4)``."""
@@ -181,6 +199,4 @@ class NonlinearCoupledOscillator:
 
     def trajectories(self, z0: torch.Tensor, *, t_end: float, dt: float = 0.3) -> torch.Tensor:
         """``(batch, n + 1, 4)`` states at :math:`t = 0, dt, \\dots, n\\,dt` with :math:`n = \\mathrm{round}(t_\\mathrm{end}/dt)`."""
-        if z0.dim() != 2 or z0.shape[-1] != 4:
-            raise ValueError(f"Expected initial conditions of shape (batch, 4). Got {tuple(z0.shape)}.")
-        return integrate(lambda z: self.step(z, dt), z0.to(self.dtype), round(t_end / dt))
+        return self._integrate(z0, t_end, dt)

@@ -15,26 +15,9 @@ from ..strategies import MatrixIdentity, exact_evidence
 from ._common import Policy, run_bindings
 from ._free_algebra import ORTHONORMAL, An, At, Q, Qt, R, Rt, S, W, compose, nc, nc_equal, to_nc
 from ._kernel_checks import Gradient, blockwise, matrix_derivative, matrix_diff
-from ._lowrank_exact import (
-    SEARCH_SIZES,
-    backward_variables,
-    SOURCE,
-    Gy,
-    Qf,
-    Rf,
-    Sd,
-    Wd,
-    _cancel,
-    _dual_note,
-    _project,
-    _q_of,
-    _sizes,
-    _vec,
-    cayley_chain_reference,
-    kernel_small_factors,
-    nc_rules,
-    reference_dual_evidence,
-)
+from ._lowrank_exact import Gy, Qf, Rf, SOURCE, Sd, Wd, _cancel, _project, _q_of, _sizes, _vec, backward_policy
+from ._lowrank_exact import backward_variables, cayley_chain_reference, kernel_small_factors, nc_rules
+from ._lowrank_exact import with_dual_check
 
 # ---------------------------------------------------------------------------
 # vp.lowrank_cayley_vjp
@@ -62,9 +45,9 @@ def _image_at_qr(expr):
     return to_nc(expr.replace(lambda e: isinstance(e, Inverse), generator), {"x": Q * R}).xreplace(skew_a)
 
 
-def _image_check() -> Check:
+def _image_check(name: str = "image in the free algebra at x = QR, A^T = -A, (I + C)^{-1} a generator") -> Check:
     """The lhs is a block-diagonal matrix of matrix expressions, the rhs a column of free-algebra elements, and each
-    block's image at ``x = QR`` (:func:`_image_at_qr`) equals its entry."""
+    block's image at ``x = QR`` (:func:`_image_at_qr`) equals its entry; ``name`` is the relation's name."""
 
     def decide(lhs, rhs):
         if not (isinstance(lhs, BlockDiagMatrix) and isinstance(rhs, sp.ImmutableMatrix)):
@@ -76,7 +59,7 @@ def _image_check() -> Check:
         except alg.NotInAlgebra:
             return False
 
-    return relation(decide, "image in the free algebra at x = QR, A^T = -A, (I + C)^{-1} a generator")
+    return relation(decide, name)
 
 
 def _entrywise_nc(inner: Check) -> Check:
@@ -264,11 +247,7 @@ def _then_field_and_dual(policy: Policy, bindings=None):
         if exact.level is Level.REFUTED:
             return [exact]
         evidence.append(exact)
-        bad = reference_dual_evidence(ctx, alg.cayley, cayley_chain_reference, DUAL_SIZE, what="Cayley")
-        if bad is not None:
-            return evidence + [bad]
-        evidence[0].detail += _dual_note(DUAL_SIZE)
-        return evidence
+        return with_dual_check(ctx, evidence, alg.cayley, cayley_chain_reference, DUAL_SIZE, what="Cayley")
 
     return check
 
@@ -288,14 +267,7 @@ def make_cayley_vjp_claim(
         source=SOURCE.format("vp_lowrank_cayley_vjp"),
         expected=expected,
         checker=_then_field_and_dual(
-            Policy(
-                identity=cayley_vjp_identity(bindings),
-                search=SEARCH_SIZES,
-                points=lambda ctx: 1 + ctx.depth,
-                prove=lambda: cayley_vjp_derivation(bindings),
-            ),
-            bindings,
-        ),
+            backward_policy(cayley_vjp_identity(bindings), lambda: cayley_vjp_derivation(bindings)), bindings),
         notes="The chain-rule reference is the T x T form (Cayley(C), cayley.vjp); it is itself checked "
         "against exact dual-number Jacobians at one rational point.",
     )

@@ -13,7 +13,7 @@ from .. import expressions as ex
 from ..proof import Check
 from ..evidence import Evidence, Level
 from ..strategies import MatrixIdentity, search_counterexample
-from ._common import at_sizes, run_bindings
+from ._common import Policy, at_sizes, run_bindings
 from ._free_algebra import ORTHONORMAL, nc_equal
 
 T, d, k = ex.T, ex.d, ex.k
@@ -248,6 +248,17 @@ def reference_dual_evidence(ctx, f: Callable, reference: Callable, size: dict, *
     )
 
 
+def with_dual_check(ctx, evidence: list[Evidence], f: Callable, reference: Callable, size: dict, *,
+                    what: str) -> list[Evidence]:
+    """``evidence`` and the check of :func:`reference_dual_evidence`: its error evidence appended, or, when the
+    reference agrees, a note saying so added to the first evidence's detail."""
+    bad = reference_dual_evidence(ctx, f, reference, size, what=what)
+    if bad is not None:
+        return evidence + [bad]
+    evidence[0].detail += _dual_note(size)
+    return evidence
+
+
 def _dual_note(size: dict) -> str:
     return "; the chain-rule reference agrees with the exact dual-number gradient at a rational point (" + ",".join(
         f"{k_}={v}" for k_, v in size.items()
@@ -266,6 +277,12 @@ DEEP_SIZES = [{"T": 5, "k": 3, "d": 4, "r": 3}, {"T": 6, "k": 4, "d": 4, "r": 3}
 
 #: where the low-rank claims search for counterexamples: ``FORM_SIZES``, and ``DEEP_SIZES`` too above depth 1
 SEARCH_SIZES = at_sizes(*FORM_SIZES, deep=DEEP_SIZES)
+
+
+def backward_policy(identity: MatrixIdentity, derivation: Callable) -> Policy:
+    """The policy of a low-rank backward claim: ``identity`` searched at :data:`SEARCH_SIZES` (``1 + depth`` points
+    each) and ``derivation()`` as the proof."""
+    return Policy(identity=identity, search=SEARCH_SIZES, points=lambda ctx: 1 + ctx.depth, prove=derivation)
 
 
 def backward_variables(s: dict, **extra) -> dict:

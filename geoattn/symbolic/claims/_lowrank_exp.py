@@ -9,62 +9,21 @@ from .. import algebra as alg
 from .. import expressions as ex
 from ..kernel_table import kernel as kernel_spec
 from ..claim import Claim
-from ..proof import Check, relation
 from ..evidence import Derivation, Evidence, Level, Step
 from ..strategies import MatrixIdentity
 from ._common import Policy, run_bindings
 from ._exp_frechet import FrechetExp, Phi, beta_step, block_exp_step, block_power_step
-from ._free_algebra import K1, K2, PROJECTED, An, At, G, Gt, Q, Qt, R, Rt, W, Y1n, compose, nc, nc_check, nc_equal
+from ._free_algebra import K1, K2, PROJECTED, An, At, G, Gt, Q, Qt, R, Rt, W, Y1n, compose, nc, nc_check
 from ._free_algebra import nc_transpose
 from ._kernel_checks import Gradient, blockwise, matrix_derivative, matrix_diff
-from ._lowrank_cayley import DUAL_SIZE, _entrywise_nc, _image_at_qr
-from ._lowrank_exact import (
-    SEARCH_SIZES,
-    backward_variables,
-    SOURCE,
-    Cbar,
-    Gy,
-    Lam,
-    Qf,
-    Rf,
-    Sd,
-    Wd,
-    _cancel,
-    _dual_note,
-    _poly,
-    _poly_frechet,
-    _poly_phi,
-    _project,
-    _q_of,
-    _sizes,
-    _taylor_coeffs,
-    _vec,
-    chain_rule_gradient,
-    kernel_small_factors,
-    nc_rules,
-    reference_dual_evidence,
-)
+from ._lowrank_cayley import DUAL_SIZE, _entrywise_nc, _image_at_qr, _image_check
+from ._lowrank_exact import Cbar, Gy, Lam, Qf, Rf, SOURCE, Sd, Wd, _cancel, _poly, _poly_frechet, _poly_phi, _project
+from ._lowrank_exact import _q_of, _sizes, _taylor_coeffs, _vec, backward_policy, backward_variables
+from ._lowrank_exact import chain_rule_gradient, kernel_small_factors, nc_rules, with_dual_check
 
 # ---------------------------------------------------------------------------
 # vp.lowrank_exp_vjp
 # ---------------------------------------------------------------------------
-
-
-def _image_check() -> Check:
-    """The lhs is a block-diagonal matrix of polynomial matrix expressions, the rhs a column of free-algebra elements,
-    and each block's image at ``x = QR`` with ``A^T = -A`` equals its entry (no inverses occur here)."""
-
-    def decide(lhs, rhs):
-        if not (isinstance(lhs, BlockDiagMatrix) and isinstance(rhs, sp.ImmutableMatrix)):
-            return False
-        if rhs.shape != (len(lhs.diag), 1):
-            return False
-        try:
-            return all(nc_equal(_image_at_qr(b), e, ()) for b, e in zip(lhs.diag, rhs))
-        except alg.NotInAlgebra:
-            return False
-
-    return relation(decide, "image in the free algebra at x = QR, A^T = -A")
 
 
 def _cbar_steps() -> tuple[list[Step], object]:
@@ -140,7 +99,8 @@ def exp_vjp_derivation(bindings=None) -> Derivation:
                  "Lam and Cbar held fixed in the trace form", lemma="chain_rule"),
             Step(chain, sympy_chain, "SymPy's matrix derivatives of the trace form in x and in A (term by term)",
                  blockwise(matrix_derivative())),
-            Step(sympy_chain, images, "at x = QR with A^T = -A", _image_check()),
+            Step(sympy_chain, images, "at x = QR with A^T = -A",
+                 _image_check("image in the free algebra at x = QR, A^T = -A")),
             Step(images, kernel, "the bindings of vp_lowrank_exp_vjp composed; Lam = I + QWQ^T and Cbar = "
                  "Q K1 Q^T + Q K2 (Gy - Q Y1)^T (the side steps) and their transposes, Q^T Q = I, Q^T Gy = Y1",
                  _entrywise_nc(nc_rules("Lam, Cbar (side steps), Q^T Gy = Y1", subs=final_subs, rules=PROJECTED,
@@ -228,13 +188,8 @@ def _then_dual(policy: Policy):
         evidence = policy(ctx)
         if any(e.level is Level.REFUTED for e in evidence):
             return evidence
-        bad = reference_dual_evidence(
-            ctx, lambda c: _poly(POLY, c), _poly_chain_reference, DUAL_SIZE, what="polynomial (Taylor_3)"
-        )
-        if bad is not None:
-            return evidence + [bad]
-        evidence[0].detail += _dual_note(DUAL_SIZE)
-        return evidence
+        return with_dual_check(ctx, evidence, lambda c: _poly(POLY, c), _poly_chain_reference, DUAL_SIZE,
+                               what="polynomial (Taylor_3)")
 
     return check
 
@@ -254,14 +209,7 @@ def make_exp_vjp_claim(bindings=None, claim_id: str = "vp.lowrank_exp_vjp", expe
         r"K_1 = L_{\exp}(-S, RY_1^T),\ K_2 = \varphi(-S)R",
         source=SOURCE.format("vp_lowrank_exp_vjp, vp_lowrank_project"),
         expected=expected,
-        checker=_then_dual(
-            Policy(
-                identity=exp_vjp_identity(bindings),
-                search=SEARCH_SIZES,
-                points=lambda ctx: 1 + ctx.depth,
-                prove=lambda: exp_vjp_derivation(bindings),
-            )
-        ),
+        checker=_then_dual(backward_policy(exp_vjp_identity(bindings), lambda: exp_vjp_derivation(bindings))),
         notes="The exponential enters through cited lemmas: the chain rule with the adjoint of L_exp, the integral "
         "representation of L_exp (exp_frechet_integral), vp.lowrank_form for e^C and e^{-sC}, and the block formula "
         "(exp_block_triangular, with its induction step and the Beta integral checked); SymPy's matrix derivatives, "

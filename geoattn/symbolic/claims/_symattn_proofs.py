@@ -180,6 +180,13 @@ def _shear_step(D, om) -> Step:
     return Step(D.T * om * D, om, "(q, p + U(q)) with U = grad_Q Sigma is a gradient shear", lemma=SHEAR)
 
 
+def _shear_derivation(steps: list[Step], D, om, **fields) -> Derivation:
+    r"""``steps`` that end at the potential's gradient, then the gradient-shear step: the derivation that the layer
+    with Jacobian ``D`` is symplectic, :math:`D^T\Omega D = \Omega` (``fields``: the rest of the derivation)."""
+    return Derivation(steps=[*steps, _shear_step(D, om)], conclusion=sp.Eq(D.T * om * D, om, evaluate=False),
+                      **fields)
+
+
 def symmetric_shortcut_derivation() -> Derivation:
     """The page's symmetric shortcut of its matrix-softmax gradient: (AZE^T + A^TZE)/(1 + s) = 2AZE/(1 + s)."""
     E = MatrixSymbol("E", T, T)
@@ -209,20 +216,19 @@ def symmetric_matrix_softmax_derivation() -> Derivation:
     code = 2 * Am * Qm * S
     grad = Am * Qm * S.T + Am.T * Qm * S
     D, om = _layer_jacobian()
-    return Derivation(
-        assumptions=[r"A^T = A", r"S = \exp.(C)/\sum_{mk}e^{C_{mk}}\ \text{(MatrixSoftmax)}", r"U(Q) = 2AQS"],
-        facts=dict(SYMMETRIC),
-        subject=(C, code, D),
-        steps=[
+    return _shear_derivation(
+        [
             Step(C, C.T, "A^T = A", identity()),
             Step(S, S.T, "step 1: an entrywise function of a symmetric matrix divided by a scalar is symmetric",
                  lemma="entrywise_symmetric"),
             Step(code, grad, "step 2: S^T = S; A^T = A", identity((S.T, S))),
             Step(grad, GRAD_SIGMA, "symattn.potential_gradient with matrix_softmax (G = S)", lemma=POTENTIAL),
-            _shear_step(D, om),
         ],
+        D, om,
+        assumptions=[r"A^T = A", r"S = \exp.(C)/\sum_{mk}e^{C_{mk}}\ \text{(MatrixSoftmax)}", r"U(Q) = 2AQS"],
+        facts=dict(SYMMETRIC),
+        subject=(C, code, D),
         remark=r"\text{the package's symmetric MatrixSoftmax layer is symplectic}",
-        conclusion=sp.Eq(D.T * om * D, om, evaluate=False),
     )
 
 
@@ -232,18 +238,17 @@ def symmetric_vector_layer_derivation() -> Derivation:
     upd = Am * Qm * (S + S.T)
     grad = Am * Qm * S.T + Am.T * Qm * S
     D, om = _layer_jacobian()
-    return Derivation(
+    return _shear_derivation(
+        [
+            Step(upd, grad, "A^T = A", identity()),
+            Step(grad, GRAD_SIGMA, "symattn.potential_gradient with vector_softmax (G = S)", lemma=POTENTIAL),
+        ],
+        D, om,
         assumptions=[r"A^T = A", r"S = \mathrm{VectorSoftmax}(C)\ \text{(softmax over each column)}",
                      r"U(Q) = AQ(S + S^T)"],
         facts=dict(SYMMETRIC),
         subject=(upd, D),
-        steps=[
-            Step(upd, grad, "A^T = A", identity()),
-            Step(grad, GRAD_SIGMA, "symattn.potential_gradient with vector_softmax (G = S)", lemma=POTENTIAL),
-            _shear_step(D, om),
-        ],
         remark=r"(q, p)\mapsto(q, p + AQ(S + S^T))\ \text{is symplectic}",
-        conclusion=sp.Eq(D.T * om * D, om, evaluate=False),
     )
 
 
@@ -253,18 +258,17 @@ def arbitrary_derivation() -> Derivation:
     code = Am * Qm * S.T + Am.T * Qm * S
     fixed = sp.Derivative(Trace(S.T * Qm.T * Am * Qm), Qm)
     D, om = _layer_jacobian()
-    return Derivation(
-        assumptions=[r"S = \mathrm{MatrixSoftmax}(C)\ \text{or}\ \mathrm{VectorSoftmax}(C)",
-                     r"U(Q) = AQS^T + A^TQS\ \text{(the code)}"],
-        subject=(GRAD_SIGMA, D),
-        steps=[
+    return _shear_derivation(
+        [
             Step(GRAD_SIGMA, fixed, "symattn.potential_gradient: the gradient of Tr(G^T C(Q)) with G = S held fixed "
                  "(matrix_softmax or vector_softmax)", lemma=POTENTIAL),
             Step(fixed, code, "matrix calculus (SymPy): the code's update", GRADIENT),
-            _shear_step(D, om),
         ],
+        D, om,
+        assumptions=[r"S = \mathrm{MatrixSoftmax}(C)\ \text{or}\ \mathrm{VectorSoftmax}(C)",
+                     r"U(Q) = AQS^T + A^TQS\ \text{(the code)}"],
+        subject=(GRAD_SIGMA, D),
         remark=r"\text{the package's arbitrary-weighting layer is symplectic for both softmaxes}",
-        conclusion=sp.Eq(D.T * om * D, om, evaluate=False),
     )
 
 
@@ -279,15 +283,13 @@ def layer_derivation() -> Derivation:
     D, om = MatrixSymbol(r"D_{(q,\,p + U(q))}", 2 * N, 2 * N), _poisson(N)
     steps = [Step(upd.T, column, "the kernel binding U of " + ", ".join(acts) + " (G its softmax), transposed",
                   identity()) for upd, acts in kernel.items()]
-    steps += [Step(column, sigma, "symattn.potential_gradient in the column layout Q = z^T", lemma=POTENTIAL),
-              _shear_step(D, om)]
-    return Derivation(
+    steps.append(Step(column, sigma, "symattn.potential_gradient in the column layout Q = z^T", lemma=POTENTIAL))
+    return _shear_derivation(
+        steps, D, om,
         assumptions=[r"z = Q^T\ \text{(tokens as rows)},\ G = \mathrm{softmax}(zAz^T)\ \text{of the activation}",
                      r"A\ \text{arbitrary, or}\ A = \tfrac12(W + W^T)\ \text{for symmetric=True}"],
         subject=tuple(upd.T for upd in kernel) + (D,),
-        steps=steps,
         remark=r"\text{SymplecticAttention is symplectic for every activation and weighting}",
-        conclusion=sp.Eq(D.T * om * D, om, evaluate=False),
     )
 
 
