@@ -11,7 +11,12 @@ option, ``TypeError`` for a wrong dtype or type, ``RuntimeError`` for a backend 
 * :class:`OptionError` (a ``ValueError``): an unknown option: activation, method, update, backend, ledger id;
 * :class:`StructureError` (a ``ValueError``): an input without the structure a form assumes (a non-skew matrix);
 * :class:`BackendError` (a ``RuntimeError``): a forced backend (:func:`geoattn.kernels.backend`) that cannot serve;
-* :class:`CodegenError` (a ``ValueError``): an expression a printer of :mod:`geoattn.codegen` does not support.
+* :class:`CodegenError` (a ``ValueError``): an expression a printer of :mod:`geoattn.codegen` does not support;
+* :class:`UnknownClaimError` (an :class:`OptionError` and a ``KeyError``): a ledger id that names no claim;
+* :class:`UserClaimsError` (a ``ValueError``): a file or module of claims that cannot be loaded or declares them
+  wrongly (``geoattn prove --claims``, :func:`geoattn.symbolic.load_claims`);
+* :class:`ModelFileError` (a ``ValueError``): a file that is not a geoattn model file
+  (:func:`geoattn.experiments.load_model`).
 
 The names the package used before (``KernelShapeError``, ``LayerShapeError``, ``KernelDtypeError``,
 ``LayerDtypeError``) are these classes under a second name.
@@ -30,7 +35,7 @@ Expected C to be square in its last two dimensions, (..., n, n). Got shape (3, 4
 from __future__ import annotations
 
 __all__ = ["GeoattnError", "ShapeError", "DtypeError", "DeviceError", "OptionError", "StructureError",
-           "BackendError", "CodegenError"]
+           "BackendError", "CodegenError", "UnknownClaimError", "UserClaimsError", "ModelFileError"]
 
 
 class GeoattnError(Exception):
@@ -63,3 +68,23 @@ class BackendError(GeoattnError, RuntimeError):
 
 class CodegenError(GeoattnError, ValueError):
     """An expression a kernel printer does not support (e.g. a bare inverse), declared as such."""
+
+
+class UnknownClaimError(OptionError, KeyError):
+    """An id that is not in the ledger (nor among the claims of a user's file)."""
+
+    def __init__(self, claim_id: str, known):
+        self.claim_id = claim_id
+        self.known = sorted(known)
+        super().__init__(claim_id)
+
+    def __str__(self) -> str:
+        return f"Expected one of the known claim ids ({', '.join(self.known)}). Got {self.claim_id!r}."
+
+
+class UserClaimsError(GeoattnError, ValueError):
+    """A file or module of claims that cannot be loaded or declares them wrongly."""
+
+
+class ModelFileError(GeoattnError, ValueError):
+    """A file that is not a geoattn model file, or names something :mod:`geoattn.models` does not export."""

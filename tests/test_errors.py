@@ -160,3 +160,19 @@ def test_the_same_mistake_raises_the_same_class_everywhere():
                  lambda: K.cayley_apply(skew(9), x, "pade")):
         with pytest.raises(errors.OptionError, match=r"Expected .* Got '(softmax|x|pade)'"):
             call()
+
+
+def test_claim_and_file_errors_are_the_errors_modules():
+    """The ledger's unknown id, a user's bad claims file and a bad model file raise classes of geoattn.errors (also
+    importable where they are raised), each a GeoattnError with the builtin base a caller would catch."""
+    from geoattn import experiments, symbolic
+    from geoattn.symbolic import user
+
+    assert symbolic.UnknownClaimError is errors.UnknownClaimError
+    assert user.UserClaimsError is errors.UserClaimsError
+    assert experiments.ModelFileError is errors.ModelFileError
+    with pytest.raises(errors.OptionError, match="Expected one of the known claim ids") as info:
+        symbolic.get_claim("cayley.no_such_claim")
+    assert isinstance(info.value, KeyError)
+    for cls in (errors.UserClaimsError, errors.ModelFileError):
+        assert issubclass(cls, errors.GeoattnError) and issubclass(cls, ValueError)

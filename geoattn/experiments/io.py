@@ -20,14 +20,11 @@ from typing import Any
 import torch
 
 from .. import models as _models
+from ..errors import ModelFileError
 
 __all__ = ["ModelSpec", "save_model", "load_model", "ModelFileError"]
 
 _FORMAT, _VERSION = "geoattn.model", 1
-
-
-class ModelFileError(ValueError):
-    """A file that is not a geoattn model file, or names something :mod:`geoattn.models` does not export."""
 
 
 def _check_plain(where: str, v) -> None:

@@ -9,6 +9,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from ..errors import UnknownClaimError
 from .earn import earn
 from .evidence import Evidence, Level, Verdict
 
@@ -93,18 +94,6 @@ def corrected(original: Claim, claim: Claim, **changes) -> Claim:
     """``claim`` (with ``changes``) declared as the corrected form of ``original``: its ``source`` and ``corrects``
     are derived from ``original`` rather than repeated."""
     return dataclasses.replace(claim, source=f"corrected form of {original.id}", corrects=original.id, **changes)
-
-
-class UnknownClaimError(KeyError):
-    """An id that is not in the ledger."""
-
-    def __init__(self, claim_id: str, known: Iterable[str]):
-        self.claim_id = claim_id
-        self.known = sorted(known)
-        super().__init__(claim_id)
-
-    def __str__(self) -> str:
-        return f"Expected one of the known claim ids ({', '.join(self.known)}). Got {self.claim_id!r}."
 
 
 def check(claim: Claim, ctx: CheckContext | None = None) -> Verdict:

@@ -15,13 +15,10 @@ import re
 import sys
 from types import ModuleType
 
+from ..errors import UserClaimsError
 from .claim import Claim
 
 __all__ = ["UserClaimsError", "load_claims"]
-
-
-class UserClaimsError(ValueError):
-    """A file or module of claims that cannot be loaded or declares them wrongly."""
 
 
 def _module(target: str) -> ModuleType:
