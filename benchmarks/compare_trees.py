@@ -48,8 +48,8 @@ CASES: list[tuple[str, str]] = [
     ("SymplecticAttention(4) T=16 B=1024",
      "layer = nn.SymplecticAttention(4); x = torch.randn(1024, 16, 4, requires_grad=True)\n"
      "def run(): layer(x).sum().backward()"),
-    ("LinearSymplecticAttention(4) T=16 B=1024",
-     "layer = nn.LinearSymplecticAttention(4); x = torch.randn(1024, 16, 4, requires_grad=True)\n"
+    ("LinearSymplecticAttention(16) T=16 d=4 B=1024",
+     "layer = nn.LinearSymplecticAttention(16); x = torch.randn(1024, 16, 4, requires_grad=True)\n"
      "def run(): layer(x).sum().backward()"),
 ]
 
