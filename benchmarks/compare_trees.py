@@ -1,6 +1,7 @@
 """Two checkouts of geoattn timed on the same cases, alternately, in one run.
 
-    python benchmarks/compare_trees.py BASE NEW [--rounds N] [--reps N] [--threads N] [--quick] [--json PATH]
+    python benchmarks/compare_trees.py BASE NEW [--tokens N] [--rounds N] [--reps N] [--threads N] [--quick]
+                                       [--json PATH]
 
 ``BASE`` and ``NEW`` are the roots of two checkouts (e.g. a ``git worktree`` of an older commit and
 this one). Each round starts one child process per checkout, base first then new, each timing every
@@ -10,7 +11,8 @@ ratio new / base of those medians is reported: below 1 the new checkout is faste
 
 The cases call public functions present in both checkouts (``geoattn.kernels.vp_attention``,
 ``cayley``, ``exp_skew``, the layers of ``geoattn.nn``) at unit-normal inputs and default-initialised
-layers, forward and backward of ``out.sum()``, float32, one thread by default.
+layers, forward and backward of ``out.sum()``, float32, one thread by default; every case holds
+``--tokens`` tokens (B * T, default 16,384).
 """
 
 from __future__ import annotations
@@ -22,36 +24,47 @@ import statistics
 import subprocess
 import sys
 
-#: (name, code): the code defines ``run()``, one timed call, from ``torch``, ``K`` (kernels), ``nn`` and ``skew``
-CASES: list[tuple[str, str]] = [
-    ("vp_attention cayley d=3 T=16 B=1024",
-     "x = torch.randn(1024, 16, 3, requires_grad=True); A = skew(3)\n"
+#: (name, T, code): the code defines ``run()``, one timed call, from ``torch``, ``K`` (kernels), ``nn``, ``skew`` and
+#: the batch size ``B`` (``--tokens`` divided by ``T``)
+CASES: list[tuple[str, int, str]] = [
+    ("vp_attention cayley d=3", 16,
+     "x = torch.randn(B, 16, 3, requires_grad=True); A = skew(3)\n"
      "def run(): K.vp_attention(x, A).sum().backward()"),
-    ("vp_attention cayley d=4 T=64 B=256",
-     "x = torch.randn(256, 64, 4, requires_grad=True); A = skew(4)\n"
+    ("vp_attention cayley d=4", 64,
+     "x = torch.randn(B, 64, 4, requires_grad=True); A = skew(4)\n"
      "def run(): K.vp_attention(x, A).sum().backward()"),
-    ("vp_attention cayley d=8 T=64 B=256",
-     "x = torch.randn(256, 64, 8, requires_grad=True); A = skew(8)\n"
+    ("vp_attention cayley d=8", 64,
+     "x = torch.randn(B, 64, 8, requires_grad=True); A = skew(8)\n"
      "def run(): K.vp_attention(x, A).sum().backward()"),
-    ("vp_attention exp d=4 T=16 B=1024",
-     "x = torch.randn(1024, 16, 4, requires_grad=True); A = skew(4)\n"
+    ("vp_attention exp d=4", 16,
+     "x = torch.randn(B, 16, 4, requires_grad=True); A = skew(4)\n"
      "def run(): K.vp_attention(x, A, activation='exp').sum().backward()"),
-    ("cayley T=8 B=1024 scale 0.1",
-     "C = (0.1 * skew(8, 1024)).requires_grad_()\n"
+    ("cayley scale 0.1", 8,
+     "C = (0.1 * skew(8, B)).requires_grad_()\n"
      "def run(): K.cayley(C).sum().backward()"),
-    ("exp_skew T=8 B=1024",
-     "C = skew(8, 1024).requires_grad_()\n"
+    ("exp_skew", 8,
+     "C = skew(8, B).requires_grad_()\n"
      "def run(): K.exp_skew(C).sum().backward()"),
-    ("VolumePreservingAttention(4) T=64 B=256",
-     "layer = nn.VolumePreservingAttention(4); x = torch.randn(256, 64, 4, requires_grad=True)\n"
+    ("VolumePreservingAttention(4)", 64,
+     "layer = nn.VolumePreservingAttention(4); x = torch.randn(B, 64, 4, requires_grad=True)\n"
      "def run(): layer(x).sum().backward()"),
-    ("SymplecticAttention(4) T=16 B=1024",
-     "layer = nn.SymplecticAttention(4); x = torch.randn(1024, 16, 4, requires_grad=True)\n"
+    ("SymplecticAttention(4)", 16,
+     "layer = nn.SymplecticAttention(4); x = torch.randn(B, 16, 4, requires_grad=True)\n"
      "def run(): layer(x).sum().backward()"),
-    ("LinearSymplecticAttention(16) T=16 d=4 B=1024",
-     "layer = nn.LinearSymplecticAttention(16); x = torch.randn(1024, 16, 4, requires_grad=True)\n"
+    ("LinearSymplecticAttention(16) d=4", 16,
+     "layer = nn.LinearSymplecticAttention(16); x = torch.randn(B, 16, 4, requires_grad=True)\n"
      "def run(): layer(x).sum().backward()"),
 ]
+
+
+def cases_at(tokens: int, cases=None) -> list[tuple[str, str]]:
+    """The cases with ``B = tokens // T`` (at least 1): ``(name with T and B, code)``."""
+    out = []
+    for name, T, code in cases if cases is not None else CASES:
+        B = max(1, tokens // T)
+        out.append((f"{name} T={T} B={B}", f"B = {B}\n" + code))
+    return out
+
 
 _CHILD = r"""
 import json, statistics, sys, time
@@ -111,20 +124,21 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--tokens", type=int, default=16384, help="B * T of every case (default 16,384)")
     parser.add_argument("--quick", action="store_true", help="one round, two repetitions, the first two cases")
     parser.add_argument("--json", help="write the rows to PATH")
     args = parser.parse_args(argv)
-    cases, rounds, reps = CASES, args.rounds, args.reps
+    cases, rounds, reps = cases_at(args.tokens), args.rounds, args.reps
     if args.quick:
-        cases, rounds, reps = CASES[:2], 1, 2
+        cases, rounds, reps = cases[:2], 1, 2
     rows = compare(args.base, args.new, cases, rounds, reps, args.threads)
-    print(f"{'case':44s} {'base ms':>9s} {'new ms':>9s} {'new/base':>9s}   ({args.threads} thread(s), "
+    print(f"{'case':48s} {'base ms':>9s} {'new ms':>9s} {'new/base':>9s}   ({args.threads} thread(s), "
           f"{rounds} rounds x {reps} reps)")
     for r in rows:
-        print(f"{r['case']:44s} {r['base_ms']:9.2f} {r['new_ms']:9.2f} {r['ratio']:9.3f}")
+        print(f"{r['case']:48s} {r['base_ms']:9.2f} {r['new_ms']:9.2f} {r['ratio']:9.3f}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"threads": args.threads, "rounds": rounds, "reps": reps, "rows": rows}, fh, indent=2)
+            json.dump({"threads": args.threads, "tokens": args.tokens, "rounds": rounds, "reps": reps, "rows": rows}, fh, indent=2)
     return 0
 
 

@@ -136,3 +136,23 @@ def test_gpu_table_rows_and_bandwidth_fraction(capsys):
     gpu.print_gpu_table(rows, 1e9)
     assert vp["bandwidth_fraction"] == vp["bytes"] / vp["time"] / 1e9
     assert "GPU table" in capsys.readouterr().out
+
+
+def test_compare_trees_runs_a_checkout_against_itself(tmp_path):
+    """benchmarks/compare_trees.py --quick with this checkout on both sides: one row per case, both times measured,
+    the ratio their quotient; a checkout that cannot run the cases is reported, not timed."""
+    out = tmp_path / "out.json"
+    script = os.path.join(ROOT, "benchmarks", "compare_trees.py")
+    proc = subprocess.run([sys.executable, script, ROOT, ROOT, "--quick", "--tokens", "512", "--json", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["tokens"] == 512 and len(data["rows"]) == 2
+    for r in data["rows"]:
+        assert r["base_ms"] > 0 and r["new_ms"] > 0 and r["ratio"] == r["new_ms"] / r["base_ms"]
+    broken = tmp_path / "broken" / "geoattn"  # a checkout whose package fails to import
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('a broken checkout')\n")
+    bad = subprocess.run([sys.executable, script, str(broken.parent), ROOT, "--quick"], capture_output=True,
+                         text=True, timeout=600)
+    assert bad.returncode != 0 and "Expected the cases to run in" in bad.stderr

@@ -339,7 +339,7 @@ def cayley_solve_bound(T: int) -> float:
 def _traced(t: torch.Tensor) -> bool:
     """Inside a torch.func transform, under torch.compile or on the meta device: no data-dependent branches."""
     # is_compiling first: dynamo cannot trace the functorch query
-    return torch.compiler.is_compiling() or t.device.type == "meta" or _under_functorch(t)
+    return torch.compiler.is_compiling() or t.is_meta or _wrapped(t)
 
 
 def _large_skew(c: torch.Tensor, bound: float | None = None) -> torch.Tensor | None:
@@ -367,11 +367,18 @@ def _under_functorch(t: torch.Tensor) -> bool:
     """Whether ``t`` is a functorch wrapper, or a legacy batched tensor (the incoming gradient under
     ``is_grads_batched=True`` or ``jacobian(vectorize=True)``): no data to branch on, no storage to hand to C.
     Under ``torch.compile`` the same holds for every tensor, and dynamo cannot trace the functorch queries: True."""
-    if torch.compiler.is_compiling():
-        return True
-    functorch = getattr(torch._C, "_functorch", None)
-    for name in ("is_functorch_wrapped_tensor", "is_legacy_batchedtensor"):
-        check = getattr(functorch, name, None)
-        if check is not None and bool(check(t)):
+    return torch.compiler.is_compiling() or _wrapped(t)
+
+
+#: torch's queries for a functorch wrapper and a legacy batched tensor, looked up once (a call of the layer asks
+#: them several times; each lookup cost about as much as the query)
+_WRAPPER_QUERIES = tuple(q for q in (getattr(getattr(torch._C, "_functorch", None), name, None)
+                                     for name in ("is_functorch_wrapped_tensor", "is_legacy_batchedtensor"))
+                         if q is not None)
+
+
+def _wrapped(t: torch.Tensor) -> bool:
+    for query in _WRAPPER_QUERIES:
+        if query(t):
             return True
     return False

@@ -227,9 +227,11 @@ def _solve(G: torch.Tensor, As: torch.Tensor) -> torch.Tensor:
 
 def _dual(t: torch.Tensor) -> bool:
     """Whether ``t`` carries a forward-mode tangent (the closed form has no jvp: such inputs take the solve)."""
-    from torch.autograd.forward_ad import unpack_dual
+    from torch.autograd import forward_ad
 
-    return unpack_dual(t).tangent is not None
+    if getattr(forward_ad, "_current_level", 0) < 0:  # outside every dual_level: no tensor has a tangent
+        return False
+    return forward_ad.unpack_dual(t).tangent is not None
 
 
 def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, native) -> torch.Tensor:
