@@ -1,7 +1,7 @@
 """Layer benchmark: the structure-preserving layers against scaled_dot_product_attention at the same shape.
 
     python benchmarks/layers.py [--quick] [--json PATH] [--threads N] [--device cpu|cuda]
-                                [--batch B ...] [--lengths T ...] [--dims D ...] [--layers NAME ...]
+                                [--batch B ... | --tokens N] [--lengths T ...] [--dims D ...] [--layers NAME ...]
                                 [--sweep-tokens N] [--sweep T ...] [--no-gpu-table] [--peak-gbs G]
                                 [--mha-tokens N] [--mha-lengths T ...] [--mha-dims D ...] [--mha-heads H]
 
@@ -116,7 +116,18 @@ def line(name, B, dim, T, m, r=None):
     for k in ("fwd_bwd", "fwd_bwd_sum"):
         cells += f"{m[k] * 1e3:>10.2f}" + (f"{r['ratio_' + k]:>7.2f}" if r else f"{'':>7}")
     cells += f"{m['memory'] / 1024:>10.0f}" + (f"{r['ratio_memory']:>7.2f}" if r else f"{'':>7}")
+    if r and r.get("route"):
+        cells += f"  {r['route']}"
     print(cells, flush=True)
+
+
+def route_of(layer, x) -> str:
+    """The kernel route the layer takes for ``x`` (its ``explain``), or ``""`` for a layer without one."""
+    explain = getattr(layer, "explain", None)
+    if explain is None:
+        return ""
+    e = explain(x)
+    return e.route.name if e.route is not None else "none"
 
 
 def common_parser(doc: str, quick: str) -> argparse.ArgumentParser:
@@ -172,6 +183,8 @@ HEADER = (f"{'layer':<31}{'B':>6}{'dim':>4}{'T':>5}{'fwd ms':>10}{'fwd x':>7}{'f
 def main(argv=None) -> int:
     parser = common_parser(__doc__, "B = 256, dim = 4, T in {3, 8}, a small sweep, one repetition")
     parser.add_argument("--batch", type=int, nargs="+", help="batch sizes of the main table")
+    parser.add_argument("--tokens", type=int, help="B * T of every row of the main table (B = N // T; instead of "
+                        "--batch)")
     parser.add_argument("--lengths", type=int, nargs="+", help="sequence lengths of the main table")
     parser.add_argument("--dims", type=int, nargs="+", help="feature sizes of the main table")
     parser.add_argument("--layers", nargs="+", choices=sorted(LAYERS), help="layers of the main table (default: all)")
@@ -196,22 +209,23 @@ def main(argv=None) -> int:
     reps = 1 if args.quick else args.reps
     print_preamble(device)
     rows = []
-    for B in batches:
-        for dim in dims:
-            for T in lengths:
-                torch.manual_seed(0)
-                x = torch.randn(B, T, dim, device=device)
-                ref = measure(sdpa, x, reps, device)
-                layers = [(name, make(dim, T, device)) for name, make in LAYERS.items()
-                          if (args.layers is None or name in args.layers)
-                          and (dim % 2 == 0 or "Symplectic" not in name)]
-                rows.append({"layer": "sdpa", "B": B, "dim": dim, "T": T, **ref})
-                line("sdpa (reference)", B, dim, T, ref)
-                for name, layer in layers:
-                    m = measure(layer, x, reps, device)
-                    row = {"layer": name, "B": B, "dim": dim, "T": T, **m, **ratios(m, ref)}
-                    rows.append(row)
-                    line(name, B, dim, T, m, row)
+    shapes = ([(max(1, args.tokens // T), dim, T) for dim in dims for T in lengths] if args.tokens else
+              [(B, dim, T) for B in batches for dim in dims for T in lengths])
+    for B, dim, T in shapes:
+        torch.manual_seed(0)
+        x = torch.randn(B, T, dim, device=device)
+        ref = measure(sdpa, x, reps, device)
+        layers = [(name, make(dim, T, device)) for name, make in LAYERS.items()
+                  if (args.layers is None or name in args.layers)
+                  and (dim % 2 == 0 or "Symplectic" not in name)]
+        rows.append({"layer": "sdpa", "B": B, "dim": dim, "T": T, **ref})
+        line("sdpa (reference)", B, dim, T, ref)
+        for name, layer in layers:
+            m = measure(layer, x, reps, device)
+            row = {"layer": name, "B": B, "dim": dim, "T": T, **m, **ratios(m, ref),
+                   "route": route_of(layer, x)}
+            rows.append(row)
+            line(name, B, dim, T, m, row)
     if sweep:
         print(f"\nlength sweep at B * T = {tokens} tokens, dim = 4")
         print(HEADER)

@@ -540,3 +540,26 @@ def test_multihead_three_dimensional_and_unbatched_masks():
         layer(x, torch.ones(3, T, T, dtype=torch.bool))
     with pytest.raises(ValueError, match="for a batched x"):
         layer(x[0], keep)
+
+
+def test_vp_layer_explain_names_the_route_forward_takes(monkeypatch):
+    """VolumePreservingAttention.explain(x) reports the route its forward runs (each route's run wrapped and
+    recorded), for the skew weighting (vp_attention) and the arbitrary one (cayley_apply of the T x T matrix)."""
+    import dataclasses
+
+    from geoattn.kernels import dispatch
+
+    ran = []
+    for op_name in ("vp_attention", "cayley_apply"):
+        op = dispatch.OPERATIONS[op_name]
+        wrapped = tuple(dataclasses.replace(r, run=(lambda r: lambda c: ran.append(r.name) or r.run(c))(r))
+                        for r in op.routes)
+        monkeypatch.setitem(dispatch.OPERATIONS, op_name, dataclasses.replace(op, routes=wrapped))
+    for layer, x in [(VolumePreservingAttention(4), torch.randn(3, 16, 4)),
+                     (VolumePreservingAttention(4), torch.randn(3, 3, 4)),
+                     (VolumePreservingAttention(8, activation="exp"), torch.randn(3, 16, 8)),
+                     (VolumePreservingAttention(4, skew_sym=False), torch.randn(3, 16, 4))]:
+        ran.clear()
+        want = layer.explain(x).route.name
+        layer(x)
+        assert ran == [want]

@@ -10,6 +10,7 @@ from torch.nn.utils import parametrize
 
 from .._docstrings import fill_doc
 from .. import kernels as K
+from ..kernels.dispatch import Explanation
 from ..errors import OptionError
 from ._common import check_positive_int, check_sequence, factory
 
@@ -165,6 +166,25 @@ class VolumePreservingAttention(nn.Module):
         r""":math:`\Lambda(Z) = f(C(Z))`, orthogonal, shape ``(..., T, T)``."""
         C = self.correlation(x)
         return K.cayley(C) if self.activation == "cayley" else K.exp_skew(C, check=False)
+
+    def explain(self, x: torch.Tensor) -> Explanation:
+        """How :meth:`forward` would compute ``x``: the route of the kernel operation it calls (``vp_attention``
+        with ``skew_sym=True``, else ``cayley_apply`` of the ``T x T`` correlation) and why every other route does
+        not serve (:func:`geoattn.kernels.explain`; nothing is computed beyond what the choice reads).
+
+        Examples
+        --------
+        >>> layer = VolumePreservingAttention(4)
+        >>> layer.explain(torch.randn(8, 16, 4)).route.form in ("gram-closed", "gram-solve")
+        True
+        >>> layer.explain(torch.randn(8, 3, 4)).route.form      # d >= T: the T x T form
+        'full'
+        """
+        A = self.weight
+        check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype, device=A.device)
+        if self.skew_sym:
+            return K.explain("vp_attention", x, A, activation=self.activation, check=False)
+        return K.explain("cayley_apply", self.correlation(x), x, check=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape."""
