@@ -38,6 +38,7 @@ from ._checks import check_float, check_same, check_skew, check_square, half_in_
 from ._functions import _traced
 from ._gram import GRAM_MAX_SCALE, closed_form_reason, native_dtype, vp_gram_closed, vp_gram_solve
 from ._gram_exp import gram_exp_reason, vp_gram_exp
+from ._gram_exp_closed import CLOSED_EXP_DIMS, gram_exp_closed_reason, vp_gram_exp_closed
 from ._gram_lu import lu_reason, vp_gram_lu
 from ._lowrank import ACTIVATIONS, METHODS, vp_full, vp_lowrank
 from ._native import native_status
@@ -144,6 +145,20 @@ def _gram_exp(c: Call) -> str | None:
     return gram_exp_reason(c.x, c.A)
 
 
+def _gram_exp_closed(c: Call) -> str | None:
+    if c.method != "auto":
+        return f"method {c.method!r} requested"
+    if c.activation != "exp":
+        return f"activation {c.activation!r}: this Gram form is the exponential's"
+    if c.d not in CLOSED_EXP_DIMS:
+        return f"d={c.d}: the closed form exp(M) = I + a M + b M^2 covers d in {CLOSED_EXP_DIMS}"
+    if c.d >= c.T:
+        return f"d={c.d} >= T={c.T}"
+    if c.dtype == torch.float64:
+        return "float64 input: the QR form's float64 error does not grow with the Gram matrix's conditioning"
+    return gram_exp_closed_reason(c.x, c.A)
+
+
 def _lowrank(c: Call) -> str | None:
     if c.method == "lowrank":
         return None
@@ -180,6 +195,9 @@ VP_ATTENTION = register_operation(Operation(
               claims=("vp.gram_form", "vp.push_through_invertible")),
         Route("gram-solve", EAGER.name, _gram, _checked(lambda c: vp_gram_solve(c.x, c.A)),
               per_sample=_GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through")),
+        Route("gram-exp-closed", EAGER.name, _gram_exp_closed, _checked(lambda c: vp_gram_exp_closed(c.x, c.A)),
+              per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
+              claims=("vp.exp_push_through", "vp.gram_exp_closed_form", "vp.gram_exp_closed_form_vjp")),
         Route("gram-exp", EAGER.name, _gram_exp, _checked(lambda c: vp_gram_exp(c.x, c.A)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_vjp")),
