@@ -51,6 +51,8 @@ def tolerance(dtype, T, d, k=8.0):
 
 def auto_route(d):
     """The route vp_attention's auto choice takes for the exponential of float32 inputs at width ``d < T``."""
+    if d == 3:
+        return "gram-exp-closed/eager"
     return "gram-exp/eager" if d > GRAM_EXP_MIN_DIM else "lowrank/eager"
 
 
