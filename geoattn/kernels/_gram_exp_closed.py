@@ -13,7 +13,8 @@ formula :math:`\exp(M) = I + a M + b M^2` with the entire functions of :math:`t 
    b(t) = \frac{1 - \cos\theta}{\theta^2} = \sum_{k\ge0}\frac{(-t)^k}{(2k+2)!},
 
 evaluated by their Taylor series for :math:`t \le 4` (``SERIES_MAX_T``; 13 terms, truncation below float64's
-rounding: :math:`4^{13}/27! < 10^{-20}`) and by the trigonometric forms above it, where they lose no digits to cancellation. The backward (ledger
+rounding: :math:`4^{13}/27! < 10^{-20}`) and by the trigonometric forms above it, where they lose no digits to
+cancellation. The backward (ledger
 ``vp.gram_exp_closed_form_vjp``): with :math:`\bar E = x^T\bar y` and :math:`dt = -\mathrm{Tr}(M\,dM)`,
 
 .. math::

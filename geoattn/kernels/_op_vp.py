@@ -16,10 +16,13 @@ in :mod:`geoattn.kernels._lowrank`):
    (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
 5. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
-6. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
+6. ``gram-exp-closed/eager``: the exponential's Gram form at ``d = 3``, ``T < 32``, in closed form, :math:`\exp(-AG) = I + aM +
+   bM^2` (``vp.gram_exp_closed_form``, ``vp.gram_exp_closed_form_vjp``) in the structure-of-arrays layout, float32
+   and half inputs (Note [closed-form exponential Gram form] in :mod:`geoattn.kernels._gram_exp_closed`);
+7. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
    ``vp.gram_exp_vjp``) with a batched float64 ``matrix_exp``, float32 and half inputs, ``d > 4`` (Note [Gram form
    of the exponential] in :mod:`geoattn.kernels._gram_exp`);
-7. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
+8. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
 
 Per sample, inside the Gram routes: a sample failing the closed form's residual check is solved (Note [closed-form
 residual check] in :mod:`geoattn.kernels._gram`), and a sample with :math:`\|x\|_F^2\|A\|_F > 10^6` takes the QR
@@ -145,6 +148,11 @@ def _gram_exp(c: Call) -> str | None:
     return gram_exp_reason(c.x, c.A)
 
 
+#: the closed-form exponential Gram route serves below this length: forward+backward against the QR form (one
+#: thread, float32, 65,536 tokens, d = 3) 4-6x as fast at T = 16, 0.75-0.8x at T = 64 and 256
+CLOSED_EXP_MAX_T = 32
+
+
 def _gram_exp_closed(c: Call) -> str | None:
     if c.method != "auto":
         return f"method {c.method!r} requested"
@@ -154,6 +162,9 @@ def _gram_exp_closed(c: Call) -> str | None:
         return f"d={c.d}: the closed form exp(M) = I + a M + b M^2 covers d in {CLOSED_EXP_DIMS}"
     if c.d >= c.T:
         return f"d={c.d} >= T={c.T}"
+    if c.T >= CLOSED_EXP_MAX_T:
+        return (f"T={c.T} >= {CLOSED_EXP_MAX_T}: the QR form measured faster (forward+backward, one thread, "
+                f"65,536 tokens: 1.3x at T = 64 and 256)")
     if c.dtype == torch.float64:
         return "float64 input: the QR form's float64 error does not grow with the Gram matrix's conditioning"
     return gram_exp_closed_reason(c.x, c.A)
@@ -241,7 +252,8 @@ def vp_attention(
     * ``"auto"`` (default): when ``d < T``, ``"gram"`` for the Cayley transform of
       float32 or half inputs, the exponential's Gram form :math:`y = x\exp(-Ax^Tx)`
       (:mod:`geoattn.kernels._gram_exp`) for the exponential of float32 or half
-      inputs, and ``"lowrank"`` otherwise; ``"full"`` when ``d >= T`` (Note
+      inputs (in closed form at ``d = 3``, :mod:`geoattn.kernels._gram_exp_closed`), and ``"lowrank"``
+      otherwise; ``"full"`` when ``d >= T`` (Note
       [choice of form]).
 
     Skew samples of large norm take the eigendecomposition for the Cayley
