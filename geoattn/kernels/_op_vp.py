@@ -18,7 +18,8 @@ in :mod:`geoattn.kernels._lowrank`):
    and half inputs otherwise (not on MPS, which has no float64);
 6. ``gram-exp-closed/eager``: the exponential's Gram form at ``d = 3``, ``T < 32``, in closed form,
    :math:`\exp(-AG) = I + aM + bM^2` (``vp.gram_exp_closed_form``, ``vp.gram_exp_closed_form_vjp``) in the
-   structure-of-arrays layout, float32 and half inputs (Note [closed-form exponential Gram form] in :mod:`geoattn.kernels._gram_exp_closed`);
+   structure-of-arrays layout, float32 and half inputs (Note [closed-form exponential Gram form] in
+   :mod:`geoattn.kernels._gram_exp_closed`);
 7. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
    ``vp.gram_exp_vjp``) with a batched float64 ``matrix_exp``, float32 and half inputs, ``d > 4`` (Note [Gram form
    of the exponential] in :mod:`geoattn.kernels._gram_exp`);
