@@ -16,10 +16,14 @@ in :mod:`geoattn.kernels._lowrank`):
    (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
 5. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
-6. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
+6. ``gram-exp-closed/eager``: the exponential's Gram form at ``d = 3``, ``T < 32``, in closed form,
+   :math:`\exp(-AG) = I + aM + bM^2` (``vp.gram_exp_closed_form``, ``vp.gram_exp_closed_form_vjp``) in the
+   structure-of-arrays layout, float32 and half inputs (Note [closed-form exponential Gram form] in
+   :mod:`geoattn.kernels._gram_exp_closed`);
+7. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
    ``vp.gram_exp_vjp``) with a batched float64 ``matrix_exp``, float32 and half inputs, ``d > 4`` (Note [Gram form
    of the exponential] in :mod:`geoattn.kernels._gram_exp`);
-7. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
+8. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
 
 Per sample, inside the Gram routes: a sample failing the closed form's residual check is solved (Note [closed-form
 residual check] in :mod:`geoattn.kernels._gram`), and a sample with :math:`\|x\|_F^2\|A\|_F > 10^6` takes the QR
@@ -38,6 +42,7 @@ from ._checks import check_float, check_same, check_skew, check_square, half_in_
 from ._functions import _traced
 from ._gram import GRAM_MAX_SCALE, closed_form_reason, native_dtype, vp_gram_closed, vp_gram_solve
 from ._gram_exp import gram_exp_reason, vp_gram_exp
+from ._gram_exp_closed import CLOSED_EXP_DIMS, gram_exp_closed_reason, vp_gram_exp_closed
 from ._gram_lu import lu_reason, vp_gram_lu
 from ._lowrank import ACTIVATIONS, METHODS, vp_full, vp_lowrank
 from ._native import native_status
@@ -144,6 +149,28 @@ def _gram_exp(c: Call) -> str | None:
     return gram_exp_reason(c.x, c.A)
 
 
+#: the closed-form exponential Gram route serves below this length: forward+backward against the QR form (one
+#: thread, float32, 65,536 tokens, d = 3) 4-6x as fast at T = 16, 0.75-0.8x at T = 64 and 256
+CLOSED_EXP_MAX_T = 32
+
+
+def _gram_exp_closed(c: Call) -> str | None:
+    if c.method != "auto":
+        return f"method {c.method!r} requested"
+    if c.activation != "exp":
+        return f"activation {c.activation!r}: this Gram form is the exponential's"
+    if c.d not in CLOSED_EXP_DIMS:
+        return f"d={c.d}: the closed form exp(M) = I + a M + b M^2 covers d in {CLOSED_EXP_DIMS}"
+    if c.d >= c.T:
+        return f"d={c.d} >= T={c.T}"
+    if c.T >= CLOSED_EXP_MAX_T:
+        return (f"T={c.T} >= {CLOSED_EXP_MAX_T}: the QR form measured faster (forward+backward, one thread, "
+                f"65,536 tokens: 1.3x at T = 64 and 256)")
+    if c.dtype == torch.float64:
+        return "float64 input: the QR form's float64 error does not grow with the Gram matrix's conditioning"
+    return gram_exp_closed_reason(c.x, c.A)
+
+
 def _lowrank(c: Call) -> str | None:
     if c.method == "lowrank":
         return None
@@ -180,6 +207,9 @@ VP_ATTENTION = register_operation(Operation(
               claims=("vp.gram_form", "vp.push_through_invertible")),
         Route("gram-solve", EAGER.name, _gram, _checked(lambda c: vp_gram_solve(c.x, c.A)),
               per_sample=_GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through")),
+        Route("gram-exp-closed", EAGER.name, _gram_exp_closed, _checked(lambda c: vp_gram_exp_closed(c.x, c.A)),
+              per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
+              claims=("vp.exp_push_through", "vp.gram_exp_closed_form", "vp.gram_exp_closed_form_vjp")),
         Route("gram-exp", EAGER.name, _gram_exp, _checked(lambda c: vp_gram_exp(c.x, c.A)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_vjp")),
@@ -223,7 +253,8 @@ def vp_attention(
     * ``"auto"`` (default): when ``d < T``, ``"gram"`` for the Cayley transform of
       float32 or half inputs, the exponential's Gram form :math:`y = x\exp(-Ax^Tx)`
       (:mod:`geoattn.kernels._gram_exp`) for the exponential of float32 or half
-      inputs, and ``"lowrank"`` otherwise; ``"full"`` when ``d >= T`` (Note
+      inputs (in closed form at ``d = 3``, :mod:`geoattn.kernels._gram_exp_closed`), and ``"lowrank"``
+      otherwise; ``"full"`` when ``d >= T`` (Note
       [choice of form]).
 
     Skew samples of large norm take the eigendecomposition for the Cayley

@@ -13,6 +13,9 @@ r"""Claims of the closed-form Gram kernels ``vp_gram_closed`` and ``vp_gram_clos
   layer :math:`\mathrm{Cayley}(xAx^T)^Tx`, which shares no formula with them.
 * ``vp.gram_exp_vjp``: the backward of the exponential layer's Gram form :math:`y = x\exp(-Ax^Tx)`
   (:mod:`geoattn.kernels._gram_exp`), stated and checked in :mod:`geoattn.symbolic.claims._gram_exp`.
+* ``vp.gram_exp_closed_form``, ``vp.gram_exp_closed_form_vjp``: its closed form at ``d = 3``
+  (:math:`\exp(M) = I + aM + bM^2`, :mod:`geoattn.kernels._gram_exp_closed`) and that form's backward, stated and
+  checked in :mod:`geoattn.symbolic.claims._gram_exp_closed`.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ..claim import Claim, Level
 from ..strategies import MatrixIdentity
 from ._common import Policy, at_sizes, grid, run_bindings
 from ._gram_exp import make_gram_exp_vjp_claim
+from ._gram_exp_closed import make_closed_form_claim, make_closed_vjp_claim
 from ._lowrank_exact import dual_gradient
 
 __all__ = ["CLAIMS", "closed_form_identity", "closed_vjp_identity"]
@@ -188,4 +192,6 @@ CLAIMS = [
         "points it uses exact dual numbers.",
     ),
     make_gram_exp_vjp_claim(),
+    make_closed_form_claim(),
+    make_closed_vjp_claim(),
 ]
