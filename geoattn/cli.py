@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     prove.add_argument("--where", action="store_true", help="print the file that declares each claim and exit")
     prove.add_argument("--verbose", "-v", action="store_true", help="print every derivation")
     prove.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    prove.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                       help="worker processes checking claims (default: the processors available, at most 8; 1: "
+                       "in this process)")
     codegen = sub.add_parser("codegen", help="regenerate the torch kernels and the native C kernels from the SymPy "
                                                "expressions, and the ledger's claim ids")
     codegen.add_argument("--check", action="store_true",
@@ -63,6 +66,15 @@ def _progress(stream, quiet: bool):
             stream.flush()
 
     return report
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its reaped children (the workers of ``--jobs``)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _writable(path: str) -> bool:
@@ -121,10 +133,14 @@ def _user_claims(args):
 
 def _prove(args) -> int:
     from .symbolic import UnknownClaimError, all_claims, families, get_claim, run
+    from .symbolic._parallel import can_fork, default_jobs
     from .symbolic.report import dump, format_derivation, format_table
 
     if args.depth < 1:
         print(f"geoattn prove: Expected --depth >= 1. Got {args.depth}.", file=sys.stderr)
+        return 2
+    if args.jobs is not None and args.jobs < 1:
+        print(f"geoattn prove: Expected --jobs >= 1. Got {args.jobs}.", file=sys.stderr)
         return 2
     if args.claims is not None:
         claims = _user_claims(args)
@@ -163,9 +179,11 @@ def _prove(args) -> int:
             path = os.path.relpath(importlib.import_module(module).__file__)
             print(f"{c.id:48s} {path}")
         return 0
-    start, cpu_start = time.perf_counter(), time.process_time()
-    verdicts = run(claims, seed=args.seed, depth=args.depth, progress=_progress(sys.stderr, args.quiet))
-    total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    jobs = max(1, min(jobs, len(claims))) if can_fork() else 1  # the processes that really check
+    start, cpu_start = time.perf_counter(), _cpu_seconds()
+    verdicts = run(claims, seed=args.seed, depth=args.depth, progress=_progress(sys.stderr, args.quiet), jobs=jobs)
+    total, cpu = time.perf_counter() - start, _cpu_seconds() - cpu_start
     if args.verbose:
         for c, v in zip(claims, verdicts):
             print(format_derivation(c, v))
@@ -177,10 +195,11 @@ def _prove(args) -> int:
         counts[v.level.value] = counts.get(v.level.value, 0) + 1
     levels = ("proved", "checked", "certified", "refuted", "error")
     summary = ", ".join(f"{k} {counts[k]}" for k in levels if k in counts)
-    print(f"\n{len(claims)} claims in {total:.1f} s ({cpu:.1f} s of CPU): {summary}")
+    workers = f", {jobs} processes" if jobs > 1 else ""
+    print(f"\n{len(claims)} claims in {total:.1f} s ({cpu:.1f} s of CPU{workers}): {summary}")
     if args.json:
         dump(claims, verdicts, args.json, seed=args.seed, depth=args.depth, seconds=total,
-             cpu_seconds=cpu)
+             cpu_seconds=cpu, jobs=jobs)
         print(f"ledger written to {args.json}")
     if mismatches:
         print(f"{len(mismatches)} verdict(s) differ from the recorded expectation:", file=sys.stderr)

@@ -119,10 +119,18 @@ def run(
     seed: int = 0,
     depth: int = 1,
     progress: Callable[[int, int, Claim, Verdict | None], None] | None = None,
+    jobs: int = 1,
 ) -> list[Verdict]:
-    """Check each claim in turn; ``progress(i, n, claim, verdict)`` is called
-    before (``verdict=None``) and after each claim."""
+    """Check each claim; ``progress(i, n, claim, verdict)`` is called before (``verdict=None``) and after each
+    claim. With ``jobs > 1`` (and where processes can be forked) ``jobs`` worker processes check the claims, one at
+    a time each, and the verdicts come back in the claims' order (Note [claims in worker processes] in
+    ``geoattn.symbolic._parallel``); each claim's verdict is the same either way."""
     claims = list(claims)
+    if jobs > 1 and len(claims) > 1:
+        from . import _parallel
+
+        if _parallel.can_fork():
+            return _parallel.run_parallel(claims, seed=seed, depth=depth, jobs=jobs, progress=progress)
     out = []
     for i, claim in enumerate(claims):
         if progress is not None:

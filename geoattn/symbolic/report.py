@@ -109,13 +109,16 @@ def claim_record(claim: Claim, verdict: Verdict) -> dict:
 
 
 def ledger_json(claims: list[Claim], verdicts: list[Verdict], *, seed: int, depth: int, seconds: float,
-                cpu_seconds: float | None = None) -> dict:
+                cpu_seconds: float | None = None, jobs: int = 1) -> dict:
+    """The JSON ledger: the run's settings and timings (``cpu_seconds`` counts every worker process of ``jobs``)
+    and one record per claim (:func:`claim_record`)."""
     return {
         "geoattn_ledger": 1,
         "seed": seed,
         "depth": depth,
         "seconds": round(seconds, 3),
         "cpu_seconds": None if cpu_seconds is None else round(cpu_seconds, 3),
+        "jobs": jobs,
         "python": platform.python_version(),
         "sympy": sp.__version__,
         "claims": [claim_record(c, v) for c, v in zip(claims, verdicts)],
