@@ -44,7 +44,7 @@ def _fused_when(c: Call) -> str | None:
 SYMATTN_UPDATE = register_operation(Operation(
     "symattn_update", _bind,
     (Route("fused", EAGER.name, _fused_when, lambda c: symattn_fused(c.z, c.A, c.activation),
-           per_sample="", claims=("symattn.potential_gradient", "symattn.fused_vjp")),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.fused_vjp", "symattn.fused_vjp.symmetric")),
      Route("generated", EAGER.name, lambda c: None, lambda c: symattn_forward(c.z, c.A, c.activation),
            per_sample="", claims=("symattn.potential_gradient", "symattn.layer_vjp")),),
     claims=("symattn.potential_gradient", "symattn.layer_symplectic"),
