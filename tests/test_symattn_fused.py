@@ -210,3 +210,19 @@ def test_fused_claim_catches_injected_faults(fault):
     f = ExpField(m["Q"], m["A"])
     assert alg.is_zero(fused_vjp_residual()(f))
     assert not alg.is_zero(fused_vjp_residual(fault=fault)(f))
+
+
+@pytest.mark.parametrize("dtype,over_all,shift", list(itertools.product(
+    [F32, F64], [True, False], [0.0, -50.0, -1000.0, 60.0, 1000.0])))
+def test_one_softmax_scaling_at_extreme_logits(dtype, over_all, shift):
+    """The one softmax as the softmax times sigma(L): finite, and within k*n*eps of the padded softmax in float64
+    for logits far below and above the extra zero logit."""
+    C = torch.randn(3, 5, 5, dtype=dtype, generator=torch.Generator().manual_seed(8)) + shift
+    flat = C.to(F64).flatten(-2) if over_all else C.to(F64)
+    want = torch.softmax(torch.nn.functional.pad(flat, (0, 1)), -1)[..., :-1].view_as(C)
+    got = F._softmax_rows_(C.clone(), over_all, True)
+    assert torch.isfinite(got).all()
+    assert (got.to(F64) - want).abs().max() <= _tol(dtype, 5, 5) * want.abs().max().clamp_min(torch.finfo(dtype).tiny)
+    wrong = torch.softmax(flat, -1).view_as(C)  # negative control: without the extra logit
+    if shift <= 0:
+        assert (wrong - want).abs().max() > _tol(dtype, 5, 5) * want.abs().max()

@@ -57,16 +57,20 @@ def _block(B: int, T: int) -> int:
 
 
 def _softmax_rows_(S: torch.Tensor, over_all: bool, one: bool) -> torch.Tensor:
-    """The softmax of ``S`` along the last dimension (or over its last two), with the one softmax's extra zero
-    logit when ``one`` (then computed in place of ``S``)."""
-    if not one:
-        if over_all:
-            return torch.softmax(S.flatten(-2), -1).view_as(S)
-        return torch.softmax(S, -1)
-    dims = (-2, -1) if over_all else (-1,)
-    m = S.amax(dims, keepdim=True).clamp_min_(0)
-    S.sub_(m).exp_()
-    return S.div_(S.sum(dims, keepdim=True).add_(torch.exp(-m)))
+    r"""The softmax of ``S`` along the last dimension (or over its last two), with the one softmax's extra zero
+    logit when ``one``.
+
+    The one softmax is the softmax scaled by :math:`\sigma(L) = 1/(1 + e^{-L})`, :math:`L` the log-sum-exp of the
+    logits: with :math:`m` their largest, the softmax's largest entry is :math:`e^{m - L}`, so
+    :math:`e^{-L} = \max(P)\,e^{-m}` (torch's softmax evaluates its exponentials faster than ``exp``). Where
+    :math:`e^{-m}` overflows the result is 0 (its entries are below :math:`e^{m}`, under the smallest normal
+    number)."""
+    flat = S.flatten(-2) if over_all else S
+    P = torch.softmax(flat, -1)
+    if one:
+        m = flat.amax(-1, keepdim=True)
+        P = P.mul_(torch.reciprocal(torch.exp(-m).mul_(P.amax(-1, keepdim=True)).add_(1)))
+    return P.view_as(S)
 
 
 def _softmax(z: torch.Tensor, A: torch.Tensor, over_all: bool, one: bool) -> torch.Tensor:
