@@ -6,8 +6,10 @@ The generated forward and VJP (Note [symplectic attention backward]) are exact b
 over ``T x T`` matrices per sample (``C``, ``G``, ``Cd``, ``G * Cd``, ``K`` and six products with them) and keep
 ``G`` between the passes. This route computes the same functions with fewer and cheaper passes:
 
-* the batch is cut into blocks whose ``T x T`` matrices stay in cache, and the backward recomputes ``G`` of a
-  block (one product and one softmax) instead of saving ``B T^2`` numbers;
+* the batch is cut into blocks whose ``T x T`` matrices stay in cache while a block is worked on; ``C`` of a
+  block is written into the buffer that keeps ``G`` for the backward and its softmax overwrites it in place, and
+  the backward's ``Cd`` reuses one block's buffer (fresh ``T x T`` temporaries per block cost about a third of
+  the time at ``T = 256``: freshly mapped pages);
 * the column softmax of ``C`` (``vector_*``) is the row softmax of :math:`C^T = zA^Tz^T`, so every softmax runs
   along the last dimension;
 * with :math:`a = VA`, :math:`b = zA` the VJP's :math:`\dot C = az^T + bV^T` is never formed: with
@@ -57,26 +59,27 @@ def _block(B: int, T: int) -> int:
 
 
 def _softmax_rows_(S: torch.Tensor, over_all: bool, one: bool) -> torch.Tensor:
-    r"""The softmax of ``S`` along the last dimension (or over its last two), with the one softmax's extra zero
-    logit when ``one``.
+    r"""``S`` overwritten by its softmax along the last dimension (or over its last two), with the one softmax's
+    extra zero logit when ``one``; returns ``S``.
 
     The one softmax is the softmax scaled by :math:`\sigma(L) = 1/(1 + e^{-L})`, :math:`L` the log-sum-exp of the
     logits: with :math:`m` their largest, the softmax's largest entry is :math:`e^{m - L}`, so
     :math:`e^{-L} = \max(P)\,e^{-m}` (torch's softmax evaluates its exponentials faster than ``exp``). Where
     :math:`e^{-m}` overflows the result is 0 (its entries are below :math:`e^{m}`, under the smallest normal
     number)."""
-    flat = S.flatten(-2) if over_all else S
-    P = torch.softmax(flat, -1)
+    flat = S.view(S.shape[0], -1) if over_all else S
+    m = flat.amax(-1, keepdim=True) if one else None
+    torch.ops.aten._softmax.out(flat, -1, False, out=flat)  # in place: row by row, each entry read before written
     if one:
-        m = flat.amax(-1, keepdim=True)
-        P = P.mul_(torch.reciprocal(torch.exp(-m).mul_(P.amax(-1, keepdim=True)).add_(1)))
-    return P.view_as(S)
+        flat.mul_(torch.reciprocal(torch.exp(-m).mul_(flat.amax(-1, keepdim=True)).add_(1)))
+    return S
 
 
-def _softmax(z: torch.Tensor, A: torch.Tensor, over_all: bool, one: bool) -> torch.Tensor:
-    r"""The matrix whose rows a product with ``G`` reads: ``G`` (over all entries) or ``G^T`` (over columns)."""
-    S = (z @ (A if over_all else A.mT)) @ z.mT  # C, or C^T = z A^T z^T
-    return _softmax_rows_(S, over_all, one)
+def _softmax(z: torch.Tensor, A: torch.Tensor, over_all: bool, one: bool, out: torch.Tensor) -> torch.Tensor:
+    r"""The matrix whose rows a product with ``G`` reads, ``G`` (over all entries) or ``G^T`` (over columns),
+    written into ``out`` (contiguous, ``(B, T, T)``)."""
+    torch.matmul(z @ (A if over_all else A.mT), z.mT, out=out)  # C, or C^T = z A^T z^T
+    return _softmax_rows_(out, over_all, one)
 
 
 def _outer(u: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -89,11 +92,13 @@ def _apply(M: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return (M.unflatten(-1, (-1, x.shape[-1])) * x.unsqueeze(-2)).sum(-1)
 
 
-def fused_update(z: torch.Tensor, A: torch.Tensor, activation: str, symmetric: bool) -> torch.Tensor:
-    r"""The update :math:`GzA^T + G^TzA` of one block ``z`` ``(B, T, n)``; ``symmetric``: :math:`A = A^T`."""
+def fused_update(z: torch.Tensor, A: torch.Tensor, activation: str, symmetric: bool,
+                 S: torch.Tensor | None = None) -> torch.Tensor:
+    r"""The update :math:`GzA^T + G^TzA` of one block ``z`` ``(B, T, n)``; ``symmetric``: :math:`A = A^T`.
+    ``S`` (``(B, T, T)``, contiguous) receives the softmax the backward reads (:func:`fused_vjp`)."""
     over, one = SYMATTN_ACTIVATIONS[activation]
     over_all = over == "all"
-    S = _softmax(z, A, over_all, one)
+    S = _softmax(z, A, over_all, one, z.new_empty(z.shape[0], z.shape[1], z.shape[1]) if S is None else S)
     b = z @ A
     if over_all and symmetric:
         return 2 * (S @ b)
@@ -108,16 +113,16 @@ def use_outer(T: int, n: int) -> bool:
     return n <= OUTER_MAX_N and T >= OUTER_MIN_T
 
 
-def fused_vjp(z: torch.Tensor, A: torch.Tensor, V: torch.Tensor, activation: str, symmetric: bool):
+def fused_vjp(z: torch.Tensor, A: torch.Tensor, V: torch.Tensor, activation: str, symmetric: bool,
+              S: torch.Tensor, work: torch.Tensor | None = None):
     r"""The gradients of :math:`\langle V, U\rangle` with respect to ``z`` and ``A`` of one block
-    (Note [fused symplectic attention]); ``A``'s gradient is summed over the block."""
-    over, one = SYMATTN_ACTIVATIONS[activation]
-    over_all = over == "all"
-    S = _softmax(z, A, over_all, one)
+    (Note [fused symplectic attention]) from the softmax ``S`` that :func:`fused_update` wrote; ``A``'s gradient
+    is summed over the block. ``work``: a ``(B, T, T)`` buffer for ``Cd`` (allocated when None)."""
+    over_all = SYMATTN_ACTIVATIONS[activation][0] == "all"
     G, Gt = (S, S.mT) if over_all else (S.mT, S)
     T, n = z.shape[-2:]
     if not use_outer(T, n):
-        return _direct_vjp(z, A, V, G, Gt, over_all)
+        return _direct_vjp(z, A, V, G, Gt, over_all, torch.empty_like(S) if work is None else work)
     a, b = V @ A, z @ A
     ab, zv = torch.cat([a, b], -1), torch.cat([z, V], -1)
     col, row = [zv, _outer(z, ab)], [_outer(z, zv)]
@@ -141,10 +146,10 @@ def fused_vjp(z: torch.Tensor, A: torch.Tensor, V: torch.Tensor, activation: str
     return gz, gA
 
 
-def _direct_vjp(z, A, V, G, Gt, over_all):
-    """The generated VJP's bindings with ``Cd`` formed by one product and ``K`` overwriting it."""
+def _direct_vjp(z, A, V, G, Gt, over_all, work):
+    """The generated VJP's bindings with ``Cd`` formed by one product into ``work`` and ``K`` overwriting it."""
     n = z.shape[-1]
-    Cd = torch.cat([V @ A, z @ A], -1) @ torch.cat([z, V], -1).mT
+    Cd = torch.matmul(torch.cat([V @ A, z @ A], -1), torch.cat([z, V], -1).mT, out=work)
     W = Cd.mul_(G)
     s = W.sum((-2, -1) if over_all else -2, keepdim=True)
     K = W.addcmul_(G, s, value=-1)
@@ -162,19 +167,25 @@ class _FusedUpdate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, z: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
         symmetric = bool(torch.equal(A, A.mT))
-        ctx.save_for_backward(z, A)
-        ctx.activation, ctx.symmetric = activation, symmetric
         shape = z.shape
         zb = z.reshape(-1, shape[-2], shape[-1])
-        step = _block(*zb.shape[:2])
-        out = torch.cat([fused_update(zb[i:i + step], A, activation, symmetric)
-                         for i in range(0, zb.shape[0], step)]) if zb.shape[0] > step else \
-            fused_update(zb, A, activation, symmetric)
+        B, T = zb.shape[:2]
+        step = _block(B, T)
+        keep = any(ctx.needs_input_grad)
+        # the softmax of every block is kept for the backward (as the generated route keeps G); without a
+        # backward one block's buffer serves each block in turn
+        S = zb.new_empty(B if keep else min(B, step), T, T)
+        out = torch.empty_like(zb)
+        for i in range(0, B, step):
+            m = min(step, B - i)
+            out[i:i + m] = fused_update(zb[i:i + m], A, activation, symmetric, S[i:i + m] if keep else S[:m])
+        ctx.save_for_backward(z, A, S if keep else None)
+        ctx.activation, ctx.symmetric = activation, symmetric
         return out.view(shape)
 
     @staticmethod
     def backward(ctx, gU: torch.Tensor):
-        z, A = ctx.saved_tensors
+        z, A, S = ctx.saved_tensors
         if torch.is_grad_enabled():
             forward = getattr(gen, f"symattn_update_{ctx.activation}")
             _, pullback = torch.func.vjp(lambda a, b: forward(a, b)[0], z, A)
@@ -182,12 +193,16 @@ class _FusedUpdate(torch.autograd.Function):
             return gz, gA, None
         shape = z.shape
         zb, Vb = z.reshape(-1, shape[-2], shape[-1]), gU.reshape(-1, shape[-2], shape[-1])
-        step = _block(*zb.shape[:2])
+        B, T = zb.shape[:2]
+        step = _block(B, T)
+        work = None if use_outer(T, shape[-1]) else zb.new_empty(min(B, step), T, T)
         gz = torch.empty_like(zb)
         gA = torch.zeros_like(A)
-        for i in range(0, zb.shape[0], step):
-            g, ga = fused_vjp(zb[i:i + step], A, Vb[i:i + step], ctx.activation, ctx.symmetric)
-            gz[i:i + step] = g
+        for i in range(0, B, step):
+            m = min(step, B - i)
+            g, ga = fused_vjp(zb[i:i + m], A, Vb[i:i + m], ctx.activation, ctx.symmetric, S[i:i + m],
+                              None if work is None else work[:m])
+            gz[i:i + m] = g
             gA += ga
         return gz.view(shape), gA, None
 
