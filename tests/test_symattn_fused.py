@@ -62,9 +62,16 @@ def vjp_form(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=["kept", "recomputed"])
+def softmax_kept(request, monkeypatch):
+    """Both ways the backward gets ``G``: kept from the forward, or recomputed block by block."""
+    monkeypatch.setattr(F, "KEEP_ENTRIES", 2 ** 40 if request.param == "kept" else 0)
+    return request.param
+
+
 @pytest.mark.parametrize("act,symmetric,T,n,dtype", list(itertools.product(
     ACTS, [True, False], [1, 5, 16, 64], [1, 2, 4], [F32, F64])))
-def test_forward_and_gradients_match_float64(act, symmetric, T, n, dtype, vjp_form):
+def test_forward_and_gradients_match_float64(act, symmetric, T, n, dtype, vjp_form, softmax_kept):
     z, A, V = _inputs(3, T, n, symmetric, dtype)
     assert K.explain("symattn_update", z, A, act).route.form == "fused"
     errs = _errors(z, A, V, act)
@@ -72,7 +79,7 @@ def test_forward_and_gradients_match_float64(act, symmetric, T, n, dtype, vjp_fo
 
 
 @pytest.mark.parametrize("act,symmetric", list(itertools.product(ACTS, [True, False])))
-def test_blocks_give_the_same_result(act, symmetric, monkeypatch, vjp_form):
+def test_blocks_give_the_same_result(act, symmetric, monkeypatch, vjp_form, softmax_kept):
     """Blocks of one and of three samples (the last one short) against one block of all seven."""
     z, A, V = _inputs(7, 9, 2, symmetric, F64, seed=1)
     whole = _errors(z, A, V, act)
@@ -110,7 +117,7 @@ def _generated_layer(m, x):
 
 
 @pytest.mark.parametrize("act", ACTS)
-def test_per_sample_independence(act, monkeypatch):
+def test_per_sample_independence(act, monkeypatch, softmax_kept):
     """Changing the other samples (in the same block and in other blocks) leaves sample 0's results."""
     monkeypatch.setattr(F, "BLOCK_ENTRIES", 2 * 36)  # blocks of two samples
     z, A, V = _inputs(5, 6, 2, False, F64, seed=3)

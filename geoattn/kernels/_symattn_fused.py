@@ -6,10 +6,12 @@ The generated forward and VJP (Note [symplectic attention backward]) are exact b
 over ``T x T`` matrices per sample (``C``, ``G``, ``Cd``, ``G * Cd``, ``K`` and six products with them) and keep
 ``G`` between the passes. This route computes the same functions with fewer and cheaper passes:
 
-* the batch is cut into blocks whose ``T x T`` matrices stay in cache while a block is worked on; ``C`` of a
-  block is written into the buffer that keeps ``G`` for the backward and its softmax overwrites it in place, and
-  the backward's ``Cd`` reuses one block's buffer (fresh ``T x T`` temporaries per block cost about a third of
-  the time at ``T = 256``: freshly mapped pages);
+* the batch is cut into blocks whose ``T x T`` matrices stay in cache; ``C`` of a block is written straight
+  into the buffer that holds ``G`` and its softmax overwrites it in place. Up to :data:`KEEP_ENTRIES` entries
+  for the batch, ``G`` is kept for the backward; above, one block's buffer serves every block and the backward
+  recomputes ``G`` of a block (one product and one softmax), which measured faster at ``T = 256``,
+  ``B T = 65,536`` than keeping ``B T^2`` numbers (the fresh pages of a large buffer cost more than the
+  recomputation, as did fresh ``T x T`` temporaries per block);
 * the column softmax of ``C`` (``vector_*``) is the row softmax of :math:`C^T = zA^Tz^T`, so every softmax runs
   along the last dimension;
 * with :math:`a = VA`, :math:`b = zA` the VJP's :math:`\dot C = az^T + bV^T` is never formed: with
@@ -43,10 +45,13 @@ import torch
 from . import _generated as gen
 from ._symattn import SYMATTN_ACTIVATIONS
 
-__all__ = ["symattn_fused", "fused_update", "fused_vjp", "BLOCK_ENTRIES", "OUTER_MAX_N", "OUTER_MIN_T", "use_outer"]
+__all__ = ["symattn_fused", "fused_update", "fused_vjp", "BLOCK_ENTRIES", "KEEP_ENTRIES", "OUTER_MAX_N", "OUTER_MIN_T", "use_outer"]
 
 #: the ``T x T`` entries of one block of samples (``2**18`` float32 numbers: 1 MiB, about a core's L2 cache)
 BLOCK_ENTRIES = 2 ** 18
+#: the most ``T x T`` entries of a whole batch whose softmax the forward keeps for the backward (16 MiB of
+#: float32); above it the backward recomputes each block's
+KEEP_ENTRIES = 2 ** 22
 #: the largest ``n`` for which the VJP uses the outer-product columns; above it ``Cd`` and ``K`` are formed
 OUTER_MAX_N = 4
 #: the shortest sequence for which it does
@@ -171,10 +176,8 @@ class _FusedUpdate(torch.autograd.Function):
         zb = z.reshape(-1, shape[-2], shape[-1])
         B, T = zb.shape[:2]
         step = _block(B, T)
-        keep = any(ctx.needs_input_grad)
-        # the softmax of every block is kept for the backward (as the generated route keeps G); without a
-        # backward one block's buffer serves each block in turn
-        S = zb.new_empty(B if keep else min(B, step), T, T)
+        keep = any(ctx.needs_input_grad) and B * T * T <= KEEP_ENTRIES
+        S = zb.new_empty(B if keep else min(B, step), T, T)  # all blocks' G kept, or one block's buffer reused
         out = torch.empty_like(zb)
         for i in range(0, B, step):
             m = min(step, B - i)
@@ -185,7 +188,7 @@ class _FusedUpdate(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, gU: torch.Tensor):
-        z, A, S = ctx.saved_tensors
+        z, A, kept = ctx.saved_tensors
         if torch.is_grad_enabled():
             forward = getattr(gen, f"symattn_update_{ctx.activation}")
             _, pullback = torch.func.vjp(lambda a, b: forward(a, b)[0], z, A)
@@ -195,12 +198,15 @@ class _FusedUpdate(torch.autograd.Function):
         zb, Vb = z.reshape(-1, shape[-2], shape[-1]), gU.reshape(-1, shape[-2], shape[-1])
         B, T = zb.shape[:2]
         step = _block(B, T)
+        over, one = SYMATTN_ACTIVATIONS[ctx.activation]
+        S = zb.new_empty(min(B, step), T, T) if kept is None else None
         work = None if use_outer(T, shape[-1]) else zb.new_empty(min(B, step), T, T)
         gz = torch.empty_like(zb)
         gA = torch.zeros_like(A)
         for i in range(0, B, step):
             m = min(step, B - i)
-            g, ga = fused_vjp(zb[i:i + m], A, Vb[i:i + m], ctx.activation, ctx.symmetric, S[i:i + m],
+            G = kept[i:i + m] if kept is not None else _softmax(zb[i:i + m], A, over == "all", one, S[:m])
+            g, ga = fused_vjp(zb[i:i + m], A, Vb[i:i + m], ctx.activation, ctx.symmetric, G,
                               None if work is None else work[:m])
             gz[i:i + m] = g
             gA += ga
