@@ -45,7 +45,8 @@ import torch
 from . import _generated as gen
 from ._symattn import SYMATTN_ACTIVATIONS
 
-__all__ = ["symattn_fused", "fused_update", "fused_vjp", "BLOCK_ENTRIES", "KEEP_ENTRIES", "OUTER_MAX_N", "OUTER_MIN_T", "use_outer"]
+__all__ = ["symattn_fused", "fused_update", "fused_vjp", "use_outer", "BLOCK_ENTRIES", "KEEP_ENTRIES", "OUTER_MAX_N",
+           "OUTER_MIN_T"]
 
 #: the ``T x T`` entries of one block of samples (``2**18`` float32 numbers: 1 MiB, about a core's L2 cache)
 BLOCK_ENTRIES = 2 ** 18
