@@ -104,6 +104,9 @@ CLAIMS = {
     "symattn.gml.layer_symplectic.arbitrary": ("symattn", "proved"),
     "symattn.layer_symplectic": ("symattn", "proved"),
     "symattn.layer_vjp": ("symattn", "proved"),
+    "symattn.fused_vjp": ("symattn", "checked"),
+    "symattn.fused_vjp.symmetric": ("symattn", "checked"),
+    "symattn.fused_vjp.shared_general": ("symattn", "refuted"),
 }
 
 #: every claim id of the ledger

@@ -10,6 +10,7 @@ from ._backends import EAGER
 from ._checks import check_float, check_same, check_square, half_in_float32
 from ._functions import _traced
 from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
+from ._symattn_fused import symattn_fused
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
 __all__ = ["symattn_update", "symattn_potential", "SYMATTN_UPDATE", "SYMATTN_POTENTIAL"]
@@ -31,9 +32,20 @@ def _bind(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax") 
                 traced=_traced(z) or _traced(A))
 
 
+def _fused_when(c: Call) -> str | None:
+    """The fused route serves one weighting for the batch, outside transforms and compilation."""
+    if c.traced:
+        return "traced (torch.func transform, torch.compile or meta tensors): the generated forward is traced"
+    if c.A.dim() != 2:
+        return f"A batched (shape {tuple(c.A.shape)}): the fused route takes one (n, n) weighting"
+    return None
+
+
 SYMATTN_UPDATE = register_operation(Operation(
     "symattn_update", _bind,
-    (Route("generated", EAGER.name, lambda c: None, lambda c: symattn_forward(c.z, c.A, c.activation),
+    (Route("fused", EAGER.name, _fused_when, lambda c: symattn_fused(c.z, c.A, c.activation),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.fused_vjp", "symattn.fused_vjp.symmetric")),
+     Route("generated", EAGER.name, lambda c: None, lambda c: symattn_forward(c.z, c.A, c.activation),
            per_sample="", claims=("symattn.potential_gradient", "symattn.layer_vjp")),),
     claims=("symattn.potential_gradient", "symattn.layer_symplectic"),
     doc="the gradient of the potential: G z A^T + G^T z A, G the softmax of z A z^T",

@@ -41,6 +41,7 @@ from ._symattn_exact import (
     vjp_residual,
 )
 from ._sources import gml_file
+from ._symattn_fused_exact import fused_vjp_residual
 
 __all__ = ["CLAIMS", "gradient_derivation", "symmetric_gradient_derivation", "shear_derivation"]
 
@@ -264,5 +265,46 @@ CLAIMS = [
         checker=ExpPolicy(name="generated VJP - SymPy VJP", search=at_sizes({"n": 1, "T": 2}),
                           exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 1}), prove=vjp_derivation,
                           residual=vjp_residual),
+    ),
+    Claim(
+        id="symattn.fused_vjp",
+        title="fused backward of the symplectic-attention update",
+        statement="With a = VA, b = zA, F = G^T z, H = G^T V, s_j = (HA)_j.z_j + (FA)_j.v_j (summed over j for the "
+        "softmax over all entries), M_i = sum_j G_ij z_j [z_j, v_j]^T and N_j = sum_i G_ij z_i [a_i, b_i]^T: "
+        "P = G(V - s z) + M [a, b], R = H + N [z, V] - s F, and PA^T + RA, z^T P + H^T z are d<V, U>/dz and "
+        "d<V, U>/dA of the update for every potential.",
+        latex=r"P = G(V - sz) + M_i[a_i; b_i],\ R = H + N_j[z_j; v_j] - sF \implies PA^T + RA = "
+        r"\partial_z\langle V, U\rangle,\ z^TP + H^Tz = \partial_A\langle V, U\rangle",
+        source="geoattn.kernels (the fused route of symattn_update)",
+        expected=Level.CHECKED,
+        checker=ExpPolicy(name="fused VJP - d<V, U>", search=at_sizes({"n": 1, "T": 2}),
+                          exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 1}, {"n": 2, "T": 2}),
+                          residual=fused_vjp_residual()),
+        notes="Note [fused symplectic attention]: the T x T matrix G is read by one product with G^T and one with G, "
+        "against O(n^2) columns; Cd = VAz^T + zAV^T and K are never formed.",
+    ),
+    Claim(
+        id="symattn.fused_vjp.symmetric",
+        title="fused backward with one product (symmetric A, softmax over all entries)",
+        statement="If A is symmetric, the fused backward of the matrix softmaxes holds with G in place of G^T in F, H "
+        "and N (G is then symmetric), so one product with G gives every sum.",
+        latex=r"A^T = A \implies \text{symattn.fused\_vjp with } G^T \to G",
+        source="geoattn.kernels (the fused route of symattn_update)",
+        expected=Level.CHECKED,
+        checker=ExpPolicy(name="fused VJP (G for G^T) - d<V, U>", structure="symmetric",
+                          search=at_sizes({"n": 1, "T": 2}), exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 2}),
+                          residual=fused_vjp_residual(shared=True)),
+    ),
+    Claim(
+        id="symattn.fused_vjp.shared_general",
+        title="one product for the fused backward with a general A",
+        statement="The one-product fused backward of symattn.fused_vjp.symmetric (G in place of G^T) holds for a "
+        "general A too.",
+        latex=r"\text{symattn.fused\_vjp with } G^T \to G \text{ for every } A",
+        source="geoattn.kernels (the condition of the one-product form of the fused route)",
+        expected=Level.REFUTED,
+        checker=ExpPolicy(name="fused VJP (G for G^T) - d<V, U>", search=at_sizes({"n": 2, "T": 2}),
+                          residual=fused_vjp_residual(shared=True, symbolic_v=False)),
+        notes="G is not symmetric when A is not, so the route takes the one product only when A equals A^T.",
     ),
 ]
