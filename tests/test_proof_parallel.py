@@ -17,9 +17,11 @@ from geoattn.symbolic.report import ledger_json
 
 pytestmark = pytest.mark.skipif(not _parallel.can_fork(), reason="worker processes are forked on Linux only")
 
-# a proved derivation, a refuted claim with an exact counterexample, checked claims
+# a proved derivation, a refuted claim with an exact counterexample, checked claims; and derivations whose sides
+# or conclusions SymPy would evaluate when unpickled (an unevaluated Eq of equal sides, a derivative, sign(...))
 IDS = ["cayley.orthogonal", "cayley.det_one", "vp.map_volume_preserving.arbitrary", "orthogonal.det_pm_one",
-       "cayley.well_defined"]
+       "cayley.well_defined", "vp.lower_assign_skew", "lsa.gradient", "softmax.stochastic", "exp_skew.square_vjp",
+       "exp_skew.taylor_remainder"]
 
 
 def _without_timings(obj):

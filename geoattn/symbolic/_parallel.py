@@ -19,10 +19,12 @@ import os
 import pickle
 from typing import Callable
 
+import sympy as sp
+
 from .evidence import Verdict
 from .proof import validate
 
-__all__ = ["CheckRecord", "portable", "default_jobs", "can_fork", "run_parallel"]
+__all__ = ["CheckRecord", "Rendered", "portable", "default_jobs", "can_fork", "run_parallel"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,18 +34,42 @@ class CheckRecord:
     name: str
 
 
+class Rendered:
+    """A side of a step, a conclusion or a fact as the worker printed it: SymPy rebuilds an unpickled expression
+    by evaluating it, so ``Eq(x, x, evaluate=False)`` would come back as ``True`` and an unevaluated derivative as
+    its value. SymPy's printers print it as it was (``_sympystr``, ``_latex``)."""
+
+    def __init__(self, expr):
+        self.text, self.tex = sp.sstr(expr), sp.latex(expr)
+
+    def _sympystr(self, printer) -> str:
+        return self.text
+
+    def _latex(self, printer) -> str:
+        return self.tex
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _rendered(obj):
+    return obj if isinstance(obj, str) else Rendered(obj)
+
+
 def portable(verdict: Verdict) -> Verdict:
-    """``verdict`` with every derivation step's check replaced by its :class:`CheckRecord` (picklable), and each
-    derivation carrying the engine's report of it (``validated``: what :func:`geoattn.symbolic.proof.validate`
-    returns for the copy, whose checks can no longer run)."""
+    """``verdict`` with every derivation step's check replaced by its :class:`CheckRecord` (picklable), its sides,
+    conclusion and facts :class:`Rendered`, and each derivation carrying the engine's report of it
+    (``validated``: what :func:`geoattn.symbolic.proof.validate` returns for the copy, whose checks can no longer
+    run)."""
     evidence = []
     for e in verdict.evidence:
         d = e.derivation
         if d is not None:
             report = validate(d)  # run (or remembered) while the checks are still there
-            steps = [dataclasses.replace(s, check=None if s.check is None else
-                                         CheckRecord(getattr(s.check, "name", "relation"))) for s in d.steps]
-            d = dataclasses.replace(d, steps=steps)
+            steps = [dataclasses.replace(s, lhs=_rendered(s.lhs), rhs=_rendered(s.rhs), check=None if s.check is None
+                                         else CheckRecord(getattr(s.check, "name", "relation"))) for s in d.steps]
+            facts = {k: {Rendered(a): Rendered(b) for a, b in v.items()} for k, v in d.facts.items()}
+            d = dataclasses.replace(d, steps=steps, conclusion=_rendered(d.conclusion), facts=facts)
             d.validated = report
         evidence.append(dataclasses.replace(e, derivation=d))
     return dataclasses.replace(verdict, evidence=evidence)
