@@ -33,7 +33,10 @@ def _bind(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax") 
 
 
 def _fused_when(c: Call) -> str | None:
-    """The fused route serves one weighting for the batch, outside transforms and compilation."""
+    """The fused route serves one weighting for the batch, on the CPU, outside transforms and compilation."""
+    if c.device.type != "cpu":
+        return (f"device {c.device.type}: the fused route's blocks are sized for CPU caches, and its symmetry test "
+                f"of A would synchronise the device")
     if c.traced:
         return "traced (torch.func transform, torch.compile or meta tensors): the generated forward is traced"
     if c.A.dim() != 2:

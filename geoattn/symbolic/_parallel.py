@@ -92,33 +92,29 @@ def can_fork() -> bool:
 
 
 _CLAIMS: list = []
+_CHECK: Callable | None = None
 
 
-def _work(task: tuple[int, int, int]) -> tuple[int, bytes | None]:
-    from .claim import CheckContext, check
-
-    i, seed, depth = task
-    verdict = check(_CLAIMS[i], CheckContext(seed=seed, depth=depth))
+def _work(i: int) -> tuple[int, bytes | None]:
+    verdict = _CHECK(_CLAIMS[i])
     try:
         return i, pickle.dumps(portable(verdict))
     except Exception:  # something in the evidence does not pickle: the caller checks this claim itself
         return i, None
 
 
-def run_parallel(claims: list, *, seed: int, depth: int, jobs: int,
-                 progress: Callable | None = None) -> list[Verdict]:
-    """Verdicts of ``claims`` (in their order) checked by ``jobs`` forked workers (Note [claims in worker
-    processes]); ``progress(i, n, claim, verdict)`` is called before and after each claim as its verdict arrives."""
-    from .claim import CheckContext, check
-
-    global _CLAIMS
-    _CLAIMS = list(claims)
+def run_parallel(claims: list, check: Callable, *, jobs: int, progress: Callable | None = None) -> list[Verdict]:
+    """Verdicts ``check(claim)`` of ``claims`` (in their order) computed by ``jobs`` forked workers (Note [claims
+    in worker processes]); ``progress(i, n, claim, verdict)`` is called before and after each claim as its
+    verdict arrives."""
+    global _CLAIMS, _CHECK
+    _CLAIMS, _CHECK = list(claims), check
     n = len(_CLAIMS)
     out: list = [None] * n
     pool = multiprocessing.get_context("fork").Pool(min(jobs, n))
     try:
-        for i, blob in pool.imap_unordered(_work, [(i, seed, depth) for i in range(n)], chunksize=1):
-            verdict = pickle.loads(blob) if blob is not None else check(_CLAIMS[i], CheckContext(seed, depth))
+        for i, blob in pool.imap_unordered(_work, range(n), chunksize=1):
+            verdict = pickle.loads(blob) if blob is not None else check(_CLAIMS[i])
             out[i] = verdict
             if progress is not None:
                 progress(i, n, _CLAIMS[i], None)
@@ -129,5 +125,5 @@ def run_parallel(claims: list, *, seed: int, depth: int, jobs: int,
         raise
     finally:
         pool.join()  # reaped: the workers' CPU time counts in RUSAGE_CHILDREN
-        _CLAIMS = []
+        _CLAIMS, _CHECK = [], None
     return out

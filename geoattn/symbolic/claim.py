@@ -130,7 +130,8 @@ def run(
         from . import _parallel
 
         if _parallel.can_fork():
-            return _parallel.run_parallel(claims, seed=seed, depth=depth, jobs=jobs, progress=progress)
+            return _parallel.run_parallel(claims, lambda c: check(c, CheckContext(seed=seed, depth=depth)),
+                                          jobs=jobs, progress=progress)
     out = []
     for i, claim in enumerate(claims):
         if progress is not None:
