@@ -138,7 +138,8 @@ def main(argv=None) -> int:
         print(f"{r['case']:48s} {r['base_ms']:9.2f} {r['new_ms']:9.2f} {r['ratio']:9.3f}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"threads": args.threads, "tokens": args.tokens, "rounds": rounds, "reps": reps, "rows": rows}, fh, indent=2)
+            json.dump({"threads": args.threads, "tokens": args.tokens, "rounds": rounds, "reps": reps, "rows": rows},
+                      fh, indent=2)
     return 0
 
 

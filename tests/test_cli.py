@@ -102,11 +102,12 @@ def test_module_entry_point_runs_whole_ledger(tmp_path):
     data = json.loads(path.read_text())
     assert len(data["claims"]) == len(symbolic.all_claims())
     assert all(r["matches_expected"] for r in data["claims"])
-    # the budget: 60 s on the machine's cores, which --jobs uses by default. Measured in CPU seconds of checking
-    # the claims (every worker's) shared among the workers: wall time also counts whatever else shares the cores.
+    # the budget: 60 s on 2 cores, which --jobs uses by default. Measured in CPU seconds of checking the claims
+    # (every worker's) shared among the workers: wall time also counts whatever else shares the cores.
     # Writing the JSON ledger's LaTeX, which -q runs without, and starting the interpreter come on top: `cpu`.
     assert data["jobs"] == (symbolic_parallel.default_jobs() if symbolic_parallel.can_fork() else 1)
-    assert data["cpu_seconds"] / data["jobs"] < 60, (data["cpu_seconds"], data["jobs"], cpu, data["seconds"])
+    # (at most two workers count: the budget is stated for 2 cores, and more must not loosen it)
+    assert data["cpu_seconds"] / min(data["jobs"], 2) < 60, (data["cpu_seconds"], data["jobs"], cpu, data["seconds"])
 
 
 def test_unknown_id_suggests_the_closest(capsys):

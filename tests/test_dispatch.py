@@ -12,7 +12,7 @@ import torch
 
 import geoattn
 import geoattn.kernels as K
-from geoattn.errors import BackendError, OptionError
+from geoattn.errors import BackendError, OptionError, StructureError
 from geoattn.kernels import dispatch
 from geoattn.kernels.dispatch import Backend, Call, Operation, Route
 
@@ -237,3 +237,13 @@ def test_every_claim_an_operation_or_route_names_is_a_claim_of_the_ledger():
     named |= {(f"{op.name}:{r.name}", cid) for op in K.OPERATIONS.values() for r in op.routes for cid in r.claims}
     assert len(named) > 20
     assert [n for n in sorted(named) if n[1] not in known] == []
+
+
+def test_skew_check_runs_when_only_x_is_traced():
+    """Under vmap over x (A a plain tensor) the skew check of A still runs: only a traced A skips it."""
+    A = torch.randn(4, 4)  # not skew
+    x = torch.randn(3, 16, 4)
+    with pytest.raises(StructureError):
+        torch.func.vmap(lambda u: K.vp_attention(u, A))(x)
+    skew_A = A - A.T
+    torch.func.vmap(lambda u: K.vp_attention(u, skew_A))(x)  # a skew A passes

@@ -12,7 +12,8 @@ import pytest
 from geoattn import symbolic
 from geoattn.cli import main
 from geoattn.symbolic import _parallel
-from geoattn.symbolic.evidence import Evidence, Level
+from geoattn.symbolic.evidence import Level
+from geoattn.symbolic.proof import DerivationReport, validate
 from geoattn.symbolic.report import ledger_json
 
 pytestmark = pytest.mark.skipif(not _parallel.can_fork(), reason="worker processes are forked on Linux only")
@@ -42,7 +43,7 @@ def test_workers_give_the_same_ledger_in_the_same_order():
     assert as_json[0] == as_json[1]
     # the workers' derivations were validated where their checks ran: the copies report the same counts
     d = next(e.derivation for e in two[0].evidence if e.derivation is not None)
-    assert isinstance(d.steps[0].check, _parallel.CheckRecord) and d.validated.ok
+    assert isinstance(d.steps[0].check, _parallel.CheckRecord) and validate(d).ok
 
 
 def test_progress_is_called_before_and_after_each_claim():
@@ -66,12 +67,11 @@ def test_evidence_that_does_not_pickle_is_checked_again_here():
     assert got[0].level is base.expected and callable(got[0].evidence[0].failure_bound)
 
 
-def test_a_broken_portable_copy_is_caught_by_the_comparison():
-    # negative control: dropping the remembered report makes the copy's derivation fail its own validation
+def test_a_copy_without_its_report_is_caught_by_the_comparison():
+    # negative control: a copy whose report is not registered fails its own validation (its checks cannot run)
     v = symbolic.check(symbolic.get_claim("cayley.orthogonal"))
-    copy = _parallel.portable(v)
-    d = next(e.derivation for e in copy.evidence if e.derivation is not None)
-    d.validated = None
+    copy, reports = _parallel.portable(v)
+    assert reports[0] is not None
     claim = symbolic.get_claim("cayley.orthogonal")
     assert _without_timings(ledger_json([claim], [v], seed=0, depth=1, seconds=0.0)) != \
         _without_timings(ledger_json([claim], [copy], seed=0, depth=1, seconds=0.0))
@@ -88,3 +88,40 @@ def test_cli_jobs(tmp_path, capsys):
     assert 1 <= _parallel.default_jobs() <= 8
     if hasattr(os, "sched_getaffinity"):
         assert _parallel.default_jobs() == min(8, len(os.sched_getaffinity(0)))
+
+
+def test_a_derivation_cannot_carry_its_own_report():
+    """A checker that attaches a passing report to a false derivation does not get it proved."""
+    import sympy as sp
+
+    from geoattn.symbolic import Claim, Derivation, Policy, Step, identity
+
+    x = sp.Symbol("x")
+    deriv = Derivation(steps=[Step(x, x + 1, "wrong", identity())], conclusion=sp.Eq(x, x + 1, evaluate=False))
+    deriv.validated = DerivationReport(1, 1, [], [])
+    claim = Claim(id="mine.forged", title="t", statement="x = x + 1", latex="x = x + 1", source="test",
+                  expected=Level.PROVED, checker=Policy(prove=lambda: deriv))
+    assert symbolic.check(claim).level is not Level.PROVED
+
+
+def _in_worker(parent: int) -> bool:
+    return os.getpid() != parent
+
+
+@pytest.mark.parametrize("how", ["exit", "die"])
+def test_a_claim_whose_worker_exits_or_dies_is_checked_here(how):
+    base = symbolic.get_claim("cayley.det_one")
+    parent = os.getpid()
+
+    def checker(ctx):
+        if _in_worker(parent):
+            if how == "exit":
+                raise SystemExit(3)
+            os._exit(3)
+        return base.checker(ctx)
+
+    odd = dataclasses.replace(base, id="mine.leaves", checker=checker)
+    got = symbolic.run([odd, symbolic.get_claim("cayley.orthogonal"), symbolic.get_claim("cayley.well_defined")],
+                       jobs=2)
+    assert [v.claim_id for v in got] == ["mine.leaves", "cayley.orthogonal", "cayley.well_defined"]
+    assert got[0].level is base.expected and got[1].level is Level.PROVED

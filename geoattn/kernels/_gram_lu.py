@@ -49,8 +49,12 @@ LU_MIN_T = 32
 def lu_reason(x: torch.Tensor, A: torch.Tensor) -> str | None:
     """None when :func:`vp_gram_lu` serves the Gram form of ``x`` and ``A``, else why not."""
     d = x.shape[-1]
+    if x.device.type != "cpu":
+        return f"device {x.device.type}: the structure-of-arrays LU was measured on the CPU only"
+    if x.dtype == torch.float64:
+        return "float64 input: its residual check is held to the input's eps, which a float64 LU cannot meet"
     if d <= CLOSED_MAX_DIM:
-        return f"d={d} <= {CLOSED_MAX_DIM}: the closed form serves"
+        return f"d={d} <= {CLOSED_MAX_DIM}: measured only for d > {CLOSED_MAX_DIM} (the closed form's range)"
     if d > LU_MAX_DIM:
         return f"d={d} > {LU_MAX_DIM}: LAPACK's batched solve is faster than the structure-of-arrays LU there"
     if x.shape[-2] < LU_MIN_T:

@@ -179,7 +179,7 @@ def _lowrank(c: Call) -> str | None:
 
 def _checked(run):
     def go(c: Call) -> torch.Tensor:
-        if c.check and not c.traced:
+        if c.check and not _traced(c.A):
             check_skew("A", c.A)
         return run(c)
     return go

@@ -184,7 +184,8 @@ class VolumePreservingAttention(nn.Module):
         check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype, device=A.device)
         if self.skew_sym:
             return K.explain("vp_attention", x, A, activation=self.activation, check=False)
-        return K.explain("cayley_apply", self.correlation(x), x, check=False)
+        with torch.no_grad():  # the T x T correlation only to read the choice off it
+            return K.explain("cayley_apply", self.correlation(x), x, check=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape."""

@@ -1,6 +1,6 @@
 """Where the claims come from: each seed text mapped once to its public origin.
 
-geoattn was started from five texts. Four are versions of pages of the GeometricMachineLearning.jl
+The ledger's seed claims come from five texts. Four are versions of pages of the GeometricMachineLearning.jl
 documentation (JuliaGNI, MIT License); each is identified here by the commit whose file is
 byte-identical to the text (its git blob hash matches), so a reader can open exactly the page the claims
 quote. The fifth is a personal note on standard attention whose own publication was not found; the

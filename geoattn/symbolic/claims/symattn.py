@@ -289,7 +289,8 @@ CLAIMS = [
         statement="If A is symmetric, the fused backward of the matrix softmaxes holds with G in place of G^T in F, H "
         "and N (G is then symmetric), so one product with G gives every sum.",
         latex=r"A^T = A \implies \text{symattn.fused\_vjp with } G^T \to G",
-        source="geoattn.kernels (the fused route of symattn_update)",
+        source="corrected form of symattn.fused_vjp.shared_general",
+        corrects="symattn.fused_vjp.shared_general",
         expected=Level.CHECKED,
         checker=ExpPolicy(name="fused VJP (G for G^T) - d<V, U>", structure="symmetric",
                           search=at_sizes({"n": 1, "T": 2}), exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 2}),
