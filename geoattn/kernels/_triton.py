@@ -1,8 +1,9 @@
 r"""The Triton kernels: imported where ``triton`` is installed, launched on CUDA tensors (or on CPU tensors in
 Triton's interpreter).
 
-The modules ``_triton_<kernel>.py`` are generated from the same verified bindings as the C kernels, one per
-kernel (``geoattn codegen``; Note [Triton lanes] in :mod:`geoattn.codegen.tritonprinter`): the closed-form Gram layer, ``GRAM_CLOSED_LAYER`` and
+The modules ``_triton_<kernel>_d<d>.py`` are generated from the same verified bindings as the C kernels, one per
+kernel and width (``geoattn codegen``; Note [Triton lanes] in :mod:`geoattn.codegen.tritonprinter`): the
+closed-form Gram layer, ``GRAM_CLOSED_LAYER`` and
 ``GRAM_CLOSED_LAYER_VJP``, and the Cayley transform of ``T x T`` matrices with ``T <= 3`` and its VJP,
 ``CAYLEY_SKEW_SMALL`` and ``CAYLEY_VJP_BINDINGS``. The functions here take and return the same arrays as those of
 :mod:`geoattn.kernels._native`, so the layer's autograd function and its per-sample decisions (the residual
@@ -73,10 +74,10 @@ def triton_status() -> tuple[bool, str]:
     return _loaded["triton"]
 
 
-def kernels(name: str | None = None, *, path: str | None = None):
-    """The generated module of the Triton kernels of native kernel ``name`` (``geoattn.kernels._triton_<name>``),
-    or the module at ``path`` (the tests' broken kernels), imported under the current interpreter setting
-    (``triton.jit`` reads it when the module is imported)."""
+def kernels(name: str | None = None, d: int | None = None, *, path: str | None = None):
+    """The generated module of the Triton kernel of native kernel ``name`` at width ``d``
+    (``geoattn.kernels._triton_<name>_d<d>``), or the module at ``path`` (the tests' broken kernels), imported under
+    the current interpreter setting (``triton.jit`` reads it when the module is imported)."""
     ok, why = triton_status()
     if not ok:
         raise RuntimeError(f"Expected triton to be importable. Got: {why}.")
@@ -84,7 +85,9 @@ def kernels(name: str | None = None, *, path: str | None = None):
     if path is None:
         if name not in FUNCTIONS:
             raise ValueError(f"Expected a kernel name in {tuple(FUNCTIONS)}. Got {name!r}.")
-        module = importlib.import_module(f"{__package__}._triton_{name}")
+        if d not in range(1, FUNCTIONS[name] + 1):
+            raise ValueError(f"Expected d in 1..{FUNCTIONS[name]} for {name}. Got {d!r}.")
+        module = importlib.import_module(f"{__package__}._triton_{name}_d{d}")
         # decorated again unless it was imported here under the same setting: a module imported elsewhere (a test
         # reading the generated file, a doctest) carries no record of the setting its kernels were decorated under
         if getattr(module, "_interpreted", None) != flag:
@@ -138,7 +141,7 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, module=None):
     f64 = dict(dtype=torch.float64, device=x.device)
     G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
     if B:
-        _launch(module or kernels("vp_gram_fwd"), "vp_gram_fwd", d, B, T, [x, A, y, G, N, R], x.device)
+        _launch(module or kernels("vp_gram_fwd", d), "vp_gram_fwd", d, B, T, [x, A, y, G, N, R], x.device)
     return y, G, N, R
 
 
@@ -159,7 +162,7 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
     if B:
-        _launch(module or kernels("vp_gram_bwd"), "vp_gram_bwd", d, B, T, [x, gy, N, A, gx, gA], x.device)
+        _launch(module or kernels("vp_gram_bwd", d), "vp_gram_bwd", d, B, T, [x, gy, N, A, gx, gA], x.device)
     return gx, gA
 
 
@@ -180,7 +183,7 @@ def cayley_forward(c: torch.Tensor, module=None):
     lam = torch.empty_like(c)
     skew, size = (torch.empty(B, dtype=torch.float64, device=c.device) for _ in range(2))
     if B:
-        _launch(module or kernels("cayley_small_fwd"), "cayley_small_fwd", T, B, T, [c, lam, skew, size], c.device)
+        _launch(module or kernels("cayley_small_fwd", T), "cayley_small_fwd", T, B, T, [c, lam, skew, size], c.device)
     return lam, skew, size
 
 
@@ -195,7 +198,7 @@ def cayley_backward(lam: torch.Tensor, g: torch.Tensor, module=None) -> torch.Te
     B, T, _ = lam.shape
     gc = torch.empty_like(lam)
     if B:
-        _launch(module or kernels("cayley_vjp"), "cayley_vjp", T, B, T, [lam, g, gc], lam.device)
+        _launch(module or kernels("cayley_vjp", T), "cayley_vjp", T, B, T, [lam, g, gc], lam.device)
     return gc
 
 

@@ -89,7 +89,7 @@ def shape_evidence(ctx, build, concrete_sizes, *, expect_shape=None, name="produ
             assumptions=[chain],
             steps=[Step(lhs, rhs, rule, identity())],
             conclusion=sp.Eq(lhs, rhs, evaluate=False),
-            remark=rf"{name}\ 	ext{{is defined for all sizes}}",
+            remark=rf"{name}\ \text{{is defined for all sizes}}",
         )
         return [prove_evidence(lambda: deriv, method="dimension-generic shape inference")]
     for size in concrete_sizes:

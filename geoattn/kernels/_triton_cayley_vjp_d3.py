@@ -1,4 +1,4 @@
-"""Triton kernels generated from the verified SymPy bindings.
+"""A Triton kernel generated from the verified SymPy bindings: one native kernel at one width.
 
 DO NOT EDIT: this file is written by ``geoattn codegen`` from ``geoattn/symbolic/expressions.py`` (the bindings of
 ``geoattn.symbolic.kernel_table.NATIVE_KERNELS``, which the C kernels of ``_native_gram.c`` are printed from too);
@@ -17,58 +17,7 @@ Sources (kernel: bindings  [ledger claims]):
 import triton
 import triton.language as tl
 
-__all__ = ["cayley_vjp_d1", "cayley_vjp_d2", "cayley_vjp_d3"]
-
-
-@triton.jit
-def cayley_vjp_d1(B, T, Lam_ptr, G_ptr, gC_ptr, BLOCK: tl.constexpr):
-    # The Cayley transform's vector-Jacobian product -1/2 (I + Lam^T) G (I + Lam^T) from the output Lam,
-    # for T <= 3 (T renamed d).
-    # from: P = I + Lam.T
-    # from: gC = -(1/2)*P*G*P
-    # verified by: cayley.vjp
-    _b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
-    _live = _b < B
-    Lam_0_0 = tl.load(Lam_ptr + _b*1 + 0, mask=_live, other=0.0).to(tl.float64)
-    G_0_0 = tl.load(G_ptr + _b*1 + 0, mask=_live, other=0.0).to(tl.float64)
-    P_0_0 = Lam_0_0 + 1.0
-    gC_0_0 = -(1.0/2.0)*G_0_0*(P_0_0*P_0_0)
-    tl.store(gC_ptr + _b*1 + 0, gC_0_0.to(gC_ptr.dtype.element_ty), mask=_live)
-
-
-@triton.jit
-def cayley_vjp_d2(B, T, Lam_ptr, G_ptr, gC_ptr, BLOCK: tl.constexpr):
-    # The Cayley transform's vector-Jacobian product -1/2 (I + Lam^T) G (I + Lam^T) from the output Lam,
-    # for T <= 3 (T renamed d).
-    # from: P = I + Lam.T
-    # from: gC = -(1/2)*P*G*P
-    # verified by: cayley.vjp
-    _b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
-    _live = _b < B
-    Lam_0_0 = tl.load(Lam_ptr + _b*4 + 0, mask=_live, other=0.0).to(tl.float64)
-    Lam_0_1 = tl.load(Lam_ptr + _b*4 + 1, mask=_live, other=0.0).to(tl.float64)
-    Lam_1_0 = tl.load(Lam_ptr + _b*4 + 2, mask=_live, other=0.0).to(tl.float64)
-    Lam_1_1 = tl.load(Lam_ptr + _b*4 + 3, mask=_live, other=0.0).to(tl.float64)
-    G_0_0 = tl.load(G_ptr + _b*4 + 0, mask=_live, other=0.0).to(tl.float64)
-    G_0_1 = tl.load(G_ptr + _b*4 + 1, mask=_live, other=0.0).to(tl.float64)
-    G_1_0 = tl.load(G_ptr + _b*4 + 2, mask=_live, other=0.0).to(tl.float64)
-    G_1_1 = tl.load(G_ptr + _b*4 + 3, mask=_live, other=0.0).to(tl.float64)
-    P_0_0 = Lam_0_0 + 1.0
-    P_0_1 = Lam_1_0
-    P_1_0 = Lam_0_1
-    P_1_1 = Lam_1_1 + 1.0
-    sgC_0 = ((1.0/2.0))*G_0_0*P_0_0 + ((1.0/2.0))*G_1_0*P_0_1
-    sgC_1 = ((1.0/2.0))*G_0_1*P_0_0 + ((1.0/2.0))*G_1_1*P_0_1
-    sgC_2 = ((1.0/2.0))*G_0_0*P_1_0 + ((1.0/2.0))*G_1_0*P_1_1
-    sgC_3 = ((1.0/2.0))*G_0_1*P_1_0 + ((1.0/2.0))*G_1_1*P_1_1
-    gC_0_0 = -P_0_0*sgC_0 - P_1_0*sgC_1
-    gC_0_1 = -P_0_1*sgC_0 - P_1_1*sgC_1
-    gC_1_0 = -P_0_0*sgC_2 - P_1_0*sgC_3
-    gC_1_1 = -P_0_1*sgC_2 - P_1_1*sgC_3
-    tl.store(gC_ptr + _b*4 + 0, gC_0_0.to(gC_ptr.dtype.element_ty), mask=_live)
-    tl.store(gC_ptr + _b*4 + 1, gC_0_1.to(gC_ptr.dtype.element_ty), mask=_live)
-    tl.store(gC_ptr + _b*4 + 2, gC_1_0.to(gC_ptr.dtype.element_ty), mask=_live)
-    tl.store(gC_ptr + _b*4 + 3, gC_1_1.to(gC_ptr.dtype.element_ty), mask=_live)
+__all__ = ["cayley_vjp_d3"]
 
 
 @triton.jit
