@@ -33,7 +33,7 @@ def test_stale_file_is_detected(tmp_path, capsys):
     from geoattn.symbolic.kernel_table import NATIVE_KERNELS
 
     paths = [codegen.native_target_path(), codegen.ledger_ids_target_path(),
-             *(codegen.triton_target_path(k.name) for k in NATIVE_KERNELS)]
+             *(codegen.triton_target_path(k.name, d) for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1))]
     before = {p: os.path.getmtime(p) for p in paths}
     assert main(["codegen", "--path", str(stale)]) == 0
     assert codegen.check(str(stale))[0]

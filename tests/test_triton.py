@@ -48,8 +48,8 @@ def layer(x, A, backend):
 
 def test_every_printed_kernel_records_its_bindings_and_claims():
     for spec in NATIVE_KERNELS:
-        src = generate.generate_triton_module(spec.name)  # one module per native kernel
         for d in range(1, spec.max_dim + 1):
+            src = generate.generate_triton_module(spec.name, d)  # one module per native kernel and width
             body = tritonprinter.print_triton_kernel(spec, d)
             assert f"def {spec.name}_d{d}(" in body and body in src
             assert f"# verified by: {', '.join(spec.claims)}" in body
@@ -60,11 +60,14 @@ def test_every_printed_kernel_records_its_bindings_and_claims():
 
 def test_codegen_check_covers_the_triton_files(tmp_path):
     for spec in NATIVE_KERNELS:
-        (tmp_path / f"_triton_{spec.name}.py").write_text(generate.generate_triton_module(spec.name))
+        for d in range(1, spec.max_dim + 1):
+            (tmp_path / f"_triton_{spec.name}_d{d}.py").write_text(generate.generate_triton_module(spec.name, d))
     fresh, diff = generate.check(triton_dir=str(tmp_path))
     assert fresh, diff
-    path = tmp_path / "_triton_vp_gram_fwd.py"
-    path.write_text(generate.generate_triton_module("vp_gram_fwd").replace("2.0*N_0_0", "3.0*N_0_0", 1))
+    path = tmp_path / "_triton_vp_gram_fwd_d2.py"
+    src = generate.generate_triton_module("vp_gram_fwd", 2)
+    assert "2.0*N_0_0" in src
+    path.write_text(src.replace("2.0*N_0_0", "3.0*N_0_0", 1))
     fresh, diff = generate.check(triton_dir=str(tmp_path))
     assert not fresh and "3.0*N_0_0" in diff
     path.unlink()  # a missing module is stale too
@@ -300,7 +303,8 @@ def _compile(fn, arrays):
 ])
 def test_printed_kernels_compile_for_sm90(monkeypatch, name, arrays):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    compiled = _compile(getattr(_triton.kernels(name.rsplit("_d", 1)[0]), name), arrays)
+    kernel, d = name.rsplit("_d", 1)
+    compiled = _compile(getattr(_triton.kernels(kernel, int(d)), name), arrays)
     ptx = compiled.asm["ptx"]
     assert ".target sm_90" in ptx and "ld.global" in ptx and "st.global" in ptx
     assert "f64" in ptx  # computed in float64 whatever the storage
@@ -325,10 +329,10 @@ def test_a_generated_module_imported_elsewhere_is_decorated_again_under_the_inte
     import sys
 
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    module = importlib.reload(importlib.import_module("geoattn.kernels._triton_vp_gram_fwd"))
+    module = importlib.reload(importlib.import_module("geoattn.kernels._triton_vp_gram_fwd_d3"))
     if hasattr(module, "_interpreted"):
         del module._interpreted
-    assert "geoattn.kernels._triton_vp_gram_fwd" in sys.modules
+    assert "geoattn.kernels._triton_vp_gram_fwd_d3" in sys.modules
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     x, A = torch.randn(3, 7, 3), skew64(3).float()
     with K.backend("triton"):
@@ -336,3 +340,13 @@ def test_a_generated_module_imported_elsewhere_is_decorated_again_under_the_inte
     with K.backend("eager"):
         ref = K.vp_attention(x, A)
     assert (y - ref).abs().max() <= 64 * 7 * 3 * eps(F32) * float(x.abs().max()) ** 2
+
+
+def test_one_generated_module_per_kernel_and_width():
+    """Each generated module holds one job: one native kernel printed at one width; other widths are refused."""
+    for spec in NATIVE_KERNELS:
+        for d in range(1, spec.max_dim + 1):
+            src = generate.generate_triton_module(spec.name, d)
+            assert src.count("@triton.jit") == 1 and f"def {spec.name}_d{d}(" in src
+        with pytest.raises(ValueError, match=rf"Expected d in 1..{spec.max_dim} for {spec.name}. Got 0."):
+            generate.generate_triton_module(spec.name, 0)

@@ -183,7 +183,7 @@ def ledger_ids_target_path() -> str:
     return os.path.normpath(os.path.join(os.path.dirname(target_path()), "..", "_ledger_ids.py"))
 
 
-TRITON_HEADER = '''"""Triton kernels generated from the verified SymPy bindings.
+TRITON_HEADER = '''"""A Triton kernel generated from the verified SymPy bindings: one native kernel at one width.
 
 DO NOT EDIT: this file is written by ``geoattn codegen`` from ``geoattn/symbolic/expressions.py`` (the bindings of
 ``geoattn.symbolic.kernel_table.NATIVE_KERNELS``, which the C kernels of ``_native_gram.c`` are printed from too);
@@ -206,29 +206,31 @@ __all__ = [{names}]
 '''
 
 
-def generate_triton_module(name: str) -> str:
-    """The Python source of one native kernel's Triton kernels, at every ``d``, with a header naming its sources:
-    one generated module per kernel (the Gram layer's forward, its backward, the Cayley transform, its VJP)."""
+def generate_triton_module(name: str, d: int) -> str:
+    """The Python source of one native kernel's Triton kernel at width ``d``, with a header naming its sources:
+    one generated module per job (the Gram layer's forward at ``d = 3``, its backward at ``d = 4``, the Cayley
+    transform of ``2 x 2`` matrices, ...), each one ``@triton.jit`` program."""
     specs = [k for k in NATIVE_KERNELS if k.name == name]
     if not specs:
         raise ValueError(f"Expected a native kernel name in {[k.name for k in NATIVE_KERNELS]}. Got {name!r}.")
     k = specs[0]
+    if not 1 <= d <= k.max_dim:
+        raise ValueError(f"Expected d in 1..{k.max_dim} for {name}. Got {d!r}.")
     sources = f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.bindings) + f"  [{', '.join(k.claims)}]"
-    names = [triton_function_name(k, d) for d in range(1, k.max_dim + 1)]
     header = TRITON_HEADER.format(hash=native_hash(), version=PRINTER_VERSION, sources=sources,
-                                  names=", ".join(f'"{n}"' for n in names))
-    return header + "\n\n" + "\n\n".join(print_triton_kernel(k, d) for d in range(1, k.max_dim + 1))
+                                  names=f'"{triton_function_name(k, d)}"')
+    return header + "\n\n" + print_triton_kernel(k, d)
 
 
-def triton_target_path(name: str, folder: str | None = None) -> str:
-    """``geoattn/kernels/_triton_<name>.py`` in this checkout (or in ``folder``): the Triton kernels of one native
-    kernel."""
-    return os.path.join(folder or os.path.dirname(target_path()), f"_triton_{name}.py")
+def triton_target_path(name: str, d: int, folder: str | None = None) -> str:
+    """``geoattn/kernels/_triton_<name>_d<d>.py`` in this checkout (or in ``folder``): the Triton kernel of one
+    native kernel at one width."""
+    return os.path.join(folder or os.path.dirname(target_path()), f"_triton_{name}_d{d}.py")
 
 
 def _triton_outputs(folder: str | None):
-    return [(triton_target_path(k.name, folder), (lambda name=k.name: generate_triton_module(name)))
-            for k in NATIVE_KERNELS]
+    return [(triton_target_path(k.name, d, folder), (lambda name=k.name, d=d: generate_triton_module(name, d)))
+            for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1)]
 
 
 def native_target_path() -> str:
