@@ -11,27 +11,18 @@ repetitions; ratios are to SDPA in the same run.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import os
+import sys
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from geoattn.kernels import explain, vp_attention
+import torch  # noqa: E402
 
-try:
-    from mha import timed_calls
-except ImportError:  # run from the repository root
-    from benchmarks.mha import timed_calls
+from geoattn.kernels import explain, vp_attention  # noqa: E402
 
-
-def _median_ms(call, reps: int) -> float:
-    call()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t)
-    return 1e3 * statistics.median(times)
+from layers import timeit  # noqa: E402  (benchmarks/ is on the path: run as python benchmarks/<name>.py)
+from mha import timed_calls  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -60,7 +51,7 @@ def main(argv=None) -> None:
                 "sdpa": timed_calls(lambda z: torch.nn.functional.scaled_dot_product_attention(z, z, z), x),
             }
             for grad in ("fwd_bwd", "fwd_bwd_sum"):
-                ms = {k: _median_ms(calls[grad], args.reps) for k, calls in forms.items()}
+                ms = {k: 1e3 * timeit(calls[grad], args.reps, x.device) for k, calls in forms.items()}
                 print(f"{d:3d} {T:4d} {'dense' if grad == 'fwd_bwd' else 'sum':>5} {ms['auto']:8.2f} {ms['qr']:8.2f} "
                       f"{ms['sdpa']:8.2f} {ms['auto'] / ms['sdpa']:10.2f} {ms['qr'] / ms['sdpa']:8.2f}  {route}",
                       flush=True)

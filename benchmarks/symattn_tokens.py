@@ -1,62 +1,63 @@
-"""SymplecticAttention forward+backward against SDPA at B*T = 65,536 tokens, one thread, float32.
+"""SymplecticAttention forward+backward against SDPA at a fixed number of tokens B*T, one thread, float32.
 
-    python benchmarks/symattn_tokens.py [DIMS [LENGTHS [ACTIVATIONS]]]   # e.g. 4,8,16 16,64,256 matrix_softmax
+    python benchmarks/symattn_tokens.py [--tokens 65536] [--dims 4 8 16] [--lengths 16 64 256]
+                                        [--activations NAME ...] [--reps 3]
 
 Each row: the layer (default initialisation, symmetric and general weighting) with a dense random incoming
-gradient | with out.sum(); ratios against scaled_dot_product_attention as one head on (B, 1, T, dim) and on
-(B, 1, T, dim/2) measured in the same run; best of three calls after one warm-up.
+gradient | with ``out.sum()`` (``benchmarks/mha.py``'s timed calls, the median of ``--reps``), and its ratios
+against scaled_dot_product_attention as one head on ``(B, 1, T, dim)`` and on ``(B, 1, T, dim/2)`` (the positions
+alone) measured in the same run.
 """
 
+from __future__ import annotations
+
+import argparse
 import os
 import sys
-import time
 
-import torch
-import torch.nn.functional as F
-
-torch.set_num_threads(1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+
 from geoattn.nn import SymplecticAttention  # noqa: E402
-def best(fn, reps=3):
-    """The least of `reps` timings of `fn()` after one warm-up call, in seconds."""
-    fn(); ts=[]
-    for _ in range(reps):
-        t=time.perf_counter(); fn(); ts.append(time.perf_counter()-t)
-    return min(ts)
-def fb(f, x, g):
-    """A call of `f` on a fresh leaf copy of `x` and its backward (incoming gradient `g`, or of out.sum())."""
-    def run():
-        xx = x.detach().requires_grad_()
-        out = f(xx)
-        if g is None: out.sum().backward()
-        else: out.backward(g)
-    return run
-def sd(w):
-    """SDPA of the first `w` features of its input as one head."""
-    def f(x):
-        h = x[..., :w].unsqueeze(1)
-        return F.scaled_dot_product_attention(h, h, h).squeeze(1)
-    return f
-dims = [int(a) for a in sys.argv[1].split(",")] if len(sys.argv) > 1 else [4, 8, 16]
-Ts = [int(a) for a in sys.argv[2].split(",")] if len(sys.argv) > 2 else [16, 64, 256]
-acts = sys.argv[3].split(",") if len(sys.argv) > 3 else [
-    "matrix_softmax", "vector_softmax", "matrix_one_softmax", "vector_one_softmax"]
-syms = [True, False]
-print(f"{'dim':>4}{'T':>5} {'act':<20}{'sym':>5}{'ms':>9}{'x/sdpa(d)':>10}{'x/sdpa(d/2)':>12}  dense|sum")
-for dim in dims:
-    for T in Ts:
-        B = 65536 // T
-        torch.manual_seed(0)
-        x = torch.randn(B, T, dim); g = torch.randn(B, T, dim)
-        ref = {}
-        for w in (dim, dim // 2):
-            ref[w] = (best(fb(sd(w), x, torch.randn(B, T, w))), best(fb(sd(w), x, None)))
-        full, half = ref[dim], ref[dim // 2]
-        print(f"{dim:>4}{T:>5} sdpa d={dim}: {full[0]*1e3:.1f}|{full[1]*1e3:.1f} ms  "
-              f"d/2: {half[0]*1e3:.1f}|{half[1]*1e3:.1f}", flush=True)
-        for act in acts:
-            for s in syms:
-                layer = SymplecticAttention(dim, activation=act, symmetric=s)
-                t = (best(fb(layer, x, g)), best(fb(layer, x, None)))
-                print(f"{dim:>4}{T:>5} {act:<20}{str(s):>5}{t[0]*1e3:>6.1f}|{t[1]*1e3:<6.1f}"
-                      f"{t[0]/full[0]:>5.2f}|{t[1]/full[1]:<5.2f}{t[0]/half[0]:>6.2f}|{t[1]/half[1]:<5.2f}", flush=True)
+from layers import sdpa, timeit  # noqa: E402
+from mha import timed_calls  # noqa: E402
+
+ACTIVATIONS = ["matrix_softmax", "vector_softmax", "matrix_one_softmax", "vector_one_softmax"]
+
+
+def main(argv=None) -> None:
+    """Print the SDPA references and one row per layer for each (dim, T)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tokens", type=int, default=65536)
+    p.add_argument("--dims", type=int, nargs="+", default=[4, 8, 16])
+    p.add_argument("--lengths", type=int, nargs="+", default=[16, 64, 256])
+    p.add_argument("--activations", nargs="+", choices=ACTIVATIONS, default=ACTIVATIONS)
+    p.add_argument("--reps", type=int, default=3)
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    grads = ("fwd_bwd", "fwd_bwd_sum")
+    print(f"{'dim':>4}{'T':>5} {'activation':<20}{'sym':>6}{'ms dense|sum':>16}{'x sdpa(d)':>14}{'x sdpa(d/2)':>14}")
+    for dim in args.dims:
+        for T in args.lengths:
+            torch.manual_seed(0)
+            x = torch.randn(max(1, args.tokens // T), T, dim)
+            ref = {}
+            for w in (dim, dim // 2):
+                calls = timed_calls(sdpa, x[..., :w].contiguous())
+                ref[w] = [timeit(calls[g], args.reps, x.device) for g in grads]
+            print(f"{dim:>4}{T:>5} sdpa: d {1e3 * ref[dim][0]:.2f}|{1e3 * ref[dim][1]:.2f} ms, "
+                  f"d/2 {1e3 * ref[dim // 2][0]:.2f}|{1e3 * ref[dim // 2][1]:.2f} ms", flush=True)
+            for act in args.activations:
+                for symmetric in (True, False):
+                    calls = timed_calls(SymplecticAttention(dim, activation=act, symmetric=symmetric), x)
+                    t = [timeit(calls[g], args.reps, x.device) for g in grads]
+                    full = "|".join(f"{a / b:.2f}" for a, b in zip(t, ref[dim]))
+                    half = "|".join(f"{a / b:.2f}" for a, b in zip(t, ref[dim // 2]))
+                    print(f"{dim:>4}{T:>5} {act:<20}{str(symmetric):>6}{1e3 * t[0]:>9.2f}|{1e3 * t[1]:<6.2f}"
+                          f"{full:>14}{half:>14}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -158,3 +158,18 @@ def test_compare_trees_runs_a_checkout_against_itself(tmp_path):
     bad = subprocess.run([sys.executable, script, str(broken.parent), ROOT, "--quick"], capture_output=True,
                          text=True, timeout=600)
     assert bad.returncode != 0 and "Expected the cases to run in" in bad.stderr
+
+
+def test_route_benchmarks_run_at_tiny_sizes():
+    """The benchmarks behind the routing constants (gram-lu, gram-exp-closed) and the fused symplectic route run end
+    to end at tiny sizes and print a row per case; no timing is asserted."""
+    cases = [("gram_lu.py", ["--tokens", "256", "--dims", "5", "--lengths", "16", "--reps", "1"], "dense"),
+             ("gram_exp_closed.py", ["--tokens", "256", "--dims", "3", "--lengths", "16", "--reps", "1"],
+              "gram-exp-closed/eager"),
+             ("symattn_tokens.py", ["--tokens", "256", "--dims", "4", "--lengths", "8", "--activations",
+                                    "matrix_softmax", "--reps", "1"], "matrix_softmax")]
+    for script, args, expect in cases:
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args], capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert expect in proc.stdout, proc.stdout
