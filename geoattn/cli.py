@@ -232,6 +232,7 @@ def _codegen(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``geoattn`` command: parse ``argv`` (default: the process's) and run a subcommand; its exit status."""
     parser = _parser()
     try:
         args = parser.parse_args(argv)

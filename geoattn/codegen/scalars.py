@@ -122,11 +122,13 @@ class ScalarPrinter(Printer):
 
 
 def number_literal(c) -> str:
+    """A SymPy number as a literal: an integer exactly, any other value as the repr of the nearest float."""
     c = sp.nsimplify(c)
     return str(int(c)) if c.is_Integer else repr(float(c))
 
 
 def wrap(code: str) -> str:
+    """The printed text of an expression, in parentheses unless it is an atom."""
     if code.isidentifier() or _balanced_call(code):
         return code
     return f"({code})"

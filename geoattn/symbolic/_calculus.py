@@ -31,10 +31,12 @@ class UnaryMatrixExpr(MatrixExpr):
 
     @property
     def arg(self):
+        """The matrix the function is applied to."""
         return self.args[0]
 
     @property
     def shape(self):
+        """The shape of the argument (a matrix function keeps it)."""
         return self.arg.shape
 
 

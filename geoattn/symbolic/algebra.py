@@ -87,6 +87,7 @@ def symmetric(name: str, n: int) -> sp.Matrix:
 
 
 def eye(n: int) -> sp.Matrix:
+    """The ``n x n`` identity as an explicit matrix."""
     return sp.eye(n)
 
 
@@ -188,24 +189,29 @@ class Dual:
 
     @staticmethod
     def lift(x) -> "Dual":
+        """``x`` as a dual number with tangent zero (a constant of the computation)."""
         if isinstance(x, Dual):
             return x
         return Dual(x, sp.zeros(*x.shape))
 
     @property
     def shape(self):
+        """The shape of the value."""
         return self.v.shape
 
     @property
     def rows(self):
+        """The number of rows of the value."""
         return self.v.rows
 
     @property
     def cols(self):
+        """The number of columns of the value."""
         return self.v.cols
 
     @property
     def T(self) -> "Dual":
+        """The transpose, value and tangent alike."""
         return Dual(self.v.T, self.dv.T)
 
     def __getitem__(self, key) -> "Dual":
@@ -272,6 +278,7 @@ def vec_rows(m: sp.Matrix) -> sp.Matrix:
 
 
 def unvec_rows(v: sp.Matrix, rows: int, cols: int) -> sp.Matrix:
+    """The ``rows x cols`` matrix whose rows, concatenated, are ``v`` (inverse of :func:`vec_rows`)."""
     return sp.Matrix(rows, cols, lambda i, j: v[i * cols + j])
 
 
@@ -288,6 +295,7 @@ def poisson_matrix(n: int) -> sp.Matrix:
 
 
 def free_symbols(mats: Iterable[sp.Matrix]) -> list[sp.Symbol]:
+    """The free symbols of the matrices ``mats``, sorted by name (a stable order for substitution)."""
     syms: set[sp.Symbol] = set()
     for m in mats:
         syms |= set(m.free_symbols) if hasattr(m, "free_symbols") else set()
@@ -346,5 +354,6 @@ def is_zero(x) -> bool:
 
 
 def principal_even_subsets(n: int):
+    """The index subsets of even size of ``range(n)`` (the principal minors a Pfaffian expansion uses)."""
     for k in range(0, n + 1, 2):
         yield from itertools.combinations(range(n), k)

@@ -126,6 +126,7 @@ def ledger_json(claims: list[Claim], verdicts: list[Verdict], *, seed: int, dept
 
 
 def format_table(claims: list[Claim], verdicts: list[Verdict], width: int = 160) -> str:
+    """The verdict table of ``claims``: id, source, verdict, evidence summary and seconds, one row each."""
     rows = [("id", "source", "verdict", "evidence", "s")]
     for c, v in zip(claims, verdicts):
         mark = "" if v.level is c.expected else f" (expected {c.expected.value})"
@@ -193,6 +194,7 @@ def print_family(family: str, *, seed: int = 0, depth: int = 1, stream: TextIO |
 
 
 def dump(claims: Iterable[Claim], verdicts: Iterable[Verdict], path: str, **meta) -> None:
+    """Write the JSON ledger of ``claims`` and their ``verdicts`` to ``path`` (``meta``: see :func:`ledger_json`)."""
     with open(path, "w") as fh:
         json.dump(ledger_json(list(claims), list(verdicts), **meta), fh, indent=2)
         fh.write("\n")
