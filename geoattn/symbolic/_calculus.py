@@ -94,13 +94,13 @@ def scalar_image(expr, sym: sp.MatrixSymbol, var: sp.Symbol, eps: int | None) ->
             return sp.exp(rec(e.arg))
         if isinstance(e, Transpose):
             if eps is None:
-                raise NotInAlgebra(f"{e} needs a transpose rule for {sym}")
+                raise NotInAlgebra(f"Expected a transpose rule for {sym} to map {e}. Got none (eps=None).")
             return rec(e.arg).subs(var, eps * var)
         if isinstance(e, MatrixExpr):
-            raise NotInAlgebra(f"{e} is not a function of {sym}")
+            raise NotInAlgebra(f"Expected a function of {sym}. Got {e}.")
         if e.is_commutative and not e.has(MatrixExpr):
             return e
-        raise NotInAlgebra(f"cannot map {e!r}")
+        raise NotInAlgebra(f"Expected a matrix expression in {sym} alone. Got {e!r}.")
 
     return rec(expr)
 

@@ -74,7 +74,7 @@ def _generators(expr) -> tuple[list, dict]:
     while stack:
         e = stack.pop()
         if not e.is_commutative:
-            raise NotEvaluable(f"a noncommutative factor: {e}")
+            raise NotEvaluable(f"Expected commutative factors. Got {e}.")
         if e.is_Symbol:
             symbols.add(e)
         elif e.is_Rational:
@@ -136,7 +136,8 @@ def rational_zero(expr) -> bool | None:
             k = int(e.exp)
             if k < 0:
                 if not num or not plain(num):
-                    raise NotEvaluable("a denominator that is zero or has an opaque generator")
+                    raise NotEvaluable("Expected a nonzero denominator of rational generators. "
+                                       "Got one that is zero or opaque.")
                 num, den, k = den, num, -k
             num, den = num**k, den**k
         return num, den
@@ -184,7 +185,7 @@ def _value_for(sym: sp.Symbol, rng: random.Random, integer_only: bool = False):
         for cand in (sp.Rational(p, q), sp.Rational(abs(p), q)):
             if all(getattr(cand, f"is_{key}") is val for key, val in facts.items()):
                 return cand
-    raise NotEvaluable(f"no rational value has the assumptions of {sym}")
+    raise NotEvaluable(f"Expected a rational value with the assumptions of {sym}. Got none.")
 
 
 class _Point:
@@ -209,7 +210,7 @@ class _Point:
     def dim(self, s) -> int:
         v = self.scalar(sp.sympify(s))
         if v.denominator != 1 or v.numerator < 1:
-            raise NotEvaluable(f"a size that is not a positive integer at the point: {s}")
+            raise NotEvaluable(f"Expected a positive integer size at the point. Got {s}.")
         return int(v.numerator)
 
     def rational(self) -> object:
@@ -235,7 +236,7 @@ class _Point:
         elif e.is_Pow:
             k = self.scalar(e.exp)
             if k.denominator != 1:
-                raise NotEvaluable(f"a power with a non-integer exponent: {e}")
+                raise NotEvaluable(f"Expected an integer exponent. Got {e}.")
             base = self.scalar(e.base)
             if k < 0 and not base:
                 raise _Singular()
@@ -248,7 +249,7 @@ class _Point:
         elif isinstance(e, MatrixElement):
             out = self.matrix(e.parent)[self.dim(e.i), self.dim(e.j)].element
         else:
-            raise NotEvaluable(f"a scalar node the point evaluation does not know: {type(e).__name__}")
+            raise NotEvaluable(f"Expected a scalar node the point evaluation knows. Got {type(e).__name__}.")
         self.memo[e] = out
         return out
 
@@ -292,7 +293,7 @@ class _Point:
         if isinstance(e, MatPow):
             k = self.scalar(e.exp)
             if k.denominator != 1:
-                raise NotEvaluable(f"a matrix power with a non-integer exponent: {e}")
+                raise NotEvaluable(f"Expected an integer exponent of a matrix power. Got {e}.")
             base = self.matrix(e.base)
             if k < 0:
                 base, k = _inverse(base), -k
@@ -316,7 +317,7 @@ class _Point:
             for a in e.args[1:]:
                 out = _kron(out, self.matrix(a))
             return out
-        raise NotEvaluable(f"a matrix node the point evaluation does not know: {type(e).__name__}")
+        raise NotEvaluable(f"Expected a matrix node the point evaluation knows. Got {type(e).__name__}.")
 
 
 class _Singular(ArithmeticError):
