@@ -107,6 +107,12 @@ CLAIMS = {
     "symattn.fused_vjp": ("symattn", "checked"),
     "symattn.fused_vjp.symmetric": ("symattn", "checked"),
     "symattn.fused_vjp.shared_general": ("symattn", "refuted"),
+    "symattn.transpose_invariant": ("symattn", "checked"),
+    "symattn.transpose_invariant.columns": ("symattn", "refuted"),
+    "symattn.sdpa_form": ("symattn", "checked"),
+    "symattn.sdpa_form.general": ("symattn", "refuted"),
+    "symattn.sdpa_vjp": ("symattn", "checked"),
+    "symattn.sdpa_vjp.without_lse": ("symattn", "refuted"),
 }
 
 #: every claim id of the ledger

@@ -212,6 +212,10 @@ def test_every_refuted_ledger_claim_is_covered_here():
         "symattn.gml.layer_symplectic.vector_softmax_symmetric",
         # confirmed in float64 by tests/test_symattn_fused.py (the one-product form forced on a general A)
         "symattn.fused_vjp.shared_general",
+        # confirmed in float64 by tests/test_symattn_sdpa.py (test_refuted_*_in_float64)
+        "symattn.sdpa_form.general",
+        "symattn.sdpa_vjp.without_lse",
+        "symattn.transpose_invariant.columns",
     }
     refuted = {c.id for c in symbolic.all_claims() if c.expected is Level.REFUTED}
     assert refuted == covered, f"add a float confirmation for {refuted - covered}"

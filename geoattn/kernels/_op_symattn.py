@@ -11,6 +11,7 @@ from ._checks import check_float, check_same, check_square, half_in_float32
 from ._functions import _traced
 from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
 from ._symattn_fused import symattn_fused
+from ._symattn_sdpa import sdpa_reason, symattn_sdpa
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
 __all__ = ["symattn_update", "symattn_potential", "SYMATTN_UPDATE", "SYMATTN_POTENTIAL"]
@@ -44,9 +45,18 @@ def _fused_when(c: Call) -> str | None:
     return None
 
 
+def _sdpa_when(c: Call) -> str | None:
+    """The ``sdpa`` route: a symmetric weighting, the softmaxes over all entries, CPU, outside transforms."""
+    if c.traced:
+        return "traced (torch.func transform, torch.compile or meta tensors): the generated forward is traced"
+    return sdpa_reason(c.z, c.A, c.activation)
+
+
 SYMATTN_UPDATE = register_operation(Operation(
     "symattn_update", _bind,
-    (Route("fused", EAGER.name, _fused_when, lambda c: symattn_fused(c.z, c.A, c.activation),
+    (Route("sdpa", EAGER.name, _sdpa_when, lambda c: symattn_sdpa(c.z, c.A, c.activation),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.sdpa_vjp")),
+     Route("fused", EAGER.name, _fused_when, lambda c: symattn_fused(c.z, c.A, c.activation),
            per_sample="", claims=("symattn.potential_gradient", "symattn.fused_vjp", "symattn.fused_vjp.symmetric")),
      Route("generated", EAGER.name, lambda c: None, lambda c: symattn_forward(c.z, c.A, c.activation),
            per_sample="", claims=("symattn.potential_gradient", "symattn.layer_vjp")),),

@@ -127,6 +127,20 @@ class SymplecticAttention(nn.Module):
             return torch.cat([q, p + sign * K.symattn_update(q, A, self.activation)], dim=-1)
         return torch.cat([q + sign * K.symattn_update(p, A, self.activation), p], dim=-1)
 
+    def explain(self, x: torch.Tensor):
+        """How :meth:`forward` would compute the update for ``x``: the route of ``symattn_update`` and why every
+        other route does not serve (:func:`geoattn.kernels.explain`; nothing is computed).
+
+        Examples
+        --------
+        >>> layer = SymplecticAttention(8)
+        >>> layer.explain(torch.randn(2, 16, 8)).route.form in ("sdpa", "fused", "generated")
+        True
+        """
+        q, p = self._split(x, "x")
+        with torch.no_grad():
+            return K.explain("symattn_update", q if self.update == "p" else p, self.weighting(), self.activation)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape."""
         return self._shear(x, 1.0, "x")

@@ -42,6 +42,7 @@ from ._symattn_exact import (
 )
 from ._sources import gml_file
 from ._symattn_fused_exact import fused_vjp_residual
+from ._symattn_sdpa_exact import sdpa_form_residual, sdpa_vjp_residual, transpose_residual
 
 __all__ = ["CLAIMS", "gradient_derivation", "symmetric_gradient_derivation", "shear_derivation"]
 
@@ -307,5 +308,79 @@ CLAIMS = [
         checker=ExpPolicy(name="fused VJP (G for G^T) - d<V, U>", search=at_sizes({"n": 2, "T": 2}),
                           residual=fused_vjp_residual(shared=True, symbolic_v=False)),
         notes="G is not symmetric when A is not, so the route takes the one product only when A equals A^T.",
+    ),
+    Claim(
+        id="symattn.transpose_invariant",
+        title="the update over all entries does not see the transpose of A",
+        statement="For the softmaxes over all entries, the update at A^T equals the update at A; so at a symmetric A "
+        "its gradient in A is symmetric.",
+        latex=r"U(z, A^T) = U(z, A)\ \text{(softmax over all entries)}",
+        source="corrected form of symattn.transpose_invariant.columns",
+        corrects="symattn.transpose_invariant.columns",
+        expected=Level.CHECKED,
+        checker=ExpPolicy(name="U(z, A^T) - U(z, A)", exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 2}),
+                          residual=transpose_residual()),
+        notes="The sum over all entries of e^{zAz^T} is that of its transpose.",
+    ),
+    Claim(
+        id="symattn.transpose_invariant.columns",
+        title="the column softmaxes' update does not see the transpose of A",
+        statement="For the column softmaxes too, the update at A^T equals the update at A.",
+        latex=r"U(z, A^T) = U(z, A)\ \text{(column softmax)}",
+        source="geoattn.kernels (why the sdpa route serves the softmaxes over all entries only)",
+        expected=Level.REFUTED,
+        checker=ExpPolicy(name="U(z, A^T) - U(z, A)", search=at_sizes({"n": 2, "T": 2}),
+                          residual=transpose_residual(("vector_softmax",))),
+    ),
+    Claim(
+        id="symattn.sdpa_form",
+        title="the update over all entries as one attention call",
+        statement="If A is symmetric, with a = zA, P the row softmax of C = az^T, l its row log-sum-exps and "
+        "w_i = e^{l_i} / (eps + sum_k e^{l_k}), the update over all entries is 2 w * (P a).",
+        latex=r"A^T = A \implies GzA^T + G^TzA = 2\,\mathrm{diag}(w)\,P\,zA,\ w_i = \frac{e^{\ell_i}}{\epsilon + "
+        r"\sum_k e^{\ell_k}}",
+        source="corrected form of symattn.sdpa_form.general",
+        corrects="symattn.sdpa_form.general",
+        expected=Level.CHECKED,
+        checker=ExpPolicy(name="2 w * (P a) - U", structure="symmetric", search=at_sizes({"n": 2, "T": 2}),
+                          exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 2}), residual=sdpa_form_residual),
+        notes="Note [symplectic attention through SDPA]: O and l are one call of torch's fused CPU attention.",
+    ),
+    Claim(
+        id="symattn.sdpa_form.general",
+        title="the one-call form for a general A",
+        statement="The form 2 w * (P zA) of symattn.sdpa_form is the update for a general A too.",
+        latex=r"GzA^T + G^TzA = 2\,\mathrm{diag}(w)\,P\,zA \text{ for every } A",
+        source="geoattn.kernels (the condition of the sdpa route)",
+        expected=Level.REFUTED,
+        checker=ExpPolicy(name="2 w * (P a) - U", search=at_sizes({"n": 2, "T": 2}), residual=sdpa_form_residual),
+        notes="The route serves only an A equal to its transpose.",
+    ),
+    Claim(
+        id="symattn.sdpa_vjp",
+        title="backward of the one-call form",
+        statement="If A is symmetric: with gO = 2 w * V, gw_i = 2 V_i.O_i, gl_i = w_i (gw_i - sum_k w_k gw_k), "
+        "D_i = gO_i.O_i - gl_i, gC = P * (gO a^T - D 1^T), ga = gC z + P^T gO: d<V, U>/dz = gC^T a + ga A^T and "
+        "d<V, U>/dA = (z^T ga + ga^T z)/2.",
+        latex=r"\bar C = P\odot(\bar Oa^T - (D - \bar\ell)\mathbf 1^T),\ \bar z = \bar C^Ta + \bar aA^T,\ "
+        r"\bar A = \tfrac12(z^T\bar a + \bar a^Tz)",
+        source="corrected form of symattn.sdpa_vjp.without_lse",
+        corrects="symattn.sdpa_vjp.without_lse",
+        expected=Level.CHECKED,
+        checker=ExpPolicy(name="sdpa VJP - d<V, U>", structure="symmetric",
+                          exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 2}), residual=sdpa_vjp_residual()),
+        notes="The log-sum-exp's gradient gl enters the attention backward through its row term D.",
+    ),
+    Claim(
+        id="symattn.sdpa_vjp.without_lse",
+        title="backward of the one-call form without the log-sum-exp's gradient",
+        statement="The backward of symattn.sdpa_vjp holds with gl = 0 (the attention backward as for its output "
+        "alone).",
+        latex=r"\bar C = P\odot(\bar Oa^T - D\mathbf 1^T)",
+        source="geoattn.kernels (the sdpa route of symattn_update: why the backward passes gl)",
+        expected=Level.REFUTED,
+        checker=ExpPolicy(name="sdpa VJP (gl = 0) - d<V, U>", structure="symmetric", search=at_sizes({"n": 1, "T": 2}),
+                          residual=sdpa_vjp_residual(fault="drop_lse", symbolic_v=False)),
+        notes="The weights w depend on the row log-sum-exps, so their gradient reaches C through them.",
     ),
 ]

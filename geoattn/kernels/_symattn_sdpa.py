@@ -1,0 +1,125 @@
+r"""The ``sdpa`` route of symplectic attention: the update over all entries with a symmetric ``A`` as one call of
+torch's fused CPU attention, which never forms a ``T x T`` matrix.
+
+Note [symplectic attention through SDPA]
+----------------------------------------
+With a symmetric :math:`A` the matrix :math:`C = zAz^T` is symmetric, so is the softmax :math:`G` over all its
+entries, and the update :math:`GzA^T + G^TzA` is :math:`2GzA`. The softmax over all entries is the softmax of each
+row rescaled: with :math:`a = zA`, :math:`C = az^T`, :math:`P` the row softmax of :math:`C` and
+:math:`\ell_i = \log\sum_j e^{C_{ij}}` its log-sum-exp,
+
+.. math::
+
+    G = \mathrm{diag}(w)\,P,\qquad w_i = \frac{e^{\ell_i}}{\epsilon + \sum_k e^{\ell_k}},\qquad
+    U = 2\,w \odot O,\qquad O = P\,a
+
+(:math:`\epsilon = 1` for the one softmax, else 0; ledger ``symattn.sdpa_form``). :math:`O` and :math:`\ell` are
+what the fused CPU attention kernel of torch returns for queries :math:`a`, keys :math:`z`, values :math:`a` at
+scale 1: one pass over key blocks per query block, no ``T x T`` matrix in memory.
+
+The backward (ledger ``symattn.sdpa_vjp``): with :math:`\bar O = 2w\odot\bar U`, :math:`\bar w_i = 2\bar U_i\cdot
+O_i` and :math:`\bar\ell_i = w_i(\bar w_i - \sum_k w_k\bar w_k)`, the attention's backward with the extra
+gradient :math:`\bar\ell` of its log-sum-exp is :math:`\bar C = P\odot(\bar Oa^T - (D - \bar\ell)\mathbf 1^T)`,
+:math:`D_i = \bar O_i\cdot O_i`. Torch's backward kernel computes :math:`D` from the output and its gradient it
+is given; passing the values with one more column of zeros, the output with a column of ones and the output's
+gradient with the column :math:`-\bar\ell` makes it compute :math:`D - \bar\ell` and leaves every other product
+unchanged (queries and keys get a zero column too: the kernel wants one head size). Then
+:math:`\bar a = \bar q + \bar v`, :math:`\bar z = \bar k + \bar aA^T` and :math:`\bar A =
+\tfrac12(z^T\bar a + \bar a^Tz)`: the update over all entries is the same function of :math:`A` and
+:math:`A^T` (the sum over all entries of :math:`C` does not see the transpose), so its gradient at a symmetric
+:math:`A` is symmetric, and the symmetric part of the one-product form's gradient is that gradient.
+
+The route serves CPU float32 and float64 inputs with one weighting ``A`` equal to its transpose, the softmaxes
+over all entries, outside functorch transforms and ``torch.compile``, when torch has the kernel. A graph of the
+backward (``create_graph=True``) is the VJP of the generated forward, as on the other routes. Each sample is one
+attention call of its own: no result depends on the other samples of the batch.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from . import _generated as gen
+from ._symattn import SYMATTN_ACTIVATIONS
+
+__all__ = ["symattn_sdpa", "sdpa_reason", "HAVE_FLASH"]
+
+_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_FLASH_BACKWARD = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None)
+#: whether this torch has the fused CPU attention kernel and its backward
+HAVE_FLASH = _FLASH is not None and _FLASH_BACKWARD is not None
+
+
+def sdpa_reason(z: torch.Tensor, A: torch.Tensor, activation: str) -> str | None:
+    """None when the ``sdpa`` route serves the (checked) arguments, else why not."""
+    if not HAVE_FLASH:
+        return "this torch has no fused CPU attention kernel with its log-sum-exp"
+    if z.device.type != "cpu":
+        return f"device {z.device.type}: the route calls torch's CPU attention kernel"
+    if SYMATTN_ACTIVATIONS[activation][0] != "all":
+        return f"activation {activation!r}: the column softmax's transpose is not an attention call"
+    if z.dtype not in (torch.float32, torch.float64):
+        return f"{z.dtype}: the route takes float32 and float64"
+    if A.dim() != 2:
+        return f"A batched (shape {tuple(A.shape)}): the route takes one (n, n) weighting"
+    if not torch.equal(A, A.mT):
+        return "A is not symmetric: G z A^T + G^T z A is two attention calls, not one"
+    return None
+
+
+def _weights(lse: torch.Tensor, one: bool) -> torch.Tensor:
+    """:math:`w_i = e^{\\ell_i} / (\\epsilon + \\sum_k e^{\\ell_k})`, computed as a softmax (``(B, T)``)."""
+    if not one:
+        return torch.softmax(lse, dim=-1)
+    return torch.softmax(F.pad(lse, (0, 1)), dim=-1)[..., :-1]  # the extra 1 is a zero logit
+
+
+class _SdpaUpdate(torch.autograd.Function):
+    """See Note [symplectic attention through SDPA]."""
+
+    @staticmethod
+    def forward(ctx, z: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
+        shape = z.shape
+        n = shape[-1]
+        zf = z.reshape(-1, n)
+        qk = z.new_zeros(2, zf.shape[0], n + 1)  # queries a = zA and keys z, each with a zero column
+        torch.mm(zf, A, out=qk[0, :, :n])
+        qk[1, :, :n] = zf
+        q, k = (t.view(-1, 1, shape[-2], n + 1) for t in qk)
+        out, lse = _FLASH(q, k, q, 0.0, False, scale=1.0)
+        w = _weights(lse[:, 0], SYMATTN_ACTIVATIONS[activation][1])
+        ctx.save_for_backward(z, A, qk, lse, w)
+        ctx.out = out  # not saved: the backward writes its extra column (a buffer of this function alone)
+        ctx.activation = activation
+        return (2 * w.unsqueeze(-1) * out[:, 0, :, :n]).view(shape)
+
+    @staticmethod
+    def backward(ctx, gU: torch.Tensor):
+        z, A, qk, lse, w = ctx.saved_tensors
+        out = ctx.out
+        if torch.is_grad_enabled():
+            forward = getattr(gen, f"symattn_update_{ctx.activation}")
+            _, pullback = torch.func.vjp(lambda a, b: forward(a, b)[0], z, A)
+            gz, gA = pullback(gU)
+            return gz, gA, None
+        shape = z.shape
+        n = shape[-1]
+        q, k = (t.view(-1, 1, shape[-2], n + 1) for t in qk)
+        V = gU.reshape(-1, shape[-2], n)
+        gw = 2 * (V * out[:, 0, :, :n]).sum(-1)
+        glse = w * (gw - (w * gw).sum(-1, keepdim=True))
+        g_out = torch.empty_like(out)
+        torch.mul(V, 2 * w.unsqueeze(-1), out=g_out[:, 0, :, :n])
+        g_out[:, 0, :, n] = -glse
+        out[..., n] = 1  # the output's extra column: the kernel then computes D - glse (idempotent)
+        gq, gk, gv = _FLASH_BACKWARD(g_out, q, k, q, out, lse, 0.0, False, scale=1.0)
+        ga = (gq + gv)[:, 0, :, :n].reshape(-1, n)
+        gz = torch.addmm(gk[:, 0, :, :n].reshape(-1, n), ga, A.mT)
+        gA = qk[1, :, :n].mT @ ga
+        return gz.view(shape), 0.5 * (gA + gA.mT), None
+
+
+def symattn_sdpa(z: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
+    """The update through the ``sdpa`` route (arguments checked, :func:`sdpa_reason` None)."""
+    return _SdpaUpdate.apply(z, A, activation)
