@@ -83,9 +83,10 @@ class _SdpaUpdate(torch.autograd.Function):
         shape = z.shape
         n = shape[-1]
         zf = z.reshape(-1, n)
-        qk = z.new_zeros(2, zf.shape[0], n + 1)  # queries a = zA and keys z, each with a zero column
+        qk = z.new_empty(2, zf.shape[0], n + 1)  # queries a = zA and keys z, each with a zero column
         torch.mm(zf, A, out=qk[0, :, :n])
         qk[1, :, :n] = zf
+        qk[:, :, n] = 0
         q, k = (t.view(-1, 1, shape[-2], n + 1) for t in qk)
         out, lse = _FLASH(q, k, q, 0.0, False, scale=1.0)
         w = _weights(lse[:, 0], SYMATTN_ACTIVATIONS[activation][1])
@@ -114,10 +115,11 @@ class _SdpaUpdate(torch.autograd.Function):
         g_out[:, 0, :, n] = -glse
         out[..., n] = 1  # the output's extra column: the kernel then computes D - glse (idempotent)
         gq, gk, gv = _FLASH_BACKWARD(g_out, q, k, q, out, lse, 0.0, False, scale=1.0)
-        ga = (gq + gv)[:, 0, :, :n].reshape(-1, n)
-        gz = torch.addmm(gk[:, 0, :, :n].reshape(-1, n), ga, A.mT)
+        ga = torch.add(gq[:, 0, :, :n], gv[:, 0, :, :n]).view(-1, n)
+        gz = torch.mm(ga, A.mT).view(shape)
+        gz += gk[:, 0, :, :n].view(shape)
         gA = qk[1, :, :n].mT @ ga
-        return gz.view(shape), 0.5 * (gA + gA.mT), None
+        return gz, 0.5 * (gA + gA.mT), None
 
 
 def symattn_sdpa(z: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
