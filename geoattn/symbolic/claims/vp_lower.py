@@ -107,7 +107,7 @@ def make_offdiag_claim(sign: int = 1, claim_id: str = "vp_lower.offdiag_blocks",
         statement="For X = (X_1; X_2) (X_1 the earlier T_1 rows, X_2 the later T_2 rows, d columns) and any d x d A, "
         "S = skew_from_lower(X A X^T) has S_21 = X_2 A X_1^T and S_12 = -X_1 A^T X_2^T.",
         latex=r"S = \mathrm{skew\_from\_lower}(XAX^T):\ S_{21} = X_2AX_1^T,\ S_{12} = -X_1A^TX_2^T",
-        source="nested block solve of geoattn.kernels._semisep (Note [nested block solve of I minus a "
+        source="kernel vp_arbitrary_linear of geoattn.kernels._semisep (Note [nested block solve of I minus a "
         "lower-assigned skew matrix])",
         expected=expected,
         checker=Policy(
@@ -133,7 +133,7 @@ def make_merge_claim(sign: int = 1, claim_id: str = "vp_lower.merge", expected: 
         "R = N^-1 (I; I) = (R_1; R_2): K_p = K_1 R_1 + K_2 R_2 and U_p = (U_1 R_1; U_2 R_2).",
         latex=r"N = I_{2d} + G\,\mathrm{diag}(K_1, K_2),\ \binom{R_1}{R_2} = N^{-1}\binom{I}{I}:\ "
         r"K_p = K_1R_1 + K_2R_2,\ M_p^{-1}X_p = \binom{U_1R_1}{U_2R_2}",
-        source="nested block solve of geoattn.kernels._semisep (Note [nested block solve of I minus a "
+        source="kernel vp_arbitrary_linear of geoattn.kernels._semisep (Note [nested block solve of I minus a "
         "lower-assigned skew matrix])",
         expected=expected,
         checker=Policy(
