@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     parser.add_argument("--old-length", type=int, default=512)
     args = parser.parse_args(argv)
     if args.quick:
-        args.tokens, args.lengths, args.dims, args.reps, args.old_length = 512, [64, 128], [4], 1, 64
+        args.tokens, args.lengths, args.dims, args.reps, args.old_length = 512, [128, 256], [4], 1, 128
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), float32, B * T = {args.tokens}; "
           "forward+backward (dense random incoming gradient), medians of alternated repetitions")

@@ -127,7 +127,7 @@ def test_routes_and_explain():
     e = K.explain("vp_attention_lower", torch.randn(2, 256, 4), A)
     assert e.route.name == "semisep/eager" and "semisep/eager" in e.table() and "full/eager" in e.table()
     e = K.explain("vp_attention_lower", torch.randn(2, 16, 4), A)
-    assert e.route.name == "full/eager" and "T=16 < 64" in dict((r.name, w) for r, w in e.rejected)["semisep/eager"]
+    assert e.route.name == "full/eager" and "T=16 < 128" in dict((r.name, w) for r, w in e.rejected)["semisep/eager"]
     e = K.explain("vp_attention_lower", torch.randn(2, 100, 128), weight(128, F32))
     assert e.route.name == "full/eager" and "d=128 >= T=100" in e.table()
     assert K.explain("vp_attention_lower", torch.randn(2, 3, 8), weight(8, F32), method="semisep").route.form == \

@@ -64,7 +64,7 @@ class VolumePreservingAttention(nn.Module):
     :math:`O(T\,\mathrm{dim}^2)` time and memory either way. The
     lower-triangle assignment of the arbitrary weighting breaks the low rank of
     :math:`Z^TAZ` but not that of the off-diagonal blocks of :math:`C`
-    (``vp_lower.offdiag_blocks``): with ``skew_sym=False``, ``dim < T`` and ``T >= 64``
+    (``vp_lower.offdiag_blocks``): with ``skew_sym=False``, ``dim < T`` and ``T >= 128``
     :func:`geoattn.kernels.vp_attention_lower` solves :math:`(I - C)u = x` by a nested block
     (Woodbury) solve over a binary tree of blocks (``vp_lower.merge``), in float64,
     :math:`O(T)` time and memory per sample, forward and backward; below that the ``T x T`` solve.
