@@ -44,6 +44,8 @@ import math
 
 import torch
 
+from ._checks import check_float
+
 __all__ = ["vp_arbitrary_linear", "vp_arbitrary_full", "LEAF", "semisep_levels"]
 
 #: rows of a leaf block (dense LU); the measured optimum at d = 8 lies between 16 and 64
@@ -117,11 +119,13 @@ def vp_arbitrary_linear(x: torch.Tensor, A: torch.Tensor, *, leaf: int = LEAF, _
     >>> bool((y - ref).abs().max() < 1e-10)
     True
     """
+    check_float("x", x)
+    check_float("A", A)
     out_dtype = x.dtype
     *batch, T, d = x.shape
-    xb = x.reshape(-1, T, d).to(torch.float64)
+    B = math.prod(batch)
+    xb = x.reshape(B, T, d).to(torch.float64)
     A64 = A.to(torch.float64)
-    B = xb.shape[0]
     m, L = semisep_levels(T, leaf)
     Tp = m * 2 ** L
     if Tp > T:
@@ -139,7 +143,7 @@ def vp_arbitrary_linear(x: torch.Tensor, A: torch.Tensor, *, leaf: int = LEAF, _
         Rs.append(R)
     F = torch.eye(d, dtype=xb.dtype, device=xb.device).expand(B, 1, d, d)
     for R in reversed(Rs):                                    # transfer matrices, top down
-        F = torch.stack((R[..., :d, :] @ F, R[..., d:, :] @ F), 2).reshape(B, -1, d, d)
+        F = torch.stack((R[..., :d, :] @ F, R[..., d:, :] @ F), 2).reshape(B, 2 * F.shape[1], d, d)
     u = (U @ F).reshape(B, Tp, d)[:, :T]
     return (2 * u - xb[:, :T]).reshape(*batch, T, d).to(out_dtype)
 
@@ -157,6 +161,8 @@ def vp_arbitrary_full(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     -------
     Tensor ``(..., T, d)`` of ``x``'s dtype
     """
+    check_float("x", x)
+    check_float("A", A)
     T, d = x.shape[-2:]
     x64 = x.to(torch.float64)
     M = torch.eye(T, dtype=torch.float64, device=x.device) - _lower_skew(x64, A.to(torch.float64), 1 / math.sqrt(d))
