@@ -173,7 +173,8 @@ class VolumePreservingAttention(nn.Module):
 
     def explain(self, x: torch.Tensor) -> Explanation:
         """How :meth:`forward` would compute ``x``: the route of the kernel operation it calls (``vp_attention``
-        with ``skew_sym=True``, else ``vp_attention_lower``) and why every other route does not serve (:func:`geoattn.kernels.explain`; nothing is computed beyond what the choice reads).
+        with ``skew_sym=True``, else ``vp_attention_lower``) and why every other route does not serve
+        (:func:`geoattn.kernels.explain`; nothing is computed beyond what the choice reads).
 
         Examples
         --------
@@ -182,6 +183,8 @@ class VolumePreservingAttention(nn.Module):
         True
         >>> layer.explain(torch.randn(8, 3, 4)).route.form      # d >= T: the T x T form
         'full'
+        >>> VolumePreservingAttention(4, skew_sym=False).explain(torch.randn(2, 512, 4)).route.name
+        'semisep/eager'
         """
         A = self.weight
         check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype, device=A.device)
