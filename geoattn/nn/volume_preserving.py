@@ -158,7 +158,7 @@ class VolumePreservingAttention(nn.Module):
 
     def correlation(self, x: torch.Tensor) -> torch.Tensor:
         """The skew correlation matrix :math:`C(Z)`, shape ``(..., T, T)`` (for analysis: the forward does not form it
-        when ``skew_sym=True`` and ``dim < T``)."""
+        when ``dim < T``, with ``skew_sym=False`` only from ``T >= 128``)."""
         A = self.weight
         check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype, device=A.device)
         if self.skew_sym:
