@@ -89,6 +89,15 @@ def _cayley_reference(C):
     return torch.linalg.solve((eye + C).mT, (eye - C).mT).mT
 
 
+def _semisep_subject(dtype):
+    """The nested block solve with leaves of two rows (so that T = 6 takes two levels and padding), against the
+    float64 T x T solve."""
+    from geoattn.kernels._semisep import vp_arbitrary_full, vp_arbitrary_linear
+
+    A = torch.randn(4, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64) / 4
+    return (lambda x: vp_arbitrary_linear(x, A.to(x.dtype), leaf=2)), (lambda x: vp_arbitrary_full(x, A))
+
+
 def NORM(size, n):  # the Cayley transform and the exponential of a skew matrix: its norm
     return max(1.0, size) * n
 
@@ -111,6 +120,7 @@ SUBJECTS = [
                    lambda dt: N.VolumePreservingAttention(4, activation="exp", dtype=dt), True, QUADRATIC),
     _layer_subject("VolumePreservingAttention(arbitrary)",
                    lambda dt: N.VolumePreservingAttention(4, skew_sym=False, dtype=dt), True, QUADRATIC),
+    ("vp_arbitrary_linear(leaf=2)", _semisep_subject, "seq", _norms_kept, QUADRATIC, True),
     _layer_subject("OrthonormalAttention", lambda dt: N.OrthonormalAttention(4, dtype=dt), True, QUADRATIC),
     _layer_subject("LinearSymplecticAttention", lambda dt: N.LinearSymplecticAttention(6, dtype=dt), False, LINEAR),
     _layer_subject("MultiHeadAttention", lambda dt: N.MultiHeadAttention(4, 2, dtype=dt), False, QUADRATIC),

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import torch
+
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 
@@ -173,3 +175,16 @@ def test_route_benchmarks_run_at_tiny_sizes():
                               text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert expect in proc.stdout, proc.stdout
+
+
+def test_vp_lower_benchmark_runs(tmp_path):
+    stdout, data = _run("vp_lower.py", tmp_path)
+    assert "1 thread" in stdout
+    timed = [r for r in data["rows"] if r["form"] != "accuracy"]
+    assert {r["form"] for r in timed} == {"semisep", "sdpa", "full"}
+    assert {r["T"] for r in timed if r["form"] == "semisep"} == {128, 256}
+    assert [r["route"] for r in timed if r["form"] == "semisep"] == ["semisep/eager"] * 2
+    for r in timed:
+        assert r["fwd_bwd"] > 0 and r["B"] * r["T"] == data["tokens"]
+    acc = [r for r in data["rows"] if r["form"] == "accuracy"]
+    assert len(acc) == 1 and 0 <= acc[0]["max_err_vs_float64"] < 256 * torch.finfo(torch.float32).eps

@@ -12,6 +12,8 @@ import geoattn.kernels._op_cayley
 import geoattn.kernels._op_exp
 import geoattn.kernels._op_symattn
 import geoattn.kernels._op_vp
+import geoattn.kernels._op_vp_lower
+import geoattn.kernels._semisep
 import geoattn.kernels.dispatch
 import geoattn.kernels._triton
 import geoattn.models.feedforward
@@ -36,6 +38,8 @@ MODULES = [
     geoattn.errors,
     geoattn.kernels.dispatch,
     geoattn.kernels._op_vp,
+    geoattn.kernels._op_vp_lower,
+    geoattn.kernels._semisep,
     geoattn.kernels._op_cayley,
     geoattn.kernels._op_exp,
     geoattn.kernels._op_symattn,

@@ -544,13 +544,13 @@ def test_multihead_three_dimensional_and_unbatched_masks():
 
 def test_vp_layer_explain_names_the_route_forward_takes(monkeypatch):
     """VolumePreservingAttention.explain(x) reports the route its forward runs (each route's run wrapped and
-    recorded), for the skew weighting (vp_attention) and the arbitrary one (cayley_apply of the T x T matrix)."""
+    recorded), for the skew weighting (vp_attention) and the arbitrary one (vp_attention_lower)."""
     import dataclasses
 
     from geoattn.kernels import dispatch
 
     ran = []
-    for op_name in ("vp_attention", "cayley_apply"):
+    for op_name in ("vp_attention", "vp_attention_lower"):
         op = dispatch.OPERATIONS[op_name]
         wrapped = tuple(dataclasses.replace(r, run=(lambda r: lambda c: ran.append(r.name) or r.run(c))(r))
                         for r in op.routes)
@@ -558,7 +558,8 @@ def test_vp_layer_explain_names_the_route_forward_takes(monkeypatch):
     for layer, x in [(VolumePreservingAttention(4), torch.randn(3, 16, 4)),
                      (VolumePreservingAttention(4), torch.randn(3, 3, 4)),
                      (VolumePreservingAttention(8, activation="exp"), torch.randn(3, 16, 8)),
-                     (VolumePreservingAttention(4, skew_sym=False), torch.randn(3, 16, 4))]:
+                     (VolumePreservingAttention(4, skew_sym=False), torch.randn(3, 16, 4)),
+                     (VolumePreservingAttention(4, skew_sym=False), torch.randn(3, 128, 4))]:
         ran.clear()
         want = layer.explain(x).route.name
         layer(x)

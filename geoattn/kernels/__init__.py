@@ -14,7 +14,7 @@ How each call is computed is read in one table per operation
 (:mod:`geoattn.kernels.dispatch`): :func:`explain` returns the route a call takes
 and why every other route did not serve, :func:`route_table` prints the routes,
 and ``with backend("eager"):`` forces a backend. The operations' modules
-(``_op_vp``, ``_op_cayley``, ``_op_exp``) hold their checks and routes; the
+(``_op_vp``, ``_op_vp_lower``, ``_op_cayley``, ``_op_exp``) hold their checks and routes; the
 autograd Functions and their Notes live in :mod:`geoattn.kernels._functions`, :mod:`geoattn.kernels._exp`,
 :mod:`geoattn.kernels._lowrank` and :mod:`geoattn.kernels._gram`.
 """
@@ -40,6 +40,7 @@ from ._triton import triton_status
 from ._op_cayley import cayley, cayley_apply
 from ._op_exp import exp_skew
 from ._op_vp import vp_attention
+from ._op_vp_lower import vp_attention_lower
 from ._op_lsa import lsa_update
 from ._op_symattn import symattn_potential, symattn_update
 from ._symattn import SYMATTN_ACTIVATIONS
@@ -65,6 +66,7 @@ __all__ = [
     "symattn_potential",
     "lift",
     "vp_attention",
+    "vp_attention_lower",
     "native_status",
     "triton_status",
     "explain",

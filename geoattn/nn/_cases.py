@@ -53,6 +53,8 @@ CASES: tuple[Case, ...] = (
     Case("VolumePreservingAttention(dim, activation='exp')", lambda: VPA(3, activation="exp"), (2, 5, 3)),
     Case("VolumePreservingAttention(dim, skew_sym=False)", lambda: VPA(3, skew_sym=False), (2, 5, 3)),
     Case("VolumePreservingAttention(dim) with seq_len <= dim", lambda: VPA(4), (2, 3, 4), False),
+    Case("VolumePreservingAttention(dim, skew_sym=False) with seq_len >= 128", lambda: VPA(3, skew_sym=False),
+         (2, 130, 3), False),
     Case("VolumePreservingAttention(dim, activation='exp') with seq_len <= dim", lambda: VPA(4, activation="exp"),
          (2, 3, 4), False),
     Case("OrthonormalAttention", lambda: OrthonormalAttention(4), (2, 5, 4)),

@@ -62,8 +62,12 @@ class VolumePreservingAttention(nn.Module):
     and otherwise factors :math:`x = QR` and uses
     :math:`f(Z^TAZ) = I + Q(f(RAR^T) - I)Q^T` (``vp.lowrank_form``);
     :math:`O(T\,\mathrm{dim}^2)` time and memory either way. The
-    arbitrary weighting keeps the ``T x T`` form: the lower-triangle
-    assignment does not preserve the low rank of :math:`Z^TAZ`.
+    lower-triangle assignment of the arbitrary weighting breaks the low rank of
+    :math:`Z^TAZ` but not that of the off-diagonal blocks of :math:`C`
+    (``vp_lower.offdiag_blocks``): with ``skew_sym=False``, ``dim < T`` and ``T >= 128``
+    :func:`geoattn.kernels.vp_attention_lower` solves :math:`(I - C)u = x` by a nested block
+    (Woodbury) solve over a binary tree of blocks (``vp_lower.merge``), in float64,
+    :math:`O(T)` time and memory per sample, forward and backward; below that the ``T x T`` solve.
 
     What it preserves:
 
@@ -154,7 +158,7 @@ class VolumePreservingAttention(nn.Module):
 
     def correlation(self, x: torch.Tensor) -> torch.Tensor:
         """The skew correlation matrix :math:`C(Z)`, shape ``(..., T, T)`` (for analysis: the forward does not form it
-        when ``skew_sym=True`` and ``dim < T``)."""
+        when ``dim < T``, with ``skew_sym=False`` only from ``T >= 128``)."""
         A = self.weight
         check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype, device=A.device)
         if self.skew_sym:
@@ -169,8 +173,8 @@ class VolumePreservingAttention(nn.Module):
 
     def explain(self, x: torch.Tensor) -> Explanation:
         """How :meth:`forward` would compute ``x``: the route of the kernel operation it calls (``vp_attention``
-        with ``skew_sym=True``, else ``cayley_apply`` of the ``T x T`` correlation) and why every other route does
-        not serve (:func:`geoattn.kernels.explain`; nothing is computed beyond what the choice reads).
+        with ``skew_sym=True``, else ``vp_attention_lower``) and why every other route does not serve
+        (:func:`geoattn.kernels.explain`; nothing is computed beyond what the choice reads).
 
         Examples
         --------
@@ -179,21 +183,22 @@ class VolumePreservingAttention(nn.Module):
         True
         >>> layer.explain(torch.randn(8, 3, 4)).route.form      # d >= T: the T x T form
         'full'
+        >>> VolumePreservingAttention(4, skew_sym=False).explain(torch.randn(2, 512, 4)).route.name
+        'semisep/eager'
         """
         A = self.weight
         check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype, device=A.device)
         if self.skew_sym:
             return K.explain("vp_attention", x, A, activation=self.activation, check=False)
-        with torch.no_grad():  # the T x T correlation only to read the choice off it
-            return K.explain("cayley_apply", self.correlation(x), x, check=False)
+        return K.explain("vp_attention_lower", x, A)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape."""
+        A = self.weight
+        check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype, device=A.device)
         if self.skew_sym:
-            A = self.weight
-            check_sequence(self, "x", x, dim=self.dim, dtype=A.dtype, device=A.device)
             return K.vp_attention(x, A, activation=self.activation, check=False)
-        return K.cayley_apply(self.correlation(x), x, check=False)
+        return K.vp_attention_lower(x, A)
 
     def inverse(self, y: torch.Tensor) -> torch.Tensor:
         r"""The inverse map :math:`Y \mapsto Y\,\Lambda(Y)^T`: the same layer with :math:`A` replaced by :math:`-A`.

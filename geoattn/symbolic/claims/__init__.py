@@ -27,6 +27,7 @@ from . import (
     volume_preserving,
     vp_gram,
     vp_linear,
+    vp_lower,
     vp_map,
 )
 
@@ -40,7 +41,7 @@ FAMILIES: dict[str, tuple[ModuleType, ...]] = {
     "exponential": (exponential,),
     "linear_symplectic": (linear_symplectic,),
     "multihead": (multihead,),
-    "kernels": (kernels, kernels_spectral, taylor, lowrank, vp_gram),
+    "kernels": (kernels, kernels_spectral, taylor, lowrank, vp_gram, vp_lower),
     "models": (models,),
     "systems": (systems,),
     "symattn": (symattn,),
