@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..symbolic import expressions as ex
 from ..symbolic.kernel_spec import NativeKernelSpec
-from .cprinter import LANES, REAL_PRELUDE, TOKEN_CHUNK, print_native_kernel
+from .cprinter import LANES, REAL_PRELUDE, print_native_kernel
 
 __all__ = ["MIN_DIM", "MAX_DIM", "BLOCK", "SPECS", "generate_gram_lu_module", "target_name"]
 
@@ -30,6 +30,10 @@ __all__ = ["MIN_DIM", "MAX_DIM", "BLOCK", "SPECS", "generate_gram_lu_module", "t
 MIN_DIM, MAX_DIM = 5, 16
 #: samples per block of the drivers
 BLOCK = 32
+#: tokens per tile of the printed passes: half the closed-form kernels' 32, since two token inputs of up to 16
+#: features make tiles of 2 x 32 x 16 x 8 doubles (64 KiB) there, more than a first-level cache (one noisy run on
+#: one thread, d = 16, T = 64: the backward's token passes 6 ms with 16, 12 to 19 ms with 32)
+CHUNK = 16
 _CLAIMS = ["vp.gram_form", "vp.gram_lu_vjp"]
 _N, _P, _H = ex._Ng, ex._P_b, ex._H_b
 
@@ -76,92 +80,145 @@ HEADER = """/* Native CPU kernels of the Gram form y = 2 x (I + x^T x A)^{{-T}} 
 # the d x d stage at D = GEOATTN_D (one sample; arrays row-major)
 TEMPLATE = r"""
 #define D {d}
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: {sl} keeps its three largest arrays within the first-level cache */
+#define SL {sl}
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{{-T}} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{{
+    for (int l = 0; l < SL; l++) {{
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }}
+}}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{{-T}} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {{
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {{
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {{
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }}
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }}
     for (int k = 0; k < D; k++) {{
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) {{ best = fabs(LU[i][k]); p = i; }}
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) {{ double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }}
+        for (int l = 0; l < SL; l++) {{
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) {{ best = fabs(LU[i][k][l]); p = i; }}
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) {{ double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }}
+        }}
         for (int i = k + 1; i < D; i++) {{
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }}
     }}
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {{
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }}
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {{
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }}
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) {{ double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }}
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {{
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) {{ double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }}
         }}
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {{
+        for (int j = 0; j < D; j++) {{
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {{
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }}
+        }}
+    }}
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }}
 
 /* the backward's d x d stage: Mbar = {sign}2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {{
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {{
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }}
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = {sign}2 W N */
         for (int j = 0; j < D; j++) {{
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = {sign}2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= {sign}2.0;
         }}
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {{
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {{
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }}
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }}
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {{
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }}
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }}
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -173,8 +230,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d{d})(int64_t B, int64_t T, const real_t *restr
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {{
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d{d})(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {{
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }}
         GEOATTN_NAME(vp_gram_lu_out_d{d})(nb, T, x + b0*T*D, P, y + b0*T*D);
     }}
 }}
@@ -188,14 +247,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d{d})(int64_t B, int64_t T, const real_t *restr
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {{
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d{d})(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {{
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }}
         GEOATTN_NAME(vp_gram_lu_gx_d{d})(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }}
 }}
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 """
+
+
+def group_lanes(d: int) -> int:
+    """Samples per group of the ``d x d`` stage: 8 up to ``d = 8``, 4 above (its arrays of ``d (d + 1)`` values per
+    sample stay within the first-level cache)."""
+    return 8 if d <= 8 else 4
 
 
 def target_name() -> str:
@@ -205,7 +275,7 @@ def target_name() -> str:
 
 def _group(d: int, negate_backward: bool) -> str:
     printed = [print_native_kernel(SPECS[k], d) for k in ("gram", "out", "grams", "gx")]
-    template = TEMPLATE.format(d=d, sign="" if negate_backward else "-")
+    template = TEMPLATE.format(d=d, sl=group_lanes(d), sign="" if negate_backward else "-")
     return f"#if GEOATTN_D == {d}\n\n" + "\n".join(printed) + template + f"\n#endif  /* d = {d} */\n"
 
 
@@ -228,6 +298,6 @@ def generate_gram_lu_module(dims: tuple[int, ...] | None = None, negate_backward
     for d in dims:
         if not MIN_DIM <= d <= MAX_DIM:
             raise ValueError(f"Expected every d in {MIN_DIM} .. {MAX_DIM}. Got {d}.")
-    header = HEADER.format(lo=MIN_DIM, hi=MAX_DIM, claims=", ".join(_CLAIMS), lanes=LANES, chunk=TOKEN_CHUNK,
+    header = HEADER.format(lo=MIN_DIM, hi=MAX_DIM, claims=", ".join(_CLAIMS), lanes=LANES, chunk=CHUNK,
                            block=BLOCK, prelude=REAL_PRELUDE)
     return header + "\n" + "\n".join(_group(d, negate_backward) for d in dims)

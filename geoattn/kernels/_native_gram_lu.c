@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define LANES 8
-#define TOKEN_CHUNK 32
+#define TOKEN_CHUNK 16
 #define BLOCK 32
 
 #if defined(GEOATTN_F32)
@@ -550,92 +550,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d5)(int64_t B, int64_t T, const real_t *restrict
 }
 
 #define D 5
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 8 keeps its three largest arrays within the first-level cache */
+#define SL 8
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -647,8 +700,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d5)(int64_t B, int64_t T, const real_t *restric
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d5)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d5)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -662,12 +717,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d5)(int64_t B, int64_t T, const real_t *restric
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 5 */
@@ -1369,92 +1429,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d6)(int64_t B, int64_t T, const real_t *restrict
 }
 
 #define D 6
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 8 keeps its three largest arrays within the first-level cache */
+#define SL 8
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -1466,8 +1579,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d6)(int64_t B, int64_t T, const real_t *restric
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d6)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d6)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -1481,12 +1596,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d6)(int64_t B, int64_t T, const real_t *restric
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 6 */
@@ -2390,92 +2510,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d7)(int64_t B, int64_t T, const real_t *restrict
 }
 
 #define D 7
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 8 keeps its three largest arrays within the first-level cache */
+#define SL 8
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -2487,8 +2660,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d7)(int64_t B, int64_t T, const real_t *restric
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d7)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d7)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -2502,12 +2677,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d7)(int64_t B, int64_t T, const real_t *restric
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 7 */
@@ -3643,92 +3823,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d8)(int64_t B, int64_t T, const real_t *restrict
 }
 
 #define D 8
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 8 keeps its three largest arrays within the first-level cache */
+#define SL 8
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -3740,8 +3973,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d8)(int64_t B, int64_t T, const real_t *restric
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d8)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d8)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -3755,12 +3990,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d8)(int64_t B, int64_t T, const real_t *restric
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 8 */
@@ -5158,92 +5398,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d9)(int64_t B, int64_t T, const real_t *restrict
 }
 
 #define D 9
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
+#define SL 4
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -5255,8 +5548,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d9)(int64_t B, int64_t T, const real_t *restric
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d9)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d9)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -5270,12 +5565,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d9)(int64_t B, int64_t T, const real_t *restric
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 9 */
@@ -6965,92 +7265,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d10)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 10
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
+#define SL 4
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -7062,8 +7415,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d10)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d10)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d10)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -7077,12 +7432,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d10)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 10 */
@@ -9094,92 +9454,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d11)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 11
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
+#define SL 4
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -9191,8 +9604,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d11)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d11)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d11)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -9206,12 +9621,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d11)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 11 */
@@ -11575,92 +11995,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d12)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 12
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
+#define SL 4
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -11672,8 +12145,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d12)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d12)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d12)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -11687,12 +12162,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d12)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 12 */
@@ -14438,92 +14918,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d13)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 13
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
+#define SL 4
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -14535,8 +15068,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d13)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d13)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d13)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -14550,12 +15085,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d13)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 13 */
@@ -17713,92 +18253,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d14)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 14
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
+#define SL 4
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -17810,8 +18403,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d14)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d14)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d14)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -17825,12 +18420,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d14)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 14 */
@@ -21430,92 +22030,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d15)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 15
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
+#define SL 4
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -21527,8 +22180,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d15)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d15)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d15)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -21542,12 +22197,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d15)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 15 */
@@ -25619,92 +26279,145 @@ void GEOATTN_NAME(vp_gram_lu_gx_d16)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 16
+/* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
+#define DP (D + 1)
+/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
+#define SL 4
 
-/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; *R the largest
+/* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
+   geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
+   reassociating a sum (no -ffast-math); each lane's arithmetic is that of a scalar LU. The pivot search and the
+   row exchanges are per lane. Lanes past nl repeat sample nl - 1 and are not stored. */
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+/* the (nl, D, D) matrices at S as [D][DP][SL] */
+static void gram_lu_load(const double *restrict S, int nl, double out[D][DP][SL])
+{
+    for (int l = 0; l < SL; l++) {
+        const double *s = S + (l < nl ? l : nl - 1)*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    }
+}
+
+static void gram_lu_store(const double in[D][DP][SL], int nl, double *restrict S)
+{
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
+}
+
+/* M = I + Gram A; PM = LU with partial pivoting; N = M^{-T} from U^T L^T P N = I; P = 2N - I; R the largest
    entry of |M^T N - I| (NaN when one is: a zero or non-finite pivot shows there). */
-static void gram_lu_factor(const double *restrict G, const double *restrict A, double *restrict N,
+static void gram_lu_factor(const double *restrict G, int nl, const double *restrict A, double *restrict N,
                            double *restrict P, double *restrict R)
 {
-    double M[D][D], LU[D][D], Y[D][D];
-    int piv[D];
+    double M[D][DP][SL], LU[D][DP][SL], Y[D][DP][SL], E[D][SL], m[SL];
+    int piv[D][SL];
+    gram_lu_load(G, nl, Y);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += G[i*D + k]*A[k*D + j];
-            M[i][j] = s;
-            LU[i][j] = s;
+            LOOP_L M[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < D; k++) {
+                const double a = A[k*D + j];
+                LOOP_L M[i][j][l] += Y[i][k][l]*a;
+            }
+            LOOP_L LU[i][j][l] = M[i][j][l];
         }
     for (int k = 0; k < D; k++) {
-        int p = k;
-        double best = fabs(LU[k][k]);
-        for (int i = k + 1; i < D; i++)
-            if (fabs(LU[i][k]) > best) { best = fabs(LU[i][k]); p = i; }
-        piv[k] = p;
-        if (p != k)
-            for (int j = 0; j < D; j++) { double t = LU[k][j]; LU[k][j] = LU[p][j]; LU[p][j] = t; }
+        for (int l = 0; l < SL; l++) {
+            int p = k;
+            double best = fabs(LU[k][k][l]);
+            for (int i = k + 1; i < D; i++)
+                if (fabs(LU[i][k][l]) > best) { best = fabs(LU[i][k][l]); p = i; }
+            piv[k][l] = p;
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = LU[k][j][l]; LU[k][j][l] = LU[p][j][l]; LU[p][j][l] = t; }
+        }
         for (int i = k + 1; i < D; i++) {
-            const double l = LU[i][k]/LU[k][k];
-            LU[i][k] = l;
-            for (int j = k + 1; j < D; j++) LU[i][j] -= l*LU[k][j];
+            LOOP_L LU[i][k][l] /= LU[k][k][l];
+            for (int j = k + 1; j < D; j++)
+                LOOP_L LU[i][j][l] -= LU[i][k][l]*LU[k][j][l];
         }
     }
-    /* U^T Z = I (forward), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
+    /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) {
-            double s = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s/LU[i][i];
+            LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
+            for (int k = 0; k < i; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
+            LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
     for (int i = D - 2; i >= 0; i--)
-        for (int j = 0; j < D; j++) {
-            double s = Y[i][j];
-            for (int k = i + 1; k < D; k++) s -= LU[k][i]*Y[k][j];
-            Y[i][j] = s;
-        }
+        for (int j = 0; j < D; j++)
+            for (int k = i + 1; k < D; k++)
+                LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
     for (int k = D - 1; k >= 0; k--)
-        if (piv[k] != k)
-            for (int j = 0; j < D; j++) { double t = Y[k][j]; Y[k][j] = Y[piv[k]][j]; Y[piv[k]][j] = t; }
-    double m = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double s = i == j ? -1.0 : 0.0;
-            for (int k = 0; k < D; k++) s += M[k][i]*Y[k][j];
-            const double a = fabs(s);
-            if (a > m || a != a) m = a;
-            N[i*D + j] = Y[i][j];
-            P[i*D + j] = 2.0*Y[i][j] - (i == j ? 1.0 : 0.0);
+        for (int l = 0; l < SL; l++) {
+            const int p = piv[k][l];
+            if (p != k)
+                for (int j = 0; j < D; j++) { double t = Y[k][j][l]; Y[k][j][l] = Y[p][j][l]; Y[p][j][l] = t; }
         }
-    *R = m;
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) {
+            LOOP_L E[j][l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L E[j][l] += M[k][i][l]*Y[k][j][l];
+            for (int l = 0; l < SL; l++) {
+                const double a = fabs(E[j][l]);
+                if (a > m[l] || a != a) m[l] = a;
+            }
+        }
+    }
+    gram_lu_store(Y, nl, N);
+    for (int i = 0; i < D; i++) LOOP_L Y[i][i][l] -= 0.5;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L Y[i][j][l] *= 2.0;
+    gram_lu_store(Y, nl, P);
+    for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
 /* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N,
+static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
                         const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
 {
-    double W[D][D], Mb[D][D];
-    for (int i = 0; i < D; i++)
+    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
+    gram_lu_load(N, nl, Nl);
+    gram_lu_load(Pbar, nl, X);
+    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += N[i*D + k]*Pbar[j*D + k];
-            W[i][j] = s;
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
         for (int j = 0; j < D; j++) {
-            double s = 0.0;
-            for (int k = 0; k < D; k++) s += W[i][k]*N[k*D + j];
-            Mb[i][j] = -2.0*s;
+            LOOP_L Mb[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
+            LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
         for (int j = 0; j < D; j++) {
-            double h = 0.0, g = 0.0;
+            LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                h += A[i*D + k]*Mb[j][k] - Mb[i][k]*A[k*D + j];
-                g += G[i*D + k]*Mb[k][j];
+                const double a = A[i*D + k], b = A[k*D + j];
+                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
             }
-            H[i*D + j] = h;
-            gA[i*D + j] = g;
-            P[i*D + j] = 2.0*N[i*D + j] - (i == j ? 1.0 : 0.0);
         }
+    gram_lu_store(W, nl, H);
+    gram_lu_load(G, nl, X);
+    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
+        for (int j = 0; j < D; j++) {
+            LOOP_L W[i][j][l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
+        }
+    gram_lu_store(W, nl, gA);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
+    gram_lu_store(W, nl, P);
 }
 
 /* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
@@ -25716,8 +26429,10 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d16)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d16)(nb, T, x + b0*T*D, Gram + b0*D*D);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_factor(Gram + (b0 + b)*D*D, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+        }
         GEOATTN_NAME(vp_gram_lu_out_d16)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
@@ -25731,12 +26446,17 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d16)(int64_t B, int64_t T, const real_t *restri
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
-        for (int64_t b = 0; b < nb; b++)
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        for (int64_t b = 0; b < nb; b += SL) {
+            const int nl = nb - b < SL ? (int)(nb - b) : SL;
+            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+        }
         GEOATTN_NAME(vp_gram_lu_gx_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
+#undef LOOP_L
+#undef SL
+#undef DP
 #undef D
 
 #endif  /* d = 16 */
