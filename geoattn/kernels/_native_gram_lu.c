@@ -552,7 +552,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d5)(int64_t B, int64_t T, const real_t *restrict
 #define D 5
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 8 keeps its three largest arrays within the first-level cache */
+/* samples per group of the d x d stage */
 #define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
@@ -613,9 +613,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -669,14 +670,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -1431,7 +1435,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d6)(int64_t B, int64_t T, const real_t *restrict
 #define D 6
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 8 keeps its three largest arrays within the first-level cache */
+/* samples per group of the d x d stage */
 #define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
@@ -1492,9 +1496,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -1548,14 +1553,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -2512,7 +2520,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d7)(int64_t B, int64_t T, const real_t *restrict
 #define D 7
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 8 keeps its three largest arrays within the first-level cache */
+/* samples per group of the d x d stage */
 #define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
@@ -2573,9 +2581,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -2629,14 +2638,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -3825,7 +3837,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d8)(int64_t B, int64_t T, const real_t *restrict
 #define D 8
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 8 keeps its three largest arrays within the first-level cache */
+/* samples per group of the d x d stage */
 #define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
@@ -3886,9 +3898,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -3942,14 +3955,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -5400,8 +5416,8 @@ void GEOATTN_NAME(vp_gram_lu_gx_d9)(int64_t B, int64_t T, const real_t *restrict
 #define D 9
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
-#define SL 4
+/* samples per group of the d x d stage */
+#define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -5461,9 +5477,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -5517,14 +5534,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -7267,8 +7287,8 @@ void GEOATTN_NAME(vp_gram_lu_gx_d10)(int64_t B, int64_t T, const real_t *restric
 #define D 10
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
-#define SL 4
+/* samples per group of the d x d stage */
+#define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -7328,9 +7348,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -7384,14 +7405,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -9456,8 +9480,8 @@ void GEOATTN_NAME(vp_gram_lu_gx_d11)(int64_t B, int64_t T, const real_t *restric
 #define D 11
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
-#define SL 4
+/* samples per group of the d x d stage */
+#define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -9517,9 +9541,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -9573,14 +9598,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -11997,8 +12025,8 @@ void GEOATTN_NAME(vp_gram_lu_gx_d12)(int64_t B, int64_t T, const real_t *restric
 #define D 12
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
-#define SL 4
+/* samples per group of the d x d stage */
+#define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -12058,9 +12086,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -12114,14 +12143,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -14920,8 +14952,8 @@ void GEOATTN_NAME(vp_gram_lu_gx_d13)(int64_t B, int64_t T, const real_t *restric
 #define D 13
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
-#define SL 4
+/* samples per group of the d x d stage */
+#define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -14981,9 +15013,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -15037,14 +15070,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -18255,8 +18291,8 @@ void GEOATTN_NAME(vp_gram_lu_gx_d14)(int64_t B, int64_t T, const real_t *restric
 #define D 14
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
-#define SL 4
+/* samples per group of the d x d stage */
+#define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -18316,9 +18352,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -18372,14 +18409,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -22032,8 +22072,8 @@ void GEOATTN_NAME(vp_gram_lu_gx_d15)(int64_t B, int64_t T, const real_t *restric
 #define D 15
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
-#define SL 4
+/* samples per group of the d x d stage */
+#define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -22093,9 +22133,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -22149,14 +22190,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
@@ -26281,8 +26325,8 @@ void GEOATTN_NAME(vp_gram_lu_gx_d16)(int64_t B, int64_t T, const real_t *restric
 #define D 16
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
-/* samples per group of the d x d stage: 4 keeps its three largest arrays within the first-level cache */
-#define SL 4
+/* samples per group of the d x d stage */
+#define SL 8
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -26342,9 +26386,10 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     }
     /* U^T Z = I (forward substitution), then L^T Y = Z (backward, unit diagonal), then N = P^T Y */
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D; j++) {  /* Z = U^{-T} is lower triangular: row k of it ends at column k */
             LOOP_L Y[i][j][l] = i == j ? 1.0 : 0.0;
-            for (int k = 0; k < i; k++)
+            if (j > i) continue;
+            for (int k = j; k < i; k++)
                 LOOP_L Y[i][j][l] -= LU[k][i][l]*Y[k][j][l];
             LOOP_L Y[i][j][l] /= LU[i][i][l];
         }
@@ -26398,14 +26443,17 @@ static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, c
                 LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
             LOOP_L Mb[i][j][l] *= -2.0;
         }
-    for (int i = 0; i < D; i++)  /* H = A Mbar^T - Mbar A */
+    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int j = 0; j < D; j++) {
             LOOP_L W[i][j][l] = 0.0;
             for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k], b = A[k*D + j];
-                LOOP_L W[i][j][l] += a*Mb[j][k][l] - Mb[i][k][l]*b;
+                const double b = A[k*D + j];
+                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
             }
         }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++)
+            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
     gram_lu_store(W, nl, H);
     gram_lu_load(G, nl, X);
     for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
