@@ -195,3 +195,14 @@ def test_no_native_kernels_leaves_the_eager_routes(monkeypatch):
     assert "GEOATTN_NATIVE=0" in text and "-> gram-lu/native" not in text
     assert _rel(K.vp_attention(x, A), full64(x, A), x) <= 8 * 16 * EPS32
     assert os.environ["GEOATTN_NATIVE"] == "0"
+
+
+def test_the_backward_claim_holds_and_its_transposed_factor_is_refuted():
+    from geoattn.symbolic.claim import Level
+    from geoattn.symbolic.claims._gram_lu_vjp import TRANSPOSED_VJP_BINDINGS, make_lu_vjp_claim
+
+    assert make_lu_vjp_claim().check().level is Level.CERTIFIED
+    wrong = make_lu_vjp_claim(TRANSPOSED_VJP_BINDINGS, "neg.vp_gram_lu_vjp_transposed", Level.REFUTED).check()
+    assert wrong.level is Level.REFUTED
+    ce = wrong.evidence[0].counterexample
+    assert ce is not None and ce.sizes["d"] == 5
