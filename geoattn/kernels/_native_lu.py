@@ -19,7 +19,7 @@ after: d = 5: 1.07 -> 0.32 (T = 16), 0.31 -> 0.13 (64), 0.11 -> 0.05 (256); d = 
 0.13 -> 0.12; d = 12: 1.80 -> 1.00, 0.77 -> 0.31, 0.22 -> 0.11; d = 16: 1.70 -> 0.74 (T = 64), 0.49 -> 0.23 (256).
 The kernels take most of the time (d = 8, T = 16: about 4.5 ms forward, 4 ms backward, a third of each in the
 token passes, the rest in the per-sample ``d x d`` stage of about 3 d^3 multiply-adds forward and 4 d^3 backward).
-
+"""
 
 from __future__ import annotations
 
