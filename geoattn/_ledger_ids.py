@@ -83,6 +83,7 @@ CLAIMS = {
     "vp.gram_exp_vjp": ("kernels", "checked"),
     "vp.gram_exp_closed_form": ("kernels", "checked"),
     "vp.gram_exp_closed_form_vjp": ("kernels", "checked"),
+    "vp.gram_lu_vjp": ("kernels", "certified"),
     "vp_lower.offdiag_blocks": ("kernels", "checked"),
     "vp_lower.merge": ("kernels", "checked"),
     "models.triangular_residual_det_one": ("models", "checked"),

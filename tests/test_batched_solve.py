@@ -236,12 +236,21 @@ def test_large_samples_take_the_qr_form(monkeypatch):
     assert rel <= 64 * 30 * torch.finfo(torch.float32).eps
 
 
-def test_route_and_reasons():
+@pytest.fixture
+def no_native_lu(monkeypatch):
+    """The native LU kernels off (GEOATTN_NATIVE=0): they are taken before the eager routes where they build."""
+    from geoattn.kernels import _native_lu
+
+    monkeypatch.setattr(_native_lu, "_libraries", {})
+    monkeypatch.setenv("GEOATTN_NATIVE", "0")
+
+
+def test_route_and_reasons(no_native_lu):
     x = torch.randn(4, 64, 8)
     A = torch.randn(8, 8)
     A = A - A.T
     text = str(K.explain("vp_attention", x, A))
-    assert "-> gram-lu/eager" in text
+    assert "-> gram-lu/eager" in text and "GEOATTN_NATIVE=0" in text
     big = torch.randn(2, 64, 32)
     A32 = torch.randn(32, 32)
     text = str(K.explain("vp_attention", big, A32 - A32.T))
@@ -249,7 +258,7 @@ def test_route_and_reasons():
     assert _batched_solve.__doc__ and "Note [structure-of-arrays LU]" in _batched_solve.__doc__
 
 
-def test_short_sequences_keep_the_lapack_route():
+def test_short_sequences_keep_the_lapack_route(no_native_lu):
     x = torch.randn(4, 16, 8)
     A = torch.randn(8, 8)
     text = str(K.explain("vp_attention", x, A - A.T))

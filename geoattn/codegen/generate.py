@@ -9,6 +9,7 @@ import sympy as sp
 
 from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, native_hash
+from .gram_lu_c import generate_gram_lu_module, target_name as gram_lu_target_name
 from .cprinter import LANES, REAL_PRELUDE, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
 from .printer import TorchKernelPrinter, common_scalar, factor_sums
 from .scalars import SCALAR_HELPER_NAMES, SCALAR_HELPERS
@@ -264,7 +265,9 @@ def _outputs(path, native_path, triton_dir, ledger_path):
     """``(target, text)`` of each generated file; a file (or folder) given as ``False`` is left out."""
     out = [(path, generate_module)]
     if native_path is not False:
-        out.append((native_path or native_target_path(), generate_native_module))
+        native = native_path or native_target_path()
+        out.append((native, generate_native_module))
+        out.append((os.path.join(os.path.dirname(native), gram_lu_target_name()), generate_gram_lu_module))
     if triton_dir is not False:
         out += _triton_outputs(triton_dir)
     if ledger_path is not False:

@@ -16,6 +16,8 @@ r"""Claims of the closed-form Gram kernels ``vp_gram_closed`` and ``vp_gram_clos
 * ``vp.gram_exp_closed_form``, ``vp.gram_exp_closed_form_vjp``: its closed form at ``d = 3``
   (:math:`\exp(M) = I + aM + bM^2`, :mod:`geoattn.kernels._gram_exp_closed`) and that form's backward, stated and
   checked in :mod:`geoattn.symbolic.claims._gram_exp_closed`.
+* ``vp.gram_lu_vjp``: the Gram form's backward from the forward's exact ``N`` at every ``d`` (the native LU
+  kernels for ``5 <= d <= 16``), stated and checked in :mod:`geoattn.symbolic.claims._gram_lu_vjp`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..strategies import MatrixIdentity
 from ._common import Policy, at_sizes, grid, run_bindings
 from ._gram_exp import make_gram_exp_vjp_claim
 from ._gram_exp_closed import make_closed_form_claim, make_closed_vjp_claim
+from ._gram_lu_vjp import make_lu_vjp_claim
 from ._lowrank_exact import dual_gradient
 
 __all__ = ["CLAIMS", "closed_form_identity", "closed_vjp_identity"]
@@ -194,4 +197,5 @@ CLAIMS = [
     make_gram_exp_vjp_claim(),
     make_closed_form_claim(),
     make_closed_vjp_claim(),
+    make_lu_vjp_claim(),
 ]
