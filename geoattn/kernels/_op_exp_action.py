@@ -52,14 +52,15 @@ def _empty(c: Call) -> str | None:
     return None if c.S.shape[-1] == 0 or c.x.shape[-1] == 0 else "T > 0 and d > 0"
 
 
-def _dense(S: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    return run_exp_skew(S, "auto") @ x
+def _dense(S: torch.Tensor, x: torch.Tensor, traced: bool = False) -> torch.Tensor:
+    # traced calls take the eigendecomposition, as exp_skew does (the Taylor path's squarings depend on the data)
+    return run_exp_skew(S, "eigh" if traced else "auto") @ x
 
 
 def _run_dense(c: Call) -> torch.Tensor:
     if c.check and not c.traced:
         check_skew("S", c.S)
-    return _dense(c.S, c.x)
+    return _dense(c.S, c.x, c.traced)
 
 
 def _run_chebyshev(c: Call) -> torch.Tensor:

@@ -93,7 +93,7 @@ class OrthonormalAttention(nn.Module):
         return K.upper_triangular_asymmetrize(self.correlation(x)).mT
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape, :math:`\Lambda^T x` computed as the
+        r"""``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape, :math:`\Lambda^T x` computed as the
         action :func:`geoattn.kernels.exp_skew_action` of :math:`\exp(\mathrm{uta}(C)^T)` on ``x``."""
         return K.exp_skew_action(self._skew_t(x), x, check=False)
 

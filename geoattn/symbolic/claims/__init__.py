@@ -13,6 +13,7 @@ from types import ModuleType
 
 from . import (
     cayley,
+    exp_action,
     exponential,
     kernels,
     kernels_spectral,
@@ -40,7 +41,7 @@ FAMILIES: dict[str, tuple[ModuleType, ...]] = {
     "exponential": (exponential,),
     "linear_symplectic": (linear_symplectic,),
     "multihead": (multihead,),
-    "kernels": (kernels, kernels_spectral, taylor, lowrank, vp_gram),
+    "kernels": (kernels, kernels_spectral, taylor, lowrank, vp_gram, exp_action),
     "models": (models,),
     "systems": (systems,),
     "symattn": (symattn,),
