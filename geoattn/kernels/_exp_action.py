@@ -90,7 +90,9 @@ def _largest_rho(tol: float) -> torch.Tensor:
         mid = (lo + hi) / 2
         ok = _tail_bound(mid, ms) <= tol
         lo, hi = torch.where(ok, mid, lo), torch.where(ok, hi, mid)
-    return torch.cummax(lo, 0).values
+    # a relative margin far above the rounding of the float64 bound (|log| <= 1e3, so <= 1e-13 relative), so that
+    # the bound holds in exact arithmetic at every entry (a test checks each in rationals)
+    return torch.cummax(lo * (1 - 1e-9), 0).values
 
 
 def chebyshev_degree(rho: torch.Tensor, tol: float) -> torch.Tensor:
@@ -112,25 +114,29 @@ def chebyshev_degree(rho: torch.Tensor, tol: float) -> torch.Tensor:
     return torch.searchsorted(table, rho.contiguous(), side="left")
 
 
-def chebyshev_coefficients(rho: torch.Tensor, degree: int) -> torch.Tensor:
+def chebyshev_coefficients(rho: torch.Tensor, degree: int, start: int | None = None) -> torch.Tensor:
     r"""``c_0 = J_0(rho)``, ``c_k = 2 J_k(rho)`` for ``k = 1 .. degree``, per sample, float64.
 
     Miller's backward recurrence ``J_{k-1} = (2k / rho) J_k - J_{k+1}`` from far above ``max(rho, degree)``,
-    normalised by ``J_0 + 2 sum_{k>=1} J_{2k} = 1``; ``rho = 0`` gives ``c = (1, 0, ...)``.
+    normalised by ``J_0 + 2 sum_{k>=1} J_{2k} = 1``; ``rho = 0`` gives ``c = (1, 0, ...)``. ``start`` (default:
+    40 above ``max(degree, max(rho))``) fixes where the recurrence starts: a start that does not depend on the batch
+    makes every sample's coefficients independent of the others, bit for bit.
 
     Parameters
     ----------
     rho : Tensor ``(B,)``, float64, finite and non-negative
     degree : int
+    start : int, optional
 
     Returns
     -------
     Tensor ``(B, degree + 1)``, float64
     """
-    start = int(max(degree, float(rho.detach().max()) if rho.numel() else 0.0)) + 40
+    if start is None:
+        start = int(max(degree, float(rho.detach().max()) if rho.numel() else 0.0)) + 40
     start += start % 2
     r = rho.clamp_min(1e-300)
-    nxt, cur = torch.zeros_like(r), torch.full_like(r, 1e-280)
+    nxt, cur = torch.zeros_like(r), torch.ones_like(r)
     vals = [None] * (degree + 1)
     norm = torch.zeros_like(r)
     for k in range(start, 0, -1):
@@ -143,7 +149,7 @@ def chebyshev_coefficients(rho: torch.Tensor, degree: int) -> torch.Tensor:
         nxt, cur = cur, prev
         big = cur.abs() > 1e250  # rescale all kept values to stay finite
         if bool(big.any()):
-            f = torch.where(big, 1e-250, 1.0)
+            f = torch.where(big, cur.new_tensor(1e-250), cur.new_tensor(1.0))
             cur, nxt, norm = cur * f, nxt * f, norm * f
             vals = [v * f if v is not None else None for v in vals]
     vals[0] = cur
@@ -268,7 +274,8 @@ def _adjoint(X: torch.Tensor, V: torch.Tensor, c: torch.Tensor, gt: torch.Tensor
     return torch.bmm(Bc.mT, Vc) * (2 / rho[:, None, None]), b0
 
 
-def exp_skew_action_chebyshev(s: torch.Tensor, x: torch.Tensor, rho: torch.Tensor, degree: torch.Tensor):
+def exp_skew_action_chebyshev(s: torch.Tensor, x: torch.Tensor, rho: torch.Tensor, degree: torch.Tensor,
+                              limit: int = MAX_DEGREE):
     r"""``exp(S) x`` for samples ``(B, T, T)``, ``(B, T, d)`` with bounds ``rho >= ||S||_2`` and their degrees.
 
     Each sample's coefficients past its own degree are zero (Note [the Chebyshev action]); every degree must be at
@@ -280,6 +287,8 @@ def exp_skew_action_chebyshev(s: torch.Tensor, x: torch.Tensor, rho: torch.Tenso
     x : Tensor ``(B, T, d)``
     rho : Tensor ``(B,)``, float64
     degree : Tensor ``(B,)``, int64
+    limit : int
+        the largest degree any sample may have (the Bessel recurrence starts 40 above it, whatever the batch)
 
     Returns
     -------
@@ -288,14 +297,14 @@ def exp_skew_action_chebyshev(s: torch.Tensor, x: torch.Tensor, rho: torch.Tenso
     if degree.numel() > GROUPS * GROUP_MIN:
         # Note [degree groups]: samples sorted by degree, each group run to its own largest degree
         order = torch.argsort(degree)
-        parts = [_apply(s[i], x[i], rho[i], degree[i]) for i in order.chunk(GROUPS)]
+        parts = [_apply(s[i], x[i], rho[i], degree[i], limit) for i in order.chunk(GROUPS)]
         return torch.cat(parts)[torch.argsort(order)]
-    return _apply(s, x, rho, degree)
+    return _apply(s, x, rho, degree, limit)
 
 
-def _apply(s, x, rho, degree):
+def _apply(s, x, rho, degree, limit):
     top = int(degree.max()) if degree.numel() else 0
-    c = chebyshev_coefficients(rho, top)
+    c = chebyshev_coefficients(rho, top, start=limit + 40)
     k = torch.arange(top + 1, device=c.device)
     c = torch.where(k[None, :] <= degree[:, None], c, torch.zeros_like(c))
     if torch.is_grad_enabled() and (s.requires_grad or x.requires_grad):

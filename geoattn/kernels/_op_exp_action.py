@@ -73,13 +73,14 @@ def _run_chebyshev(c: Call) -> torch.Tensor:
     finite = torch.isfinite(rho)
     rho = torch.where(finite, rho.clamp_min(_RHO_MIN), torch.ones_like(rho))
     degree = chebyshev_degree(rho, torch.finfo(S.dtype).eps / 2)
-    served = finite & (degree <= degree_limit(T))
+    limit = degree_limit(T)
+    served = finite & (degree <= limit)
     if bool(served.all()):
-        return exp_skew_action_chebyshev(S, x, rho, degree).reshape(c.x.shape)
+        return exp_skew_action_chebyshev(S, x, rho, degree, limit).reshape(c.x.shape)
     idx, rest = served.nonzero().squeeze(-1), (~served).nonzero().squeeze(-1)
     parts = [_dense(S[rest], x[rest])]
     if idx.numel():
-        parts.insert(0, exp_skew_action_chebyshev(S[idx], x[idx], rho[idx], degree[idx]))
+        parts.insert(0, exp_skew_action_chebyshev(S[idx], x[idx], rho[idx], degree[idx], limit))
     order = torch.argsort(torch.cat([idx, rest]))
     return torch.cat(parts)[order].reshape(c.x.shape)
 

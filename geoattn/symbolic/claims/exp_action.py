@@ -45,7 +45,7 @@ if "bessel_power_bound" not in LEMMAS:
 
 
 def _target(k: int, t: sp.Symbol) -> sp.Poly:
-    """:math:`i^kT_k(-it)` as a polynomial in ``t`` over :math:`\mathbb{Q}(i)` (SymPy's Chebyshev polynomial)."""
+    r""":math:`i^kT_k(-it)` as a polynomial in ``t`` over :math:`\mathbb{Q}(i)` (SymPy's Chebyshev polynomial)."""
     T = sp.chebyshevt_poly(k, t, polys=True)
     n = T.degree()
     # T_k(-it): the coefficient of t^j times (-i)^j; then times i^k
