@@ -195,3 +195,20 @@ def test_claims_and_negative_controls():
     assert v.level is Level.ERROR and "does not confirm the step" in v.error
     v = claim.make_recurrence_claim(-1, "neg.exp_action_recurrence", Level.REFUTED).check()
     assert v.level is Level.REFUTED and v.counterexample is not None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_norm_bound_bounds_the_spectral_norm(dtype):
+    """rho >= ||S||_2 (float64 SVD of the same matrices) on random skew matrices and on the layer's; the
+    sqrt(||S^2||_1) term without its rounding allowance would fall below it on S^2 with cancellation."""
+    torch.manual_seed(0)
+    layer = OrthonormalAttention(8, dtype=dtype)
+    mats = [_skew(200, 16, 3.0).to(dtype), layer._skew_t(torch.randn(200, 64, 8, dtype=dtype)).contiguous()]
+    for S in mats:
+        exact = torch.linalg.matrix_norm(S.double(), 2)
+        rho = ea.norm_bound(S)
+        assert (rho >= exact).all()
+        assert (rho <= torch.minimum(torch.linalg.matrix_norm(S.double()), S.double().abs().sum(-2).amax(-1))).all()
+    # negative control: a bound that drops the square root (||S^2||_1 < ||S||_2 when ||S||_2 < 1) fails
+    S = _skew(50, 8, 0.01).to(dtype)
+    assert not (torch.bmm(S, S).double().abs().sum(-2).amax(-1) >= torch.linalg.matrix_norm(S.double(), 2)).all()
