@@ -208,7 +208,7 @@ def test_norm_bound_bounds_the_spectral_norm(dtype):
         exact = torch.linalg.matrix_norm(S.double(), 2)
         rho = ea.norm_bound(S)
         assert (rho >= exact).all()
-        assert (rho <= torch.minimum(torch.linalg.matrix_norm(S.double()), S.double().abs().sum(-2).amax(-1))).all()
+        assert (rho <= S.double().abs().sum(-2).amax(-1) * (1 + 1e-5)).all()
     # negative control: a bound that drops the square root (||S^2||_1 < ||S||_2 when ||S||_2 < 1) fails
     S = _skew(50, 8, 0.01).to(dtype)
     assert not (torch.bmm(S, S).double().abs().sum(-2).amax(-1) >= torch.linalg.matrix_norm(S.double(), 2)).all()

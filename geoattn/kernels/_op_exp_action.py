@@ -99,7 +99,7 @@ EXP_SKEW_ACTION = register_operation(Operation(
     (
         Route("empty", EAGER.name, _empty, lambda c: c.x.clone()),
         Route("chebyshev", EAGER.name, _chebyshev_when, _run_chebyshev,
-              per_sample="degree from the Bessel tail bound at rho = min(||S||_F, ||S||_1, sqrt(||S^2||_1)); above "
+              per_sample="degree from the Bessel tail bound at rho = min(||S||_1, sqrt(||S^2||_1)); above "
               "the degree limit or a non-finite norm: exp_skew formed densely",
               claims=("exp_action.chebyshev_recurrence", "exp_action.truncation_bound")),
         Route("dense", EAGER.name, lambda c: None, _run_dense,
@@ -117,7 +117,7 @@ def exp_skew_action(S: torch.Tensor, x: torch.Tensor, *, method: str = "auto", c
     ``"auto"`` (default) and ``"chebyshev"``: per sample, the Chebyshev expansion
     :math:`\exp(S)x = \sum_{k\le m} c_k w_k`, :math:`c_0 = J_0(\rho)`, :math:`c_k = 2J_k(\rho)`,
     :math:`w_0 = x`, :math:`w_1 = Xx`, :math:`w_{k+1} = 2Xw_k + w_{k-1}`, :math:`X = S/\rho`, with
-    :math:`\rho = \min(\|S\|_F, \|S\|_1, \|S^2\|_1^{1/2}) \ge \|S\|_2` and the degree :math:`m` the smallest
+    :math:`\rho = \min(\|S\|_1, \|S^2\|_1^{1/2}) \ge \|S\|_2` and the degree :math:`m` the smallest
     whose truncation bound
     :math:`2(\rho/2)^{m+1}/(m+1)!\,/(1 - \rho/(2(m+2)))` is below the unit roundoff (ledger
     ``exp_action.chebyshev_recurrence``, ``exp_action.truncation_bound``). ``m`` products of ``T x T`` by
