@@ -191,4 +191,4 @@ def test_ledger_builder_refuses_a_broken_table(defect, match, monkeypatch):
         monkeypatch.undo()
         ledger._ledger.cache_clear()
         ledger._build.cache_clear()
-    assert len(symbolic.all_claims()) == 98
+    assert len(symbolic.all_claims()) == 100
