@@ -219,9 +219,8 @@ def _adjoint_list(X: torch.Tensor, vs: list, c: torch.Tensor, gt: torch.Tensor, 
         return gX, c[:, 0, None, None] * gt
     b_next, b_next2 = None, None  # b_{k+1}, b_{k+2}
     for k in range(degree, 0, -1):
-        bk = c[:, k, None, None] * gt
-        if b_next2 is not None:
-            bk += b_next2
+        ck = c[:, k, None, None]
+        bk = ck * gt if b_next2 is None else torch.addcmul(b_next2, gt, ck)
         if b_next is not None:
             bk.baddbmm_(b_next, X, alpha=2)
         # the term of v_k = 2 v_{k-1} X^T + ... (v_1 = v_0 X^T): dL/dX += (2 or 1) b_k^T v_{k-1}
