@@ -86,6 +86,8 @@ CLAIMS = {
     "vp.gram_lu_vjp": ("kernels", "certified"),
     "vp_lower.offdiag_blocks": ("kernels", "checked"),
     "vp_lower.merge": ("kernels", "checked"),
+    "exp_action.chebyshev_recurrence": ("kernels", "checked"),
+    "exp_action.truncation_bound": ("kernels", "proved"),
     "models.triangular_residual_det_one": ("models", "checked"),
     "models.gradient_layer_symplectic": ("models", "checked"),
     "rigid_body.divergence_free": ("systems", "proved"),

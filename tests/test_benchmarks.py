@@ -163,13 +163,14 @@ def test_compare_trees_runs_a_checkout_against_itself(tmp_path):
 
 
 def test_route_benchmarks_run_at_tiny_sizes():
-    """The benchmarks behind the routing constants (gram-lu, gram-exp-closed) and the fused symplectic route run end
-    to end at tiny sizes and print a row per case; no timing is asserted."""
+    """The benchmarks behind the routing constants (gram-lu, gram-exp-closed), the fused symplectic route and the
+    orthonormal layer's floors run end to end at tiny sizes and print a row per case; no timing is asserted."""
     cases = [("gram_lu.py", ["--tokens", "256", "--dims", "5", "--lengths", "16", "--reps", "1"], "dense"),
              ("gram_exp_closed.py", ["--tokens", "256", "--dims", "3", "--lengths", "16", "--reps", "1"],
               "gram-exp-closed/eager"),
              ("symattn_tokens.py", ["--tokens", "256", "--dims", "4", "--lengths", "8", "--activations",
-                                    "matrix_softmax", "--reps", "1"], "matrix_softmax")]
+                                    "matrix_softmax", "--reps", "1"], "matrix_softmax"),
+             ("orthonormal_floors.py", ["--tokens", "256", "--cases", "8,3", "--reps", "1"], "layer f+b (chebyshev)")]
     for script, args, expect in cases:
         proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args], capture_output=True,
                               text=True, timeout=600)

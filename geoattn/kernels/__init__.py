@@ -39,6 +39,7 @@ from ._triton import triton_status
 # The operations: each module holds its checks, its routes (the dispatch table) and its public function.
 from ._op_cayley import cayley, cayley_apply
 from ._op_exp import exp_skew
+from ._op_exp_action import exp_skew_action
 from ._op_vp import vp_attention
 from ._op_vp_lower import vp_attention_lower
 from ._op_lsa import lsa_update
@@ -61,6 +62,7 @@ __all__ = [
     "vp_correlation",
     "vp_correlation_lower",
     "exp_skew",
+    "exp_skew_action",
     "lsa_update",
     "symattn_update",
     "symattn_potential",

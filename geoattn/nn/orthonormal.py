@@ -28,7 +28,8 @@ class OrthonormalAttention(nn.Module):
         \Lambda(Z) = \exp\!\big(\mathrm{uta}\big((P^QZ)^T(P^KZ)\big)\big),\qquad
         [\mathrm{uta}(A)]_{ij} = \begin{cases} a_{ij} & i < j\\ -a_{ji} & i > j\\ 0 & i = j,\end{cases}
 
-    computed as :math:`\Lambda^T x` with :func:`geoattn.kernels.exp_skew`.
+    computed as :math:`\Lambda^T x = \exp(\mathrm{uta}(C)^T)\,x` with :func:`geoattn.kernels.exp_skew_action`
+    (the Chebyshev expansion of the action; :math:`\Lambda` itself is not formed).
 
     What it preserves:
 
@@ -87,9 +88,18 @@ class OrthonormalAttention(nn.Module):
         r""":math:`\Lambda(Z)`, orthogonal, shape ``(..., T, T)``."""
         return K.exp_skew(K.upper_triangular_asymmetrize(self.correlation(x)), check=False)
 
+    def _skew_t(self, x: torch.Tensor) -> torch.Tensor:
+        r""":math:`\mathrm{uta}(C)^T = -\mathrm{uta}(C)`, so that :math:`\Lambda^T x = \exp(\mathrm{uta}(C)^T)\,x`."""
+        return K.upper_triangular_asymmetrize(self.correlation(x)).mT
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape."""
-        return self.attention_matrix(x).mT @ x
+        r"""``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape, :math:`\Lambda^T x` computed as the
+        action :func:`geoattn.kernels.exp_skew_action` of :math:`\exp(\mathrm{uta}(C)^T)` on ``x``."""
+        return K.exp_skew_action(self._skew_t(x), x, check=False)
+
+    def explain(self, x: torch.Tensor):
+        """How :meth:`forward` computes ``x``: :func:`geoattn.kernels.explain` of its ``exp_skew_action`` call."""
+        return K.explain("exp_skew_action", self._skew_t(x), x, check=False)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"

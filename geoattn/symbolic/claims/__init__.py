@@ -13,6 +13,7 @@ from types import ModuleType
 
 from . import (
     cayley,
+    exp_action,
     exponential,
     kernels,
     kernels_spectral,
@@ -41,7 +42,7 @@ FAMILIES: dict[str, tuple[ModuleType, ...]] = {
     "exponential": (exponential,),
     "linear_symplectic": (linear_symplectic,),
     "multihead": (multihead,),
-    "kernels": (kernels, kernels_spectral, taylor, lowrank, vp_gram, vp_lower),
+    "kernels": (kernels, kernels_spectral, taylor, lowrank, vp_gram, vp_lower, exp_action),
     "models": (models,),
     "systems": (systems,),
     "symattn": (symattn,),

@@ -1,0 +1,151 @@
+r"""The operation ``exp_skew_action``: ``exp(S) x`` for skew ``S`` (``T x T``) and ``x`` (``T x d``), batched.
+
+Routes, in order: ``empty`` (``T = 0`` or ``d = 0``), ``chebyshev/eager`` (the Chebyshev expansion of the action,
+Note [the Chebyshev action] in :mod:`geoattn.kernels._exp_action`; per sample, samples whose degree would exceed
+the limit, or whose norm is not finite, take ``exp_skew`` formed densely), ``dense/eager`` (``exp_skew(S) @ x``:
+``method="dense"``, and every call traced by ``torch.func``, ``torch.compile`` or on the meta device).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import OptionError
+from ._backends import EAGER
+from ._checks import check_float, check_matmul, check_same, check_skew, check_square, half_in_float32
+from ._exp import run_exp_skew
+from ._exp_action import MAX_DEGREE, chebyshev_degree, exp_skew_action_chebyshev, norm_bound
+from ._functions import _traced
+from .dispatch import Call, Operation, Route, dispatch, register_operation
+
+__all__ = ["exp_skew_action", "EXP_SKEW_ACTION", "degree_limit"]
+
+_METHODS = ("auto", "chebyshev", "dense")
+#: the smallest bound used for ``||S||_2`` (any ``rho >= ||S||_2`` is exact; this keeps ``2k / rho`` finite)
+_RHO_MIN = 2.0 ** -6
+
+
+def degree_limit(T: int) -> int:
+    """The largest Chebyshev degree served at sequence length ``T`` before the dense exponential is cheaper
+    (measured: Note [the Chebyshev action] and the operation's docstring)."""
+    return min(MAX_DEGREE, max(48, 2 * T))
+
+
+def _bind(S: torch.Tensor, x: torch.Tensor, *, method: str = "auto", check: bool = True) -> Call:
+    check_float("S", S)
+    check_square("S", S)
+    check_matmul("S", S, "x", x)
+    check_same(("S", S), ("x", x))
+    if S.shape[:-2] != x.shape[:-2]:
+        raise OptionError(f"Expected S and x with the same batch shape. Got S {tuple(S.shape)} and x "
+                          f"{tuple(x.shape)}.")
+    if method not in _METHODS:
+        raise OptionError(f"Expected method in {_METHODS}. Got {method!r}.")
+    traced = _traced(S) or _traced(x)
+    if method == "chebyshev" and traced:
+        raise OptionError("Expected method 'auto' or 'dense' inside torch.func transforms, torch.compile or on the "
+                          "meta device (the Chebyshev degree depends on the data). Got method='chebyshev'.")
+    return Call(S=S, x=x, method=method, check=check, traced=traced, device=S.device)
+
+
+def _empty(c: Call) -> str | None:
+    return None if c.S.shape[-1] == 0 or c.x.shape[-1] == 0 else "T > 0 and d > 0"
+
+
+def _dense(S: torch.Tensor, x: torch.Tensor, traced: bool = False) -> torch.Tensor:
+    # traced calls take the eigendecomposition, as exp_skew does (the Taylor path's squarings depend on the data)
+    return run_exp_skew(S, "eigh" if traced else "auto") @ x
+
+
+def _run_dense(c: Call) -> torch.Tensor:
+    if c.check and not c.traced:
+        check_skew("S", c.S)
+    return _dense(c.S, c.x, c.traced)
+
+
+def _run_chebyshev(c: Call) -> torch.Tensor:
+    if c.check:
+        check_skew("S", c.S)
+    T, d = c.S.shape[-1], c.x.shape[-1]
+    S = c.S.reshape(-1, T, T)
+    x = c.x.reshape(-1, T, d)
+    rho = norm_bound(S)
+    finite = torch.isfinite(rho)
+    rho = torch.where(finite, rho.clamp_min(_RHO_MIN), torch.ones_like(rho))
+    degree = chebyshev_degree(rho, torch.finfo(S.dtype).eps / 2)
+    limit = degree_limit(T)
+    served = finite & (degree <= limit)
+    if bool(served.all()):
+        return exp_skew_action_chebyshev(S, x, rho, degree, limit).reshape(c.x.shape)
+    idx, rest = served.nonzero().squeeze(-1), (~served).nonzero().squeeze(-1)
+    parts = [_dense(S[rest], x[rest])]
+    if idx.numel():
+        parts.insert(0, exp_skew_action_chebyshev(S[idx], x[idx], rho[idx], degree[idx], limit))
+    order = torch.argsort(torch.cat([idx, rest]))
+    return torch.cat(parts)[order].reshape(c.x.shape)
+
+
+def _chebyshev_when(c: Call) -> str | None:
+    if c.method == "dense":
+        return "method 'dense'"
+    if c.traced:
+        return "traced (torch.func, torch.compile or meta): the degree depends on the data"
+    return None
+
+
+EXP_SKEW_ACTION = register_operation(Operation(
+    "exp_skew_action",
+    _bind,
+    (
+        Route("empty", EAGER.name, _empty, lambda c: c.x.clone()),
+        Route("chebyshev", EAGER.name, _chebyshev_when, _run_chebyshev,
+              per_sample="degree from the Bessel tail bound at rho = min(||S||_1, sqrt(||S^2||_1)); above "
+              "the degree limit or a non-finite norm: exp_skew formed densely",
+              claims=("exp_action.chebyshev_recurrence", "exp_action.truncation_bound")),
+        Route("dense", EAGER.name, lambda c: None, _run_dense,
+              claims=("exp_skew.taylor_form", "exp_skew.eigh_form")),
+    ),
+    claims=("exp.orthogonal",),
+    doc="exp(S) x of skew S (T x T) on the columns of x (T x d), batched",
+))
+
+
+@half_in_float32
+def exp_skew_action(S: torch.Tensor, x: torch.Tensor, *, method: str = "auto", check: bool = True) -> torch.Tensor:
+    r"""``exp(S) x`` for skew-symmetric ``S``, without forming ``exp(S)`` where the Chebyshev form serves.
+
+    ``"auto"`` (default) and ``"chebyshev"``: per sample, the Chebyshev expansion
+    :math:`\exp(S)x = \sum_{k\le m} c_k w_k`, :math:`c_0 = J_0(\rho)`, :math:`c_k = 2J_k(\rho)`,
+    :math:`w_0 = x`, :math:`w_1 = Xx`, :math:`w_{k+1} = 2Xw_k + w_{k-1}`, :math:`X = S/\rho`, with
+    :math:`\rho = \min(\|S\|_1, \|S^2\|_1^{1/2}) \ge \|S\|_2` and the degree :math:`m` the smallest
+    whose truncation bound
+    :math:`2(\rho/2)^{m+1}/(m+1)!\,/(1 - \rho/(2(m+2)))` is below the unit roundoff (ledger
+    ``exp_action.chebyshev_recurrence``, ``exp_action.truncation_bound``). ``m`` products of ``T x T`` by
+    ``T x d`` forward, as many backward (Note [the Chebyshev action]). Samples whose degree exceeds
+    :func:`degree_limit` (``max(48, 2T)``, at most 160), or whose norm is not finite, take
+    ``exp_skew(S) @ x``; so does the whole call with ``method="dense"`` and inside ``torch.func``,
+    ``torch.compile`` or on the meta device.
+
+    A sample's result does not depend on the rest of the batch (its coefficients past its own degree are zero).
+    ``geoattn.kernels.explain("exp_skew_action", S, x)`` says which route computes it.
+
+    Parameters
+    ----------
+    S : Tensor ``(..., T, T)``, skew-symmetric
+    x : Tensor ``(..., T, d)``, the same batch shape
+    method : ``"auto"``, ``"chebyshev"`` or ``"dense"``
+    check : bool
+        verify skew-symmetry (up to ``8 n eps`` relative)
+
+    Returns
+    -------
+    Tensor ``(..., T, d)``
+
+    Examples
+    --------
+    >>> S = torch.randn(5, 6, 6, dtype=torch.float64); S = S - S.mT
+    >>> x = torch.randn(5, 6, 2, dtype=torch.float64)
+    >>> torch.allclose(exp_skew_action(S, x), torch.linalg.matrix_exp(S) @ x)
+    True
+    """
+    return dispatch("exp_skew_action", S, x, method=method, check=check)

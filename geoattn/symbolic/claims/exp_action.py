@@ -1,0 +1,163 @@
+r"""The claims behind ``exp_skew_action``: the Chebyshev expansion of ``exp(S) x`` (:mod:`geoattn.kernels._exp_action`).
+
+* ``exp_action.chebyshev_recurrence``: the real vectors of the kernel, ``w_0 = x``, ``w_1 = Xx``,
+  ``w_{k+1} = 2Xw_k + w_{k-1}``, are :math:`w_k = i^kT_k(-iX)x`, the terms of the Jacobi--Anger expansion of
+  :math:`\exp(S)x` at :math:`X = S/\rho`. Every ``w_k`` is a polynomial in the one matrix ``X`` applied to ``x``, and
+  :math:`t \mapsto X` is an algebra homomorphism from :math:`\mathbb{Q}(i)[t]`, so the polynomial identity in ``t``
+  holds for every square ``X`` (Note [free-algebra images] in :mod:`.taylor`); the engine checks it exactly for
+  every degree the kernel can use (``k <= 160``).
+* ``exp_action.truncation_bound``: for skew ``S``, :math:`\rho \ge \|S\|_2` and the degree ``m`` the kernel picks,
+  :math:`\|\exp(S)x - \sum_{k\le m}c_kw_k\|_2 \le 2(\rho/2)^{m+1}/(m+1)!\,/(1 - \rho/(2(m+2)))\,\|x\|_2 < u`: the
+  Jacobi--Anger expansion with :math:`\|T_k(H/\rho)\|_2 \le 1`, the bound :math:`|J_k(\rho)| \le (\rho/2)^k/k!`,
+  the geometric tail, and an exact rational comparison at representative norms for float32 and float64.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from .. import algebra as alg
+from ..claim import Claim, Level
+from ..evidence import Derivation, Step
+from ..lemmas import LEMMAS, register
+from ..proof import identity
+from ..strategies import MatrixIdentity
+from ._common import Policy, at_sizes
+
+__all__ = ["CLAIMS", "MAX_DEGREE", "recurrence_identity", "make_recurrence_claim", "tail_bound", "degree_for",
+           "make_truncation_claim"]
+
+#: the largest degree of the kernel (geoattn.kernels._exp_action.MAX_DEGREE; a test keeps the two equal)
+MAX_DEGREE = 160
+#: unit roundoff of the dtypes the kernel serves
+UNIT_ROUNDOFF = {"float64": sp.Rational(1, 2**53), "float32": sp.Rational(1, 2**24)}
+#: the norms at which the truncation claim compares the bound with the unit roundoff exactly
+RHOS = (sp.Rational(1, 64), sp.Integer(1), sp.Integer(8), sp.Integer(32), sp.Integer(64))
+
+_A_S = "Abramowitz and Stegun, Handbook of Mathematical Functions (1964)"
+if "jacobi_anger" not in LEMMAS:
+    register("jacobi_anger", r"e^{i\rho y} = J_0(\rho) + 2\sum_{k\ge1} i^kJ_k(\rho)T_k(y) for y \in [-1, 1] "
+             r"(y = \cos\varphi in the generating function of J_k); applied to a Hermitian H with \|H\|_2 \le \rho "
+             r"through its spectral decomposition, where \|T_k(H/\rho)\|_2 \le 1", _A_S + ", 9.1.44-9.1.45")
+if "bessel_power_bound" not in LEMMAS:
+    register("bessel_power_bound", r"|J_k(\rho)| \le (\rho/2)^k/k! for real \rho and integer k \ge 0",
+             _A_S + ", 9.1.62")
+
+
+def _target(k: int, t: sp.Symbol) -> sp.Poly:
+    r""":math:`i^kT_k(-it)` as a polynomial in ``t`` over :math:`\mathbb{Q}(i)` (SymPy's Chebyshev polynomial)."""
+    T = sp.chebyshevt_poly(k, t, polys=True)
+    n = T.degree()
+    # T_k(-it): the coefficient of t^j times (-i)^j; then times i^k
+    coeffs = [c * (-sp.I) ** (n - a) * sp.I ** k for a, c in enumerate(T.all_coeffs())]
+    return sp.Poly.from_list(coeffs, t, domain=sp.ZZ_I)
+
+
+def recurrence_identity(sign: int = 1) -> MatrixIdentity:
+    r"""``[w_k(t) - i^k T_k(-it)]_{k \le K}`` with the kernel's recurrence ``w_{k+1} = 2t w_k + sign * w_{k-1}``
+    (``sign = -1`` is the plain Chebyshev recurrence: a negative control)."""
+
+    def residual(size, Xm):
+        # polynomials in a fresh symbol, then evaluated at the entry (a symbol, or a rational point)
+        t = sp.Dummy("t")
+        w_prev, w = sp.Poly(1, t, domain=sp.ZZ_I), sp.Poly(t, t, domain=sp.ZZ_I)
+        rows = [sp.Poly(0, t, domain=sp.ZZ_I), w - _target(1, t)]
+        for k in range(1, size["K"]):
+            w_prev, w = w, 2 * sp.Poly(t, t, domain=sp.ZZ_I) * w + sign * w_prev
+            rows.append(w - _target(k + 1, t))
+        return sp.Matrix([r.as_expr().subs(t, Xm[0, 0]) for r in rows])
+
+    return MatrixIdentity("w_k(X) - i^k T_k(-iX), w_0 = 1, w_1 = X, w_{k+1} = 2X w_k + w_{k-1} (image in Q(i)[t])",
+                          variables=lambda s: {"Xm": alg.general("t", 1, 1)}, residual=residual)
+
+
+def make_recurrence_claim(sign: int = 1, claim_id: str = "exp_action.chebyshev_recurrence",
+                          expected: Level = Level.CHECKED) -> Claim:
+    """The recurrence claim; ``sign = -1`` gives the negative control."""
+    return Claim(
+        id=claim_id,
+        title="the real Chebyshev recurrence of the exponential's action",
+        statement="For every square X: the vectors w_0 = x, w_1 = X x, w_{k+1} = 2 X w_k + w_{k-1} equal "
+        "i^k T_k(-i X) x, the terms of exp(S) x = sum_k c_k i^k T_k(H / rho) x with H = -i S, X = S / rho, "
+        "c_0 = J_0(rho), c_k = 2 J_k(rho) (kernel exp_skew_action, Note [the Chebyshev action]).",
+        latex=r"w_0 = x,\ w_1 = Xx,\ w_{k+1} = 2Xw_k + w_{k-1} \implies w_k = i^kT_k(-iX)\,x",
+        source="kernel exp_skew_action (Note [the Chebyshev action] in geoattn.kernels._exp_action)",
+        expected=expected,
+        checker=Policy(
+            identity=recurrence_identity(sign),
+            search=at_sizes({"K": 6}),
+            points=2,
+            exact=at_sizes({"K": MAX_DEGREE}),
+            exact_method=f"exact polynomial identity in Q(i)[t] for every k <= {MAX_DEGREE} (the largest degree of "
+            "the kernel); t -> X is an algebra homomorphism, so it holds for every square X",
+        ),
+    )
+
+
+def tail_bound(rho, m: int) -> sp.Expr:
+    r"""``2 (rho/2)^{m+1} / (m+1)! / (1 - rho / (2 (m + 2)))``, exact (``oo`` where ``rho >= 2 (m + 2)``)."""
+    rho = sp.nsimplify(rho)
+    q = rho / (2 * (m + 2))
+    if q >= 1:
+        return sp.oo
+    return 2 * (rho / 2) ** (m + 1) / sp.factorial(m + 1) / (1 - q)
+
+
+def degree_for(rho, u) -> int:
+    """The smallest degree whose tail bound at ``rho`` is at most ``u`` (exact rational arithmetic)."""
+    for m in range(MAX_DEGREE + 1):
+        if tail_bound(rho, m) <= u:
+            return m
+    raise ValueError(f"Expected a norm whose degree is at most {MAX_DEGREE}. Got rho = {rho}.")
+
+
+def _truncation_derivation(offset: int) -> Derivation:
+    subject, steps, signs = [], [], []
+    for dtype, u in UNIT_ROUNDOFF.items():
+        for rho in RHOS:
+            m = degree_for(rho, u) + offset
+            tag = rf"{dtype},\rho={sp.latex(rho)},m={m}"
+            err = sp.Symbol(rf"\|e^Sx - \sum_{{k\le m}}c_kw_k\|_2/\|x\|_2[{tag}]")
+            bessel = sp.Symbol(rf"\sum_{{k>m}}2|J_k(\rho)|[{tag}]")
+            powers = sp.Symbol(rf"2\sum_{{k>m}}(\rho/2)^k/k![{tag}]")
+            value = tail_bound(rho, m)
+            subject.append(err)
+            steps += [
+                Step(err, bessel, r"Jacobi--Anger at H = -iS, \|H\|_2 \le \rho: the omitted terms have "
+                     r"\|T_k(H/\rho)\|_2 \le 1", lemma="jacobi_anger", relation="<="),
+                Step(bessel, powers, r"|J_k(\rho)| \le (\rho/2)^k/k!", lemma="bessel_power_bound", relation="<="),
+                Step(powers, value, r"the tail of the exponential series at \rho/2 after m terms: first omitted "
+                     r"term times 1/(1 - \rho/(2(m+2)))", lemma="taylor_remainder_bound", relation="<="),
+            ]
+            signs.append(sp.sign(sp.Add(u, -value, evaluate=False), evaluate=False))
+    total = sp.Add(*signs, evaluate=False)
+    steps.append(Step(total, len(signs), r"exact rational comparison: at each norm the bound at the kernel's degree "
+                      r"is at most the unit roundoff u of its dtype (\mathrm{sign}(u - \text{bound}) = 1)",
+                      identity()))
+    return Derivation(
+        assumptions=[r"S^T = -S,\ \rho \ge \|S\|_2,\ m \text{ the smallest degree with the bound} \le u"],
+        subject=tuple(subject),
+        steps=steps,
+        remark=r"\text{truncation error of the Chebyshev action below } u \text{ at } \rho \in \{1/64, 1, 8, 32, 64\}",
+        conclusion=sp.Eq(total, len(signs), evaluate=False),
+    )
+
+
+def make_truncation_claim(offset: int = 0, claim_id: str = "exp_action.truncation_bound") -> Claim:
+    """The truncation claim; a negative ``offset`` lowers every degree (a negative control)."""
+    return Claim(
+        id=claim_id,
+        title="truncation error of the Chebyshev action",
+        statement="For skew S, rho >= ||S||_2 and the smallest degree m with 2 (rho/2)^(m+1) / (m+1)! / "
+        "(1 - rho / (2 (m + 2))) <= u, the truncated expansion sum_{k<=m} c_k w_k is within that bound times "
+        "||x||_2 of exp(S) x; at rho = 1/64, 1, 8, 32, 64 the bound is below the unit roundoff of float32 and float64.",
+        latex=r"\|e^Sx - \textstyle\sum_{k\le m}c_kw_k\|_2 \le \frac{2(\rho/2)^{m+1}}{(m+1)!\,(1 - \rho/(2(m+2)))}"
+        r"\|x\|_2 \le u\,\|x\|_2",
+        source="kernel exp_skew_action (Note [the Chebyshev action] in geoattn.kernels._exp_action)",
+        expected=Level.PROVED,
+        checker=Policy(prove=lambda: _truncation_derivation(offset)),
+    )
+
+
+#: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
+CLAIMS = [make_recurrence_claim(), make_truncation_claim()]

@@ -1,0 +1,214 @@
+"""exp_skew_action: the Chebyshev expansion of exp(S) x against float64 references, its backward, its batch
+independence, its coefficients and degree rule, the layer routed through it, and its claims."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+import torch
+
+from geoattn import kernels as K
+from geoattn.kernels import _exp_action as ea
+from geoattn.kernels._op_exp_action import degree_limit
+from geoattn.nn import OrthonormalAttention
+
+
+def _skew(B, T, scale=1.0, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(B, T, T, generator=g, dtype=dtype) * scale
+    return a - a.mT
+
+
+def _err(y, ref, x):
+    """Per column, ||y - ref||_2 / ||x||_2, largest over the batch."""
+    return ((y.double() - ref).norm(dim=-2) / x.double().norm(dim=-2).clamp_min(1e-300)).max().item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("T,d", [(16, 4), (5, 5), (3, 7), (24, 2)])  # d < T, d = T, d > T
+def test_matches_matrix_exp(dtype, T, d):
+    S = _skew(40, T, scale=2.0)
+    x = torch.randn(40, T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    ref = torch.linalg.matrix_exp(S) @ x
+    assert K.explain("exp_skew_action", S.to(dtype), x.to(dtype)).route.form == "chebyshev"
+    y = K.exp_skew_action(S.to(dtype), x.to(dtype))
+    assert y.dtype == dtype
+    # rounding grows with the degree m (three-term recurrence); the truncation is below u by the degree rule
+    m = int(ea.chebyshev_degree(ea.norm_bound(S), torch.finfo(dtype).eps / 2).max())
+    assert _err(y, ref, x) <= 4 * m * T * torch.finfo(dtype).eps
+
+
+def test_rank_deficient_correlation():
+    """The layer's S = uta(q k^T) of rank <= 2d from a rank-1 x, against the float64 T x T exponential."""
+    torch.manual_seed(0)
+    layer = OrthonormalAttention(3, dtype=torch.float64)
+    x = torch.randn(6, 20, 1, dtype=torch.float64) * torch.randn(1, 1, 3, dtype=torch.float64)
+    lam = torch.linalg.matrix_exp(K.upper_triangular_asymmetrize(layer.correlation(x)))
+    ref = lam.mT @ x
+    m = int(ea.chebyshev_degree(ea.norm_bound(layer._skew_t(x).reshape(-1, 20, 20)), 2.0**-53).max())
+    assert _err(layer(x), ref, x) <= 4 * m * 20 * torch.finfo(torch.float64).eps
+    assert layer.explain(x).route.form == "chebyshev"
+
+
+def test_gradcheck_float64():
+    S = _skew(3, 6).requires_grad_()
+    x = torch.randn(3, 6, 2, dtype=torch.float64, requires_grad=True)
+    fn = lambda S, x: K.exp_skew_action(S, x, check=False)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (S, x))
+    assert torch.autograd.gradgradcheck(fn, (S, x))
+
+
+def test_gradient_matches_dense_route():
+    S = _skew(8, 12, scale=1.5).requires_grad_()
+    x = torch.randn(8, 12, 3, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(8, 12, 3, dtype=torch.float64)
+    got = torch.autograd.grad(K.exp_skew_action(S, x), (S, x), g)
+    ref = torch.autograd.grad(torch.linalg.matrix_exp(S) @ x, (S, x), g)
+    tol = 64 * 12 * torch.finfo(torch.float64).eps * 40
+    for a, b in zip(got, ref):
+        assert (a - b).abs().max() <= tol * b.abs().max()
+
+
+def test_layer_gradcheck_float64():
+    torch.manual_seed(0)
+    layer = OrthonormalAttention(2, dtype=torch.float64)
+    x = torch.randn(2, 5, 2, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(layer, (x,))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 1e6])
+def test_batch_independence(bad):
+    """One NaN or huge sample changes no other sample (bit for bit) and raises nothing; it takes the dense route."""
+    torch.manual_seed(0)
+    layer = OrthonormalAttention(4)
+    x = torch.randn(600, 16, 4)  # more than GROUPS * GROUP_MIN samples: the degree groups act
+    clean = layer(x)
+    x2 = x.clone()
+    x2[7] = bad if bad != bad else x2[7] * bad
+    out = layer(x2)
+    others = torch.arange(600) != 7
+    assert torch.equal(out[others], clean[others])
+    if bad == bad:
+        assert torch.isfinite(out[7]).all()
+    else:
+        assert torch.isnan(out[7]).all()
+    x2.requires_grad_()
+    out = layer(x2)
+    out[others].sum().backward()
+    assert torch.isfinite(x2.grad[others]).all()
+
+
+def test_result_does_not_depend_on_batch():
+    """A sample alone and inside a batch of other norms gives the same bits (coefficients past its degree are 0)."""
+    S = torch.cat([_skew(1, 16, 0.1), _skew(299, 16, 3.0, seed=3)])
+    x = torch.randn(300, 16, 4, dtype=torch.float64)
+    assert torch.equal(K.exp_skew_action(S, x)[:1], K.exp_skew_action(S[:1], x[:1]))
+
+
+def test_coefficients_are_bessel():
+    mpmath = pytest.importorskip("mpmath")
+    rho = torch.tensor([1 / 64, 0.5, 3.0, 17.3, 60.0, 120.0], dtype=torch.float64)
+    c = ea.chebyshev_coefficients(rho, 150)
+    for i, r in enumerate(rho.tolist()):
+        for k in range(151):
+            ref = float(mpmath.besselj(k, r)) * (1 if k == 0 else 2)
+            assert abs(c[i, k].item() - ref) <= 16 * torch.finfo(torch.float64).eps
+
+
+def _bound(rho: Fraction, m: int) -> Fraction | None:
+    q = rho / (2 * (m + 2))
+    if q >= 1:
+        return None
+    fact = 1
+    for j in range(2, m + 2):
+        fact *= j
+    return 2 * (rho / 2) ** (m + 1) / fact / (1 - q)
+
+
+@pytest.mark.parametrize("u", [Fraction(1, 2**24), Fraction(1, 2**53)])
+def test_degree_rule_exact(u):
+    """Each degree's largest admitted rho meets the bound in exact rationals; one degree less would not."""
+    table = ea._largest_rho(float(u))
+    for m in range(ea.MAX_DEGREE + 1):
+        rho = Fraction(table[m].item())
+        b = _bound(rho, m)
+        assert b is not None and b <= u
+    for r in (0.3, 5.0, 33.0, 90.0):
+        m = int(ea.chebyshev_degree(torch.tensor([r], dtype=torch.float64), float(u)))
+        assert _bound(Fraction(r), m) <= u
+        assert m == 0 or _bound(Fraction(r), m - 1) is None or _bound(Fraction(r), m - 1) > u
+
+
+def test_truncation_bound_negative_control():
+    """One degree below the rule, the measured truncation error of the scalar expansion exceeds float32's u
+    somewhere on the spectrum: the degree rule is not slack enough to hide a wrong degree."""
+    rho = 20.0
+    u = 2.0**-24
+    m = int(ea.chebyshev_degree(torch.tensor([rho], dtype=torch.float64), u))
+    y = torch.linspace(-1, 1, 2001, dtype=torch.float64)
+    c = ea.chebyshev_coefficients(torch.tensor([rho], dtype=torch.float64), m + 30)[0]
+    Tk = [torch.ones_like(y), y]
+    for _ in range(m + 30):
+        Tk.append(2 * y * Tk[-1] - Tk[-2])
+    exact = torch.exp(1j * rho * y)
+
+    def err(deg):
+        s = sum(c[k] * (1j) ** k * Tk[k] for k in range(deg + 1))
+        return (s - exact).abs().max().item()
+
+    assert err(m) <= u
+    assert err(m - 4) > u
+
+
+def test_nan_and_dense_method():
+    S = _skew(4, 8)
+    x = torch.randn(4, 8, 2, dtype=torch.float64)
+    dense = K.exp_skew_action(S, x, method="dense")
+    assert K.explain("exp_skew_action", S, x, method="dense").route.form == "dense"
+    assert _err(dense, torch.linalg.matrix_exp(S) @ x, x) <= 1e3 * torch.finfo(torch.float64).eps
+    assert degree_limit(16) == 48 and degree_limit(64) == 128
+
+
+def test_bad_input_messages():
+    S = _skew(2, 4)
+    with pytest.raises(Exception, match="Expected .*Got"):
+        K.exp_skew_action(S, torch.randn(2, 5, 2, dtype=torch.float64))
+    with pytest.raises(Exception, match="Expected S and x with the same batch shape. Got"):
+        K.exp_skew_action(S, torch.randn(3, 4, 2, dtype=torch.float64))
+    with pytest.raises(Exception, match="Expected method in"):
+        K.exp_skew_action(S, torch.randn(2, 4, 2, dtype=torch.float64), method="taylor")
+
+
+def test_kernel_and_claim_limits_agree():
+    from geoattn.symbolic.claims import exp_action as claim
+
+    assert claim.MAX_DEGREE == ea.MAX_DEGREE
+
+
+def test_claims_and_negative_controls():
+    from geoattn.symbolic.claim import Level
+    from geoattn.symbolic.claims import exp_action as claim
+
+    assert claim.make_truncation_claim().check().level is Level.PROVED
+    v = claim.make_truncation_claim(-1, "neg.exp_action_truncation").check()
+    assert v.level is Level.ERROR and "does not confirm the step" in v.error
+    v = claim.make_recurrence_claim(-1, "neg.exp_action_recurrence", Level.REFUTED).check()
+    assert v.level is Level.REFUTED and v.counterexample is not None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_norm_bound_bounds_the_spectral_norm(dtype):
+    """rho >= ||S||_2 (float64 SVD of the same matrices) on random skew matrices and on the layer's; the
+    sqrt(||S^2||_1) term without its rounding allowance would fall below it on S^2 with cancellation."""
+    torch.manual_seed(0)
+    layer = OrthonormalAttention(8, dtype=dtype)
+    mats = [_skew(200, 16, 3.0).to(dtype), layer._skew_t(torch.randn(200, 64, 8, dtype=dtype)).contiguous()]
+    for S in mats:
+        exact = torch.linalg.matrix_norm(S.double(), 2)
+        rho = ea.norm_bound(S)
+        assert (rho >= exact).all()
+        assert (rho <= S.double().abs().sum(-2).amax(-1) * (1 + 1e-5)).all()
+    # negative control: a bound that drops the square root (||S^2||_1 < ||S||_2 when ||S||_2 < 1) fails
+    S = _skew(50, 8, 0.01).to(dtype)
+    assert not (torch.bmm(S, S).double().abs().sum(-2).amax(-1) >= torch.linalg.matrix_norm(S.double(), 2)).all()
