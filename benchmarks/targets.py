@@ -39,10 +39,32 @@ TARGETS = [
     Target("layers", "VolumePreservingAttention", 0.25, _vp_at(16, 4096), "SDPA, B=4096, dim=4, T=16"),
     Target("layers", "VolumePreservingAttention", 0.15, _vp_at(32, 4096), "SDPA, B=4096, dim=4, T=32"),
     Target("layers", "VolumePreservingAttention", 0.05, _vp_at(512, 64), "SDPA, B=64, dim=4, T=512"),
-    Target("layers", "OrthonormalAttention", 4.0, lambda r: r["B"] == 4096 and r.get("dim") == 4 and r["T"] <= 16,
-           "SDPA, B=4096, dim=4, T <= 16"),
     Target("layers", "LinearSymplecticAttention", 0.5, lambda r: r["B"] == 4096 and r.get("dim") == 4 and r["T"] <= 16,
            "SDPA, B=4096, dim=4, T <= 16"),
+]
+
+
+def _sweep(dims, lengths=(16, 64, 256)) -> Callable[[dict], bool]:
+    """Rows of the main table at B*T = 65,536 tokens with ``dim`` in ``dims``, ``T`` in ``lengths`` and dim < T."""
+    return lambda r: (r["B"] * r["T"] == 65536 and r.get("dim") in dims and r["T"] in lengths and r["dim"] < r["T"]
+                      and not r.get("sweep"))
+
+
+_SWEEP_TARGETS = [  # (layer, bound, dims, lengths)
+    ("VolumePreservingAttention", 0.25, (3, 4, 8), (16, 64, 256)),
+    ("VolumePreservingAttention", 0.5, (16,), (16, 64, 256)),
+    ("VolumePreservingAttention", 1.0, (32, 64), (16, 64, 256)),
+    ("VolumePreservingAttention(exp)", 0.3, (3, 4), (16, 64, 256)),
+    ("VolumePreservingAttention(exp)", 0.5, (8,), (16, 64, 256)),
+    ("VolumePreservingAttention(exp)", 0.75, (16,), (16, 64, 256)),
+    ("VolumePreservingAttention(exp)", 1.5, (32, 64), (16, 64, 256)),
+    ("SymplecticAttention", 1.0, (4, 8, 16), (16, 64, 256)),
+    ("OrthonormalAttention", 3.0, (3, 4, 8, 16, 32, 64), (16, 64)),
+]
+TARGETS += [Target("layers", name, bound, _sweep(dims, lengths),
+                   f"SDPA, B*T=65536, dim in {set(dims)}, T in {set(lengths)}, dim < T")
+            for name, bound, dims, lengths in _SWEEP_TARGETS]
+TARGETS += [
     Target("layers", "MultiHeadAttention", 1.2,
            lambda r: r.get("reference") == "torch.nn.MultiheadAttention" and r["B"] * r["T"] == 65536
            and r["T"] in (16, 64, 256) and r.get("dim") in (8, 16, 32, 64),
