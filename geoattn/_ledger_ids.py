@@ -83,6 +83,8 @@ CLAIMS = {
     "vp.gram_exp_vjp": ("kernels", "checked"),
     "vp.gram_exp_closed_form": ("kernels", "checked"),
     "vp.gram_exp_closed_form_vjp": ("kernels", "checked"),
+    "vp.gram_exp_closed_form4": ("kernels", "checked"),
+    "vp.gram_exp_closed_form4_vjp": ("kernels", "certified"),
     "models.triangular_residual_det_one": ("models", "checked"),
     "models.gradient_layer_symplectic": ("models", "checked"),
     "rigid_body.divergence_free": ("systems", "proved"),

@@ -16,6 +16,9 @@ r"""Claims of the closed-form Gram kernels ``vp_gram_closed`` and ``vp_gram_clos
 * ``vp.gram_exp_closed_form``, ``vp.gram_exp_closed_form_vjp``: its closed form at ``d = 3``
   (:math:`\exp(M) = I + aM + bM^2`, :mod:`geoattn.kernels._gram_exp_closed`) and that form's backward, stated and
   checked in :mod:`geoattn.symbolic.claims._gram_exp_closed`.
+* ``vp.gram_exp_closed_form4``, ``vp.gram_exp_closed_form4_vjp``: the same at ``d = 4``
+  (:math:`\exp(M) = \sum_{i<4}c_i(p, q)M^i`, :mod:`geoattn.kernels._gram_exp_closed4`), stated and checked in
+  :mod:`geoattn.symbolic.claims._gram_exp_closed4`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..strategies import MatrixIdentity
 from ._common import Policy, at_sizes, grid, run_bindings
 from ._gram_exp import make_gram_exp_vjp_claim
 from ._gram_exp_closed import make_closed_form_claim, make_closed_vjp_claim
+from ._gram_exp_closed4 import make_closed4_vjp_claim, make_closed_form4_claim
 from ._lowrank_exact import dual_gradient
 
 __all__ = ["CLAIMS", "closed_form_identity", "closed_vjp_identity"]
@@ -194,4 +198,6 @@ CLAIMS = [
     make_gram_exp_vjp_claim(),
     make_closed_form_claim(),
     make_closed_vjp_claim(),
+    make_closed_form4_claim(),
+    make_closed4_vjp_claim(),
 ]
