@@ -230,7 +230,7 @@ def make_closed_form4_claim(quarter=sp.Rational(1, 4), six=None, claim_id: str =
 
 
 def vjp4_degree_bound(size: dict) -> int:
-    """A bound on the degree of the backward residual in all its variables: the loss term
+    r"""A bound on the degree of the backward residual in all its variables: the loss term
     :math:`\langle\bar y, x\,c_{i2}qM^3\rangle` has degree 8 + 4 (``q`` in ``x`` and ``A``) + 6 + 3 (``M^3``)
     + 1 (``x``) + 1 (:math:`\bar y`) + 1 (the coefficient), and no term of either side exceeds it."""
     return 24
