@@ -1,5 +1,7 @@
-r"""The exponential layer's Gram form at ``d = 3`` in closed form: :math:`y = xE`, :math:`E = I + aM + bM^2`,
-:math:`M = -AG`, :math:`G = x^Tx`, evaluated across the batch in the structure-of-arrays layout.
+r"""The exponential layer's Gram form at ``d = 3`` and ``d = 4`` in closed form: :math:`y = xE`, :math:`E =
+I + aM + bM^2` at ``d = 3`` and :math:`E = c_0I + c_1M + c_2M^2 + c_3M^3` at ``d = 4`` (Note [closed-form
+exponential at d = 4] in :mod:`geoattn.kernels._gram_exp_closed4`), :math:`M = -AG`, :math:`G = x^Tx`, evaluated
+across the batch in the structure-of-arrays layout.
 
 Note [closed-form exponential Gram form]
 ----------------------------------------
@@ -21,7 +23,14 @@ cancellation. The backward (ledger
    \bar M = a\bar E + b(\bar EM^T + M^T\bar E) - \big(a'(t)\langle\bar E, M\rangle + b'(t)\langle\bar E, M^2\rangle
    \big)M^T,
 
-then :math:`\bar G = A\bar M`, :math:`\bar x = \bar yE^T + x(\bar G + \bar G^T)`, :math:`\bar A =
+and at ``d = 4``, with :math:`\gamma_i = \langle\bar E, M^i\rangle`, :math:`\bar p = \sum_i\gamma_i\,\partial c_i/
+\partial p`, :math:`\bar q = \sum_i\gamma_i\,\partial c_i/\partial q` (ledger ``vp.gram_exp_closed_form4_vjp``),
+
+.. math::
+   \bar M = \sum_{i\ge1}c_i\sum_{j<i}(M^j)^T\bar E(M^{i-1-j})^T - \bar pM^T - \bar q(M^3 + pM)^T
+
+(:math:`dp = -\mathrm{Tr}(M\,dM)` and :math:`dq = -\mathrm{Tr}((M^3 + pM)\,dM)`, the adjugate of ``M`` by
+Cayley--Hamilton); then :math:`\bar G = A\bar M`, :math:`\bar x = \bar yE^T + x(\bar G + \bar G^T)`, :math:`\bar A =
 \mathrm{skew}(-\bar MG)` as in Note [Gram form of the exponential] of :mod:`geoattn.kernels._gram_exp`. No
 ``matrix_exp``, no QR, no LAPACK call: a few dozen elementwise operations over ``(3, 3, B)`` float64 arrays, and
 the token-sized products in the layout of Note [structure-of-arrays runtime] (:mod:`geoattn.kernels._gram`).
@@ -248,20 +257,21 @@ class _VPGramExpClosed(torch.autograd.Function):
 
 
 def vp_gram_exp_closed(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-    r"""The exponential layer :math:`y = \exp(xAx^T)^Tx = x(I + aM + bM^2)`, :math:`M = -Ax^Tx`, at ``d = 3``.
+    r"""The exponential layer :math:`y = \exp(xAx^T)^Tx = x\exp(M)`, :math:`M = -Ax^Tx`, at ``d = 3`` and ``d = 4``.
 
-    Computed in float64 and cast back, with an explicit backward (Note [closed-form exponential Gram form]); samples
+    :math:`\exp(M) = I + aM + bM^2` at ``d = 3``, :math:`\sum_{i<4}c_iM^i` at ``d = 4``; computed in float64 and cast
+    back, with an explicit backward (Note [closed-form exponential Gram form]); samples
     that fail the structure check :math:`E^TGE = G`, have a non-finite entry, or have
     :math:`\|x\|_F^2\|A_s\|_F >` ``GRAM_MAX_SCALE`` take the QR form in float64 on their own.
 
     Parameters
     ----------
-    x : Tensor ``(..., T, 3)``
-    A : Tensor ``(3, 3)`` or ``(..., 3, 3)`` broadcasting against ``x``'s leading dimensions; its skew part is used
+    x : Tensor ``(..., T, d)``, ``d`` in ``CLOSED_EXP_DIMS``
+    A : Tensor ``(d, d)`` or ``(..., d, d)`` broadcasting against ``x``'s leading dimensions; its skew part is used
 
     Returns
     -------
-    Tensor of shape ``broadcast(x.shape[:-2], A.shape[:-2]) + (T, 3)``, ``x``'s dtype
+    Tensor of shape ``broadcast(x.shape[:-2], A.shape[:-2]) + (T, d)``, ``x``'s dtype
 
     Examples
     --------

@@ -89,9 +89,9 @@ def _cayley_hamilton(X: sp.Matrix, Am: sp.Matrix, quarter) -> sp.Matrix:
 
 def closed_form4_identity(quarter=sp.Rational(1, 4), six=None, degree: int = 9) -> MatrixIdentity:
     r"""``[M^4 + pM^2 + qI;`` Taylor polynomial of exp at ``M`` minus its ring form; ``c(M)^2`` minus the squaring
-    rule's ``]`` with ``M = -A x^T x``; ``quarter`` replaces the 1/4 of ``q`` and ``six`` the reduction of
-    :math:`z^6` (negative controls). The ring rows are evaluated only at rational points (``size["ring"]``); at symbolic points the residual is
-    the first row alone."""
+    rule's ``]`` with ``M = -A x^T x``; ``quarter`` replaces the 1/4 of ``q`` and ``six(p, q)`` the reduction of
+    :math:`z^6` (negative controls). The ring rows are evaluated only at rational points (``size["ring"]``); at
+    symbolic points the residual is the first row alone."""
 
     def residual(size, X, Am, Cm):
         if not size.get("ring"):
