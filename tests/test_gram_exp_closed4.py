@@ -1,5 +1,5 @@
 """The exponential layer's closed-form Gram route at d = 4 (geoattn.kernels._gram_exp_closed4; ledger
-vp.gram_exp_closed_form4, vp.gram_exp_closed_form4_vjp): forward and gradients against the float64 T x T form at
+vp.gram_exp_closed_quartic, vp.gram_exp_closed_quartic_vjp): forward and gradients against the float64 T x T form at
 d < T, d = T, d > T, rank-deficient x (q = 0) and t1 = t2, tiny and large norms; gradcheck of the explicit backward
 at generic and degenerate points; the coefficients against matrix_exp; batch independence; the route; negative
 controls."""
@@ -214,7 +214,7 @@ def test_explain_names_the_route_and_its_reasons():
     A = layer_weight()
     e = K.explain("vp_attention", torch.randn(2, 16, 4), A, activation="exp")
     assert e.route.name == ROUTE
-    assert {"vp.gram_exp_closed_form4", "vp.gram_exp_closed_form4_vjp"} <= set(e.route.claims)
+    assert {"vp.gram_exp_closed_quartic", "vp.gram_exp_closed_quartic_vjp"} <= set(e.route.claims)
     T = CLOSED_EXP_MAX_T[4]
     long = K.explain("vp_attention", torch.randn(2, T, 4), A, activation="exp")
     assert long.route.name == "lowrank/eager" and f"T={T} >= {T}: the QR form measured as fast" in str(long)
@@ -262,14 +262,14 @@ def test_claims_checked_and_refuted_when_broken():
 
     assert claim.make_closed_form4_claim().check().level is Level.CHECKED
     assert claim.make_closed4_vjp_claim().check().level is Level.CERTIFIED
-    wrong_q = claim.make_closed_form4_claim(sp.Rational(1, 2), None, "neg.gram_exp_closed_form4_q", Level.REFUTED)
+    wrong_q = claim.make_closed_form4_claim(sp.Rational(1, 2), None, "neg.gram_exp_closed_quartic_q", Level.REFUTED)
     wrong_six = claim.make_closed_form4_claim(sp.Rational(1, 4), lambda p, q: [p * q, 0, p * p + q, 0],
-                                              "neg.gram_exp_closed_form4_z6", Level.REFUTED)
+                                              "neg.gram_exp_closed_quartic_z6", Level.REFUTED)
 
     def sign(X, Am, Gy, cf):
         return claim.closed4_backward(X, Am, Gy, cf, sign=1)
 
-    wrong_vjp = claim.make_closed4_vjp_claim(sign, "neg.gram_exp_closed_form4_vjp", Level.REFUTED)
+    wrong_vjp = claim.make_closed4_vjp_claim(sign, "neg.gram_exp_closed_quartic_vjp", Level.REFUTED)
     for c in (wrong_q, wrong_six, wrong_vjp):
         v = c.check()
         assert v.level is Level.REFUTED and v.counterexample is not None, c.id

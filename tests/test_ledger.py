@@ -141,7 +141,8 @@ def test_ledger_order_is_pinned():
     assert kernels[:3] == ["kernels.cayley_left_solve", "cayley.apply_form", "cayley.vjp"]
     assert kernels[-10:] == ["vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp", "vp.gram_closed_form",
                              "vp.gram_closed_form_vjp", "vp.gram_exp_vjp", "vp.gram_exp_closed_form",
-                             "vp.gram_exp_closed_form_vjp", "vp.gram_exp_closed_form4", "vp.gram_exp_closed_form4_vjp"]
+                             "vp.gram_exp_closed_form_vjp", "vp.gram_exp_closed_quartic",
+                             "vp.gram_exp_closed_quartic_vjp"]
     assert ids[0] == "cayley.well_defined" and len(ids) == len(set(ids)) == 100
     assert [f for f in symbolic.families()] == ["cayley", "vectorisation", "volume_preserving", "exponential",
                                                 "linear_symplectic", "multihead", "kernels", "models", "systems",

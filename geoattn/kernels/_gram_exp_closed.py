@@ -24,7 +24,7 @@ cancellation. The backward (ledger
    \big)M^T,
 
 and at ``d = 4``, with :math:`\gamma_i = \langle\bar E, M^i\rangle`, :math:`\bar p = \sum_i\gamma_i\,\partial c_i/
-\partial p`, :math:`\bar q = \sum_i\gamma_i\,\partial c_i/\partial q` (ledger ``vp.gram_exp_closed_form4_vjp``),
+\partial p`, :math:`\bar q = \sum_i\gamma_i\,\partial c_i/\partial q` (ledger ``vp.gram_exp_closed_quartic_vjp``),
 
 .. math::
    \bar M = \sum_{i\ge1}c_i\sum_{j<i}(M^j)^T\bar E(M^{i-1-j})^T - \bar pM^T - \bar q(M^3 + pM)^T

@@ -6,7 +6,7 @@ Note [closed-form exponential at d = 4]
 :math:`M = -AG` (``A`` skew, ``G = x^Tx``) has the eigenvalues :math:`\pm it_1, \pm it_2` of the skew matrix
 :math:`-G^{1/2}AG^{1/2}`, so :math:`\mathrm{Tr}\,M = 0`, :math:`e_3(M) = 0` and Cayley--Hamilton reads
 :math:`M^4 + pM^2 + qI = 0` with :math:`p = -\mathrm{Tr}(M^2)/2 = t_1^2 + t_2^2` and :math:`q = \det M =
-(2p^2 - \mathrm{Tr}(M^4))/4 = t_1^2t_2^2` (Newton's identities; ledger ``vp.gram_exp_closed_form4``). Every
+(2p^2 - \mathrm{Tr}(M^4))/4 = t_1^2t_2^2` (Newton's identities; ledger ``vp.gram_exp_closed_quartic``). Every
 polynomial in :math:`M` reduces to degree 3, in the ring :math:`\mathbb{R}[z]/(z^4 + pz^2 + q)`, and
 :math:`\exp(M) = \sum_i c_i(p, q)M^i` with :math:`c_i` entire in :math:`(p, q)`: the divided differences of
 :math:`\cos\sqrt s` and :math:`\sin\sqrt s/\sqrt s` at :math:`s = t_1^2, t_2^2`, which lose digits in their

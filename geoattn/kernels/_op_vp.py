@@ -19,7 +19,7 @@ in :mod:`geoattn.kernels._lowrank`):
 6. ``gram-exp-closed/eager``: the exponential's Gram form at ``d = 3`` (``T < 128``) and ``d = 4`` (``T < 96``)
    in closed form, :math:`\exp(-AG) = I + aM + bM^2` at ``d = 3`` (``vp.gram_exp_closed_form``,
    ``vp.gram_exp_closed_form_vjp``) and :math:`c_0I + c_1M + c_2M^2 + c_3M^3` at ``d = 4``
-   (``vp.gram_exp_closed_form4``, ``vp.gram_exp_closed_form4_vjp``) in the structure-of-arrays layout, float32
+   (``vp.gram_exp_closed_quartic``, ``vp.gram_exp_closed_quartic_vjp``) in the structure-of-arrays layout, float32
    and half inputs (Note [closed-form exponential Gram form] in :mod:`geoattn.kernels._gram_exp_closed`);
 7. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
    ``vp.gram_exp_vjp``) with a batched float64 ``matrix_exp``, float32 and half inputs, ``d > 4`` (Note [Gram form
@@ -214,7 +214,7 @@ VP_ATTENTION = register_operation(Operation(
         Route("gram-exp-closed", EAGER.name, _gram_exp_closed, _checked(lambda c: vp_gram_exp_closed(c.x, c.A)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_closed_form", "vp.gram_exp_closed_form_vjp",
-                      "vp.gram_exp_closed_form4", "vp.gram_exp_closed_form4_vjp")),
+                      "vp.gram_exp_closed_quartic", "vp.gram_exp_closed_quartic_vjp")),
         Route("gram-exp", EAGER.name, _gram_exp, _checked(lambda c: vp_gram_exp(c.x, c.A)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_vjp")),

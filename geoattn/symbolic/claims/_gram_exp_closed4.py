@@ -1,14 +1,14 @@
-r"""The claims ``vp.gram_exp_closed_form4`` and ``vp.gram_exp_closed_form4_vjp``: the closed form of the exponential
+r"""The claims ``vp.gram_exp_closed_quartic`` and ``vp.gram_exp_closed_quartic_vjp``: the closed form of the exponential
 layer's Gram form at ``d = 4`` (:mod:`geoattn.kernels._gram_exp_closed4`); :mod:`.vp_gram` lists them.
 
-* ``vp.gram_exp_closed_form4``: for skew ``A`` (4 x 4) and ``M = -Ax^Tx``, :math:`M^4 + pM^2 + qI = 0` with
+* ``vp.gram_exp_closed_quartic``: for skew ``A`` (4 x 4) and ``M = -Ax^Tx``, :math:`M^4 + pM^2 + qI = 0` with
   :math:`p = -\mathrm{Tr}(M^2)/2` and :math:`q = (2p^2 - \mathrm{Tr}(M^4))/4` (Cayley--Hamilton with
   :math:`\mathrm{Tr}\,M = e_3(M) = 0`, and Newton's identities for :math:`e_4 = \det M`), checked exactly with
   ``x`` and ``A`` symbolic; and the kernel's arithmetic in the ring :math:`\mathbb{R}[z]/(z^4 + pz^2 + q)`: the
   Taylor polynomial of ``exp`` of degree 9 at ``M``, and the square of a polynomial of degree 3 in ``M``, equal the
   polynomials of degree 3 whose coefficients Horner's scheme and the squaring rule (``z^4 = -q - pz^2``,
   ``z^5 = -qz - pz^3``, ``z^6 = pq + (p^2 - q)z^2``) compute, at rational points.
-* ``vp.gram_exp_closed_form4_vjp``: the backward formulas of the kernel are the gradient of
+* ``vp.gram_exp_closed_quartic_vjp``: the backward formulas of the kernel are the gradient of
   :math:`\langle\bar y, xE\rangle`, :math:`E = \sum_{i<4}c_i(p, q)M^i`, for ``c_i`` affine in ``p`` and ``q`` with
   **symbolic** coefficients (both sides are linear in them), against exact directional derivatives (dual numbers)
   at rational points, and certified at random integer points of full rank (Schwartz--Zippel).
@@ -198,7 +198,7 @@ def closed4_vjp_identity(backward=closed4_backward) -> MatrixIdentity:
     )
 
 
-def make_closed_form4_claim(quarter=sp.Rational(1, 4), six=None, claim_id: str = "vp.gram_exp_closed_form4",
+def make_closed_form4_claim(quarter=sp.Rational(1, 4), six=None, claim_id: str = "vp.gram_exp_closed_quartic",
                             expected: Level = Level.CHECKED) -> Claim:
     """The closed-form claim at d = 4; ``quarter`` and ``six`` replace the kernel's constants (negative controls)."""
     return Claim(
@@ -236,7 +236,7 @@ def vjp4_degree_bound(size: dict) -> int:
     return 24
 
 
-def make_closed4_vjp_claim(backward=closed4_backward, claim_id: str = "vp.gram_exp_closed_form4_vjp",
+def make_closed4_vjp_claim(backward=closed4_backward, claim_id: str = "vp.gram_exp_closed_quartic_vjp",
                            expected: Level = Level.CERTIFIED) -> Claim:
     """The backward claim at d = 4; ``backward`` replaces the kernel's formulas (negative controls)."""
     return Claim(

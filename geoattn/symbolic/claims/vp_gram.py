@@ -16,7 +16,7 @@ r"""Claims of the closed-form Gram kernels ``vp_gram_closed`` and ``vp_gram_clos
 * ``vp.gram_exp_closed_form``, ``vp.gram_exp_closed_form_vjp``: its closed form at ``d = 3``
   (:math:`\exp(M) = I + aM + bM^2`, :mod:`geoattn.kernels._gram_exp_closed`) and that form's backward, stated and
   checked in :mod:`geoattn.symbolic.claims._gram_exp_closed`.
-* ``vp.gram_exp_closed_form4``, ``vp.gram_exp_closed_form4_vjp``: the same at ``d = 4``
+* ``vp.gram_exp_closed_quartic``, ``vp.gram_exp_closed_quartic_vjp``: the same at ``d = 4``
   (:math:`\exp(M) = \sum_{i<4}c_i(p, q)M^i`, :mod:`geoattn.kernels._gram_exp_closed4`), stated and checked in
   :mod:`geoattn.symbolic.claims._gram_exp_closed4`.
 """
