@@ -154,6 +154,7 @@ def exp4_coefficients(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     v[2] = torch.ldexp(v[2], -4 * s)
     steps = int(s.max()) if s.numel() else 0
     ring = _ring(pf, qf)
+    every = int(s.min()) if s.numel() else 0  # squarings every sample takes: no selection needed
     for k in range(steps):
-        v = torch.where(k < s, _square(v, ring), v)
+        v = _square(v, ring) if k < every else torch.where(k < s, _square(v, ring), v)
     return torch.where(finite, v, torch.full_like(v, float("nan")))
