@@ -16,7 +16,7 @@ in :mod:`geoattn.kernels._lowrank`):
    (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
 5. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
-6. ``gram-exp-closed/eager``: the exponential's Gram form at ``d = 3`` (``T < 128``) and ``d = 4`` (``T < 96``)
+6. ``gram-exp-closed/eager``: the exponential's Gram form at ``d = 3`` and ``d = 4`` (``T < 96``)
    in closed form, :math:`\exp(-AG) = I + aM + bM^2` at ``d = 3`` (``vp.gram_exp_closed_form``,
    ``vp.gram_exp_closed_form_vjp``) and :math:`c_0I + c_1M + c_2M^2 + c_3M^3` at ``d = 4``
    (``vp.gram_exp_closed_quartic``, ``vp.gram_exp_closed_quartic_vjp``) in the structure-of-arrays layout, float32
@@ -150,12 +150,12 @@ def _gram_exp(c: Call) -> str | None:
     return gram_exp_reason(c.x, c.A)
 
 
-#: the closed-form exponential Gram route serves below this length, per width: forward+backward of out.sum()
-#: against the QR form (one thread, float32, 65,536 tokens, the layer's default weighting, the forms timed
-#: alternately on a shared two-core machine): d = 3: 0.18x at T = 16, 0.28x at T = 32, 0.62x at T = 64, 0.98x at
-#: T = 128, 1.2-2.2x at T = 256; d = 4: 0.31-0.37x at T = 16, 0.50x at T = 32, 0.64x at T = 64, 1.19x at T = 128,
-#: 1.7x at T = 256
-CLOSED_EXP_MAX_T = {3: 128, 4: 96}
+#: the closed-form exponential Gram route serves below this length, per width: forward+backward (dense gradient /
+#: out.sum()) against the QR form, one thread, float32, 65,536 tokens, the layer's default weighting, the forms timed
+#: alternately on a shared two-core machine, two runs: d = 3: 0.18-0.20x at T = 16, 0.28x at T = 32, 0.62-0.93x at
+#: T = 64, 0.65-1.16x at T = 96, 0.98-1.47x at T = 128, 1.2-2.2x at T = 256; d = 4: 0.31-0.37x at T = 16, 0.50x at
+#: T = 32, 0.64-0.86x at T = 64, 1.23-1.32x at T = 96, 1.19-1.46x at T = 128, 1.6-1.7x at T = 256
+CLOSED_EXP_MAX_T = {3: 96, 4: 96}
 
 
 def _gram_exp_closed(c: Call) -> str | None:
@@ -169,7 +169,8 @@ def _gram_exp_closed(c: Call) -> str | None:
         return f"d={c.d} >= T={c.T}"
     if c.T >= CLOSED_EXP_MAX_T[c.d]:
         return (f"T={c.T} >= {CLOSED_EXP_MAX_T[c.d]}: the QR form measured as fast or faster at d = {c.d} "
-                f"(forward+backward, one thread, 65,536 tokens: 1.0-1.2x at T = 128, 1.2-2.2x at T = 256)")
+                f"(forward+backward, one thread, 65,536 tokens: 0.65-1.3x at T = 96, 1.0-1.5x at T = 128, 1.2-2.2x at "
+                f"T = 256)")
     if c.dtype == torch.float64:
         return "float64 input: the QR form's float64 error does not grow with the Gram matrix's conditioning"
     return gram_exp_closed_reason(c.x, c.A)
