@@ -9,7 +9,7 @@ import torch
 
 import geoattn.kernels as K
 from geoattn.kernels import _gram_exp
-from geoattn.kernels._op_vp import GRAM_EXP_MIN_DIM
+from geoattn.kernels._op_vp import CLOSED_EXP_MAX_T, GRAM_EXP_MIN_DIM
 from conftest import eps
 
 F32, F64 = torch.float32, torch.float64
@@ -51,7 +51,7 @@ def tolerance(dtype, T, d, k=8.0):
 
 def auto_route(d, T=16):
     """The route vp_attention's auto choice takes for the exponential of float32 inputs at width ``d < T``."""
-    if d == 3 and T < 32:
+    if d in CLOSED_EXP_MAX_T and T < CLOSED_EXP_MAX_T[d]:
         return "gram-exp-closed/eager"
     return "gram-exp/eager" if d > GRAM_EXP_MIN_DIM else "lowrank/eager"
 
@@ -212,7 +212,7 @@ def test_explain_names_the_route_and_its_reasons():
     assert f64.route.name == "lowrank/eager"
     assert "float64 input" in str(f64)
     assert K.explain("vp_attention", x, A, activation="exp", method="lowrank").route.name == "lowrank/eager"
-    narrow = K.explain("vp_attention", x[..., :4], layer_weight(4), activation="exp")
+    narrow = K.explain("vp_attention", torch.randn(2, CLOSED_EXP_MAX_T[4], 4), layer_weight(4), activation="exp")
     assert narrow.route.name == "lowrank/eager" and f"d=4 <= {GRAM_EXP_MIN_DIM}" in str(narrow)
 
 

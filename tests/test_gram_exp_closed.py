@@ -1,4 +1,5 @@
-"""The exponential layer's closed-form Gram route at d = 3 (geoattn.kernels._gram_exp_closed; ledger
+"""The exponential layer's closed-form Gram route at d = 3 (geoattn.kernels._gram_exp_closed; d = 4 in
+test_gram_exp_closed4.py; ledger
 vp.gram_exp_closed_form, vp.gram_exp_closed_form_vjp): forward and gradients against the float64 T x T form,
 gradcheck of the explicit backward, the Rodrigues coefficients, per-sample fallback and independence, the route,
 and negative controls."""
@@ -12,6 +13,7 @@ import torch
 
 import geoattn.kernels as K
 from geoattn.kernels import _gram_exp_closed as C
+from geoattn.kernels._op_vp import CLOSED_EXP_MAX_T
 from conftest import eps
 
 F32, F64 = torch.float32, torch.float64
@@ -60,8 +62,8 @@ def test_matches_full_form_float32(T, scale, shared):
     x = torch.randn(5, T, 3) * scale
     A = layer_weight(batch=() if shared else (5,))
     gy = torch.randn(5, T, 3)
-    # T >= 32: the auto route is the QR form (measured faster); the closed form is called directly
-    assert (K.explain("vp_attention", x, A, activation="exp").route.name == ROUTE) == (T < 32)
+    # T >= CLOSED_EXP_MAX_T[3]: the auto route is the QR form (measured faster); the closed form is called directly
+    assert (K.explain("vp_attention", x, A, activation="exp").route.name == ROUTE) == (T < CLOSED_EXP_MAX_T[3])
     ok, errs = close(x, A, gy, F32, fn=C.vp_gram_exp_closed)
     assert ok, f"Expected errors within {tolerance(F32, T):.2e} of the float64 T x T form. Got {errs}."
 
@@ -201,14 +203,16 @@ def test_explain_names_the_route_and_its_reasons():
     assert {"vp.exp_push_through", "vp.gram_exp_closed_form", "vp.gram_exp_closed_form_vjp"} <= set(e.route.claims)
     f64 = K.explain("vp_attention", x.double(), A.double(), activation="exp")
     assert f64.route.name == "lowrank/eager" and "float64 input" in str(f64)
-    long = K.explain("vp_attention", torch.randn(2, 32, 3), A, activation="exp")
-    assert long.route.name == "lowrank/eager" and "T=32 >= 32: the QR form measured faster" in str(long)
-    wide = K.explain("vp_attention", torch.randn(2, 16, 4), layer_weight(4), activation="exp")
-    assert wide.route.name == "lowrank/eager" and "d=4: the closed form exp(M) = I + a M + b M^2" in str(wide)
+    assert K.explain("vp_attention", torch.randn(2, 64, 3), A, activation="exp").route.name == ROUTE
+    T = CLOSED_EXP_MAX_T[3]
+    long = K.explain("vp_attention", torch.randn(2, T, 3), A, activation="exp")
+    assert long.route.name == "lowrank/eager" and f"T={T} >= {T}: the QR form measured as fast" in str(long)
+    wide = K.explain("vp_attention", torch.randn(2, 16, 5), layer_weight(5), activation="exp")
+    assert wide.route.name != ROUTE and "d=5: the closed form of exp(M) as a polynomial in M" in str(wide)
     short = K.explain("vp_attention", torch.randn(2, 3, 3), A, activation="exp")
     assert short.route.name == "full/eager"
     with pytest.raises(Exception, match="Expected x with d in"):
-        C.vp_gram_exp_closed(torch.randn(2, 8, 4), layer_weight(4))
+        C.vp_gram_exp_closed(torch.randn(2, 8, 5), layer_weight(5))
 
 
 def test_wrong_sign_in_the_backward_is_caught(monkeypatch):

@@ -1,5 +1,7 @@
-r"""The exponential layer's Gram form at ``d = 3`` in closed form: :math:`y = xE`, :math:`E = I + aM + bM^2`,
-:math:`M = -AG`, :math:`G = x^Tx`, evaluated across the batch in the structure-of-arrays layout.
+r"""The exponential layer's Gram form at ``d = 3`` and ``d = 4`` in closed form: :math:`y = xE`, :math:`E =
+I + aM + bM^2` at ``d = 3`` and :math:`E = c_0I + c_1M + c_2M^2 + c_3M^3` at ``d = 4`` (Note [closed-form
+exponential at d = 4] in :mod:`geoattn.kernels._gram_exp_closed4`), :math:`M = -AG`, :math:`G = x^Tx`, evaluated
+across the batch in the structure-of-arrays layout.
 
 Note [closed-form exponential Gram form]
 ----------------------------------------
@@ -21,7 +23,14 @@ cancellation. The backward (ledger
    \bar M = a\bar E + b(\bar EM^T + M^T\bar E) - \big(a'(t)\langle\bar E, M\rangle + b'(t)\langle\bar E, M^2\rangle
    \big)M^T,
 
-then :math:`\bar G = A\bar M`, :math:`\bar x = \bar yE^T + x(\bar G + \bar G^T)`, :math:`\bar A =
+and at ``d = 4``, with :math:`\gamma_i = \langle\bar E, M^i\rangle`, :math:`\bar p = \sum_i\gamma_i\,\partial c_i/
+\partial p`, :math:`\bar q = \sum_i\gamma_i\,\partial c_i/\partial q` (ledger ``vp.gram_exp_closed_quartic_vjp``),
+
+.. math::
+   \bar M = \sum_{i\ge1}c_i\sum_{j<i}(M^j)^T\bar E(M^{i-1-j})^T - \bar pM^T - \bar q(M^3 + pM)^T
+
+(:math:`dp = -\mathrm{Tr}(M\,dM)` and :math:`dq = -\mathrm{Tr}((M^3 + pM)\,dM)`, the adjugate of ``M`` by
+Cayley--Hamilton); then :math:`\bar G = A\bar M`, :math:`\bar x = \bar yE^T + x(\bar G + \bar G^T)`, :math:`\bar A =
 \mathrm{skew}(-\bar MG)` as in Note [Gram form of the exponential] of :mod:`geoattn.kernels._gram_exp`. No
 ``matrix_exp``, no QR, no LAPACK call: a few dozen elementwise operations over ``(3, 3, B)`` float64 arrays, and
 the token-sized products in the layout of Note [structure-of-arrays runtime] (:mod:`geoattn.kernels._gram`).
@@ -41,15 +50,22 @@ import torch
 
 from ..errors import ShapeError
 from . import _generated as gen
-from ._gram import GRAM_MAX_SCALE, SOA_MAX_T, _aos, _outer_sum, _skew64, _soa
+from ._gram import GRAM_MAX_SCALE, _aos, _outer_sum, _skew64, _soa
 from ._gram_exp import _gram_exp_form, exp_residual_tolerance, gram_exp_reason
+from ._gram_exp_closed4 import exp4_coefficients
 from ._lowrank import vp_lowrank
 
 __all__ = ["vp_gram_exp_closed", "gram_exp_closed_reason", "rodrigues_coefficients", "CLOSED_EXP_DIMS",
-           "SERIES_MAX_T"]
+           "SERIES_MAX_T", "EXP_SOA_MAX_T"]
 
-#: the widths the closed form covers (M^3 = -theta^2 M needs d = 3; d <= 2 keep the other routes)
-CLOSED_EXP_DIMS = (3,)
+#: the widths the closed form covers (d = 3: M^3 = -theta^2 M; d = 4: M^4 + p M^2 + q I = 0; d <= 2 keep the other
+#: routes)
+CLOSED_EXP_DIMS = (3, 4)
+#: sequences shorter than this do the token-sized work in the structure-of-arrays layout, longer ones by batched
+#: products: forward+backward of out.sum(), one thread, float32, 65,536 tokens, the layer's default weighting, on a
+#: shared two-core machine, structure of arrays against batched products: d = 3: 11 against 20 ms at T = 32, 13
+#: against 27 at T = 64, 13 against 19 at T = 128; d = 4: 28 against 59, 20 against 30, 23 against 21
+EXP_SOA_MAX_T = 128
 #: t = theta^2 up to which a, b and their derivatives are summed as Taylor series
 SERIES_MAX_T = 4.0
 _TERMS = 13
@@ -75,7 +91,7 @@ def gram_exp_closed_reason(x: torch.Tensor, A: torch.Tensor) -> str | None:
     """
     d = x.shape[-1]
     if d not in CLOSED_EXP_DIMS:
-        return f"d={d}: the closed form exp(M) = I + a M + b M^2 covers d in {CLOSED_EXP_DIMS}"
+        return f"d={d}: the closed form of exp(M) as a polynomial in M covers d in {CLOSED_EXP_DIMS}"
     return gram_exp_reason(x, A)
 
 
@@ -127,16 +143,48 @@ def _inner(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return (u * v).flatten(0, 1).sum(0)
 
 
+def _combine(coef: torch.Tensor, powers: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """``sum_i coef[i] M^i`` of ``(d, d, B)`` powers ``M, M^2, ...`` (``coef``: ``(k, B)``, ``k = len(powers) + 1``)."""
+    E = coef[1] * powers[0]
+    for c, P in zip(coef[2:], powers[1:]):
+        E.addcmul_(c, P)
+    for i in range(E.shape[0]):
+        E[i, i] += coef[0]
+    return E
+
+
+def _coefficient_adjoint(gE: torch.Tensor, p: torch.Tensor, coef: torch.Tensor, dcoef: torch.Tensor,
+                         powers: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    r""":math:`\bar M` of :math:`\langle\bar E, \sum_i c_i(p, q)M^i\rangle` (Note [closed-form exponential Gram
+    form]): the powers' terms :math:`c_i\sum_{j<i}(M^j)^T\bar E(M^{i-1-j})^T`, and the coefficients' through
+    :math:`\nabla_Mp = -M^T` and, at ``d = 4``, :math:`\nabla_Mq = -(M^3 + pM)^T` (``dcoef``: the derivatives in
+    ``p`` and, at ``d = 4``, ``q``)."""
+    Pt = [_soa_t(P) for P in powers]
+    gamma = [gen.soa_tr(gE)] + [_inner(gE, P) for P in powers]  # <E_bar, M^i>
+    bars = [sum(g * dc for g, dc in zip(gamma, row)) for row in dcoef]  # p_bar (and q_bar)
+    gM = coef[1] * gE
+    L = [gE] + [gen.soa_mm(P, gE) for P in Pt[:-1]]  # (M^j)^T E_bar
+    for i in range(2, coef.shape[0]):
+        term = L[i - 1].clone()
+        for j in range(i - 1):
+            term.add_(gen.soa_mm(L[j], Pt[i - 2 - j]))
+        gM.addcmul_(coef[i], term)
+    gM.addcmul_(bars[0], Pt[0], value=-1)
+    if len(bars) > 1:
+        gM.addcmul_(bars[1], Pt[2] + p * Pt[0], value=-1)
+    return gM
+
+
 class _VPGramExpClosed(torch.autograd.Function):
     # x: (n, T, d); A: (d, d) shared or (n, d, d). Returns y, the per-sample structure check and which samples were
     # computed here (finite, |x|_F^2 |A_s|_F <= GRAM_MAX_SCALE); the caller replaces the others. Every operation
     # acts on each sample alone (no sum over the batch but the shared A's gradient, where the samples not computed
     # enter as zeros), so no token array needs masking. The d x d stage is always in the structure-of-arrays layout
-    # (d, d, n); the token-sized work in it for T < SOA_MAX_T, else by batched products.
+    # (d, d, n); the token-sized work in it for T < EXP_SOA_MAX_T, else by batched products.
     @staticmethod
     def forward(ctx, x, A):
         n, T, d = x.shape
-        soa = T < SOA_MAX_T
+        soa = T < EXP_SOA_MAX_T
         if soa:
             xs = _soa(x)
             G = _outer_sum(xs, xs)
@@ -155,22 +203,31 @@ class _VPGramExpClosed(torch.autograd.Function):
         keep = torch.isfinite(scale) & (scale <= GRAM_MAX_SCALE)
         M = gen.soa_mm(As, G).neg_()
         M2 = gen.soa_mm(M, M)
-        t = gen.soa_tr(M2).mul_(-0.5)
-        a, b, da, db = rodrigues_coefficients(t)
-        E = (a * M).add_(b * M2)
-        for i in range(d):
-            E[i, i] += 1
+        if d == 4:
+            M3 = gen.soa_mm(M2, M)
+            p = gen.soa_tr(M2).mul_(-0.5)
+            q = (2 * p * p - gen.soa_tr_mm(M2, M2)).mul_(0.25)  # det M by Newton's identities (Tr M = e_3 = 0)
+            zero = torch.zeros((), dtype=p.dtype, device=p.device)  # the samples not kept must not lengthen the
+            V = exp4_coefficients(torch.where(keep, p, zero), torch.where(keep, q, zero))  # others' squarings
+            coef, dcoef, powers = V[0], V[1:], (M, M2, M3)
+        else:
+            p = gen.soa_tr(M2).mul_(-0.5)
+            a, b, da, db = rodrigues_coefficients(p)
+            coef = torch.stack([torch.ones_like(a), a, b])
+            dcoef = torch.stack([torch.stack([torch.zeros_like(da), da, db])])
+            powers = (M, M2)
+        E = _combine(coef, powers)
         R = gen.soa_mm(gen.soa_mm(_soa_t(E), G), E).sub_(G)
         ok = (R.abs().flatten(0, 1).amax(0) <= exp_residual_tolerance(x.dtype, d) * trG) & keep
         y = _aos(gen.soa_mm(xs, E), x.dtype) if soa else (xs @ E.permute(2, 0, 1)).to(x.dtype)
         ctx.soa = soa
-        ctx.save_for_backward(x, A, keep, xs, As, G, M, M2, E, a, b, da, db)
+        ctx.save_for_backward(x, A, keep, xs, As, G, E, p, coef, dcoef, *powers)
         ctx.mark_non_differentiable(ok, keep)
         return y, ok, keep
 
     @staticmethod
     def backward(ctx, gy, _ok, _keep):
-        x, A, keep, xs, As, G, M, M2, E, a, b, da, db = ctx.saved_tensors
+        x, A, keep, xs, As, G, E, p, coef, dcoef, *powers = ctx.saved_tensors
         if torch.is_grad_enabled():
             # a graph of the backward is wanted: through the differentiable Gram form (matrix_exp)
             _, pullback = torch.func.vjp(lambda u, v: _gram_exp_form(u, v, keep), x, A)
@@ -181,9 +238,7 @@ class _VPGramExpClosed(torch.autograd.Function):
         else:
             gys = gy.to(torch.float64)
             gE = (xs.mT @ gys).permute(1, 2, 0).contiguous()
-        Mt = _soa_t(M)
-        c = (da * _inner(gE, M)).add_(db * _inner(gE, M2)).neg_()
-        gM = (a * gE).add_(b * gen.soa_mm(gE, Mt).add_(gen.soa_mm(Mt, gE))).add_(c * Mt)
+        gM = _coefficient_adjoint(gE, p, coef, dcoef, powers)
         zero = torch.zeros((), dtype=torch.float64, device=x.device)
         gM = torch.where(keep, gM, zero)  # the samples not computed here contribute nothing, NaN included
         gG = gen.soa_mm(As, gM)
@@ -202,20 +257,21 @@ class _VPGramExpClosed(torch.autograd.Function):
 
 
 def vp_gram_exp_closed(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
-    r"""The exponential layer :math:`y = \exp(xAx^T)^Tx = x(I + aM + bM^2)`, :math:`M = -Ax^Tx`, at ``d = 3``.
+    r"""The exponential layer :math:`y = \exp(xAx^T)^Tx = x\exp(M)`, :math:`M = -Ax^Tx`, at ``d = 3`` and ``d = 4``.
 
-    Computed in float64 and cast back, with an explicit backward (Note [closed-form exponential Gram form]); samples
+    :math:`\exp(M) = I + aM + bM^2` at ``d = 3``, :math:`\sum_{i<4}c_iM^i` at ``d = 4``; computed in float64 and cast
+    back, with an explicit backward (Note [closed-form exponential Gram form]); samples
     that fail the structure check :math:`E^TGE = G`, have a non-finite entry, or have
     :math:`\|x\|_F^2\|A_s\|_F >` ``GRAM_MAX_SCALE`` take the QR form in float64 on their own.
 
     Parameters
     ----------
-    x : Tensor ``(..., T, 3)``
-    A : Tensor ``(3, 3)`` or ``(..., 3, 3)`` broadcasting against ``x``'s leading dimensions; its skew part is used
+    x : Tensor ``(..., T, d)``, ``d`` in ``CLOSED_EXP_DIMS``
+    A : Tensor ``(d, d)`` or ``(..., d, d)`` broadcasting against ``x``'s leading dimensions; its skew part is used
 
     Returns
     -------
-    Tensor of shape ``broadcast(x.shape[:-2], A.shape[:-2]) + (T, 3)``, ``x``'s dtype
+    Tensor of shape ``broadcast(x.shape[:-2], A.shape[:-2]) + (T, d)``, ``x``'s dtype
 
     Examples
     --------

@@ -21,10 +21,11 @@ in :mod:`geoattn.kernels._lowrank`):
    (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
 6. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
-7. ``gram-exp-closed/eager``: the exponential's Gram form at ``d = 3``, ``T < 32``, in closed form,
-   :math:`\exp(-AG) = I + aM + bM^2` (``vp.gram_exp_closed_form``, ``vp.gram_exp_closed_form_vjp``) in the
-   structure-of-arrays layout, float32 and half inputs (Note [closed-form exponential Gram form] in
-   :mod:`geoattn.kernels._gram_exp_closed`);
+7. ``gram-exp-closed/eager``: the exponential's Gram form at ``d = 3`` and ``d = 4`` (``T < 96``)
+   in closed form, :math:`\exp(-AG) = I + aM + bM^2` at ``d = 3`` (``vp.gram_exp_closed_form``,
+   ``vp.gram_exp_closed_form_vjp``) and :math:`c_0I + c_1M + c_2M^2 + c_3M^3` at ``d = 4``
+   (``vp.gram_exp_closed_quartic``, ``vp.gram_exp_closed_quartic_vjp``) in the structure-of-arrays layout, float32
+   and half inputs (Note [closed-form exponential Gram form] in :mod:`geoattn.kernels._gram_exp_closed`);
 8. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
    ``vp.gram_exp_vjp``) with a batched float64 ``matrix_exp``, float32 and half inputs, ``d > 4`` (Note [Gram form
    of the exponential] in :mod:`geoattn.kernels._gram_exp`);
@@ -175,9 +176,12 @@ def _gram_exp(c: Call) -> str | None:
     return gram_exp_reason(c.x, c.A)
 
 
-#: the closed-form exponential Gram route serves below this length: forward+backward against the QR form (one
-#: thread, float32, 65,536 tokens, d = 3) 4-6x as fast at T = 16, 0.75-0.8x at T = 64 and 256
-CLOSED_EXP_MAX_T = 32
+#: the closed-form exponential Gram route serves below this length, per width: forward+backward (dense gradient /
+#: out.sum()) against the QR form, one thread, float32, 65,536 tokens, the layer's default weighting, the forms timed
+#: alternately on a shared two-core machine, two runs: d = 3: 0.18-0.20x at T = 16, 0.28x at T = 32, 0.62-0.93x at
+#: T = 64, 0.65-1.16x at T = 96, 0.98-1.47x at T = 128, 1.2-2.2x at T = 256; d = 4: 0.31-0.37x at T = 16, 0.50x at
+#: T = 32, 0.64-0.86x at T = 64, 1.23-1.32x at T = 96, 1.19-1.46x at T = 128, 1.6-1.7x at T = 256
+CLOSED_EXP_MAX_T = {3: 96, 4: 96}
 
 
 def _gram_exp_closed(c: Call) -> str | None:
@@ -186,12 +190,13 @@ def _gram_exp_closed(c: Call) -> str | None:
     if c.activation != "exp":
         return f"activation {c.activation!r}: this Gram form is the exponential's"
     if c.d not in CLOSED_EXP_DIMS:
-        return f"d={c.d}: the closed form exp(M) = I + a M + b M^2 covers d in {CLOSED_EXP_DIMS}"
+        return f"d={c.d}: the closed form of exp(M) as a polynomial in M covers d in {CLOSED_EXP_DIMS}"
     if c.d >= c.T:
         return f"d={c.d} >= T={c.T}"
-    if c.T >= CLOSED_EXP_MAX_T:
-        return (f"T={c.T} >= {CLOSED_EXP_MAX_T}: the QR form measured faster (forward+backward, one thread, "
-                f"65,536 tokens: 1.3x at T = 64 and 256)")
+    if c.T >= CLOSED_EXP_MAX_T[c.d]:
+        return (f"T={c.T} >= {CLOSED_EXP_MAX_T[c.d]}: the QR form measured as fast or faster at d = {c.d} "
+                f"(forward+backward, one thread, 65,536 tokens: 0.65-1.3x at T = 96, 1.0-1.5x at T = 128, 1.2-2.2x at "
+                f"T = 256)")
     if c.dtype == torch.float64:
         return "float64 input: the QR form's float64 error does not grow with the Gram matrix's conditioning"
     return gram_exp_closed_reason(c.x, c.A)
@@ -238,7 +243,8 @@ VP_ATTENTION = register_operation(Operation(
               per_sample=_GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through")),
         Route("gram-exp-closed", EAGER.name, _gram_exp_closed, _checked(lambda c: vp_gram_exp_closed(c.x, c.A)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
-              claims=("vp.exp_push_through", "vp.gram_exp_closed_form", "vp.gram_exp_closed_form_vjp")),
+              claims=("vp.exp_push_through", "vp.gram_exp_closed_form", "vp.gram_exp_closed_form_vjp",
+                      "vp.gram_exp_closed_quartic", "vp.gram_exp_closed_quartic_vjp")),
         Route("gram-exp", EAGER.name, _gram_exp, _checked(lambda c: vp_gram_exp(c.x, c.A)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_vjp")),
@@ -282,7 +288,7 @@ def vp_attention(
     * ``"auto"`` (default): when ``d < T``, ``"gram"`` for the Cayley transform of
       float32 or half inputs, the exponential's Gram form :math:`y = x\exp(-Ax^Tx)`
       (:mod:`geoattn.kernels._gram_exp`) for the exponential of float32 or half
-      inputs (in closed form at ``d = 3``, :mod:`geoattn.kernels._gram_exp_closed`), and ``"lowrank"``
+      inputs (in closed form at ``d = 3, 4``, :mod:`geoattn.kernels._gram_exp_closed`), and ``"lowrank"``
       otherwise; ``"full"`` when ``d >= T`` (Note
       [choice of form]).
 
