@@ -44,7 +44,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from geoattn.kernels import native_status  # noqa: E402
-from geoattn.nn import LinearSymplecticAttention, OrthonormalAttention, VolumePreservingAttention  # noqa: E402
+from geoattn.nn import (  # noqa: E402
+    LinearSymplecticAttention, OrthonormalAttention, SymplecticAttention, VolumePreservingAttention)
 from gpu import gpu_rows, peak_bandwidth, print_gpu_table  # noqa: E402
 from mha import mha_rows, timed_calls  # noqa: E402
 from targets import summarise  # noqa: E402
@@ -174,6 +175,7 @@ LAYERS = {
                                                                                        device=device),
     "OrthonormalAttention": lambda dim, T, device: OrthonormalAttention(dim, device=device),
     "LinearSymplecticAttention": lambda dim, T, device: LinearSymplecticAttention(T, device=device),
+    "SymplecticAttention": lambda dim, T, device: SymplecticAttention(dim, device=device),
 }
 
 HEADER = (f"{'layer':<31}{'B':>6}{'dim':>4}{'T':>5}{'fwd ms':>10}{'fwd x':>7}{'f+b ms':>10}{'f+b x':>7}"
