@@ -46,3 +46,14 @@ def test_negative_control_the_checks_see_what_they_look_for():
     # a TeX command in a string that is not raw: "\text" holds a tab, "\beta" a backspace
     assert control_characters('remark = f"x \\ \text{ok}"\nok = 1\n') == [(1, repr('remark = f"x \\ \text{ok}"'))]
     assert control_characters("a = '\beta'") and control_characters("\f") and not control_characters(r"\text")
+
+
+def test_no_test_changes_torchs_thread_count_in_process():
+    """``torch.set_num_threads`` inside the test process derails MKL's threaded LU of large matrices for the rest
+    of the run (torch 2.13: "Parameter 6 was incorrect on entry to DLASWP", then a spin that never returns); a test
+    that compares thread splits replaces ``geoattn.kernels._native._threads`` instead. Subprocess workers may set
+    it."""
+    here = Path(__file__).resolve().parent
+    offenders = [p.name for p in here.glob("test_*.py")
+                 if p.name != Path(__file__).name and "set_num_threads(" in p.read_text()]
+    assert offenders == [], offenders

@@ -140,8 +140,14 @@ def test_a_failed_residual_check_is_solved_per_sample(monkeypatch):
         return y, G, N, R
 
     monkeypatch.setattr(_native_lu, "gram_forward", spoiled)
-    y = vp_gram_closed(x, A.float(), _native_lu)
+    xg = x.clone().requires_grad_()
+    y = vp_gram_closed(xg, A.float(), _native_lu)
     assert _rel(y, full64(x, A), x) <= 8 * 12 * EPS32
+    gy = torch.randn_like(x)
+    gx, = torch.autograd.grad(y, xg, gy)
+    x64 = x.double().requires_grad_()
+    want, = torch.autograd.grad(full64(x64, A), x64, gy.double())
+    assert _rel(gx, want, want) <= 64 * 12 * EPS32  # a kept wrong N would spoil sample 2's gradient
 
 
 def test_one_nan_or_huge_sample_changes_nothing_else():
@@ -206,3 +212,12 @@ def test_the_backward_claim_holds_and_its_transposed_factor_is_refuted():
     assert wrong.level is Level.REFUTED
     ce = wrong.evidence[0].counterexample
     assert ce is not None and ce.sizes["d"] == 5
+
+
+def test_float64_input_does_not_take_the_native_route():
+    """float64 tokens asking for the Gram form take the eager forms (the kernels' residual check is held to the
+    input's eps, which a float64 LU does not meet)."""
+    x, A = torch.randn(4, 20, 8, dtype=F64), skew64(8, 0.3)
+    e = K.explain("vp_attention", x, A, method="gram")
+    assert e.route.name != "gram-lu/native"
+    assert "float64" in dict((r.name, w) for r, w in e.rejected)["gram-lu/native"]

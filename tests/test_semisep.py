@@ -173,3 +173,14 @@ def test_the_reference_is_the_cayley_form():
     I = torch.eye(20, dtype=F64)
     lam = (I - C) @ torch.linalg.inv(I + C)
     assert max_err(vp_arbitrary_full(x, A), lam.mT @ x) <= tol(20, F64, x.abs().max().item())
+
+
+def test_batched_weighting_takes_the_full_route():
+    """A weighting per sample (``A`` of shape ``(B, d, d)``) is served by the T x T route, which takes it."""
+    torch.manual_seed(3)
+    x, A = torch.randn(2, 130, 3, dtype=F64), torch.randn(2, 3, 3, dtype=F64) / 3
+    e = K.explain("vp_attention_lower", x, A)
+    assert e.route.form == "full" and "batched" in dict((r.form, w) for r, w in e.rejected)["semisep"]
+    y = K.vp_attention_lower(x, A)
+    for b in range(2):
+        assert max_err(y[b], vp_arbitrary_full(x[b], A[b])) <= tol(130, F64, x.abs().max().item())

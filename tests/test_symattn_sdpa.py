@@ -201,3 +201,22 @@ def test_refuted_column_transpose_invariance_in_float64():
     f = getattr(K._generated, "symattn_update_vector_softmax")
     U, Ut = f(z, A)[0], f(z, A.mT)[0]
     assert (U - Ut).abs().max() > 1e3 * _tol(F64, 2, 2) * _scale(U)
+
+
+def test_batched_incoming_gradients_and_forward_mode():
+    """``is_grads_batched=True`` takes the generated form's VJP; a forward-mode tangent takes another route."""
+    z, A, V = _inputs(2, 7, 3, F64, seed=6)
+    z.requires_grad_()
+    U = K.symattn_update(z, A, "matrix_softmax")
+    Vs = torch.stack([V, 2 * V])
+    got, = torch.autograd.grad(U, z, Vs, is_grads_batched=True)
+    _, want, _ = _generated(z, A, V, "matrix_softmax")
+    assert (got[0] - want).abs().max() <= _tol(F64, 7, 3) * want.abs().max()
+    assert (got[1] - 2 * want).abs().max() <= 2 * _tol(F64, 7, 3) * want.abs().max()
+    import torch.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        zd = fwAD.make_dual(z.detach(), V)
+        assert K.explain("symattn_update", zd, A, "matrix_softmax").route.name != "sdpa/eager"
+        tangent = fwAD.unpack_dual(K.symattn_update(zd, A, "matrix_softmax")).tangent
+    jvp = torch.func.jvp(lambda q: getattr(K._generated, "symattn_update_matrix_softmax")(q, A)[0], (z.detach(),), (V,))[1]
+    assert (tangent - jvp).abs().max() <= _tol(F64, 7, 3) * jvp.abs().max()

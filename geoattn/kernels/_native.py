@@ -234,11 +234,18 @@ def _ptr(t: torch.Tensor) -> ctypes.c_void_p:
     return ctypes.c_void_p(t.data_ptr())
 
 
+def _threads() -> int:
+    """The threads a kernel call may split its batch over: torch's thread count (the tests replace this function
+    to compare splits: changing torch's own count in a running process derails MKL's threaded LU of large matrices
+    in torch 2.13, which then reports "Parameter 6 was incorrect on entry to DLASWP" and spins)."""
+    return torch.get_num_threads()
+
+
 def _run(fn, B: int, T: int, args: list) -> None:
     """Call ``fn(B, T, *args)`` on the whole batch, or on contiguous parts of it on torch's thread count. ``args``
     are the C function's arrays in order, each ``(tensor, batched)``: a batched tensor has the batch as its
     first dimension and is split, a shared one is passed whole."""
-    parts = max(1, min(torch.get_num_threads(), B // _MIN_PER_THREAD))
+    parts = max(1, min(_threads(), B // _MIN_PER_THREAD))
     if parts == 1:
         fn(ctypes.c_int64(B), ctypes.c_int64(T), *(ctypes.c_void_p(t.data_ptr()) for t, _ in args))
         return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import OptionError
+from ..errors import OptionError, ShapeError
 from ._backends import EAGER
 from ._checks import check_float, check_matmul, check_same, check_skew, check_square, half_in_float32
 from ._exp import run_exp_skew
@@ -37,7 +37,7 @@ def _bind(S: torch.Tensor, x: torch.Tensor, *, method: str = "auto", check: bool
     check_matmul("S", S, "x", x)
     check_same(("S", S), ("x", x))
     if S.shape[:-2] != x.shape[:-2]:
-        raise OptionError(f"Expected S and x with the same batch shape. Got S {tuple(S.shape)} and x "
+        raise ShapeError(f"Expected S and x with the same batch shape. Got S {tuple(S.shape)} and x "
                           f"{tuple(x.shape)}.")
     if method not in _METHODS:
         raise OptionError(f"Expected method in {_METHODS}. Got {method!r}.")

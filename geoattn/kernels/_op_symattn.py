@@ -9,6 +9,7 @@ from ..errors import OptionError, ShapeError
 from ._backends import EAGER
 from ._checks import check_float, check_same, check_square, half_in_float32
 from ._functions import _traced
+from ._gram import _dual
 from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
 from ._symattn_fused import symattn_fused
 from ._symattn_sdpa import sdpa_reason, symattn_sdpa
@@ -42,6 +43,8 @@ def _fused_when(c: Call) -> str | None:
         return "traced (torch.func transform, torch.compile or meta tensors): the generated forward is traced"
     if c.A.dim() != 2:
         return f"A batched (shape {tuple(c.A.shape)}): the fused route takes one (n, n) weighting"
+    if _dual(c.z) or _dual(c.A):
+        return "a forward-mode tangent: the fused route has no jvp"
     return None
 
 

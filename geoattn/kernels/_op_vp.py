@@ -122,6 +122,8 @@ def _gram_lu_native(c: Call) -> str | None:
     why = _gram(c)
     if why is not None:
         return why
+    if c.dtype == torch.float64:
+        return "float64 input: its residual check is held to the input's eps, which a float64 LU cannot meet"
     if c.device.type != "cpu":
         return f"device {c.device.type}: the native kernels run on the CPU"
     if not _native_lu.MIN_DIM <= c.d <= _native_lu.MAX_DIM:

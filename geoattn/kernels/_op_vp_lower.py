@@ -55,6 +55,8 @@ def _semisep_when(c: Call) -> str | None:
         return "method 'full' requested"
     if c.device.type == "mps":
         return "device mps: the nested block solve runs in float64, which MPS lacks"
+    if c.A.dim() != 2:
+        return f"A batched (shape {tuple(c.A.shape)}): the nested block solve takes one (d, d) weighting"
     if c.method == "semisep":
         return None
     if c.d >= c.T:

@@ -17,6 +17,7 @@ import torch
 
 from . import _generated as gen
 from ._functions import _under_functorch
+from ._gram import _dual
 from ._lowrank import _sum_to
 
 __all__ = ["SYMATTN_ACTIVATIONS", "symattn_forward", "symattn_potential_value"]
@@ -56,7 +57,7 @@ class _SymattnUpdate(torch.autograd.Function):
 def symattn_forward(z: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
     """The update through the custom backward (arguments already checked); under a functorch transform
     (``vmap``, ``jacrev``, ...) the generated forward is differentiated by autograd instead."""
-    if _under_functorch(z) or _under_functorch(A):
+    if _under_functorch(z) or _under_functorch(A) or _dual(z) or _dual(A):  # no jvp of the custom backward
         return _FORWARD[activation](z, A)[0]
     return _SymattnUpdate.apply(z, A, activation)
 

@@ -31,7 +31,8 @@ unchanged (queries and keys get a zero column too: the kernel wants one head siz
 
 The route serves CPU float32 and float64 inputs with one weighting ``A`` equal to its transpose, the softmaxes
 over all entries, outside functorch transforms and ``torch.compile``, when torch has the kernel. A graph of the
-backward (``create_graph=True``) is the VJP of the generated forward, as on the other routes. Each sample is one
+backward (``create_graph=True``) and a batch of incoming gradients (``is_grads_batched=True``) take the VJP of
+the generated forward, as on the other routes. Each sample is one
 attention call of its own: no result depends on the other samples of the batch.
 """
 
@@ -41,6 +42,8 @@ import torch
 import torch.nn.functional as F
 
 from . import _generated as gen
+from ._functions import _under_functorch
+from ._gram import _dual
 from ._symattn import SYMATTN_ACTIVATIONS
 
 __all__ = ["symattn_sdpa", "sdpa_reason", "HAVE_FLASH"]
@@ -63,6 +66,8 @@ def sdpa_reason(z: torch.Tensor, A: torch.Tensor, activation: str) -> str | None
         return f"{z.dtype}: the route takes float32 and float64"
     if A.dim() != 2:
         return f"A batched (shape {tuple(A.shape)}): the route takes one (n, n) weighting"
+    if _dual(z) or _dual(A):
+        return "a forward-mode tangent: the route has no jvp"
     if not torch.equal(A, A.mT):
         return "A is not symmetric: G z A^T + G^T z A is two attention calls, not one"
     return None
@@ -99,7 +104,7 @@ class _SdpaUpdate(torch.autograd.Function):
     def backward(ctx, gU: torch.Tensor):
         z, A, qk, lse, w = ctx.saved_tensors
         out = ctx.out
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() or _under_functorch(gU):
             forward = getattr(gen, f"symattn_update_{ctx.activation}")
             _, pullback = torch.func.vjp(lambda a, b: forward(a, b)[0], z, A)
             gz, gA = pullback(gU)

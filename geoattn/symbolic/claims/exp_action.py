@@ -6,7 +6,8 @@ r"""The claims behind ``exp_skew_action``: the Chebyshev expansion of ``exp(S) x
   :math:`t \mapsto X` is an algebra homomorphism from :math:`\mathbb{Q}(i)[t]`, so the polynomial identity in ``t``
   holds for every square ``X`` (Note [free-algebra images] in :mod:`.taylor`); the engine checks it exactly for
   every degree the kernel can use (``k <= 160``).
-* ``exp_action.truncation_bound``: for skew ``S``, :math:`\rho \ge \|S\|_2` and the degree ``m`` the kernel picks,
+* ``exp_action.truncation_bound``: for skew ``S``, :math:`\rho \ge \|S\|_2` and the degree ``m`` of the rule
+  (the smallest whose bound is at most ``u``; ``tests/test_exp_action.py`` checks the kernel's degree table against the rule),
   :math:`\|\exp(S)x - \sum_{k\le m}c_kw_k\|_2 \le 2(\rho/2)^{m+1}/(m+1)!\,/(1 - \rho/(2(m+2)))\,\|x\|_2 < u`: the
   Jacobi--Anger expansion with :math:`\|T_k(H/\rho)\|_2 \le 1`, the bound :math:`|J_k(\rho)| \le (\rho/2)^k/k!`,
   the geometric tail, and an exact rational comparison at representative norms for float32 and float64.
@@ -131,7 +132,7 @@ def _truncation_derivation(offset: int) -> Derivation:
             ]
             signs.append(sp.sign(sp.Add(u, -value, evaluate=False), evaluate=False))
     total = sp.Add(*signs, evaluate=False)
-    steps.append(Step(total, len(signs), r"exact rational comparison: at each norm the bound at the kernel's degree "
+    steps.append(Step(total, len(signs), r"exact rational comparison: at each norm the bound at the rule's degree "
                       r"is at most the unit roundoff u of its dtype (\mathrm{sign}(u - \text{bound}) = 1)",
                       identity()))
     return Derivation(
