@@ -7,7 +7,8 @@ r"""The claims behind ``exp_skew_action``: the Chebyshev expansion of ``exp(S) x
   holds for every square ``X`` (Note [free-algebra images] in :mod:`.taylor`); the engine checks it exactly for
   every degree the kernel can use (``k <= 160``).
 * ``exp_action.truncation_bound``: for skew ``S``, :math:`\rho \ge \|S\|_2` and the degree ``m`` of the rule
-  (the smallest whose bound is at most ``u``; ``tests/test_exp_action.py`` checks the kernel's degree table against the rule),
+  (the smallest whose bound is at most ``u``; ``tests/test_exp_action.py`` checks the kernel's degree table
+  against the rule),
   :math:`\|\exp(S)x - \sum_{k\le m}c_kw_k\|_2 \le 2(\rho/2)^{m+1}/(m+1)!\,/(1 - \rho/(2(m+2)))\,\|x\|_2 < u`: the
   Jacobi--Anger expansion with :math:`\|T_k(H/\rho)\|_2 \le 1`, the bound :math:`|J_k(\rho)| \le (\rho/2)^k/k!`,
   the geometric tail, and an exact rational comparison at representative norms for float32 and float64.
