@@ -23,7 +23,8 @@ def test_layers_benchmark_runs(tmp_path):
     assert "1 thread" in stdout
     names = {r["layer"] for r in data["rows"]}
     assert names == {"sdpa", "VolumePreservingAttention", "VolumePreservingAttention(exp)", "OrthonormalAttention",
-                     "LinearSymplecticAttention", "MultiHeadAttention", "torch.nn.MultiheadAttention"}
+                     "LinearSymplecticAttention", "SymplecticAttention", "MultiHeadAttention",
+                     "torch.nn.MultiheadAttention"}
     for r in data["rows"]:
         assert r["fwd"] > 0 and r["fwd_bwd"] > 0 and r["fwd_bwd_sum"] > 0 and r["memory"] > 0
         if r["layer"] not in ("sdpa", "torch.nn.MultiheadAttention"):
