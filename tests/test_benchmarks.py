@@ -29,8 +29,11 @@ def test_layers_benchmark_runs(tmp_path):
         assert r["fwd"] > 0 and r["fwd_bwd"] > 0 and r["fwd_bwd_sum"] > 0 and r["memory"] > 0
         if r["layer"] not in ("sdpa", "torch.nn.MultiheadAttention"):
             assert r["ratio_fwd_bwd"] > 0 and r["ratio_fwd_bwd_sum"] > 0
-        if r["layer"].startswith("VolumePreservingAttention") and not r.get("sweep"):
-            assert r["route"] in ("full/eager", "gram-closed/native", "gram-closed/eager", "lowrank/eager"), r
+        op = {"VolumePreservingAttention": "vp_attention", "VolumePreservingAttention(exp)": "vp_attention",
+              "SymplecticAttention": "symattn_update", "OrthonormalAttention": "exp_skew_action"}.get(r["layer"])
+        if op is not None and not r.get("sweep"):  # the route that served, a route of the layer's operation
+            from geoattn.kernels.dispatch import OPERATIONS
+            assert r["route"] in {route.name for route in OPERATIONS[op].routes}, r
     # the multi-head table: every mask kind, ours against torch's at the same shape, tokens and mask
     mha = [r for r in data["rows"] if r["layer"] == "MultiHeadAttention"]
     torch_mha = {(r["B"], r["T"], r["dim"], r["mask"]): r for r in data["rows"]
