@@ -62,7 +62,8 @@ _SWEEP_TARGETS = [  # (layer, bound, dims, lengths)
     ("OrthonormalAttention", 3.0, (3, 4, 8, 16, 32, 64), (16, 64)),
 ]
 TARGETS += [Target("layers", name, bound, _sweep(dims, lengths),
-                   f"SDPA, B*T=65536, dim in {set(dims)}, T in {set(lengths)}, dim < T")
+                   f"SDPA, B*T=65536, dim in {{{', '.join(map(str, dims))}}}, T in {{{', '.join(map(str, lengths))}}}, "
+                   "dim < T")
             for name, bound, dims, lengths in _SWEEP_TARGETS]
 TARGETS += [
     Target("layers", "MultiHeadAttention", 1.2,
