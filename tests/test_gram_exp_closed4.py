@@ -14,6 +14,7 @@ from geoattn.kernels import _gram_exp_closed as C
 from geoattn.kernels import _gram_exp_closed4 as C4
 from geoattn.kernels._op_vp import CLOSED_EXP_MAX_T
 from conftest import eps
+from test_gram_exp_closed import errors, grads, reference  # the d = 3 module's comparisons
 
 F32, F64 = torch.float32, torch.float64
 ROUTE = "gram-exp-closed/eager"
@@ -30,23 +31,6 @@ def equal_planes(a=1.3, dtype=F32):
     A = torch.zeros(4, 4, dtype=dtype)
     A[0, 1] = A[2, 3] = a
     return A - A.mT
-
-
-def grads(fn, x, A, gy):
-    x = x.detach().clone().requires_grad_()
-    A = A.detach().clone().requires_grad_()
-    y = fn(x, A)
-    gx, gA = torch.autograd.grad(y, (x, A), gy)
-    return y.detach(), gx, gA
-
-
-def reference(x, A, gy):
-    return grads(lambda a, b: K.vp_attention(a, b, activation="exp", method="full"), x.double(), A.double(),
-                 gy.double())
-
-
-def errors(got, ref):
-    return [((g.double() - r).abs().max() / r.abs().max().clamp_min(1e-300)).item() for g, r in zip(got, ref)]
 
 
 def tolerance(dtype, T, d=4, k=8.0):

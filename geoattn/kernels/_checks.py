@@ -115,3 +115,16 @@ def check_skew(name: str, t: torch.Tensor) -> None:
             f"Expected {name} to be skew-symmetric (|{name} + {name}^T| <= {float(tol[bad].max()):.3g}). "
             f"Got |{name} + {name}^T| = {float(defect[bad].max()):.3g}."
         )
+
+
+def check_tokens_and_weighting(x: torch.Tensor, A: torch.Tensor) -> None:
+    """Check ``x`` of shape ``(..., T, d)`` and a square weighting ``A`` of ``x``'s ``d``, dtype and device (the
+    volume-preserving operations' arguments)."""
+    check_float("x", x)
+    check_square("A", A)
+    check_same(("x", x), ("A", A))
+    if x.dim() < 2:
+        raise ShapeError(f"Expected x of shape (..., T, d). Got shape {tuple(x.shape)}.")
+    if x.shape[-1] != A.shape[-1]:
+        raise ShapeError(f"Expected x with d = {A.shape[-1]} features to match A of shape {tuple(A.shape)}. "
+                         f"Got x of shape {tuple(x.shape)}.")

@@ -259,6 +259,18 @@ def _run(fn, B: int, T: int, args: list) -> None:
         list(pool.map(call, range(parts)))
 
 
+def _check_backward(x: torch.Tensor, A: torch.Tensor, gy: torch.Tensor, N: torch.Tensor) -> None:
+    """The arguments of a Gram backward kernel: :func:`_check` of ``x`` and ``A``, ``gy`` like ``x``, ``N`` the
+    forward's float64 ``(B, d, d)`` factors."""
+    _check(x, A)
+    B, _, d = x.shape
+    if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous():
+        raise ValueError(f"Expected gy contiguous, of x's shape {tuple(x.shape)} and dtype {x.dtype}. Got "
+                         f"{gy.dtype} {tuple(gy.shape)}.")
+    if N.shape != (B, d, d) or N.dtype != torch.float64 or not N.is_contiguous():
+        raise ValueError(f"Expected N contiguous, float64, of shape {(B, d, d)}. Got {N.dtype} {tuple(N.shape)}.")
+
+
 def _check(x: torch.Tensor, A: torch.Tensor) -> None:
     if x.device.type != "cpu" or x.dim() != 3 or not x.is_contiguous() or x.dtype not in _REALS:
         raise ValueError(f"Expected a contiguous CPU tensor (B, T, d) of float32 or float64. Got {x.dtype} "
@@ -294,13 +306,8 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient ``gy``, from the
     forward's ``N`` (:func:`gram_forward`; the Gram matrix is recomputed in the pass over the tokens; ``library``
     likewise)."""
-    _check(x, A)
+    _check_backward(x, A, gy, N)
     B, T, d = x.shape
-    if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous():
-        raise ValueError(f"Expected gy contiguous, of x's shape {tuple(x.shape)} and dtype {x.dtype}. Got "
-                         f"{gy.dtype} {tuple(gy.shape)}.")
-    if N.shape != (B, d, d) or N.dtype != torch.float64 or not N.is_contiguous():
-        raise ValueError(f"Expected N contiguous, float64, of shape {(B, d, d)}. Got {N.dtype} {tuple(N.shape)}.")
     lib = library if library is not None else _library(d, x.dtype)
     if isinstance(lib, str):
         raise RuntimeError(f"Expected the native kernels to be available. Got: {lib}.")

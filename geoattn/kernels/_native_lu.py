@@ -119,13 +119,8 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64
     ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient
     ``gy``, from the forward's ``N`` (:func:`gram_forward`)."""
-    _native._check(x, A)
+    _native._check_backward(x, A, gy, N)
     B, T, d = x.shape
-    if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous():
-        raise ValueError(f"Expected gy contiguous, of x's shape {tuple(x.shape)} and dtype {x.dtype}. Got "
-                         f"{gy.dtype} {tuple(gy.shape)}.")
-    if N.shape != (B, d, d) or N.dtype != torch.float64 or not N.is_contiguous():
-        raise ValueError(f"Expected N contiguous, float64, of shape {(B, d, d)}. Got {N.dtype} {tuple(N.shape)}.")
     lib = _lib(d, x.dtype, library)
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)

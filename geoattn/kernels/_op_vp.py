@@ -41,10 +41,10 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import OptionError, ShapeError
+from ..errors import OptionError
 from . import _triton
 from ._backends import EAGER, NATIVE, TRITON
-from ._checks import check_float, check_same, check_skew, check_square, half_in_float32
+from ._checks import check_skew, check_tokens_and_weighting, half_in_float32
 from ._functions import _traced
 from ._gram import GRAM_MAX_SCALE, _dual, closed_form_reason, native_dtype, vp_gram_closed, vp_gram_solve
 from ._gram_exp import gram_exp_reason, vp_gram_exp
@@ -60,14 +60,7 @@ __all__ = ["vp_attention", "VP_ATTENTION"]
 
 def _bind(x: torch.Tensor, A: torch.Tensor, *, activation: str = "cayley", method: str = "auto",
           check: bool = True) -> Call:
-    check_float("x", x)
-    check_square("A", A)
-    check_same(("x", x), ("A", A))
-    if x.dim() < 2:
-        raise ShapeError(f"Expected x of shape (..., T, d). Got shape {tuple(x.shape)}.")
-    if x.shape[-1] != A.shape[-1]:
-        raise ShapeError(f"Expected x with d = {A.shape[-1]} features to match A of shape {tuple(A.shape)}. "
-                         f"Got x of shape {tuple(x.shape)}.")
+    check_tokens_and_weighting(x, A)
     if activation not in ACTIVATIONS:
         raise OptionError(f"Expected activation in {ACTIVATIONS}. Got {activation!r}.")
     if method not in METHODS:

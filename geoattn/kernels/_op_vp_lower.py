@@ -17,10 +17,10 @@ import math
 
 import torch
 
-from ..errors import OptionError, ShapeError
+from ..errors import OptionError
 from . import _generated as gen
 from ._backends import EAGER
-from ._checks import check_float, check_same, check_square, half_in_float32
+from ._checks import check_tokens_and_weighting, half_in_float32
 from ._functions import _traced
 from ._op_cayley import cayley_apply
 from ._semisep import vp_arbitrary_linear
@@ -36,14 +36,7 @@ _METHODS = ("auto", "semisep", "full")
 
 
 def _bind(x: torch.Tensor, A: torch.Tensor, *, method: str = "auto") -> Call:
-    check_float("x", x)
-    check_square("A", A)
-    check_same(("x", x), ("A", A))
-    if x.dim() < 2:
-        raise ShapeError(f"Expected x of shape (..., T, d). Got shape {tuple(x.shape)}.")
-    if x.shape[-1] != A.shape[-1]:
-        raise ShapeError(f"Expected x with d = {A.shape[-1]} features to match A of shape {tuple(A.shape)}. "
-                         f"Got x of shape {tuple(x.shape)}.")
+    check_tokens_and_weighting(x, A)
     if method not in _METHODS:
         raise OptionError(f"Expected method in {_METHODS}. Got {method!r}.")
     return Call(x=x, A=A, method=method, T=x.shape[-2], d=x.shape[-1], dtype=x.dtype, device=x.device,
