@@ -218,5 +218,6 @@ def test_batched_incoming_gradients_and_forward_mode():
         zd = fwAD.make_dual(z.detach(), V)
         assert K.explain("symattn_update", zd, A, "matrix_softmax").route.name != "sdpa/eager"
         tangent = fwAD.unpack_dual(K.symattn_update(zd, A, "matrix_softmax")).tangent
-    jvp = torch.func.jvp(lambda q: getattr(K._generated, "symattn_update_matrix_softmax")(q, A)[0], (z.detach(),), (V,))[1]
+    generated = getattr(K._generated, "symattn_update_matrix_softmax")
+    jvp = torch.func.jvp(lambda q: generated(q, A)[0], (z.detach(),), (V,))[1]
     assert (tangent - jvp).abs().max() <= _tol(F64, 7, 3) * jvp.abs().max()
