@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import geoattn.kernels as K
+from geoattn.kernels import _gram
 from geoattn.kernels import _gram_exp
 from geoattn.kernels._op_vp import CLOSED_EXP_MAX_T, GRAM_EXP_MIN_DIM
 from conftest import eps
@@ -158,9 +159,9 @@ def test_failing_samples_take_the_qr_form(monkeypatch):
     torch.manual_seed(10)
     x, A, gy = torch.randn(3, 17, 4), layer_weight(4), torch.randn(3, 17, 4)
     calls = []
-    real = _gram_exp.vp_lowrank
+    real = _gram.vp_lowrank  # the QR fallback of failed samples (_gram._qr_for_failed)
     monkeypatch.setattr(_gram_exp, "exp_residual_tolerance", lambda dtype, d: 0.0)
-    monkeypatch.setattr(_gram_exp, "vp_lowrank", lambda *a: calls.append(a[0].shape) or real(*a))
+    monkeypatch.setattr(_gram, "vp_lowrank", lambda *a: calls.append(a[0].shape) or real(*a))
     ok, errs = close(x, A, gy, F32, fn=_gram_exp.vp_gram_exp)
     assert calls == [torch.Size([3, 17, 4])]
     assert ok, f"Expected errors within {tolerance(F32, 17, 4):.2e}. Got {errs}."

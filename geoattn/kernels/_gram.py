@@ -210,6 +210,24 @@ def _native_tokens(x: torch.Tensor) -> torch.Tensor:
     return x.to(native_dtype(x)).contiguous()
 
 
+def _flat_batch(x: torch.Tensor, A: torch.Tensor):
+    """``(batch, xb, Ab)``: the broadcast batch shape of ``x`` ``(..., T, d)`` and ``A`` ``(d, d)`` or
+    ``(..., d, d)``, ``x`` as ``(B, T, d)`` and ``A`` as one ``(d, d)`` or ``(B, d, d)``."""
+    batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])
+    T, d = x.shape[-2:]
+    xb = x.expand(batch + (T, d)).reshape(-1, T, d)
+    return batch, xb, (A if A.dim() == 2 else A.expand(batch + (d, d)).reshape(-1, d, d))
+
+
+def _qr_for_failed(y: torch.Tensor, ok: torch.Tensor, xb: torch.Tensor, Ab: torch.Tensor, activation: str):
+    """``y`` with the samples where ``ok`` is False recomputed by the QR form in float64, each on its own."""
+    if bool(ok.all()):
+        return y
+    idx = (~ok).nonzero().squeeze(-1)
+    Ai = Ab if Ab.dim() == 2 else Ab[idx]
+    return y.index_put((idx,), vp_lowrank(xb[idx].double(), Ai.double(), activation).to(y.dtype))
+
+
 def _skew64(A: torch.Tensor) -> torch.Tensor:
     """The skew part of ``A`` in float64 (the layer's forms use it, so the gradient in ``A`` is skew)."""
     A = A.to(torch.float64)

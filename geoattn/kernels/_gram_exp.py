@@ -56,8 +56,7 @@ from __future__ import annotations
 import torch
 
 from ._functions import _traced
-from ._gram import GRAM_MAX_SCALE, _dual, _skew64
-from ._lowrank import vp_lowrank
+from ._gram import GRAM_MAX_SCALE, _dual, _flat_batch, _qr_for_failed, _skew64
 
 __all__ = ["vp_gram_exp", "gram_exp_reason", "exp_residual_tolerance", "structure_ok"]
 
@@ -205,16 +204,10 @@ def vp_gram_exp(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     True
     """
     T, d = x.shape[-2:]
-    batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])
-    xb = x.expand(batch + (T, d)).reshape(-1, T, d)
-    Ab = A if A.dim() == 2 else A.expand(batch + (d, d)).reshape(-1, d, d)
+    batch, xb, Ab = _flat_batch(x, A)
     with torch.no_grad():
         sq = xb.double().square().sum((-2, -1))
         scale = sq * _skew64(Ab).norm(dim=(-2, -1))
         keep = torch.isfinite(scale) & (scale <= GRAM_MAX_SCALE)
     y, ok = _VPGramExp.apply(xb, Ab, keep)
-    if not bool(ok.all()):
-        idx = (~ok).nonzero().squeeze(-1)
-        Ai = Ab if Ab.dim() == 2 else Ab[idx]
-        y = y.index_put((idx,), vp_lowrank(xb[idx].double(), Ai.double(), "exp").to(x.dtype))
-    return y.reshape(batch + (T, d))
+    return _qr_for_failed(y, ok, xb, Ab, "exp").reshape(batch + (T, d))

@@ -50,10 +50,9 @@ import torch
 
 from ..errors import ShapeError
 from . import _generated as gen
-from ._gram import GRAM_MAX_SCALE, _aos, _outer_sum, _skew64, _soa
+from ._gram import GRAM_MAX_SCALE, _aos, _flat_batch, _outer_sum, _qr_for_failed, _skew64, _soa
 from ._gram_exp import _gram_exp_form, exp_residual_tolerance, gram_exp_reason
 from ._gram_exp_closed4 import exp4_coefficients
-from ._lowrank import vp_lowrank
 
 __all__ = ["vp_gram_exp_closed", "gram_exp_closed_reason", "rodrigues_coefficients", "CLOSED_EXP_DIMS",
            "SERIES_MAX_T", "EXP_SOA_MAX_T"]
@@ -284,12 +283,6 @@ def vp_gram_exp_closed(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     T, d = x.shape[-2:]
     if d not in CLOSED_EXP_DIMS:
         raise ShapeError(f"Expected x with d in {CLOSED_EXP_DIMS} features. Got x of shape {tuple(x.shape)}.")
-    batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])
-    xb = x.expand(batch + (T, d)).reshape(-1, T, d)
-    Ab = A if A.dim() == 2 else A.expand(batch + (d, d)).reshape(-1, d, d)
+    batch, xb, Ab = _flat_batch(x, A)
     y, ok, _ = _VPGramExpClosed.apply(xb, Ab)
-    if not bool(ok.all()):
-        idx = (~ok).nonzero().squeeze(-1)
-        Ai = Ab if Ab.dim() == 2 else Ab[idx]
-        y = y.index_put((idx,), vp_lowrank(xb[idx].double(), Ai.double(), "exp").to(x.dtype))
-    return y.reshape(batch + (T, d))
+    return _qr_for_failed(y, ok, xb, Ab, "exp").reshape(batch + (T, d))

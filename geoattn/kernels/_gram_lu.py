@@ -32,7 +32,7 @@ import torch
 
 from . import _generated as gen
 from ._batched_solve import soa_lu, soa_lu_solve
-from ._gram import GRAM_MAX_SCALE, CLOSED_MAX_DIM, _dual, _skew64, residual_tolerance
+from ._gram import GRAM_MAX_SCALE, CLOSED_MAX_DIM, _dual, _flat_batch, _skew64, residual_tolerance
 from ._functions import _traced
 from ._lowrank import vp_lowrank
 
@@ -139,10 +139,8 @@ def vp_gram_lu(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     Tensor of ``x``'s broadcast shape and dtype; computed in float64. Per sample: a residual check with a LAPACK
     solve for the samples that fail it, and the QR form for :math:`\|x\|_F^2\|A\|_F > 10^6` (module docstring).
     """
-    batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])
     T, d = x.shape[-2:]
-    xb = x.expand(batch + (T, d)).reshape(-1, T, d)
-    Ab = A if A.dim() == 2 else A.expand(batch + (d, d)).reshape(-1, d, d)
+    batch, xb, Ab = _flat_batch(x, A)
     scale = xb.detach().double().square().sum((-2, -1)) * _skew64(Ab.detach()).norm(dim=(-2, -1))
     big = scale > GRAM_MAX_SCALE
     if not bool(big.any()):
