@@ -6,11 +6,12 @@ from __future__ import annotations
 import torch
 
 from ..errors import OptionError, ShapeError
-from ._backends import EAGER
+from ._backends import EAGER, TRITON
 from ._checks import check_float, check_same, check_square, half_in_float32
 from ._functions import _traced
 from ._gram import _dual
 from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
+from ._symattn_flash import flash_reason, symattn_flash
 from ._symattn_fused import symattn_fused
 from ._symattn_sdpa import sdpa_reason, symattn_sdpa
 from .dispatch import Call, Operation, Route, dispatch, register_operation
@@ -48,6 +49,12 @@ def _fused_when(c: Call) -> str | None:
     return None
 
 
+def _flash_when(c: Call) -> str | None:
+    """The ``flash`` route (Triton, Note [flash symplectic attention] in :mod:`geoattn.kernels._triton_symattn`): a
+    symmetric weighting, the softmaxes over all entries; the Triton backend's check says on which devices."""
+    return flash_reason(c.z, c.A, c.activation)
+
+
 def _sdpa_when(c: Call) -> str | None:
     """The ``sdpa`` route: a symmetric weighting, the softmaxes over all entries, CPU, outside transforms."""
     if c.traced:
@@ -57,7 +64,10 @@ def _sdpa_when(c: Call) -> str | None:
 
 SYMATTN_UPDATE = register_operation(Operation(
     "symattn_update", _bind,
-    (Route("sdpa", EAGER.name, _sdpa_when, lambda c: symattn_sdpa(c.z, c.A, c.activation),
+    (Route("flash", TRITON.name, _flash_when, lambda c: symattn_flash(c.z, c.A, c.activation), per_sample="",
+           claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.sdpa_vjp",
+                   "symattn.transpose_invariant")),
+     Route("sdpa", EAGER.name, _sdpa_when, lambda c: symattn_sdpa(c.z, c.A, c.activation),
            per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.sdpa_vjp")),
      Route("fused", EAGER.name, _fused_when, lambda c: symattn_fused(c.z, c.A, c.activation),
            per_sample="", claims=("symattn.potential_gradient", "symattn.fused_vjp", "symattn.fused_vjp.symmetric")),

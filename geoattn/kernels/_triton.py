@@ -32,7 +32,7 @@ import torch
 from . import _generated as gen
 
 __all__ = ["triton_status", "interpreting", "kernels", "gram_forward", "gram_backward", "cayley_forward",
-           "cayley_backward", "cayley_small", "BLOCK", "FUNCTIONS", "REALS"]
+           "cayley_backward", "cayley_small", "written_kernels", "BLOCK", "FUNCTIONS", "REALS"]
 
 #: samples per program (Note [Triton lanes]); the interpreter's blocks are smaller so that a tail block shows
 BLOCK = {"cuda": 128, "cpu": 16}
@@ -238,3 +238,17 @@ def cayley_small(c: torch.Tensor) -> torch.Tensor:
     """The Cayley transform of ``(..., T, T)`` matrices with ``T <= 3`` (float32, float16 or bfloat16) by the
     printed kernels, forward and backward (:class:`_CayleySmall`)."""
     return _CayleySmall.apply(c)
+
+
+def written_kernels(name: str):
+    """The hand-written Triton module ``geoattn.kernels.<name>`` (such as ``_triton_symattn``), imported, or decorated
+    again, under the current interpreter setting as :func:`kernels` does for the generated ones."""
+    ok, why = triton_status()
+    if not ok:
+        raise RuntimeError(f"Expected triton to be importable. Got: {why}.")
+    flag = interpreting()
+    module = importlib.import_module(f"{__package__}.{name}")
+    if getattr(module, "_interpreted", None) != flag:
+        module = importlib.reload(module)
+    module._interpreted = flag
+    return module
