@@ -24,6 +24,12 @@ softmax). The kernels compute the attention part, the only part of size :math:`T
   in per row; ``DROP_LSE`` (a constant of the kernel, for the tests' negative control) leaves :math:`\bar\ell`
   out, the mistake refuted by ``symattn.sdpa_vjp.without_lse``.
 
+The kernels call only Triton's builtins and their own ``@triton.jit`` functions (the row maximum and sum as
+``tl.reduce`` with a combining function of this module), not ``tl.max``, ``tl.sum`` or ``tl.zeros``: those are
+decorated when ``triton`` is imported, so in a process that imported it before switching the interpreter on
+they are compiled-mode functions the interpreter cannot call, while this module is decorated again
+(:func:`geoattn.kernels._triton.written_kernels`).
+
 No :math:`T\times T` block leaves a program: global memory holds :math:`a`, :math:`z`, :math:`O`, :math:`\ell` and
 the gradients, all :math:`O(Tn)`. Tokens are loaded in their dtype (float32, float16 or bfloat16) and every value
 is computed in float32 (products in IEEE float32, not TF32). The feature axis is padded to ``D``, a power of two
@@ -44,6 +50,16 @@ CLAIMS = ("symattn.sdpa_form", "symattn.sdpa_vjp", "symattn.transpose_invariant"
 
 
 @triton.jit
+def _max2(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _add2(a, b):
+    return a + b
+
+
+@triton.jit
 def _tile(ptr, base, rows, cols, T, N):
     """The ``(rows, cols)`` tile of a ``(T, N)`` sample at ``base``, zero outside, as float32."""
     mask = (rows[:, None] < T) & (cols[None, :] < N)
@@ -61,18 +77,18 @@ def symattn_fwd(a_ptr, z_ptr, o_ptr, lse_ptr, T, N,
     base = b * T * N
     q = _tile(a_ptr, base, rows, cols, T, N)
     m = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, D], tl.float32)
+    l = tl.full([BLOCK_M], 0.0, tl.float32)
+    acc = tl.full([BLOCK_M, D], 0.0, tl.float32)
     for start in range(0, T, BLOCK_N):
         keys = start + tl.arange(0, BLOCK_N)
         k = _tile(z_ptr, base, keys, cols, T, N)
         v = _tile(a_ptr, base, keys, cols, T, N)
         s = tl.dot(q, tl.trans(k), input_precision="ieee")
         s = tl.where(keys[None, :] < T, s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, 1))
+        m_new = tl.maximum(m, tl.reduce(s, 1, _max2))
         alpha = tl.exp(m - m_new)
         p = tl.exp(s - m_new[:, None])
-        l = l * alpha + tl.sum(p, 1)
+        l = l * alpha + tl.reduce(p, 1, _add2)
         acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
         m = m_new
     out = acc / l[:, None]
@@ -91,8 +107,8 @@ def symattn_bwd_kv(a_ptr, z_ptr, go_ptr, lse_ptr, delta_ptr, glse_ptr, gk_ptr, g
     base = b * T * N
     k = _tile(z_ptr, base, keys, cols, T, N)
     v = _tile(a_ptr, base, keys, cols, T, N)
-    gk = tl.zeros([BLOCK_N, D], tl.float32)
-    gv = tl.zeros([BLOCK_N, D], tl.float32)
+    gk = tl.full([BLOCK_N, D], 0.0, tl.float32)
+    gv = tl.full([BLOCK_N, D], 0.0, tl.float32)
     for start in range(0, T, BLOCK_M):
         rows = start + tl.arange(0, BLOCK_M)
         rmask = rows < T
@@ -129,7 +145,7 @@ def symattn_bwd_q(a_ptr, z_ptr, go_ptr, lse_ptr, delta_ptr, glse_ptr, gq_ptr, T,
     dm = tl.load(delta_ptr + b * T + rows, mask=rmask, other=0.0)
     if not DROP_LSE:
         dm -= tl.load(glse_ptr + b * T + rows, mask=rmask, other=0.0)
-    gq = tl.zeros([BLOCK_M, D], tl.float32)
+    gq = tl.full([BLOCK_M, D], 0.0, tl.float32)
     for start in range(0, T, BLOCK_N):
         keys = start + tl.arange(0, BLOCK_N)
         k = _tile(z_ptr, base, keys, cols, T, N)
