@@ -92,3 +92,71 @@ def test_cayley_takes_the_triton_route_and_matches_float64(T):
     (rc,) = torch.autograd.grad(ref, c64, g.double().cpu())
     assert (lam.double().cpu() - ref).abs().max() <= 16 * T * eps(F32)
     assert (c.grad.double().cpu() - rc).abs().max() <= 64 * T * eps(F32) * (1 + rc.abs().max())
+
+
+# -- symplectic attention: the flash route (tests/test_triton_symattn.py in the interpreter) -------------------------
+
+
+def _sym_inputs(B, T, n, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(B, T, n, generator=g)
+    W = torch.randn(n, n, generator=g) / n ** 0.5
+    return z, 0.5 * (W + W.T), torch.randn(B, T, n, generator=g)
+
+
+def _sym_update(z, A, V, act="matrix_softmax", **kw):
+    from geoattn.kernels import _symattn_flash as FL
+
+    z, A = z.to(CUDA).requires_grad_(), A.to(CUDA).requires_grad_()
+    U = FL.symattn_flash(z, A, act, **kw) if kw else K.symattn_update(z, A, act)
+    return [t.detach().cpu() for t in (U, *torch.autograd.grad(U, (z, A), V.to(CUDA)))]
+
+
+def _sym_reference(z, A, V, act):
+    z64, A64 = z.double().requires_grad_(), A.double().requires_grad_()
+    U = getattr(K._generated, f"symattn_update_{act}")(z64, A64)[0]
+    return (U.detach(), *torch.autograd.grad(U, (z64, A64), V.double()))
+
+
+def _sym_errors(got, want):
+    return [((h.double() - w).abs().max() / (1 + w.abs().max())).item() for h, w in zip(got, want)]
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+@pytest.mark.parametrize("T", [1, 7, 65, 130])  # one token, odd, a tail block, three blocks of 64
+@pytest.mark.parametrize("act", ["matrix_softmax", "matrix_one_softmax"])
+def test_symattn_takes_the_flash_route_and_matches_float64(act, T, n):
+    z, A, V = _sym_inputs(5, T, n, seed=10 * T + n)
+    assert K.explain("symattn_update", z.to(CUDA), A.to(CUDA), act).route.name == "flash/triton"
+    errors = _sym_errors(_sym_update(z, A, V, act), _sym_reference(z, A, V, act))
+    tol = 32 * T * n * eps(F32)
+    assert errors[0] <= tol and max(errors[1:]) <= 2 * tol, errors
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_symattn_half_tokens(dtype):
+    z, A, V = _sym_inputs(3, 70, 8, seed=1)
+    zh, Ah = z.to(dtype), A.to(dtype)
+    U = K.symattn_update(zh.to(CUDA), Ah.to(CUDA))
+    ref = _sym_reference(zh.float(), Ah.float(), V, "matrix_softmax")[0]
+    assert U.dtype == dtype and _sym_errors([U.cpu()], [ref])[0] <= 4 * eps(dtype)
+
+
+def test_symattn_a_nan_or_huge_sample_does_not_touch_its_neighbours():
+    z, A, V = _sym_inputs(7, 70, 4, seed=4)
+    z[2, 3, 1] = float("nan")
+    z[5] *= 1e6
+    keep = [0, 1, 3, 4, 6]
+    U, gz, _ = _sym_update(z, A, V)
+    Uc, gzc, _ = _sym_update(z[keep], A, V[keep])
+    assert torch.isnan(U[2]).all() and torch.isnan(gz[2]).all()
+    assert torch.equal(U[keep], Uc) and torch.equal(gz[keep], gzc)
+
+
+def test_symattn_negative_control_the_backward_without_the_lse_gradient_is_caught():
+    T, n = 70, 4
+    z, A, V = _sym_inputs(3, T, n, seed=5)
+    ref = _sym_reference(z, A, V, "matrix_softmax")
+    good, bad = _sym_update(z, A, V), _sym_update(z, A, V, drop_lse=True)
+    assert max(_sym_errors(good, ref)[1:]) <= 2 * 32 * T * n * eps(F32)
+    assert min(_sym_errors(bad, ref)[1:]) > 2 * 32 * T * n * eps(F32)

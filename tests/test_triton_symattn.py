@@ -182,3 +182,35 @@ def test_bad_arguments_say_what_was_expected():
         FL.flash_forward(z.mT.contiguous().mT, z)
     with pytest.raises(ValueError, match=r"Expected z of shape \(B, T, n\).*Got shape \(5, 4\)"):
         FL.flash_forward(z[0], z[0])
+
+
+# -- the kernels compile for a GPU (Triton's compiler runs without a device) ----------------------------------------
+
+
+def test_kernels_compile_for_sm90_in_ieee_float32(monkeypatch):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    k = K._triton.written_kernels("_triton_symattn")
+    rows = {"lse_ptr": "*fp32", "delta_ptr": "*fp32", "glse_ptr": "*fp32"}
+    ints = {"T": "i32", "N": "i32"}
+    kernels = {  # the tokens in bfloat16 (loaded and converted), everything else float32
+        k.symattn_fwd: {"a_ptr": "*bf16", "z_ptr": "*bf16", "o_ptr": "*fp32", "lse_ptr": "*fp32", **ints},
+        k.symattn_bwd_kv: {"a_ptr": "*bf16", "z_ptr": "*bf16", "go_ptr": "*fp32", **rows, "gk_ptr": "*fp32",
+                           "gv_ptr": "*fp32", **ints},
+        k.symattn_bwd_q: {"a_ptr": "*bf16", "z_ptr": "*bf16", "go_ptr": "*fp32", **rows, "gq_ptr": "*fp32", **ints},
+    }
+    bm, bn = FL.BLOCKS["cuda"]
+    for fn, signature in kernels.items():
+        consts = {"BLOCK_M": bm, "BLOCK_N": bn, "D": 16, **({} if fn is k.symattn_fwd else {"DROP_LSE": False})}
+        signature = {**signature, **{c: "constexpr" for c in consts}}
+        try:
+            compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=consts),
+                                      target=GPUTarget("cuda", 90, 32))
+        except (ImportError, FileNotFoundError) as err:  # a triton without its CUDA backend or ptxas
+            pytest.skip(f"Triton's CUDA compiler is not available here: {err}")
+        ptx = compiled.asm["ptx"]
+        assert ".target sm_90" in ptx and "ld.global" in ptx and "st.global" in ptx
+        assert "tf32" not in ptx  # the products in IEEE float32
