@@ -160,3 +160,14 @@ def test_symattn_negative_control_the_backward_without_the_lse_gradient_is_caugh
     good, bad = _sym_update(z, A, V), _sym_update(z, A, V, drop_lse=True)
     assert max(_sym_errors(good, ref)[1:]) <= 2 * 32 * T * n * eps(F32)
     assert min(_sym_errors(bad, ref)[1:]) > 2 * 32 * T * n * eps(F32)
+
+
+def test_symattn_layer_benchmark_takes_the_flash_route():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import layers
+
+    x = torch.randn(64, 16, 8, device=CUDA)
+    assert layers.route_of(layers.LAYERS["SymplecticAttention"](8, 16, CUDA), x) == "flash/triton"

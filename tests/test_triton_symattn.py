@@ -148,6 +148,15 @@ def test_a_graph_of_the_backward_takes_the_generated_vjp():
     assert _errors([gz, ggz], [g64, gg64])[1] <= 4 * _tol(F32, 6, 4)
 
 
+def test_the_gradient_of_a_sum_an_expanded_incoming_gradient():
+    z, A, _ = _inputs(3, BM + 1, 4, seed=6)
+    z = z.requires_grad_()
+    with K.backend("triton"):
+        K.symattn_update(z, A).sum().backward()
+    ref = _reference(z.detach(), A, torch.ones_like(z), "matrix_softmax")[1]
+    assert _errors([z.grad], [ref])[0] <= 2 * _tol(F32, BM + 1, 4)
+
+
 # -- batch independence ----------------------------------------------------------------------------------------------
 
 

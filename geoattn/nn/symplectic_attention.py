@@ -134,7 +134,7 @@ class SymplecticAttention(nn.Module):
         Examples
         --------
         >>> layer = SymplecticAttention(8)
-        >>> layer.explain(torch.randn(2, 16, 8)).route.form in ("sdpa", "fused", "generated")
+        >>> layer.explain(torch.randn(2, 16, 8)).route.form in ("flash", "sdpa", "fused", "generated")
         True
         """
         q, p = self._split(x, "x")
