@@ -9,6 +9,7 @@ import sympy as sp
 
 from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, native_hash
+from ..symbolic.native_table import TRITON_KERNELS, triton_hash
 from .gram_lu_c import generate_gram_lu_module, target_name as gram_lu_target_name
 from .cprinter import LANES, REAL_PRELUDE, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
 from .printer import TorchKernelPrinter, common_scalar, factor_sums
@@ -211,14 +212,16 @@ def generate_triton_module(name: str, d: int) -> str:
     """The Python source of one native kernel's Triton kernel at width ``d``, with a header naming its sources:
     one generated module per job (the Gram layer's forward at ``d = 3``, its backward at ``d = 4``, the Cayley
     transform of ``2 x 2`` matrices, ...), each one ``@triton.jit`` program."""
-    specs = [k for k in NATIVE_KERNELS if k.name == name]
+    specs = [k for k in (*NATIVE_KERNELS, *TRITON_KERNELS) if k.name == name]
     if not specs:
-        raise ValueError(f"Expected a native kernel name in {[k.name for k in NATIVE_KERNELS]}. Got {name!r}.")
+        raise ValueError(f"Expected a native or Triton kernel name in "
+                         f"{[k.name for k in (*NATIVE_KERNELS, *TRITON_KERNELS)]}. Got {name!r}.")
     k = specs[0]
-    if not 1 <= d <= k.max_dim:
-        raise ValueError(f"Expected d in 1..{k.max_dim} for {name}. Got {d!r}.")
+    if d not in _triton_widths(k):
+        raise ValueError(f"Expected d in {list(_triton_widths(k))} for {name}. Got {d!r}.")
     sources = f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.bindings) + f"  [{', '.join(k.claims)}]"
-    header = TRITON_HEADER.format(hash=native_hash(), version=PRINTER_VERSION, sources=sources,
+    digest = triton_hash() if k in TRITON_KERNELS else native_hash()
+    header = TRITON_HEADER.format(hash=digest, version=PRINTER_VERSION, sources=sources,
                                   names=f'"{triton_function_name(k, d)}"')
     return header + "\n\n" + print_triton_kernel(k, d)
 
@@ -229,9 +232,15 @@ def triton_target_path(name: str, d: int, folder: str | None = None) -> str:
     return os.path.join(folder or os.path.dirname(target_path()), f"_triton_{name}_d{d}.py")
 
 
+def _triton_widths(spec) -> range:
+    """The widths a kernel is printed at: every ``d`` up to ``max_dim`` for a native kernel, ``max_dim`` alone for a
+    Triton-only one (``TRITON_KERNELS``: bindings of fixed size, smaller inputs padded by the caller)."""
+    return range(spec.max_dim, spec.max_dim + 1) if spec in TRITON_KERNELS else range(1, spec.max_dim + 1)
+
+
 def _triton_outputs(folder: str | None):
     return [(triton_target_path(k.name, d, folder), (lambda name=k.name, d=d: generate_triton_module(name, d)))
-            for k in NATIVE_KERNELS for d in range(1, k.max_dim + 1)]
+            for k in (*NATIVE_KERNELS, *TRITON_KERNELS) for d in _triton_widths(k)]
 
 
 def native_target_path() -> str:

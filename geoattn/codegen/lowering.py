@@ -200,6 +200,7 @@ def lower(spec: NativeKernelSpec, d: int) -> ScalarProgram:
         for name, structure in inputs.items():
             m, stored = structured(name, d, structure)
             env[MatrixSymbol(name, ex.d, ex.d)] = m
+            env[MatrixSymbol(name, d, d)] = m  # a binding of fixed size (the 4 x 4 exponential) reads it too
             table[name] = stored
     token_set = set(token_syms.values())
     done: dict = {k: [] for k in KINDS}

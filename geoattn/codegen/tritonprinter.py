@@ -20,11 +20,18 @@ float32 by Triton).
 
 from __future__ import annotations
 
+import sympy as sp
+
 from ..symbolic.kernel_spec import NativeKernelSpec
 from .lowering import ScalarEntries, lower
 from .printer import CodegenError
 
-__all__ = ["triton_function_name", "print_triton_kernel"]
+__all__ = ["triton_function_name", "print_triton_kernel", "SUPPORTED_FUNCTIONS"]
+
+#: the SymPy functions a kernel may call, each computed in float64 on its float64 argument: Triton's ``tl.sin`` and
+#: ``tl.cos`` of float64 values compile to libdevice's double-precision code on NVIDIA GPUs (no ``.approx``
+#: instruction), ``sinc`` (unnormalised, ``sin(t)/t``) to a guarded quotient; every other function is refused
+SUPPORTED_FUNCTIONS = {"sin": "tl.sin", "cos": "tl.cos", "sinc": "sinc"}
 
 _IND = "    "
 #: a float64 1 per lane: constants multiplied by it are rounded in float64, not in float32
@@ -58,8 +65,26 @@ class _ScalarTriton(ScalarEntries):
     def _print_Float(self, expr) -> str:
         raise CodegenError(f"Expected exact numbers in a Triton kernel. Got the float {expr}.")
 
+    def _print(self, expr, **kwargs) -> str:
+        # every function goes through _print_Function, also those SymPy's C printer knows (cos, exp, ...)
+        if isinstance(expr, sp.Function):
+            return self._print_Function(expr)
+        return super()._print(expr, **kwargs)
+
+    def _print_Pow(self, expr) -> str:
+        if expr.exp == sp.Rational(1, 2):  # sqrt.rn.f64 on the GPU: correctly rounded
+            return f"tl.sqrt({self._print(expr.base)})"
+        return super()._print_Pow(expr)
+
     def _print_Function(self, expr) -> str:
-        raise CodegenError(f"Expected + - * / and integer powers in a Triton kernel. Got {expr}.")
+        name = type(expr).__name__
+        if name not in SUPPORTED_FUNCTIONS or len(expr.args) != 1:
+            raise CodegenError(f"Expected + - * / integer powers, sqrt and the functions {sorted(SUPPORTED_FUNCTIONS)} "
+                               f"of one argument in a Triton kernel. Got {expr}.")
+        arg = self._print(expr.args[0])
+        if name == "sinc":  # sin(t)/t, 1 at t = 0; the quotient never divides by zero (no NaN in a dropped branch)
+            return f"tl.where({arg} == 0.0, 1.0, tl.sin({arg})/tl.where({arg} == 0.0, 1.0, {arg}))"
+        return f"{SUPPORTED_FUNCTIONS[name]}({arg})"
 
 
 class _Kernel:

@@ -1,6 +1,8 @@
 r"""The operation ``exp_skew``: the exponential of skew-symmetric matrices, its checks and routes.
 
-Routes, in order: ``empty`` (``T = 0``), ``taylor/eager`` (``method="taylor"``: scaling and squaring of a Taylor
+Routes, in order: ``empty`` (``T = 0``), ``closed-small/triton`` (``T <= 4``, ``method="auto"``, float32 or half on
+CUDA: the closed form ``exp_skew.hodge_form`` as a printed Triton kernel, Note [exp_skew Triton kernel] in
+:mod:`geoattn.kernels._exp_triton`), ``taylor/eager`` (``method="taylor"``: scaling and squaring of a Taylor
 polynomial), ``eigh/eager`` (``method="eigh"``, and every call traced by ``torch.func``, ``torch.compile`` or on the
 meta device), ``taylor-or-eigh/eager`` (``method="auto"``: per sample, Taylor up to norm 512, the
 eigendecomposition above; Note [large norms] in :mod:`geoattn.kernels._exp`).
@@ -11,9 +13,10 @@ from __future__ import annotations
 import torch
 
 from ..errors import OptionError
-from ._backends import EAGER
+from . import _triton
+from ._backends import EAGER, TRITON
 from ._checks import check_skew, check_square, half_in_float32
-from ._exp import TAYLOR_MAX_NORM, run_exp_skew
+from ._exp import EXP_CLOSED_MAX, TAYLOR_MAX_NORM, run_exp_skew
 from ._functions import _traced
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
@@ -57,11 +60,37 @@ def _requested(name: str):
     return when
 
 
+def _closed_triton(c: Call) -> str | None:
+    if c.method != "auto":
+        return f"method {c.method!r}"
+    if c.S.dtype not in _triton.REALS:
+        return f"{c.S.dtype}: the Triton kernels take float32, float16 or bfloat16"
+    if c.S.shape[-1] > EXP_CLOSED_MAX:
+        return f"T={c.S.shape[-1]} > {EXP_CLOSED_MAX}: no closed form (exp_skew.hodge_form is of 4 x 4 matrices)"
+    if c.S.numel() == 0:
+        return "an empty input"
+    if c.traced:
+        return "traced (torch.func, torch.compile or meta): the per-sample skew check branches on the data"
+    return None
+
+
+def _run_closed_triton(c: Call) -> torch.Tensor:
+    from ._exp_triton import exp_skew_small
+
+    if c.check:
+        check_skew("S", c.S)
+    return exp_skew_small(c.S)
+
+
 EXP_SKEW = register_operation(Operation(
     "exp_skew",
     _bind,
     (
         Route("empty", EAGER.name, _empty, lambda c: c.S.clone()),
+        Route("closed-small", TRITON.name, _closed_triton, _run_closed_triton,
+              per_sample="samples not skew up to the tolerance (NaN and infinite ones included) take the eager auto "
+                         "path; the backward is the eager one",
+              claims=("exp_skew.hodge_form", "exp_skew.taylor_vjp", "exp_skew.square_vjp", "exp_skew.vjp")),
         Route("taylor", EAGER.name, _requested("taylor"), _checked("taylor"),
               claims=("exp_skew.taylor_form", "exp_skew.taylor_remainder", "exp_skew.scaling_squaring",
                       "exp_skew.taylor_vjp", "exp_skew.square_vjp")),

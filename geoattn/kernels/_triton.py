@@ -5,7 +5,8 @@ The modules ``_triton_<kernel>_d<d>.py`` are generated from the same verified bi
 kernel and width (``geoattn codegen``; Note [Triton lanes] in :mod:`geoattn.codegen.tritonprinter`): the
 closed-form Gram layer, ``GRAM_CLOSED_LAYER`` and
 ``GRAM_CLOSED_LAYER_VJP``, and the Cayley transform of ``T x T`` matrices with ``T <= 3`` and its VJP,
-``CAYLEY_SKEW_SMALL`` and ``CAYLEY_VJP_BINDINGS``. The functions here take and return the same arrays as those of
+``CAYLEY_SKEW_SMALL`` and ``CAYLEY_VJP_BINDINGS``; and, printed as Triton only, the exponential of skew matrices
+of size <= 4 (``EXP_SO4``, :mod:`geoattn.kernels._exp_triton`). The functions here take and return the same arrays as those of
 :mod:`geoattn.kernels._native`, so the layer's autograd function and its per-sample decisions (the residual
 check, the solved samples, the QR form of large inputs) are the same on both.
 
@@ -32,12 +33,15 @@ import torch
 from . import _generated as gen
 
 __all__ = ["triton_status", "interpreting", "kernels", "gram_forward", "gram_backward", "cayley_forward",
-           "cayley_backward", "cayley_small", "written_kernels", "BLOCK", "FUNCTIONS", "REALS"]
+           "cayley_backward", "cayley_small", "written_kernels", "BLOCK", "FUNCTIONS", "TRITON_ONLY", "REALS"]
 
 #: samples per program (Note [Triton lanes]); the interpreter's blocks are smaller so that a tail block shows
 BLOCK = {"cuda": 128, "cpu": 16}
 #: the printed kernels and the largest d of each: the native kernels' table, printed by ``geoattn codegen``
 FUNCTIONS = dict(gen.NATIVE_FUNCTIONS)
+#: the Triton-only kernels (no C form; ``TRITON_KERNELS`` of :mod:`geoattn.symbolic.native_table`) and the one width
+#: each is printed at: the exponential of skew matrices padded to 4 x 4 (:mod:`geoattn.kernels._exp_triton`)
+TRITON_ONLY = {"exp_skew_small_fwd": 4}
 #: the token types the kernels load (each is converted to float64 inside)
 REALS = (torch.float32, torch.float16, torch.bfloat16)
 _loaded: dict = {}  # "triton" -> its import status; (path, interpreter flag) -> a module loaded from a file
@@ -83,9 +87,12 @@ def kernels(name: str | None = None, d: int | None = None, *, path: str | None =
         raise RuntimeError(f"Expected triton to be importable. Got: {why}.")
     flag = interpreting()
     if path is None:
-        if name not in FUNCTIONS:
-            raise ValueError(f"Expected a kernel name in {tuple(FUNCTIONS)}. Got {name!r}.")
-        if d not in range(1, FUNCTIONS[name] + 1):
+        if name in TRITON_ONLY:
+            if d != TRITON_ONLY[name]:
+                raise ValueError(f"Expected d = {TRITON_ONLY[name]} for {name}. Got {d!r}.")
+        elif name not in FUNCTIONS:
+            raise ValueError(f"Expected a kernel name in {(*FUNCTIONS, *TRITON_ONLY)}. Got {name!r}.")
+        elif d not in range(1, FUNCTIONS[name] + 1):
             raise ValueError(f"Expected d in 1..{FUNCTIONS[name]} for {name}. Got {d!r}.")
         module = importlib.import_module(f"{__package__}._triton_{name}_d{d}")
         # decorated again unless it was imported here under the same setting: a module imported elsewhere (a test

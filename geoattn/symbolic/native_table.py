@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import hashlib
 
-from .expressions import C, CAYLEY_SKEW_SMALL, CAYLEY_VJP_BINDINGS, GRAM_CLOSED_LAYER, GRAM_CLOSED_LAYER_VJP, T, d
+from sympy.matrices.expressions import MatrixSymbol
+
+from .expressions import (C, CAYLEY_SKEW_SMALL, CAYLEY_VJP_BINDINGS, EXP_SO4, GRAM_CLOSED_LAYER, GRAM_CLOSED_LAYER_VJP,
+                          S4, T, d)
 from .kernel_spec import NativeKernelSpec
 
-__all__ = ["NATIVE_KERNELS", "native_hash"]
+__all__ = ["NATIVE_KERNELS", "native_hash", "TRITON_KERNELS", "triton_hash", "EXP_SKEW_SMALL_FWD"]
 
 
 def _sized(value):
@@ -77,4 +80,36 @@ NATIVE_KERNELS: list[NativeKernelSpec] = [
 def native_hash() -> str:
     """SHA-256 of every native kernel's source bindings (the generated C file records it)."""
     text = "\n".join(spec.source_text() for spec in NATIVE_KERNELS)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+#: the skew part K = (S - S^T)/2 of the 4 x 4 input (exactly skew in floating point: a - b = -(b - a)), the closed
+#: form exp_skew_so4 of K (exp_skew.hodge_form; K = S for skew S), and the caller's per-sample skew check on S
+_K4 = MatrixSymbol("K", 4, 4)
+EXP_SKEW_SMALL_FWD = [("K", (S4 - S4.T) / 2), *((n, e.subs(S4, _K4)) for n, e in EXP_SO4), ("Skew", S4 + S4.T),
+                      ("Size", S4)]
+
+#: kernels printed as Triton only (no C form): the exponential of skew matrices of size <= 4, padded to 4 x 4 by the
+#: caller, printed at d = 4 alone (its bindings have the fixed size 4; Note [exp of a 4 x 4 skew matrix])
+TRITON_KERNELS: list[NativeKernelSpec] = [
+    NativeKernelSpec(
+        name="exp_skew_small_fwd",
+        doc="exp(S) of 4 x 4 matrices (smaller skew ones padded with zeros) by the closed form of the skew part "
+        "K = (S - S^T)/2: (cos t+ I + sinc t+ K+)(cos t- I + sinc t- K-) with K+- = (K +- *K)/2 and "
+        "t+-^2 = -Tr(K+-^2)/4, with the largest entries of S + S^T and of S (the caller's skew check).",
+        bindings=EXP_SKEW_SMALL_FWD,
+        token_inputs=(),
+        sample_inputs={"S": "general"},
+        sample_outputs=("E",),
+        maxabs_outputs=("Skew", "Size"),
+        claims=["exp_skew.hodge_form"],
+        max_dim=4,
+        sample_real=True,
+    ),
+]
+
+
+def triton_hash() -> str:
+    """SHA-256 of the Triton-only kernels' source bindings (their generated modules record it)."""
+    text = "\n".join(spec.source_text() for spec in TRITON_KERNELS)
     return hashlib.sha256(text.encode()).hexdigest()
