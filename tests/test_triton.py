@@ -22,6 +22,7 @@ from geoattn.kernels import _triton  # noqa: E402
 from geoattn.symbolic import expressions as ex  # noqa: E402
 from geoattn.symbolic.kernel_spec import NativeKernelSpec  # noqa: E402
 from geoattn.symbolic.kernel_table import NATIVE_KERNELS  # noqa: E402
+from geoattn.symbolic.native_table import TRITON_KERNELS  # noqa: E402
 
 F32, F16, F64 = torch.float32, torch.float16, torch.float64
 FWD, BWD, CFWD, CBWD = NATIVE_KERNELS
@@ -62,6 +63,9 @@ def test_codegen_check_covers_the_triton_files(tmp_path):
     for spec in NATIVE_KERNELS:
         for d in range(1, spec.max_dim + 1):
             (tmp_path / f"_triton_{spec.name}_d{d}.py").write_text(generate.generate_triton_module(spec.name, d))
+    for spec in TRITON_KERNELS:  # the Triton-only kernels, at their one width (tests/test_triton_exp.py)
+        d = spec.max_dim
+        (tmp_path / f"_triton_{spec.name}_d{d}.py").write_text(generate.generate_triton_module(spec.name, d))
     fresh, diff = generate.check(triton_dir=str(tmp_path))
     assert fresh, diff
     path = tmp_path / "_triton_vp_gram_fwd_d2.py"

@@ -217,8 +217,10 @@ def generate_triton_module(name: str, d: int) -> str:
         raise ValueError(f"Expected a native or Triton kernel name in "
                          f"{[k.name for k in (*NATIVE_KERNELS, *TRITON_KERNELS)]}. Got {name!r}.")
     k = specs[0]
-    if d not in _triton_widths(k):
-        raise ValueError(f"Expected d in {list(_triton_widths(k))} for {name}. Got {d!r}.")
+    widths = _triton_widths(k)
+    if d not in widths:
+        span = f"1..{k.max_dim}" if len(widths) > 1 else f"{k.max_dim}"
+        raise ValueError(f"Expected d in {span} for {name}. Got {d!r}.")
     sources = f"  {k.name}: " + "; ".join(f"{n} = {sp.sstr(e)}" for n, e in k.bindings) + f"  [{', '.join(k.claims)}]"
     digest = triton_hash() if k in TRITON_KERNELS else native_hash()
     header = TRITON_HEADER.format(hash=digest, version=PRINTER_VERSION, sources=sources,
