@@ -94,6 +94,41 @@ def test_cayley_takes_the_triton_route_and_matches_float64(T):
     assert (c.grad.double().cpu() - rc).abs().max() <= 64 * T * eps(F32) * (1 + rc.abs().max())
 
 
+# -- exp_skew: the closed-small route (tests/test_triton_exp.py in the interpreter) ------------------------------------
+
+
+@pytest.mark.parametrize("T", [1, 2, 3, 4])
+@pytest.mark.parametrize("scale", [0.1, 1.0, 3.0, 1e3])
+def test_exp_skew_takes_the_triton_route_and_matches_float64(T, scale):
+    torch.manual_seed(T)
+    w = torch.randn(BLOCK + 3, T, T, dtype=F64) * scale
+    s = (w - w.mT).float().to(CUDA).requires_grad_()
+    assert K.explain("exp_skew", s).route.name == "closed-small/triton"
+    g = torch.randn(s.shape, device=CUDA)
+    e = K.exp_skew(s)
+    e.backward(g)
+    s64 = s.detach().double().cpu().requires_grad_()
+    ref = torch.linalg.matrix_exp(s64)
+    (rs,) = torch.autograd.grad(ref, s64, g.double().cpu())
+    assert (e.detach().double().cpu() - ref).abs().max() <= T * eps(F32)
+    eye = torch.eye(T, dtype=F64)
+    assert (e.detach().double().cpu().mT @ e.detach().double().cpu() - eye).abs().max() <= 2 * T * eps(F32)
+    tol = 64 * T * eps(F32) * max(1.0, scale) ** 0.5 * float(g.abs().max())
+    assert (s.grad.double().cpu() - rs).abs().max() <= tol * max(1.0, 1e-2 * scale)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 1e6])
+def test_exp_skew_a_nan_or_huge_sample_does_not_touch_its_neighbours(bad):
+    torch.manual_seed(3)
+    w = torch.randn(BLOCK + 3, 4, 4)
+    s = (w - w.mT).to(CUDA)
+    s[BLOCK, 0, 2], s[BLOCK, 2, 0] = bad, -bad
+    keep = [i for i in range(BLOCK + 3) if i != BLOCK]
+    e, ec = K.exp_skew(s), K.exp_skew(s[keep])
+    assert torch.equal(e[keep], ec)
+    assert torch.isnan(e[BLOCK]).all() if bad != bad else not torch.isnan(e[BLOCK]).any()
+
+
 # -- symplectic attention: the flash route (tests/test_triton_symattn.py in the interpreter) -------------------------
 
 

@@ -6,9 +6,9 @@ kernel and width (``geoattn codegen``; Note [Triton lanes] in :mod:`geoattn.code
 closed-form Gram layer, ``GRAM_CLOSED_LAYER`` and
 ``GRAM_CLOSED_LAYER_VJP``, and the Cayley transform of ``T x T`` matrices with ``T <= 3`` and its VJP,
 ``CAYLEY_SKEW_SMALL`` and ``CAYLEY_VJP_BINDINGS``; and, printed as Triton only, the exponential of skew matrices
-of size <= 4 (``EXP_SO4``, :mod:`geoattn.kernels._exp_triton`). The functions here take and return the same arrays as those of
-:mod:`geoattn.kernels._native`, so the layer's autograd function and its per-sample decisions (the residual
-check, the solved samples, the QR form of large inputs) are the same on both.
+of size <= 4 (``EXP_SO4``, :mod:`geoattn.kernels._exp_triton`). The functions here take and return the same
+arrays as those of :mod:`geoattn.kernels._native`, so the layer's autograd function and its per-sample decisions
+(the residual check, the solved samples, the QR form of large inputs) are the same on both.
 
 Note [Triton backend]
 ---------------------
