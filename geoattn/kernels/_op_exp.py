@@ -136,6 +136,9 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
     supported by both methods. What composes: ``vmap``, ``jacrev``/``vjp``,
     ``torch.compile`` and the meta device take the eigendecomposition path;
     ``check`` is skipped there (it would branch on the data).
+    On CUDA, float32 and half inputs with ``T <= 4`` under ``"auto"`` take a
+    Triton kernel of the closed form ``exp_skew.hodge_form`` instead (route
+    ``closed-small/triton``; Note [exp_skew Triton kernel]).
     ``geoattn.kernels.explain("exp_skew", S)`` says which route computes it.
 
     Parameters
