@@ -20,6 +20,15 @@ pivoted solve route of the same batch position (``cayley_routed``: the LAPACK so
 at large norms] above ``8 T``, the eigendecomposition for the defect it rejects; a non-skew sample the solve
 alone). A sample's result never depends on the rest of its batch. The backward is ``cayley.vjp`` from the output,
 in torch (two batched products), as for the solve route.
+
+Measured on one thread, B = 4096, unit-normal skew entries times 1 and 3, forward+backward with a dense incoming
+gradient against ``torch.linalg.solve(I + C, I - C)`` and autograd, alternating the two in one run (best of three),
+on a machine shared with other work (load about 3.5 on 2 cores, so absolute times are about twice a quiet
+machine's): float32 0.11-0.18x (T = 8), 0.46-0.52x (12), 0.37-0.44x (16), 0.38-0.52x (32); float64 0.18-0.19x,
+0.42-0.48x, 0.35-0.43x, 0.56-0.57x. Accuracy measured at 4096 samples: float32 results within 0.25 eps of the
+float64 solve at every T and scale 0.1-3 (the double elimination, rounded once); float64 orthogonality defect up to
+35 T eps at T = 4 and entries times 3 (8 T eps at T = 16, 3 T eps at T = 32; LAPACK's solve stays within 5 T eps),
+inside the 64 T eps bar, which the kernel's own measurement enforces sample by sample.
 """
 
 from __future__ import annotations
