@@ -153,9 +153,9 @@ def test_forced_backends():
         assert dict((r.name, w) for r, w in e.rejected)["closed-small/native"] == "backend 'eager' forced"
     with K.backend("native"):
         with pytest.raises(BackendError, match="Expected backend 'native' to serve cayley. Got no route"):
-            K.cayley(skew(8))  # no native kernel for T = 8: the reason names the size
+            K.cayley(skew(40))  # no native kernel for T = 40: the reason names the size
         with K.backend("eager"):  # blocks nest; the innermost wins
-            K.cayley(skew(8))
+            K.cayley(skew(40))
     assert dispatch.forced_backend() is None
     with pytest.raises(OptionError, match="Expected a backend in"):
         with K.backend("no-such-backend"):

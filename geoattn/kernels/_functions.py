@@ -33,7 +33,7 @@ import math
 import torch
 
 from . import _generated as gen
-from . import _native
+from . import _native, _native_cayley_solve
 from ._checks import skew_defect, skew_tolerance, tolerance_at
 
 
@@ -106,6 +106,8 @@ class _Cayley(torch.autograd.Function):
     def forward(c, big=None, native=False):
         if c.shape[-1] <= SMALL_MAX and c.numel() and not _traced(c):
             return _cayley_small_native(c) if native else _cayley_small(c)
+        if native and c.numel() and not _traced(c):
+            return cayley_solve_native(c)
         return cayley_routed(c, big, gen.cayley_matrix)
 
     @staticmethod
@@ -116,7 +118,8 @@ class _Cayley(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (lam,) = ctx.saved_tensors
-        if not torch.is_grad_enabled() and ctx.native and grad.dtype == lam.dtype and not _traced(grad):
+        if (not torch.is_grad_enabled() and ctx.native and lam.shape[-1] <= SMALL_MAX and grad.dtype == lam.dtype
+                and not _traced(grad)):
             # no graph of the backward is asked for (double backward takes the torch form below), and the
             # incoming gradient is a plain tensor (not vmapped by is_grads_batched or jacobian(vectorize=True))
             T = lam.shape[-1]
@@ -298,6 +301,39 @@ def _cayley_small_native(c: torch.Tensor) -> torch.Tensor:
         if bool((skew & big).any()):
             lam[skew & big] = _cayley_eigh(flat[skew & big])
     return lam.reshape(c.shape)
+
+
+#: the defect a sample of the native Cayley solve may have, in units of T eps of its dtype (Note [native Cayley
+#: solve] in geoattn.kernels._native_cayley_solve): the reliability bar of Note [Cayley at large norms]
+NATIVE_SOLVE_DEFECT_PER_T = 64.0
+
+
+def cayley_solve_native(c: torch.Tensor) -> torch.Tensor:
+    """Cayley(C) for 4 <= T <= 32 by the native elimination without pivoting (Note [native Cayley solve] in
+    :mod:`geoattn.kernels._native_cayley_solve`) on the samples that are skew, finite, of norm at most
+    :func:`cayley_solve_bound` and of measured defect at most ``64 T eps``; every other sample takes
+    :func:`cayley_routed` (the pivoted solve, the polish, the eigendecomposition), sample by sample."""
+    T = c.shape[-1]
+    flat = c.detach().reshape(-1, T, T).contiguous()
+    q, defect, size, norm, orth = _native_cayley_solve.cayley_solve_forward(flat)
+    keep = ((defect <= tolerance_at(T, c.dtype, size)) & (norm <= cayley_solve_bound(T))
+            & (orth <= NATIVE_SOLVE_DEFECT_PER_T * T * torch.finfo(c.dtype).eps))  # NaN: not kept
+    if not bool(keep.all()):
+        rest = flat[~keep]
+        q[~keep] = cayley_routed(rest, _large_skew(rest), gen.cayley_matrix)
+    return q.reshape(c.shape)
+
+
+def native_solve_reason(t: torch.Tensor) -> str | None:
+    """None when the native Cayley solve serves ``t`` (4 <= T <= 32, float32 or float64, not empty, the library
+    built), else why not (the native backend's own conditions are the dispatch table's)."""
+    T = t.shape[-1]
+    if t.dtype not in _NATIVE_REALS:
+        return f"{t.dtype}: the native Cayley solve takes float32 or float64"
+    if t.numel() == 0:
+        return "an empty input"
+    ok, why = _native_cayley_solve.solve_native_status(T, t.dtype)
+    return None if ok else why
 
 
 def all_skew_small(c: torch.Tensor) -> bool:

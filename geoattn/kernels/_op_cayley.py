@@ -7,7 +7,10 @@ r"""The operations ``cayley`` and ``cayley_apply``: their checks, routes and pub
 1. ``closed-small/native``: ``T <= 3``, the closed form ``kernels.cayley_skew_small`` and the VJP ``cayley.vjp`` as
    C kernels (Note [native Cayley kernels] in :mod:`geoattn.kernels._functions`);
 2. ``closed-small/eager``: the same closed form in torch operations (Note [Cayley of small skew matrices]);
-3. ``solve/eager``: one batched solve; skew samples of norm above ``8 T`` get two Newton--Schulz steps
+3. ``solve/native``: ``4 <= T <= 32``, float32 or float64 on the CPU: elimination without pivoting in double, several
+   samples side by side (``kernels.cayley_unpivoted``; Note [native Cayley solve] in
+   :mod:`geoattn.kernels._native_cayley_solve`), the samples it does not keep taking the forms of ``solve/eager``;
+4. ``solve/eager``: one batched solve; skew samples of norm above ``8 T`` get two Newton--Schulz steps
    (``cayley.polish``), and the few that the measured defect still rejects take the eigendecomposition, per sample
    (Note [Cayley at large norms]).
 
@@ -25,8 +28,8 @@ from . import _generated as gen
 from . import _triton
 from ._backends import EAGER, NATIVE, TRITON
 from ._checks import check_float, check_matmul, check_same, check_skew, check_square, half_in_float32
-from ._functions import (CAYLEY_SOLVE_NORM_PER_T, SMALL_MAX, _Cayley, _large_skew, _traced, native_small_reason,
-                         solve_each)
+from ._functions import (CAYLEY_SOLVE_NORM_PER_T, NATIVE_SOLVE_DEFECT_PER_T, SMALL_MAX, _Cayley, _large_skew, _traced,
+                         native_small_reason, native_solve_reason, solve_each)
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
 __all__ = ["cayley", "cayley_apply", "CAYLEY", "CAYLEY_APPLY"]
@@ -66,6 +69,12 @@ CAYLEY = register_operation(Operation(
         Route("closed-small", EAGER.name, _small, lambda c: _Cayley.apply(c.C, None, False),
               per_sample="non-skew samples are solved; samples whose C^2 would overflow take the eigendecomposition",
               claims=("kernels.cayley_skew_small", "cayley.vjp")),
+        Route("solve", NATIVE.name, lambda c: native_solve_reason(c.C), lambda c: _Cayley.apply(c.C, None, True),
+              per_sample=f"samples that are not skew, not finite, of norm above {CAYLEY_SOLVE_NORM_PER_T:g} T or of "
+                         f"measured defect above {NATIVE_SOLVE_DEFECT_PER_T:g} T eps take the solve/eager route's "
+                         "forms (the pivoted solve, the polish, the eigendecomposition)",
+              claims=("kernels.cayley_unpivoted", "cayley.orthogonal", "cayley.polish", "cayley.eigh_form",
+                      "cayley.vjp")),
         Route("solve", EAGER.name, lambda c: None, lambda c: _Cayley.apply(c.C, _large_skew(c.C), False),
               per_sample=f"skew samples of norm above {CAYLEY_SOLVE_NORM_PER_T:g} T get two Newton-Schulz steps and "
                          "a measured defect; those above 8 T eps after them, and skew samples whose I + C is singular "

@@ -17,6 +17,7 @@ from ..evidence import Derivation, Level, Step
 from ..strategies import MatrixIdentity
 from ._kernel_checks import Gradient, algebra_of, algebra_times, inside, matrix_derivative, sandwich
 from ._common import Grows, Policy, at_sizes, grid, kernel_eval as _ev, run_bindings, same
+from ._cayley_unpivoted import make_unpivoted_claim
 
 __all__ = ["CLAIMS", "vjp_identity", "make_vjp_claim"]
 
@@ -333,6 +334,7 @@ CLAIMS = [
         ),
     ),
     make_vjp_claim(),
+    make_unpivoted_claim(),
     Claim(
         id="kernels.triangle_forms",
         title="triangle maps as tril/triu expressions",

@@ -1,0 +1,167 @@
+r"""The C source of the Cayley transform's native forward for ``4 <= T <= 32``: an unpivoted elimination template.
+
+For skew ``C`` every leading principal minor of :math:`M = I + C` is at least 1 (ledger
+``kernels.cayley_unpivoted``: each is 1 plus a sum of squares of Pfaffians), so Gauss--Jordan elimination without
+pivoting is well defined and the same instructions serve every sample: the kernel runs ``SL`` samples side by side,
+every value an array over the lanes (structure of arrays, double inside; Note [lanes] in
+:mod:`geoattn.codegen.cprinter`), with no per-lane branch. Per sample it writes
+
+* ``Q = 2 M^{-1} - I`` (``kernels.cayley_unpivoted``: equal to :math:`(I - C)(I + C)^{-1}`), rounded once to the
+  input's type;
+* ``Skew = max |C + C^T|`` and ``Size = max |C|`` (the caller's skew check), ``Norm = max_i sum_j |C_ij|``
+  (the caller's large-norm screen) and ``Defect = max |Q^T Q - I|`` of the double ``Q`` (NaN when an entry is).
+
+The caller keeps a sample's ``Q`` only when the sample is skew, of norm at most ``8 T`` and of defect within its bar;
+every other sample takes the pivoted solve route (Note [native Cayley solve] in
+:mod:`geoattn.kernels._native_cayley_solve`). The template is one text: ``-DGEOATTN_D=<T>`` fixes its size.
+``wrong_sign`` prints a deliberately wrong kernel (``2 M^{-1} + I``) for the tests' negative control.
+"""
+
+from __future__ import annotations
+
+from .cprinter import REAL_PRELUDE
+
+__all__ = ["MIN_T", "MAX_T", "generate_cayley_solve_module", "target_name"]
+
+#: the sizes the kernel is compiled for: past the closed form's T <= 3, up to 32
+MIN_T, MAX_T = 4, 32
+_CLAIMS = ["kernels.cayley_unpivoted", "cayley.orthogonal"]
+
+HEADER = """/* Native CPU forward of the Cayley transform (I - C)(I + C)^-1 for {lo} <= T <= {hi}, batched.
+
+   DO NOT EDIT: this file is written by `geoattn codegen` (geoattn/codegen/cayley_solve_c.py); `geoattn codegen
+   --check` fails when it is stale. Gauss-Jordan elimination of M = I + C without pivoting, in double, SL samples
+   side by side [ledger: {claims}]. Compiled at first use by geoattn.kernels._native_cayley_solve, one library per
+   T and real type (-DGEOATTN_D=<T> -DGEOATTN_F32 or -DGEOATTN_F64); never with -ffast-math.
+*/
+
+#include <math.h>
+#include <stdint.h>
+
+{prelude}
+"""
+
+TEMPLATE = r"""
+#if GEOATTN_D >= {lo} && GEOATTN_D <= {hi}
+#define D GEOATTN_D
+/* matrices are [D][DP][SL]: the padding keeps rows from lying a power of two apart */
+#define DP (D + 1)
+/* samples side by side: 8 doubles (one 512-bit register) while a sample's matrices fit a first-level cache, else 4 */
+#define SL (D > 16 ? 4 : 8)
+#define LOOP_L for (int l = 0; l < SL; l++)
+
+static inline double cs_max(double m, double a)
+{{
+    return (a > m || a != a) ? a : m;  /* a NaN stays */
+}}
+
+/* row k *= p, lane by lane (separate rows through restrict pointers: the compiler vectorises over the lanes) */
+static inline void cs_scale_row(double (*restrict r)[SL], const double *restrict p)
+{{
+    for (int j = 0; j < D; j++)
+        LOOP_L r[j][l] *= p[l];
+}}
+
+/* row i -= f row k, lane by lane (i != k) */
+static inline void cs_sub_row(double (*restrict ri)[SL], const double (*restrict rk)[SL], const double *restrict f)
+{{
+    for (int j = 0; j < D; j++)
+        LOOP_L ri[j][l] -= f[l]*rk[j][l];
+}}
+
+/* one group of nl <= SL samples at C (row-major, (nl, D, D)); lanes past nl repeat sample nl - 1, not stored */
+static void cayley_solve_group(const real_t *restrict C, int nl, real_t *restrict Q, double *restrict Skew,
+                               double *restrict Size, double *restrict Norm, double *restrict Defect)
+{{
+    double M[D][DP][SL], s[SL], z[SL], r[SL], m[SL];
+    for (int l = 0; l < SL; l++) {{
+        const real_t *c = C + (int64_t)(l < nl ? l : nl - 1)*D*D;
+        double skew = 0.0, size = 0.0, norm = 0.0;
+        for (int i = 0; i < D; i++) {{
+            double row = 0.0;
+            for (int j = 0; j < D; j++) {{
+                const double a = (double)c[i*D + j];
+                M[i][j][l] = (i == j ? 1.0 : 0.0) + a;
+                row += fabs(a);
+                size = cs_max(size, fabs(a));
+                skew = cs_max(skew, fabs(a + (double)c[j*D + i]));
+            }}
+            norm = cs_max(norm, row);
+        }}
+        s[l] = skew; z[l] = size; r[l] = norm;
+    }}
+    /* in place: M becomes M^{{-1}}; pivot k is the ratio of leading minors k and k - 1, at least 1 over the
+       last for skew C (kernels.cayley_unpivoted), so no row is exchanged */
+    for (int k = 0; k < D; k++) {{
+        double p[SL];
+        LOOP_L {{ p[l] = 1.0 / M[k][k][l]; M[k][k][l] = 1.0; }}
+        cs_scale_row(M[k], p);
+        for (int i = 0; i < D; i++) {{
+            if (i == k) continue;
+            double f[SL];
+            LOOP_L {{ f[l] = M[i][k][l]; M[i][k][l] = 0.0; }}
+            cs_sub_row(M[i], M[k], f);
+        }}
+    }}
+    /* Q = 2 M^{{-1}} - I (kernels.cayley_unpivoted) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++)
+            LOOP_L M[i][j][l] = 2.0*M[i][j][l] {sign} (i == j ? 1.0 : 0.0);
+    /* the defect max |Q^T Q - I| over the upper triangle (the matrix is symmetric) */
+    LOOP_L m[l] = 0.0;
+    for (int i = 0; i < D; i++)
+        for (int j = i; j < D; j++) {{
+            double e[SL];
+            LOOP_L e[l] = i == j ? -1.0 : 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L e[l] += M[k][i][l]*M[k][j][l];
+            LOOP_L m[l] = cs_max(m[l], fabs(e[l]));
+        }}
+    for (int l = 0; l < nl; l++) {{
+        real_t *q = Q + (int64_t)l*D*D;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) q[i*D + j] = (real_t)M[i][j][l];
+        Skew[l] = s[l]; Size[l] = z[l]; Norm[l] = r[l]; Defect[l] = m[l];
+    }}
+}}
+
+/* B samples of size T = D (the argument T is checked by the caller): Q, and per sample Skew, Size, Norm, Defect */
+void GEOATTN_NAME(cayley_solve_fwd)(int64_t B, int64_t T, const real_t *restrict C, real_t *restrict Q,
+                                   double *restrict Skew, double *restrict Size, double *restrict Norm,
+                                   double *restrict Defect)
+{{
+    (void)T;
+    for (int64_t b = 0; b < B; b += SL) {{
+        const int nl = B - b < SL ? (int)(B - b) : SL;
+        cayley_solve_group(C + b*D*D, nl, Q + b*D*D, Skew + b, Size + b, Norm + b, Defect + b);
+    }}
+}}
+
+#undef LOOP_L
+#undef SL
+#undef DP
+#undef D
+#endif
+"""
+
+
+def target_name() -> str:
+    """The generated file's name, beside ``_native_gram.c`` in :mod:`geoattn.kernels`."""
+    return "_native_cayley_solve.c"
+
+
+def generate_cayley_solve_module(wrong_sign: bool = False) -> str:
+    """The C source of the Cayley transform's native forward for ``MIN_T <= T <= MAX_T``.
+
+    Parameters
+    ----------
+    wrong_sign : bool
+        print ``Q = 2 M^{-1} + I`` instead of ``2 M^{-1} - I``: a broken kernel for the tests' negative control.
+
+    Returns
+    -------
+    str
+        the C text: a header, then the template (compiled for one ``T`` by ``-DGEOATTN_D=<T>``).
+    """
+    header = HEADER.format(lo=MIN_T, hi=MAX_T, claims=", ".join(_CLAIMS), prelude=REAL_PRELUDE)
+    return header + TEMPLATE.format(lo=MIN_T, hi=MAX_T, sign="+" if wrong_sign else "-")
