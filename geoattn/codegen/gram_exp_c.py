@@ -11,7 +11,7 @@ the adjoint of the Fréchet derivative of ``exp`` at ``M`` applied to :math:`\ba
   ``y = x P``, ``Gram`` and ``Pbar = x^T Gy``, ``gx = Gy P^T + x H``), renamed and printed at every ``d`` by the
   same C printer;
 * the ``d x d`` stage is a template in double, ``SL`` samples at a time: :math:`X = 2^{-s}M` with the least
-  ``s`` such that :math:`\|X\|_1 \le` :data:`THETA`, the Taylor polynomial of degree :data:`DEGREE` of
+  ``s`` such that :math:`\min(\|X\|_1, \|X\|_F) \le` :data:`THETA`, the Taylor polynomial of degree :data:`DEGREE` of
   :math:`\exp(X)` by the Paterson--Stockmeyer scheme (powers :math:`X^2 .. X^p`, then a Horner scheme in
   :math:`X^p`), ``s`` squarings (ledger ``vp.gram_exp_native_truncation``: the truncation relative to the result is
   below float64's unit roundoff), the structure check's :math:`\max|E^TGE - G| / \mathrm{Tr}\,G` per sample;
@@ -130,23 +130,9 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }}
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {{
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }}
-            LOOP_L C[i][j][l] = acc[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+{products}
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {{
     double nrm[SL], c[SL];
@@ -159,12 +145,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }}
         }}
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {{
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L {{ col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }}
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }}
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L {{ const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }}
     for (int l = 0; l < SL; l++) {{
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -175,10 +166,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }}
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {{
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {{
                 double b[SL];
@@ -200,7 +191,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {{
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -223,8 +214,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L {{ m[l] = 0.0; tr[l] = 0.0; }}
     for (int i = 0; i < D; i++) {{
         LOOP_L tr[l] += Gm[i][i][l];
@@ -256,8 +247,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {{
-        ex_mm(W, 0.0, gY, 0, Y[k], {tb});
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_0{tb}0(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -275,15 +266,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }}
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }}
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {{
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }}
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {{
@@ -303,7 +294,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L {{ const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }}
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -353,6 +344,33 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d{d})(int64_t B, int64_t T, const real_t *restr
 """
 
 
+_PRODUCT = """/* C {op} X{tx} Y{ty}, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_{ta}{tb}{acc}(mat_t C, const mat_t X, const mat_t Y)
+{{{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{{{
+            double s[SL];
+            LOOP_L s[l] = {init};
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X{x}[l]*Y{y}[l];
+            LOOP_L C[i][j][l] = s[l];
+        }}}}
+}}}}
+"""
+
+
+def _products() -> str:
+    """The C functions ``ex_mm_<ta><tb><acc>``: ``C = X Y`` or ``C += X Y`` with ``X`` (``ta``) or ``Y`` (``tb``)
+    transposed, each a separate function so the compiler sees fixed strides."""
+    out = []
+    for ta, tb in ((0, 0), (1, 0), (0, 1)):
+        for acc in (0, 1):
+            out.append(_PRODUCT.format(
+                op="+=" if acc else "=", tx="^T" if ta else "", ty="^T" if tb else "", ta=ta, tb=tb, acc=acc,
+                init="C[i][j][l]" if acc else "0.0", x="[k][i]" if ta else "[i][k]", y="[j][k]" if tb else "[k][j]"))
+    return "\n".join(out)
+
+
 def target_name() -> str:
     """The generated file's name, beside ``_native_gram_lu.c`` in :mod:`geoattn.kernels`."""
     return "_native_gram_exp.c"
@@ -360,7 +378,7 @@ def target_name() -> str:
 
 def _group(d: int, negate_backward: bool) -> str:
     printed = [print_native_kernel(SPECS[k], d) for k in ("gram", "out", "grams", "gx")]
-    template = TEMPLATE.format(d=d, sl=LANES, tb=0 if negate_backward else 1)
+    template = TEMPLATE.format(d=d, sl=LANES, tb=0 if negate_backward else 1, products=_products())
     return f"#if GEOATTN_D == {d}\n\n" + "\n".join(printed) + template + f"\n#endif  /* d = {d} */\n"
 
 

@@ -325,23 +325,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -354,12 +417,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -370,10 +438,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -395,7 +463,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -418,8 +486,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -451,8 +519,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -470,15 +538,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -498,7 +566,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -952,23 +1020,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -981,12 +1112,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -997,10 +1133,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -1022,7 +1158,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -1045,8 +1181,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -1078,8 +1214,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -1097,15 +1233,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -1125,7 +1261,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -1721,23 +1857,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -1750,12 +1949,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -1766,10 +1970,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -1791,7 +1995,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -1814,8 +2018,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -1847,8 +2051,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -1866,15 +2070,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -1894,7 +2098,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -2662,23 +2866,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -2691,12 +2958,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -2707,10 +2979,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -2732,7 +3004,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -2755,8 +3027,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -2788,8 +3060,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -2807,15 +3079,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -2835,7 +3107,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -3805,23 +4077,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -3834,12 +4169,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -3850,10 +4190,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -3875,7 +4215,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -3898,8 +4238,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -3931,8 +4271,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -3950,15 +4290,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -3978,7 +4318,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -5180,23 +5520,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -5209,12 +5612,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -5225,10 +5633,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -5250,7 +5658,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -5273,8 +5681,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -5306,8 +5714,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -5325,15 +5733,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -5353,7 +5761,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -6817,23 +7225,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -6846,12 +7317,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -6862,10 +7338,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -6887,7 +7363,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -6910,8 +7386,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -6943,8 +7419,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -6962,15 +7438,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -6990,7 +7466,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -8746,23 +9222,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -8775,12 +9314,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -8791,10 +9335,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -8816,7 +9360,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -8839,8 +9383,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -8872,8 +9416,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -8891,15 +9435,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -8919,7 +9463,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -10997,23 +11541,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -11026,12 +11633,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -11042,10 +11654,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -11067,7 +11679,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -11090,8 +11702,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -11123,8 +11735,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -11142,15 +11754,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -11170,7 +11782,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -13600,23 +14212,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -13629,12 +14304,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -13645,10 +14325,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -13670,7 +14350,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -13693,8 +14373,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -13726,8 +14406,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -13745,15 +14425,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -13773,7 +14453,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -16585,23 +17265,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -16614,12 +17357,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -16630,10 +17378,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -16655,7 +17403,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -16678,8 +17426,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -16711,8 +17459,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -16730,15 +17478,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -16758,7 +17506,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -19982,23 +20730,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -20011,12 +20822,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -20027,10 +20843,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -20052,7 +20868,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -20075,8 +20891,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -20108,8 +20924,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -20127,15 +20943,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -20155,7 +20971,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -23821,23 +24637,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -23850,12 +24729,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -23866,10 +24750,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -23891,7 +24775,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -23914,8 +24798,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -23947,8 +24831,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -23966,15 +24850,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -23994,7 +24878,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
@@ -28132,23 +29016,86 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
             for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
 }
 
-/* C = a C + X Y (ta: X^T, tb: Y^T), lane by lane */
-static inline void ex_mm(mat_t C, double a, const mat_t X, int ta, const mat_t Y, int tb)
-{
+/* C = X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
+{{
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            double acc[SL];
-            LOOP_L acc[l] = a == 0.0 ? 0.0 : a*C[i][j][l];
-            for (int k = 0; k < D; k++) {
-                const double *x = ta ? X[k][i] : X[i][k], *y = tb ? Y[j][k] : Y[k][j];
-                LOOP_L acc[l] += x[l]*y[l];
-            }
-            LOOP_L C[i][j][l] = acc[l];
-        }
-}
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
 
-/* M = -A Gram, the shift s per lane (the least with |2^-s M|_1 <= THETA; SMAX + 1 when none, or not finite),
-   X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+/* C += X Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X^T Y, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C = X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = 0.0;
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* C += X Y^T, lane by lane */
+static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
+{{
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {{
+            double s[SL];
+            LOOP_L s[l] = C[i][j][l];
+            for (int k = 0; k < D; k++)
+                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
+            LOOP_L C[i][j][l] = s[l];
+        }}
+}}
+
+/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -28161,12 +29108,17 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
                 LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
             }
         }
+    double fro[SL];
+    LOOP_L fro[l] = 0.0;
     for (int j = 0; j < D; j++) {
         double col[SL];
         LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++) LOOP_L col[l] += fabs(Pw[1][i][j][l]);
+        for (int i = 0; i < D; i++)
+            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
         LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
     }
+    /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
+    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
         int k = 0;
         double v = nrm[l], f = 1.0;
@@ -28177,10 +29129,10 @@ static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t
     }
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], 0.0, Pw[k - 1], 0, Pw[1], 0);
+    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], 0.0, S[j + 1], 0, Pw[NPOW], 0);
+        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
                 double b[SL];
@@ -28202,7 +29154,7 @@ static int ex_square(mat_t *Y, const int s[SL], int keep_all)
     for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
     for (int k = 0; k < top; k++) {
         mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm(*out, 0.0, *in, 0, *in, 0);
+        ex_mm_000(*out, *in, *in);
         for (int l = 0; l < SL; l++)
             if (k >= s[l])
                 for (int i = 0; i < D; i++)
@@ -28225,8 +29177,8 @@ static void ex_forward(const double *restrict G, int nl, const double *restrict 
     const int top = ex_square(Y, s, 0);
     mat_t *Ef = &Y[top & 1];
     ex_store(*Ef, nl, E);
-    ex_mm(W, 0.0, Gm, 0, *Ef, 0);
-    ex_mm(Pw[0], 0.0, *Ef, 1, W, 0);
+    ex_mm_000(W, Gm, *Ef);
+    ex_mm_100(Pw[0], *Ef, W);
     LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
     for (int i = 0; i < D; i++) {
         LOOP_L tr[l] += Gm[i][i][l];
@@ -28258,8 +29210,8 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
     ex_load(Pbar, nl, gY);
     /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm(W, 0.0, gY, 0, Y[k], 1);
-        ex_mm(W, 1.0, Y[k], 1, gY, 0);
+        ex_mm_010(W, gY, Y[k]);
+        ex_mm_101(W, Y[k], gY);
         for (int l = 0; l < SL; l++)
             if (k < s[l])
                 for (int i = 0; i < D; i++)
@@ -28277,15 +29229,15 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
                 for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
         }
         if (j == NBLK - 1) break;
-        ex_mm(gP[NPOW], 1.0, S[j + 1], 1, gY, 0);
-        ex_mm(W, 0.0, gY, 0, Pw[NPOW], 1);
+        ex_mm_101(gP[NPOW], S[j + 1], gY);
+        ex_mm_010(W, gY, Pw[NPOW]);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm(gP[k - 1], 1.0, gP[k], 0, Pw[1], 1);
-        ex_mm(gP[1], 1.0, Pw[k - 1], 1, gP[k], 0);
+        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
+        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
     for (int l = 0; l < SL; l++) {
@@ -28305,7 +29257,7 @@ static void ex_backward(const double *restrict G, const double *restrict Pbar, i
         for (int j = 0; j <= i; j++)
             LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
     ex_store(gY, nl, H);
-    ex_mm(W, 0.0, gP[1], 0, Gm, 0);
+    ex_mm_000(W, gP[1], Gm);
     for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
     ex_store(W, nl, gA);
