@@ -132,7 +132,8 @@ static void ex_store(const mat_t in, int nl, double *restrict S)
 
 {products}
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {{
     double nrm[SL], c[SL];

@@ -16,8 +16,9 @@ the two. The backward is the reverse mode of the computed scaling and squaring (
 ``vp.gram_exp_native_reverse``), the exact gradient of the computed ``E``. A sample fails when its residual
 exceeds :func:`geoattn.kernels._gram_exp.exp_residual_tolerance` (the eager route's check), when its scale
 :math:`\|x\|_F^2\|A_s\|_F` exceeds ``GRAM_MAX_SCALE`` or is not finite: failed samples take the QR form in float64
-on their own (:func:`geoattn.kernels._gram._qr_for_failed`), and their kernel gradients are set to zero before the
-sum over the batch, so a NaN sample reaches no other result.
+on their own (:func:`geoattn.kernels._gram._qr_for_failed`), except the non-finite ones, which keep the kernel's
+non-finite output; every failed sample's kernel gradients are set to zero before the sum over the batch, so a NaN
+sample reaches no other result, the gradient of ``A`` included (its own gradient in ``x`` is zero).
 """
 
 from __future__ import annotations
@@ -226,4 +227,10 @@ def vp_gram_exp_native(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     T, d = x.shape[-2:]
     batch, xb, Ab = _flat_batch(x, A)
     y, ok = _VPGramExpNative.apply(xb, A)
+    if not bool(ok.all()):
+        # a sample with a non-finite entry keeps the kernel's non-finite output (its own, with a zero gradient): the
+        # QR form would return as little and send NaN into the gradient of the shared A
+        bad = (~ok).nonzero().squeeze(-1)
+        finite = torch.isfinite(xb.index_select(0, bad).detach()).flatten(1).all(1)
+        ok = ok.index_fill(0, bad[~finite], True)
     return _qr_for_failed(y, ok, xb, Ab, "exp").reshape(batch + (T, d))

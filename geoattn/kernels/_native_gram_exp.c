@@ -404,7 +404,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -1099,7 +1100,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -1936,7 +1938,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -2945,7 +2948,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -4156,7 +4160,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -5599,7 +5604,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -7304,7 +7310,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -9301,7 +9308,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -11620,7 +11628,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -14291,7 +14300,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -17344,7 +17354,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -20809,7 +20820,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -24716,7 +24728,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
@@ -29095,7 +29108,8 @@ static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t
 }}
 
 /* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0] = the Taylor polynomial) */
+   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
+   Taylor polynomial) */
 static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
 {
     double nrm[SL], c[SL];
