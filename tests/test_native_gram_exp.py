@@ -244,3 +244,18 @@ def test_no_native_kernels_leaves_the_eager_routes(monkeypatch):
     assert "GEOATTN_NATIVE=0" in text and ROUTE not in text
     assert _rel(K.vp_attention(x, A.float(), activation="exp"), full64(x, A), x) <= 16 * 16 * EPS32
     assert os.environ["GEOATTN_NATIVE"] == "0"
+
+
+def test_the_claims_hold_and_their_negative_controls_fail():
+    from geoattn.symbolic.claim import Level
+    from geoattn.symbolic.claims import _gram_exp_native as claim
+
+    assert (claim.THETA, claim.DEGREE) == (gram_exp_c.THETA, gram_exp_c.DEGREE)
+    assert claim.relative_tail_bound(1, 18) == gram_exp_c.truncation_bound(1, 18)
+    assert claim.make_truncation_claim().check().level is Level.PROVED
+    v = claim.make_truncation_claim(gram_exp_c.DEGREE - 1, "neg.gram_exp_native_truncation").check()
+    assert v.level is Level.ERROR and "does not confirm the step" in v.error
+    assert claim.make_reverse_claim().check().level is Level.CHECKED
+    v = claim.make_reverse_claim(claim.untransposed_square_adjoint, "neg.gram_exp_native_reverse",
+                                 Level.REFUTED).check()
+    assert v.level is Level.REFUTED and v.counterexample is not None
