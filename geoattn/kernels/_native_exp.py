@@ -19,6 +19,16 @@ exceeds :func:`geoattn.kernels._gram_exp.exp_residual_tolerance` (the eager rout
 on their own (:func:`geoattn.kernels._gram._qr_for_failed`), except the non-finite ones, which keep the kernel's
 non-finite output; every failed sample's kernel gradients are set to zero before the sum over the batch, so a NaN
 sample reaches no other result, the gradient of ``A`` included (its own gradient in ``x`` is zero).
+
+Measured on one thread, float32, 65,536 unit-normal tokens, the layer's default weighting, forward+backward with a
+dense incoming gradient, the forms alternated in one run, on a machine shared with other work (load average about
+6 on two cores: absolute times noisy by up to 2x). Against the eager routes it replaces (native / eager):
+d = 3, T = 16: 0.79 (the closed form); d = 4: 0.33 (T = 16), 0.27 (T = 64); d = 8: 0.10, 0.22; d = 16, T = 64:
+0.26. Against SDPA as one head, two runs: d = 3, T = 16: 0.26-0.33; d = 4: 0.30-0.58 (T = 16), 0.05-0.18 (T = 64);
+d = 8: 1.0-1.1, 0.15-0.31; d = 16, T = 64: 0.86-1.6. At d = 8, T = 16 the kernels took 15 ms forward and 21 ms
+backward against 9.8 and 8.3 for the LU kernels' same token passes: the ``d x d`` stage dominates, about
+``10 + s`` products of ``d x d`` matrices forward (the scaled Taylor polynomial, ``s`` squarings, the structure
+check) and ``23 + 3s`` backward (recomputation and reverse mode), with ``s`` about 5 there.
 """
 
 from __future__ import annotations
