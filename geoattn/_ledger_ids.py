@@ -87,6 +87,8 @@ CLAIMS = {
     "vp.gram_lu_vjp": ("kernels", "certified"),
     "vp.gram_exp_closed_quartic": ("kernels", "checked"),
     "vp.gram_exp_closed_quartic_vjp": ("kernels", "certified"),
+    "vp.gram_exp_native_truncation": ("kernels", "proved"),
+    "vp.gram_exp_native_reverse": ("kernels", "checked"),
     "vp_lower.offdiag_blocks": ("kernels", "checked"),
     "vp_lower.merge": ("kernels", "checked"),
     "exp_action.chebyshev_recurrence": ("kernels", "checked"),

@@ -171,7 +171,7 @@ def test_route_benchmarks_run_at_tiny_sizes():
     orthonormal layer's floors run end to end at tiny sizes and print a row per case; no timing is asserted."""
     cases = [("gram_lu.py", ["--tokens", "256", "--dims", "5", "--lengths", "16", "--reps", "1"], "dense"),
              ("gram_exp_closed.py", ["--tokens", "256", "--dims", "3", "--lengths", "16", "--reps", "1"],
-              "gram-exp-closed/eager"),
+              "gram-exp"),  # the auto route: gram-exp/native, or gram-exp-closed/eager without a C compiler
              ("symattn_tokens.py", ["--tokens", "256", "--dims", "4", "--lengths", "8", "--activations",
                                     "matrix_softmax", "--reps", "1"], "matrix_softmax"),
              ("orthonormal_floors.py", ["--tokens", "256", "--cases", "8,3", "--reps", "1"], "layer f+b (chebyshev)")]

@@ -8,10 +8,17 @@ import pytest
 import torch
 
 import geoattn.kernels as K
+from geoattn.kernels import _native_exp
 from geoattn.kernels import _gram
 from geoattn.kernels import _gram_exp
 from geoattn.kernels._op_vp import CLOSED_EXP_MAX_T, GRAM_EXP_MIN_DIM
 from conftest import eps
+
+
+@pytest.fixture(autouse=True)
+def _eager_exp_routes(monkeypatch):
+    """This module tests the eager exponential routes: the native one (tests/test_native_gram_exp.py) is set aside."""
+    monkeypatch.setattr(_native_exp, "exp_native_status", lambda d, dtype=None: (False, "set aside by the test"))
 
 F32, F64 = torch.float32, torch.float64
 

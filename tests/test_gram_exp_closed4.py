@@ -14,7 +14,7 @@ from geoattn.kernels import _gram_exp_closed as C
 from geoattn.kernels import _gram_exp_closed4 as C4
 from geoattn.kernels._op_vp import CLOSED_EXP_MAX_T
 from conftest import eps
-from test_gram_exp_closed import errors, grads, reference  # the d = 3 module's comparisons
+from test_gram_exp_closed import _eager_exp_routes, errors, grads, reference  # noqa: F401 (the d = 3 module's)
 
 F32, F64 = torch.float32, torch.float64
 ROUTE = "gram-exp-closed/eager"

@@ -44,14 +44,8 @@ _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
 def build(d: int, real: str, source: str = SOURCE) -> ctypes.CDLL | str:
     """Compile (or find in the cache) and load the library of one ``d`` and real type (``"f32"``, ``"f64"``) from
     the C file ``source``; a string says why not. The tests build broken kernels with it."""
-    lib = _native.build(d, real, source)
-    if not isinstance(lib, str):
-        for name in ("vp_gram_lu_fwd", "vp_gram_lu_bwd"):
-            fn = getattr(lib, f"geoattn_{name}_d{d}_{real}", None)
-            if fn is None:
-                return f"{source} has no geoattn_{name}_d{d}_{real}"
-            fn.restype = None
-    return lib
+    return _native.bind(_native.build(d, real, source), d, real, source, {"vp_gram_lu_fwd": None,
+                                                                           "vp_gram_lu_bwd": None})
 
 
 def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:

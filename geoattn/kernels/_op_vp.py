@@ -21,15 +21,20 @@ in :mod:`geoattn.kernels._lowrank`):
    (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
 6. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
-7. ``gram-exp-closed/eager``: the exponential's Gram form at ``d = 3`` and ``d = 4`` (``T < 96``)
+7. ``gram-exp/native``: the exponential's Gram form as C kernels for ``3 <= d <= 16``
+   (:mod:`geoattn.kernels._native_exp`: the token passes printed from the verified bindings, scaling and squaring
+   of a Taylor polynomial per sample and its reverse mode, ``vp.gram_exp_native_truncation``,
+   ``vp.gram_exp_native_reverse``), one weighting, float32 or half inputs, CPU, every ``T > d`` (measured 0.1 to
+   0.8x the time of the eager routes below at d = 3, 4, 8, 16: Note [native exponential Gram kernels]);
+8. ``gram-exp-closed/eager``: the exponential's Gram form at ``d = 3`` and ``d = 4`` (``T < 96``)
    in closed form, :math:`\exp(-AG) = I + aM + bM^2` at ``d = 3`` (``vp.gram_exp_closed_form``,
    ``vp.gram_exp_closed_form_vjp``) and :math:`c_0I + c_1M + c_2M^2 + c_3M^3` at ``d = 4``
    (``vp.gram_exp_closed_quartic``, ``vp.gram_exp_closed_quartic_vjp``) in the structure-of-arrays layout, float32
    and half inputs (Note [closed-form exponential Gram form] in :mod:`geoattn.kernels._gram_exp_closed`);
-8. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
+9. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
    ``vp.gram_exp_vjp``) with a batched float64 ``matrix_exp``, float32 and half inputs, ``d > 4`` (Note [Gram form
    of the exponential] in :mod:`geoattn.kernels._gram_exp`);
-9. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
+10. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
 
 Per sample, inside the Gram routes: a sample failing the closed form's residual check is solved (Note [closed-form
 residual check] in :mod:`geoattn.kernels._gram`), and a sample with :math:`\|x\|_F^2\|A\|_F > 10^6` takes the QR
@@ -52,7 +57,7 @@ from ._gram_exp_closed import CLOSED_EXP_DIMS, gram_exp_closed_reason, vp_gram_e
 from ._gram_lu import lu_reason, vp_gram_lu
 from ._lowrank import ACTIVATIONS, METHODS, vp_full, vp_lowrank
 from ._native import native_status
-from . import _native_lu
+from . import _native_exp, _native_lu
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
 __all__ = ["vp_attention", "VP_ATTENTION"]
@@ -197,6 +202,28 @@ def _gram_exp_closed(c: Call) -> str | None:
     return gram_exp_closed_reason(c.x, c.A)
 
 
+def _gram_exp_native(c: Call) -> str | None:
+    if c.method != "auto":
+        return f"method {c.method!r} requested"
+    if c.activation != "exp":
+        return f"activation {c.activation!r}: this Gram form is the exponential's"
+    if not _native_exp.MIN_DIM <= c.d <= _native_exp.MAX_DIM:
+        return f"d={c.d}: the native exponential kernels cover {_native_exp.MIN_DIM} <= d <= {_native_exp.MAX_DIM}"
+    if c.d >= c.T:
+        return f"d={c.d} >= T={c.T}"
+    if c.dtype == torch.float64:
+        return "float64 input: the structure check is held to the input's eps, which E from the Gram matrix cannot meet"
+    if c.device.type != "cpu":
+        return f"device {c.device.type}: the native kernels run on the CPU"
+    if c.A.dim() != 2:
+        return "a batched weighting A: the native kernels take one A for the whole batch"
+    why = gram_exp_reason(c.x, c.A)
+    if why is not None:
+        return why
+    ok, reason = _native_exp.exp_native_status(c.d, native_dtype(c.x))
+    return None if ok else reason
+
+
 def _lowrank(c: Call) -> str | None:
     if c.method == "lowrank":
         return None
@@ -236,6 +263,10 @@ VP_ATTENTION = register_operation(Operation(
               claims=("vp.gram_form", "vp.push_through_invertible")),
         Route("gram-solve", EAGER.name, _gram, _checked(lambda c: vp_gram_solve(c.x, c.A)),
               per_sample=_GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through")),
+        Route("gram-exp", NATIVE.name, _gram_exp_native, _checked(lambda c: _native_exp.vp_gram_exp_native(c.x, c.A)),
+              per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
+              claims=("vp.exp_push_through", "vp.gram_exp_vjp", "vp.gram_exp_native_truncation",
+                      "vp.gram_exp_native_reverse")),
         Route("gram-exp-closed", EAGER.name, _gram_exp_closed, _checked(lambda c: vp_gram_exp_closed(c.x, c.A)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_closed_form", "vp.gram_exp_closed_form_vjp",

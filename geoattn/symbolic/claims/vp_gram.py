@@ -38,6 +38,7 @@ from ._gram_exp import make_gram_exp_vjp_claim
 from ._gram_exp_closed import make_closed_form_claim, make_closed_vjp_claim
 from ._gram_lu_vjp import make_lu_vjp_claim
 from ._gram_exp_closed4 import make_closed4_vjp_claim, make_closed_form4_claim
+from ._gram_exp_native import make_reverse_claim, make_truncation_claim
 from ._lowrank_exact import dual_gradient
 
 __all__ = ["CLAIMS", "closed_form_identity", "closed_vjp_identity"]
@@ -204,4 +205,6 @@ CLAIMS = [
     make_lu_vjp_claim(),
     make_closed_form4_claim(),
     make_closed4_vjp_claim(),
+    make_truncation_claim(),
+    make_reverse_claim(),
 ]
