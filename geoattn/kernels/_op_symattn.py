@@ -11,6 +11,7 @@ from ._checks import check_float, check_same, check_square, half_in_float32
 from ._functions import _traced
 from ._gram import _dual
 from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
+from ._symattn_dense import dense_reason, symattn_dense
 from ._symattn_fused import symattn_fused
 from ._symattn_sdpa import sdpa_reason, symattn_sdpa
 from .dispatch import Call, Operation, Route, dispatch, register_operation
@@ -55,9 +56,20 @@ def _sdpa_when(c: Call) -> str | None:
     return sdpa_reason(c.z, c.A, c.activation)
 
 
+def _dense_when(c: Call) -> str | None:
+    """The ``dense`` route: a short sequence, a symmetric weighting, the softmaxes over all entries, CPU."""
+    if c.traced:
+        return "traced (torch.func transform, torch.compile or meta tensors): the generated forward is traced"
+    if _dual(c.z) or _dual(c.A):
+        return "a forward-mode tangent: the route has no jvp"
+    return dense_reason(c.z, c.A, c.activation)
+
+
 SYMATTN_UPDATE = register_operation(Operation(
     "symattn_update", _bind,
-    (Route("sdpa", EAGER.name, _sdpa_when, lambda c: symattn_sdpa(c.z, c.A, c.activation),
+    (Route("dense", EAGER.name, _dense_when, lambda c: symattn_dense(c.z, c.A, c.activation),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.dense_vjp")),
+     Route("sdpa", EAGER.name, _sdpa_when, lambda c: symattn_sdpa(c.z, c.A, c.activation),
            per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.sdpa_vjp")),
      Route("fused", EAGER.name, _fused_when, lambda c: symattn_fused(c.z, c.A, c.activation),
            per_sample="", claims=("symattn.potential_gradient", "symattn.fused_vjp", "symattn.fused_vjp.symmetric")),

@@ -111,8 +111,8 @@ class SymplecticAttention(nn.Module):
 
     def _split(self, x: torch.Tensor, name: str):
         check_sequence(self, name, x, dim=self.dim, dtype=self.weight.dtype, device=self.weight.device)
-        n = self.dim // 2
-        return x[..., :n], x[..., n:]
+        # split, not two slices: the backward then writes one (..., dim) gradient instead of zero-filling one per half
+        return x.split(self.dim // 2, dim=-1)
 
     def potential(self, z: torch.Tensor) -> torch.Tensor:
         """:math:`\\Sigma` of the half the update reads (``q`` for ``update="p"``), one value per sequence:
