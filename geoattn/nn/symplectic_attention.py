@@ -121,11 +121,8 @@ class SymplecticAttention(nn.Module):
         return K.symattn_potential(q if self.update == "p" else p, self.weighting(), self.activation)
 
     def _shear(self, x: torch.Tensor, sign: float, name: str) -> torch.Tensor:
-        q, p = self._split(x, name)
-        A = self.weighting()
-        if self.update == "p":
-            return torch.cat([q, p + sign * K.symattn_update(q, A, self.activation)], dim=-1)
-        return torch.cat([q + sign * K.symattn_update(p, A, self.activation), p], dim=-1)
+        check_sequence(self, name, x, dim=self.dim, dtype=self.weight.dtype, device=self.weight.device)
+        return K.symattn_shear(x, self.weighting(), self.activation, self.update, sign)
 
     def explain(self, x: torch.Tensor):
         """How :meth:`forward` would compute the update for ``x``: the route of ``symattn_update`` and why every
