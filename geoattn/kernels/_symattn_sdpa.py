@@ -34,6 +34,18 @@ over all entries, outside functorch transforms and ``torch.compile``, when torch
 backward (``create_graph=True``) and a batch of incoming gradients (``is_grads_batched=True``) take the VJP of
 the generated forward, as on the other routes. Each sample is one
 attention call of its own: no result depends on the other samples of the batch.
+
+Note [the shear in one call]
+----------------------------
+The layer's map :math:`(q, p) \mapsto (q, p + sU(q))` (:func:`geoattn.kernels.symattn_shear`, :math:`s = \pm1`)
+composed from the update would add :math:`U` to :math:`p` and concatenate the halves, and its backward would
+concatenate the halves' gradients and add the update's gradient to that of :math:`q`: passes over the tokens
+around the attention call that cost a tenth of the layer's time at ``dim = 4``. Where the update takes this route,
+the shear is one autograd function: the forward writes :math:`q` and :math:`p + 2s\,w\odot O` (one ``addcmul``)
+into the two halves of one output; the backward reads the incoming gradient's :math:`p` half as
+:math:`\bar U/s` (the sign carried by the ``(B, T)`` factors :math:`w` and :math:`\bar w`), copies it to the
+:math:`p` half of the input's gradient and writes :math:`\bar q + \bar z` into the :math:`q` half, the product
+:math:`\bar aA^T` added in place. The functions are those of the composition (same claims), with fewer passes.
 """
 
 from __future__ import annotations
@@ -93,9 +105,10 @@ def _attend(zf: torch.Tensor, A: torch.Tensor, T: int):
     return qk, out, lse[:, 0]
 
 
-def _backward(qk, out, lse, w, A, V: torch.Tensor, sign: float):
-    """``(gz, gA)`` for the incoming gradient ``sign * V`` of the update (``V`` ``(B, T, n)``, any token stride;
-    ``gz`` ``(B * T, n)``): the sign rides on the ``(B, T)`` factors, so no pass over ``V`` scales it."""
+def _backward(qk, out, lse, w, A, V: torch.Tensor, sign: float, base=None, into=None):
+    """``(gz, gA)`` for the incoming gradient ``sign * V`` of the update (``V`` ``(B, T, n)``, any token stride):
+    the sign rides on the ``(B, T)`` factors, so no pass over ``V`` scales it. With ``base`` and ``into`` (both
+    ``(B, T, n)``, any token stride), ``base + gz`` is written into ``into``, which is returned as ``gz``."""
     B, T, n = V.shape
     O = out[:, 0, :, :n]
     gw = (V * O).sum(-1).mul_(2 * sign)
@@ -107,27 +120,27 @@ def _backward(qk, out, lse, w, A, V: torch.Tensor, sign: float):
     q, k = (t.view(-1, 1, T, n + 1) for t in qk)
     gq, gk, gv = _FLASH_BACKWARD(g_out, q, k, q, out, lse.unsqueeze(1), 0.0, False, scale=1.0)
     ga = torch.add(gq[:, 0, :, :n], gv[:, 0, :, :n]).view(-1, n)
-    gz = torch.addmm(gk[:, 0, :, :n].reshape(-1, n), ga, A.mT)
+    if base is None:
+        gz = gk[:, 0, :, :n].clone(memory_format=torch.contiguous_format)
+    else:
+        gz = torch.add(base, gk[:, 0, :, :n], out=into)
+    gz.flatten(0, 1).addmm_(ga, A.mT)  # in place: the rows of a (B, T, 2n) buffer are a strided matrix
     gA = qk[1, :, :n].mT @ ga
     return gz, 0.5 * (gA + gA.mT)
 
 
 def _generated_vjp(ctx, args, grad):
-    """The VJP of the generated form (a graph of the backward, or a batch of incoming gradients)."""
+    """The VJP of the generated form (a graph of the backward, or a batch of incoming gradients); for the shear
+    ``args`` holds the half read, and the kept half's gradient passes through."""
     forward = getattr(gen, f"symattn_update_{ctx.activation}")
+    _, pullback = torch.func.vjp(lambda a, b: forward(a, b)[0], *args)
     if ctx.shear is None:
-        _, pullback = torch.func.vjp(lambda a, b: forward(a, b)[0], *args)
-    else:
-        first, sign = ctx.shear
-        n = args[0].shape[-1] // 2
-
-        def shear(x, A):
-            r, o = x.split(n, dim=-1) if first else reversed(x.split(n, dim=-1))
-            o = o + sign * forward(r, A)[0]
-            return torch.cat([r, o] if first else [o, r], dim=-1)
-
-        _, pullback = torch.func.vjp(shear, *args)
-    return pullback(grad)
+        return pullback(grad)
+    (first, sign), n = ctx.shear, args[1].shape[-1]
+    keep, other = (grad[..., :n], grad[..., n:]) if first else (grad[..., n:], grad[..., :n])
+    gr, gA = pullback(sign * other)
+    keep = keep + gr
+    return torch.cat([keep, other] if first else [other, keep], dim=-1), gA
 
 
 class _SdpaUpdate(torch.autograd.Function):
@@ -144,7 +157,8 @@ class _SdpaUpdate(torch.autograd.Function):
         read = zf if shear is None else zf.narrow(-1, 0 if shear[0] else n, n)
         qk, out, lse = _attend(read.reshape(-1, n) if shear is None else read.flatten(0, 1), A, T)
         w = _weights(lse, SYMATTN_ACTIVATIONS[activation][1])
-        ctx.save_for_backward(z, A, qk, lse, w)
+        half = z if shear is None else z.narrow(-1, 0 if shear[0] else n, n)  # the half read: a view of z
+        ctx.save_for_backward(half, A, qk, lse, w)
         ctx.out = out  # not saved: the backward writes its extra column (a buffer of this function alone)
         ctx.activation, ctx.shear = activation, shear
         if shear is None:
@@ -162,7 +176,7 @@ class _SdpaUpdate(torch.autograd.Function):
         z, A, qk, lse, w = ctx.saved_tensors
         if torch.is_grad_enabled() or _under_functorch(grad):
             return (*_generated_vjp(ctx, (z, A), grad), None, None)
-        shape = z.shape
+        shape = grad.shape
         T, n = shape[-2], A.shape[-1]
         if ctx.shear is None:
             gz, gA = _backward(qk, ctx.out, lse, w, A, grad.reshape(-1, T, n), 1.0)
@@ -170,10 +184,10 @@ class _SdpaUpdate(torch.autograd.Function):
         first, sign = ctx.shear
         g = grad.reshape(-1, T, 2 * n)
         keep, other = (0, n) if first else (n, 0)
-        gz, gA = _backward(qk, ctx.out, lse, w, A, g.narrow(-1, other, n), sign)
         gx = torch.empty_like(g)
         gx.narrow(-1, other, n).copy_(g.narrow(-1, other, n))
-        torch.add(g.narrow(-1, keep, n), gz.view(-1, T, n), out=gx.narrow(-1, keep, n))
+        _, gA = _backward(qk, ctx.out, lse, w, A, g.narrow(-1, other, n), sign, base=g.narrow(-1, keep, n),
+                          into=gx.narrow(-1, keep, n))
         return gx.view(shape), gA, None, None
 
 
