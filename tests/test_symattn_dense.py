@@ -57,11 +57,13 @@ def test_route_table():
     z, A, _ = _inputs(2, 16, 4, F32)
     assert K.explain("symattn_update", z, A, "matrix_softmax").route.name == "dense/eager"
     longer = K.explain("symattn_update", torch.randn(2, D.DENSE_MAX_T + 1, 4), A, "matrix_softmax")
-    assert longer.route.name == "sdpa/eager" and "T = 33" in dict((r.name, w) for r, w in longer.rejected)["dense/eager"]
+    why = dict((r.name, w) for r, w in longer.rejected)["dense/eager"]
+    assert longer.route.name == "sdpa/eager" and "T = 33" in why
     e = K.explain("symattn_update", z, A + torch.triu(torch.ones_like(A), 1), "matrix_softmax")
     assert e.route.name == "fused/eager" and "not symmetric" in dict((r.name, w) for r, w in e.rejected)["dense/eager"]
     e = K.explain("symattn_update", z, A, "vector_softmax")
-    assert e.route.name == "fused/eager" and "over all entries" in dict((r.name, w) for r, w in e.rejected)["dense/eager"]
+    why = dict((r.name, w) for r, w in e.rejected)["dense/eager"]
+    assert e.route.name == "fused/eager" and "over all entries" in why
     assert SymplecticAttention(8).explain(torch.randn(3, 16, 8)).route.name == "dense/eager"
 
 

@@ -74,7 +74,8 @@ def test_against_the_composition(act, update, sign, dtype, T, n, rank):
 
 
 def test_n_above_T_and_unbatched():
-    """``n > T`` (the sdpa route serves every ``n``; here forced past the dense route) and a ``(T, 2n)`` input."""
+    """A ``(T, 2n)`` input, and ``n > T`` through the route's function itself (dispatch sends ``T = 3`` to the
+    dense route)."""
     x, A, G = _inputs(1, T_SDPA, 3, F64, seed=1)
     errs = _errors(_shear(x[0], A, G[0], "matrix_softmax", "p", 1.0), _composed(x[0], A, G[0], "matrix_softmax",
                                                                                  "p", 1.0))

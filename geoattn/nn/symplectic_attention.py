@@ -126,7 +126,9 @@ class SymplecticAttention(nn.Module):
 
     def explain(self, x: torch.Tensor):
         """How :meth:`forward` would compute the update for ``x``: the route of ``symattn_update`` and why every
-        other route does not serve (:func:`geoattn.kernels.explain`; nothing is computed).
+        other route does not serve (:func:`geoattn.kernels.explain`; nothing is computed). :meth:`forward` calls
+        :func:`geoattn.kernels.symattn_shear`, which is one call where this route is ``sdpa`` and the update
+        (by this route) and a concatenation otherwise.
 
         Examples
         --------
