@@ -7,6 +7,7 @@ import torch
 
 from geoattn import kernels as K
 from geoattn.kernels import _symattn_dense as D
+from geoattn.kernels import _symattn_fused as F
 from geoattn.kernels._symattn_fused import _softmax_rows_
 from geoattn.nn import SymplecticAttention
 from geoattn.symbolic import algebra as alg
@@ -56,9 +57,14 @@ def _errors(got, want):
 def test_route_table():
     z, A, _ = _inputs(2, 16, 4, F32)
     assert K.explain("symattn_update", z, A, "matrix_softmax").route.name == "dense/eager"
-    longer = K.explain("symattn_update", torch.randn(2, D.DENSE_MAX_T + 1, 4), A, "matrix_softmax")
+    longer = K.explain("symattn_update", torch.randn(2, D.DENSE_KEPT_MAX_T + 1, 4), A, "matrix_softmax")
     why = dict((r.name, w) for r, w in longer.rejected)["dense/eager"]
-    assert longer.route.name == "sdpa/eager" and "T = 33" in why
+    assert longer.route.name == "sdpa/eager" and "T = 65" in why
+    assert K.explain("symattn_update", torch.randn(2, D.DENSE_MAX_T + 1, 4), A).route.name == "dense/eager"
+    many = torch.randn(D.KEEP_ENTRIES // (D.DENSE_MAX_T + 1) ** 2 + 1, D.DENSE_MAX_T + 1, 1)  # G not kept: sdpa
+    assert K.explain("symattn_update", many, A[:1, :1]).route.name == "sdpa/eager"
+    short = torch.randn(D.KEEP_ENTRIES // 16 ** 2 + 1, 16, 1)  # G not kept, T <= DENSE_MAX_T: still dense
+    assert K.explain("symattn_update", short, A[:1, :1]).route.name == "dense/eager"
     e = K.explain("symattn_update", z, A + torch.triu(torch.ones_like(A), 1), "matrix_softmax")
     assert e.route.name == "fused/eager" and "not symmetric" in dict((r.name, w) for r, w in e.rejected)["dense/eager"]
     e = K.explain("symattn_update", z, A, "vector_softmax")
@@ -70,12 +76,28 @@ def test_route_table():
 @pytest.mark.parametrize("act", ALL)
 @pytest.mark.parametrize("dtype", [F32, F64])
 @pytest.mark.parametrize("T,n,rank", [(1, 3, None), (2, 5, None), (4, 4, None), (7, 3, None), (16, 4, None),
-                                      (32, 8, None), (16, 6, 2)])
+                                      (32, 8, None), (16, 6, 2), (64, 3, None)])
 def test_against_the_float64_reference(act, dtype, T, n, rank):
     """``n`` below, equal to and above ``T``, and rank-deficient rows."""
     z, A, V = _inputs(3, T, n, dtype, seed=T + n, rank=rank)
     errs = _errors(_route(z, A, V, act), _reference(z, A, V, act))
     assert max(errs) <= _tol(dtype, T, n), errs
+
+
+@pytest.fixture(params=["kept", "recomputed"])
+def blocks(request, monkeypatch):
+    """Blocks of two samples, with every block's ``G`` kept or each recomputed in the backward."""
+    monkeypatch.setattr(F, "BLOCK_ENTRIES", 2 * 64 * 64)
+    monkeypatch.setattr(D, "KEEP_ENTRIES", 2 ** 40 if request.param == "kept" else 0)
+    return request.param
+
+
+@pytest.mark.parametrize("act", ALL)
+@pytest.mark.parametrize("T,n", [(64, 2), (64, 8), (5, 3)])
+def test_blocks_against_the_float64_reference(act, T, n, blocks):
+    z, A, V = _inputs(5, T, n, F32, seed=T * n)
+    errs = _errors(_route(z, A, V, act), _reference(z, A, V, act))
+    assert max(errs) <= _tol(F32, T, n), errs
 
 
 @pytest.mark.parametrize("act", ALL)
@@ -98,7 +120,7 @@ def test_backward_twice_and_graph_of_the_backward():
 
 
 @pytest.mark.parametrize("bad", [float("nan"), 1e6])
-def test_batch_independence(bad):
+def test_batch_independence(bad, blocks):
     z, A, V = _inputs(4, 12, 3, F32, seed=9)
     zb = z.clone()
     zb[1] = bad

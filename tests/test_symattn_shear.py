@@ -7,12 +7,12 @@ import torch
 
 from geoattn import kernels as K
 from geoattn.kernels import _symattn_sdpa as S
-from geoattn.kernels._symattn_dense import DENSE_MAX_T
+from geoattn.kernels._symattn_dense import DENSE_KEPT_MAX_T
 from geoattn.nn import SymplecticAttention
 
 F32, F64 = torch.float32, torch.float64
 ALL = ("matrix_softmax", "matrix_one_softmax")
-T_SDPA = DENSE_MAX_T + 8  # a sequence the sdpa route serves
+T_SDPA = DENSE_KEPT_MAX_T + 8  # a sequence the sdpa route serves
 pytestmark = pytest.mark.skipif(not S.HAVE_FLASH, reason="this torch has no fused CPU attention kernel")
 
 
@@ -65,7 +65,7 @@ def test_route_table():
 @pytest.mark.parametrize("act", ALL)
 @pytest.mark.parametrize("update,sign", [("p", 1.0), ("q", 1.0), ("p", -1.0), ("q", -1.0)])
 @pytest.mark.parametrize("dtype", [F32, F64])
-@pytest.mark.parametrize("T,n,rank", [(T_SDPA, 2, None), (T_SDPA, 8, None), (T_SDPA, 3, 2), (64, 5, None)])
+@pytest.mark.parametrize("T,n,rank", [(T_SDPA, 2, None), (T_SDPA, 8, None), (T_SDPA, 3, 2), (T_SDPA + 20, 5, None)])
 def test_against_the_composition(act, update, sign, dtype, T, n, rank):
     x, A, G = _inputs(3, T, n, dtype, seed=T + n, rank=rank)
     assert K.explain("symattn_shear", x, A, act, update, sign).route.name == "sdpa/eager"
