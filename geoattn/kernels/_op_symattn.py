@@ -11,7 +11,7 @@ from ._checks import check_float, check_same, check_square, half_in_float32
 from ._functions import _traced
 from ._gram import _dual
 from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
-from ._symattn_dense import dense_reason, symattn_dense
+from ._symattn_dense import dense_reason, shear_dense, symattn_dense
 from ._symattn_fused import symattn_fused
 from ._symattn_sdpa import sdpa_reason, shear_sdpa, symattn_sdpa
 from .dispatch import Call, Operation, Route, dispatch, explain, register_operation
@@ -92,12 +92,18 @@ def _bind_shear(x: torch.Tensor, A: torch.Tensor, activation: str = "matrix_soft
     return call
 
 
-def _shear_sdpa_when(c: Call) -> str | None:
-    """The shear in one attention call when ``symattn_update`` would take its ``sdpa`` route for the half read."""
-    route = explain("symattn_update", c.z, c.A, c.activation).route
-    if route is None or route.form != "sdpa":
-        return f"symattn_update takes {route.name if route else 'no route'} for the half read: the shear composes it"
-    return None
+def _shear_when(form: str):
+    """``when`` of the shear's route ``form``: the shear in one call when ``symattn_update`` would take its route
+    ``form`` for the half read."""
+
+    def when(c: Call) -> str | None:
+        route = explain("symattn_update", c.z, c.A, c.activation).route
+        if route is None or route.form != form:
+            return (f"symattn_update takes {route.name if route else 'no route'} for the half read: not the "
+                    f"{form} shear")
+        return None
+
+    return when
 
 
 def _shear_composed(c: Call) -> torch.Tensor:
@@ -110,7 +116,10 @@ def _shear_composed(c: Call) -> torch.Tensor:
 
 SYMATTN_SHEAR = register_operation(Operation(
     "symattn_shear", _bind_shear,
-    (Route("sdpa", EAGER.name, _shear_sdpa_when,
+    (Route("dense", EAGER.name, _shear_when("dense"),
+           lambda c: shear_dense(c.x, c.A, c.activation, c.update == "p", c.sign),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.dense_vjp")),
+     Route("sdpa", EAGER.name, _shear_when("sdpa"),
            lambda c: shear_sdpa(c.x, c.A, c.activation, c.update == "p", c.sign),
            per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.sdpa_vjp")),
      Route("update", EAGER.name, lambda c: None, _shear_composed, per_sample="",

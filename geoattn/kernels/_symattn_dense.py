@@ -40,12 +40,12 @@ from __future__ import annotations
 
 import torch
 
-from . import _generated as gen
 from ._functions import _under_functorch
 from ._symattn import SYMATTN_ACTIVATIONS
 from ._symattn_fused import KEEP_ENTRIES, _block, _softmax_rows_
+from ._symattn_sdpa import _generated_vjp
 
-__all__ = ["symattn_dense", "dense_reason", "DENSE_MAX_T", "DENSE_KEPT_MAX_T"]
+__all__ = ["symattn_dense", "shear_dense", "dense_reason", "DENSE_MAX_T", "DENSE_KEPT_MAX_T"]
 
 #: the longest sequence the route serves whatever the batch (the backward recomputes each block's ``G`` when the
 #: batch's ``B T^2`` entries exceed :data:`~geoattn.kernels._symattn_fused.KEEP_ENTRIES`)
@@ -76,65 +76,94 @@ def dense_reason(z: torch.Tensor, A: torch.Tensor, activation: str) -> str | Non
 
 
 class _DenseUpdate(torch.autograd.Function):
-    """See Note [dense symplectic attention]."""
+    """See Note [dense symplectic attention]; ``shear`` as in :mod:`geoattn.kernels._symattn_sdpa` (Note [the shear
+    in one call]): None for the update of ``z``, else ``(first, sign)`` for the shear of a phase-space ``z``."""
 
     @staticmethod
-    def forward(ctx, z: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
+    def forward(ctx, z: torch.Tensor, A: torch.Tensor, activation: str, shear=None) -> torch.Tensor:
         shape = z.shape
-        T, n = shape[-2:]
-        zb = z.reshape(-1, T, n)
+        T, n = shape[-2], A.shape[-1]
+        xb = z.reshape(-1, T, shape[-1])
+        zb = xb if shear is None else xb.narrow(-1, 0 if shear[0] else n, n)
         B = zb.shape[0]
         step = _block(B, T)
         keep = B * T * T <= KEEP_ENTRIES
         S = zb.new_empty(B if keep else step, T, T)
         a = zb @ A
-        U = torch.empty_like(zb)
+        U = torch.empty_like(a)
         one = SYMATTN_ACTIVATIONS[activation][1]
         for i in range(0, B, step):
             m = min(step, B - i)
             G = torch.bmm(a[i:i + m], zb[i:i + m].mT, out=S[i:i + m] if keep else S[:m])
             _softmax_rows_(G, True, one)
             torch.bmm(G, a[i:i + m], out=U[i:i + m])
-        ctx.save_for_backward(z, A, S if keep else None)
-        ctx.activation = activation
-        return U.mul_(2).view(shape)
+        half = z if shear is None else z.narrow(-1, 0 if shear[0] else n, n)  # the half read: a view of z
+        ctx.save_for_backward(half, A, S if keep else None)
+        ctx.activation, ctx.shear = activation, shear
+        if shear is None:
+            return U.mul_(2).view(shape)
+        first, sign = shear
+        y = torch.empty_like(xb)
+        keep_at, other = (0, n) if first else (n, 0)
+        y.narrow(-1, keep_at, n).copy_(zb)
+        torch.add(xb.narrow(-1, other, n), U, alpha=2 * sign, out=y.narrow(-1, other, n))
+        return y.view(shape)
 
     @staticmethod
-    def backward(ctx, gU: torch.Tensor):
+    def backward(ctx, grad: torch.Tensor):
         z, A, kept = ctx.saved_tensors
-        if torch.is_grad_enabled() or _under_functorch(gU):
-            forward = getattr(gen, f"symattn_update_{ctx.activation}")
-            _, pullback = torch.func.vjp(lambda u, v: forward(u, v)[0], z, A)
-            gz, gA = pullback(gU)
-            return gz, gA, None
-        shape = z.shape
-        T, n = shape[-2:]
-        zb, V = z.reshape(-1, T, n), gU.reshape(-1, T, n)
-        B = zb.shape[0]
-        step = _block(B, T)
-        one = SYMATTN_ACTIVATIONS[ctx.activation][1]
-        a = zb @ A
-        work = zb.new_empty(min(B, step), T, T)
-        S = zb.new_empty(min(B, step), T, T) if kept is None else None
-        h, gz = torch.empty_like(zb), torch.empty_like(zb)
-        for i in range(0, B, step):
-            m = min(step, B - i)
-            ab, zk, Vb = a[i:i + m], zb[i:i + m], V[i:i + m]
-            if kept is None:
-                G = _softmax_rows_(torch.bmm(ab, zk.mT, out=S[:m]), True, one)
-            else:
-                G = kept[i:i + m]
-            gC = torch.bmm(Vb, ab.mT, out=work[:m])
-            flat = gC.view(m, -1)
-            torch.ops.aten._softmax_backward_data.out(flat, G.reshape(m, -1), -1, G.dtype, grad_input=flat)
-            torch.bmm(G, Vb, out=h[i:i + m]).baddbmm_(gC, zk)
-            torch.bmm(gC.mT, ab, out=gz[i:i + m])
+        if torch.is_grad_enabled() or _under_functorch(grad):
+            return (*_generated_vjp(ctx, (z, A), grad), None, None)
+        shape = grad.shape
+        T, n = shape[-2], A.shape[-1]
+        zb = z.reshape(-1, T, n)
+        if ctx.shear is None:
+            V, sign = grad.reshape(-1, T, n), 1.0
+        else:
+            first, sign = ctx.shear
+            g = grad.reshape(-1, T, 2 * n)
+            keep_at, other = (0, n) if first else (n, 0)
+            V = g.narrow(-1, other, n)
+        h, gz = _dense_vjp(zb, A, V, kept, SYMATTN_ACTIVATIONS[ctx.activation][1])
         hf = h.view(-1, n)
-        gz.view(-1, n).addmm_(hf, A).mul_(2)
         gA = zb.reshape(-1, n).mT @ hf
-        return gz.view(shape), gA + gA.mT, None
+        gA = (gA + gA.mT).mul_(sign)
+        if ctx.shear is None:
+            return gz.mul_(2).view(shape), gA, None, None
+        gx = torch.empty_like(g)
+        gx.narrow(-1, other, n).copy_(V)
+        torch.add(g.narrow(-1, keep_at, n), gz, alpha=2 * sign, out=gx.narrow(-1, keep_at, n))
+        return gx.view(shape), gA, None, None
+
+
+def _dense_vjp(zb: torch.Tensor, A: torch.Tensor, V: torch.Tensor, kept, one: bool):
+    """``(h, gz / 2)`` of Note [dense symplectic attention] for ``V`` (``(B, T, n)``, any token stride), block by
+    block, ``G`` from ``kept`` or recomputed."""
+    B, T, n = zb.shape
+    step = _block(B, T)
+    a = zb @ A
+    work = zb.new_empty(min(B, step), T, T)
+    S = zb.new_empty(min(B, step), T, T) if kept is None else None
+    h, gz = torch.empty_like(a), torch.empty_like(a)
+    for i in range(0, B, step):
+        m = min(step, B - i)
+        ab, zk, Vb = a[i:i + m], zb[i:i + m], V[i:i + m]
+        G = _softmax_rows_(torch.bmm(ab, zk.mT, out=S[:m]), True, one) if kept is None else kept[i:i + m]
+        gC = torch.bmm(Vb, ab.mT, out=work[:m])
+        flat = gC.view(m, -1)
+        torch.ops.aten._softmax_backward_data.out(flat, G.reshape(m, -1), -1, G.dtype, grad_input=flat)
+        torch.bmm(G, Vb, out=h[i:i + m]).baddbmm_(gC, zk)
+        torch.bmm(gC.mT, ab, out=gz[i:i + m])
+    gz.view(-1, n).addmm_(h.view(-1, n), A)
+    return h, gz
 
 
 def symattn_dense(z: torch.Tensor, A: torch.Tensor, activation: str) -> torch.Tensor:
     """The update through the ``dense`` route (arguments checked, :func:`dense_reason` None)."""
     return _DenseUpdate.apply(z, A, activation)
+
+
+def shear_dense(x: torch.Tensor, A: torch.Tensor, activation: str, first: bool, sign: float) -> torch.Tensor:
+    """The shear of ``x`` (``(..., T, 2n)``) by ``sign`` times the update of its ``first`` (or last) half through
+    the ``dense`` route (arguments checked, :func:`dense_reason` None for that half)."""
+    return _DenseUpdate.apply(x, A, activation, (bool(first), float(sign)))
