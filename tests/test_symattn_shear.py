@@ -170,3 +170,13 @@ def test_layer_takes_the_shear_and_inverts(T):
     y = layer(x)
     assert torch.equal(y[..., 3:], x[..., 3:])
     assert (layer.inverse(y) - x).abs().max() <= _tol(F64, T, 3) * x.abs().max()
+
+
+@pytest.mark.parametrize("T", [12, T_SDPA])
+def test_expanded_incoming_gradient(T):
+    """The gradient of ``y.sum()`` arrives expanded (zero strides): the same result as a dense tensor of ones."""
+    x, A, _ = _inputs(2, T, 3, F64, seed=7)
+    ones = torch.ones((), dtype=F64).expand_as(x)
+    got = _shear(x, A, ones, "matrix_softmax", "p", 1.0)
+    want = _shear(x, A, torch.ones_like(x), "matrix_softmax", "p", 1.0)
+    assert max(_errors(got, want)) <= _tol(F64, T, 3)

@@ -117,6 +117,7 @@ class _DenseUpdate(torch.autograd.Function):
         shape = grad.shape
         T, n = shape[-2], A.shape[-1]
         zb = z.reshape(-1, T, n)
+        grad = grad.contiguous()  # the gradient of a sum is expanded: batched products over zero strides are slow
         if ctx.shear is None:
             V, sign = grad.reshape(-1, T, n), 1.0
         else:
