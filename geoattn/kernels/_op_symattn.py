@@ -164,9 +164,9 @@ def symattn_shear(x: torch.Tensor, A: torch.Tensor, activation: str = "matrix_so
     ``update="p"``, :math:`(q + s\,\nabla\Sigma(p), p)` for ``update="q"``, :math:`s` = ``sign``.
 
     ``x`` is ``(..., T, 2n)`` (the first ``n`` features :math:`q`, the last ``n`` :math:`p`), ``A`` ``(n, n)``;
-    the update is :func:`symattn_update` of the half read. Where that update takes its ``sdpa`` route, the
-    shear is one call that writes both halves of the output and of its gradient (Note [the shear in one call]);
-    otherwise it is the update and a concatenation. This is the map of
+    the update is :func:`symattn_update` of the half read. Where that update takes its ``sdpa`` or ``dense``
+    route, the shear is one call that writes both halves of the output and of its gradient (Note [the shear in
+    one call]); otherwise it is the update and a concatenation. This is the map of
     :class:`geoattn.nn.SymplecticAttention` (``sign = -1``: its inverse).
 
     Examples

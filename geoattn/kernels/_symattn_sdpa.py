@@ -46,6 +46,7 @@ into the two halves of one output; the backward reads the incoming gradient's :m
 :math:`\bar U/s` (the sign carried by the ``(B, T)`` factors :math:`w` and :math:`\bar w`), copies it to the
 :math:`p` half of the input's gradient and writes :math:`\bar q + \bar z` into the :math:`q` half, the product
 :math:`\bar aA^T` added in place. The functions are those of the composition (same claims), with fewer passes.
+The ``dense`` route (Note [dense symplectic attention]) has the same one-call shear.
 """
 
 from __future__ import annotations
