@@ -27,8 +27,9 @@ entries for the batch every block's :math:`G` is kept for the backward, above it
 (one product and one softmax per block). Measured on one thread at ``B T = 65,536``, float32 (a shared
 machine, the two routes alternated in one process), the layer's forward+backward took 0.86, 0.95 and 0.73 of
 SDPA's time at ``T = 64`` for ``dim`` 4, 8, 16 with :math:`G` kept, against 1.04, 1.16, 1.54 by the ``sdpa``
-route; with :math:`G` recomputed 1.02 and 1.22 (``dim`` 4, 16); at ``T = 128`` and 256 (recomputed) the ``sdpa``
-route was as fast or faster. So the route serves :math:`T \le` :data:`DENSE_MAX_T`, and :math:`T \le`
+route; with :math:`G` recomputed 1.02 and 1.22 (``dim`` 4, 16); at ``T = 128`` (kept or recomputed) and 256
+(recomputed) the ``sdpa`` route was as fast or faster. At ``T = 16`` and 32 even with :math:`G` recomputed the
+route took 0.92 to 1.08 of SDPA's time against 1.37 to 1.84 by the ``sdpa`` route (``dim`` 4, 16). So the route serves :math:`T \le` :data:`DENSE_MAX_T`, and :math:`T \le`
 :data:`DENSE_KEPT_MAX_T` where :math:`G` is kept.
 
 It serves CPU float32 and float64 with one symmetric weighting, outside functorch transforms and
