@@ -123,6 +123,8 @@ CLAIMS = {
     "symattn.sdpa_form.general": ("symattn", "refuted"),
     "symattn.sdpa_vjp": ("symattn", "checked"),
     "symattn.sdpa_vjp.without_lse": ("symattn", "refuted"),
+    "symattn.dense_vjp": ("symattn", "checked"),
+    "symattn.dense_vjp.unshifted": ("symattn", "refuted"),
 }
 
 #: every claim id of the ledger

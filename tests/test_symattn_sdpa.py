@@ -52,14 +52,14 @@ def _errors(got, want):
 
 
 def test_route_table():
-    z, A, _ = _inputs(2, 16, 4, F32)
+    z, A, _ = _inputs(2, 72, 4, F32)  # longer than the dense route's sequences
     assert K.explain("symattn_update", z, A, "matrix_softmax").route.name == "sdpa/eager"
     e = K.explain("symattn_update", z, A + torch.triu(torch.ones_like(A), 1), "matrix_softmax")
     assert e.route.name == "fused/eager" and "not symmetric" in dict((r.name, w) for r, w in e.rejected)["sdpa/eager"]
     e = K.explain("symattn_update", z, A, "vector_softmax")
     assert e.route.name == "fused/eager" and "column softmax" in dict((r.name, w) for r, w in e.rejected)["sdpa/eager"]
-    assert SymplecticAttention(8).explain(torch.randn(3, 16, 8)).route.name == "sdpa/eager"  # the default layer
-    general = SymplecticAttention(8, symmetric=False).explain(torch.randn(3, 16, 8))
+    assert SymplecticAttention(8).explain(torch.randn(3, 72, 8)).route.name == "sdpa/eager"  # the default layer
+    general = SymplecticAttention(8, symmetric=False).explain(torch.randn(3, 72, 8))
     assert general.route.name == "fused/eager"
 
 

@@ -43,7 +43,7 @@ from ._op_exp_action import exp_skew_action
 from ._op_vp import vp_attention
 from ._op_vp_lower import vp_attention_lower
 from ._op_lsa import lsa_update
-from ._op_symattn import symattn_potential, symattn_update
+from ._op_symattn import symattn_potential, symattn_shear, symattn_update
 from ._symattn import SYMATTN_ACTIVATIONS
 from .dispatch import BACKENDS, OPERATIONS, backend, explain, route_table
 
@@ -65,6 +65,7 @@ __all__ = [
     "exp_skew_action",
     "lsa_update",
     "symattn_update",
+    "symattn_shear",
     "symattn_potential",
     "lift",
     "vp_attention",

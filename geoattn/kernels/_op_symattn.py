@@ -12,11 +12,13 @@ from ._functions import _traced
 from ._gram import _dual
 from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_value
 from ._symattn_flash import flash_reason, symattn_flash
+from ._symattn_dense import dense_reason, shear_dense, symattn_dense
 from ._symattn_fused import symattn_fused
-from ._symattn_sdpa import sdpa_reason, symattn_sdpa
-from .dispatch import Call, Operation, Route, dispatch, register_operation
+from ._symattn_sdpa import sdpa_reason, shear_sdpa, symattn_sdpa
+from .dispatch import Call, Operation, Route, dispatch, explain, register_operation
 
-__all__ = ["symattn_update", "symattn_potential", "SYMATTN_UPDATE", "SYMATTN_POTENTIAL"]
+__all__ = ["symattn_update", "symattn_shear", "symattn_potential", "SYMATTN_UPDATE", "SYMATTN_SHEAR",
+           "SYMATTN_POTENTIAL"]
 
 
 def _bind(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax") -> Call:
@@ -62,11 +64,22 @@ def _sdpa_when(c: Call) -> str | None:
     return sdpa_reason(c.z, c.A, c.activation)
 
 
+def _dense_when(c: Call) -> str | None:
+    """The ``dense`` route: a short sequence, a symmetric weighting, the softmaxes over all entries, CPU."""
+    if c.traced:
+        return "traced (torch.func transform, torch.compile or meta tensors): the generated forward is traced"
+    if _dual(c.z) or _dual(c.A):
+        return "a forward-mode tangent: the route has no jvp"
+    return dense_reason(c.z, c.A, c.activation)
+
+
 SYMATTN_UPDATE = register_operation(Operation(
     "symattn_update", _bind,
     (Route("flash", TRITON.name, _flash_when, lambda c: symattn_flash(c.z, c.A, c.activation), per_sample="",
            claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.sdpa_vjp",
                    "symattn.transpose_invariant")),
+     Route("dense", EAGER.name, _dense_when, lambda c: symattn_dense(c.z, c.A, c.activation),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.dense_vjp")),
      Route("sdpa", EAGER.name, _sdpa_when, lambda c: symattn_sdpa(c.z, c.A, c.activation),
            per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.sdpa_vjp")),
      Route("fused", EAGER.name, _fused_when, lambda c: symattn_fused(c.z, c.A, c.activation),
@@ -75,6 +88,54 @@ SYMATTN_UPDATE = register_operation(Operation(
            per_sample="", claims=("symattn.potential_gradient", "symattn.layer_vjp")),),
     claims=("symattn.potential_gradient", "symattn.layer_symplectic"),
     doc="the gradient of the potential: G z A^T + G^T z A, G the softmax of z A z^T",
+))
+def _bind_shear(x: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax", update: str = "p",
+                sign: float = 1.0) -> Call:
+    if update not in ("p", "q"):
+        raise OptionError(f"Expected update to be 'p' or 'q'. Got {update!r}.")
+    if x.dim() < 2 or A.dim() < 1 or x.shape[-1] != 2 * A.shape[-1]:
+        raise ShapeError(f"Expected x of shape (..., T, 2n) for A of shape (n, n). Got x of shape {tuple(x.shape)} "
+                         f"and A of shape {tuple(A.shape)}.")
+    n = A.shape[-1]
+    call = _bind(x[..., :n] if update == "p" else x[..., n:], A, activation)
+    call.x, call.update, call.sign = x, update, float(sign)
+    return call
+
+
+def _shear_when(form: str):
+    """``when`` of the shear's route ``form``: the shear in one call when ``symattn_update`` would take its route
+    ``form`` for the half read."""
+
+    def when(c: Call) -> str | None:
+        route = explain("symattn_update", c.z, c.A, c.activation).route
+        if route is None or route.form != form:
+            return (f"symattn_update takes {route.name if route else 'no route'} for the half read: not the "
+                    f"{form} shear")
+        return None
+
+    return when
+
+
+def _shear_composed(c: Call) -> torch.Tensor:
+    """``(q, p + sign U(q))`` (or ``(q + sign U(p), p)``) from :func:`symattn_update` and one concatenation."""
+    q, p = c.x.split(c.A.shape[-1], dim=-1)
+    if c.update == "p":
+        return torch.cat([q, p + c.sign * dispatch("symattn_update", q, c.A, c.activation)], dim=-1)
+    return torch.cat([q + c.sign * dispatch("symattn_update", p, c.A, c.activation), p], dim=-1)
+
+
+SYMATTN_SHEAR = register_operation(Operation(
+    "symattn_shear", _bind_shear,
+    (Route("dense", EAGER.name, _shear_when("dense"),
+           lambda c: shear_dense(c.x, c.A, c.activation, c.update == "p", c.sign),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.dense_vjp")),
+     Route("sdpa", EAGER.name, _shear_when("sdpa"),
+           lambda c: shear_sdpa(c.x, c.A, c.activation, c.update == "p", c.sign),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.sdpa_vjp")),
+     Route("update", EAGER.name, lambda c: None, _shear_composed, per_sample="",
+           claims=("symattn.potential_gradient",)),),
+    claims=("symattn.layer_symplectic", "symattn.gradient_shear_symplectic"),
+    doc="the shear (q, p + sign grad Sigma(q)) (or of q by grad Sigma(p)) of phase-space tokens",
 ))
 SYMATTN_POTENTIAL = register_operation(Operation(
     "symattn_potential", _bind,
@@ -104,6 +165,31 @@ def symattn_update(z: torch.Tensor, A: torch.Tensor, activation: str = "matrix_s
     True
     """
     return dispatch("symattn_update", z, A, activation)
+
+
+@half_in_float32
+def symattn_shear(x: torch.Tensor, A: torch.Tensor, activation: str = "matrix_softmax", update: str = "p",
+                  sign: float = 1.0) -> torch.Tensor:
+    r"""The shear of phase-space tokens by the update: :math:`(q, p) \mapsto (q, p + s\,\nabla\Sigma(q))` for
+    ``update="p"``, :math:`(q + s\,\nabla\Sigma(p), p)` for ``update="q"``, :math:`s` = ``sign``.
+
+    ``x`` is ``(..., T, 2n)`` (the first ``n`` features :math:`q`, the last ``n`` :math:`p`), ``A`` ``(n, n)``;
+    the update is :func:`symattn_update` of the half read. Where that update takes its ``sdpa`` or ``dense``
+    route, the shear is one call that writes both halves of the output and of its gradient (Note [the shear in
+    one call]); otherwise it is the update and a concatenation. This is the map of
+    :class:`geoattn.nn.SymplecticAttention` (``sign = -1``: its inverse).
+
+    Examples
+    --------
+    >>> x = torch.randn(2, 5, 6, dtype=torch.float64)
+    >>> A = torch.eye(3, dtype=torch.float64)
+    >>> y = symattn_shear(x, A)
+    >>> torch.equal(y[..., :3], x[..., :3])
+    True
+    >>> torch.allclose(symattn_shear(y, A, sign=-1.0), x)
+    True
+    """
+    return dispatch("symattn_shear", x, A, activation, update, sign)
 
 
 @half_in_float32

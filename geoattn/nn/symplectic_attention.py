@@ -111,8 +111,8 @@ class SymplecticAttention(nn.Module):
 
     def _split(self, x: torch.Tensor, name: str):
         check_sequence(self, name, x, dim=self.dim, dtype=self.weight.dtype, device=self.weight.device)
-        n = self.dim // 2
-        return x[..., :n], x[..., n:]
+        # split, not two slices: the backward then writes one (..., dim) gradient instead of zero-filling one per half
+        return x.split(self.dim // 2, dim=-1)
 
     def potential(self, z: torch.Tensor) -> torch.Tensor:
         """:math:`\\Sigma` of the half the update reads (``q`` for ``update="p"``), one value per sequence:
@@ -121,15 +121,14 @@ class SymplecticAttention(nn.Module):
         return K.symattn_potential(q if self.update == "p" else p, self.weighting(), self.activation)
 
     def _shear(self, x: torch.Tensor, sign: float, name: str) -> torch.Tensor:
-        q, p = self._split(x, name)
-        A = self.weighting()
-        if self.update == "p":
-            return torch.cat([q, p + sign * K.symattn_update(q, A, self.activation)], dim=-1)
-        return torch.cat([q + sign * K.symattn_update(p, A, self.activation), p], dim=-1)
+        check_sequence(self, name, x, dim=self.dim, dtype=self.weight.dtype, device=self.weight.device)
+        return K.symattn_shear(x, self.weighting(), self.activation, self.update, sign)
 
     def explain(self, x: torch.Tensor):
         """How :meth:`forward` would compute the update for ``x``: the route of ``symattn_update`` and why every
-        other route does not serve (:func:`geoattn.kernels.explain`; nothing is computed).
+        other route does not serve (:func:`geoattn.kernels.explain`; nothing is computed). :meth:`forward` calls
+        :func:`geoattn.kernels.symattn_shear`, which is one call where this route is ``sdpa`` and the update
+        (by this route) and a concatenation otherwise.
 
         Examples
         --------

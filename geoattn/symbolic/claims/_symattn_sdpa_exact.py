@@ -72,10 +72,11 @@ def _fixed_v(T: int, n: int) -> sp.Matrix:
     return sp.Matrix(T, n, lambda i, k: sp.Rational((-1) ** (i + k) * (2 * i + k + 1), 3))
 
 
-def sdpa_vjp_residual(fault: str | None = None, symbolic_v: bool = True):
+def sdpa_vjp_residual(fault: str | None = None, symbolic_v: bool = True, vjp=sdpa_vjp):
     r"""``f ->`` the route's backward minus :math:`\partial\langle V, U\rangle/\partial z` and ``/\partial A`` of the
     generated update, over the softmaxes of all entries (``V`` symbols, or the rational :func:`_fixed_v` so that a
-    counterexample is a number)."""
+    counterexample is a number). ``vjp(f, V, one, fault)`` is the backward compared: :func:`sdpa_vjp`, or another
+    route's form of the same gradient."""
 
     def residual(f: ExpField) -> sp.Matrix:
         T, n = f.Q.cols, f.Q.rows
@@ -85,7 +86,7 @@ def sdpa_vjp_residual(fault: str | None = None, symbolic_v: bool = True):
             pairing = sum(Vm.T.multiply_elementwise(_layer_update(act, f)))
             want_z = f.grad(pairing).T
             want_A = sp.Matrix(f.A.rows, f.A.cols, lambda i, j, p=pairing: f.d(p, f.A[i, j]))
-            gz, gA = sdpa_vjp(f, Vm, ACTIVATIONS[act][1], fault)
+            gz, gA = vjp(f, Vm, ACTIVATIONS[act][1], fault)
             if f.A == f.A.T:  # one symbol for A_ij and A_ji: its derivative is the sum of both entries'
                 gA = gA + gA.T - sp.diag(*gA.diagonal())
             parts += [gz - want_z, gA - want_A]

@@ -41,6 +41,7 @@ from ._symattn_exact import (
     vjp_residual,
 )
 from ._sources import gml_file
+from ._symattn_dense_exact import dense_vjp_residual
 from ._symattn_fused_exact import fused_vjp_residual
 from ._symattn_sdpa_exact import sdpa_form_residual, sdpa_vjp_residual, transpose_residual
 
@@ -382,5 +383,31 @@ CLAIMS = [
         checker=ExpPolicy(name="sdpa VJP (gl = 0) - d<V, U>", structure="symmetric", search=at_sizes({"n": 1, "T": 2}),
                           residual=sdpa_vjp_residual(fault="drop_lse", symbolic_v=False)),
         notes="The weights w depend on the row log-sum-exps, so their gradient reaches C through them.",
+    ),
+    Claim(
+        id="symattn.dense_vjp",
+        title="backward of the dense form 2 G a",
+        statement="If A is symmetric, with a = zA, G the softmax over all entries of C = az^T, gG = V a^T, "
+        "gC = G * gG - <G, gG> G and h = GV + gC z: d<V, U>/dz = 2 (gC^T a + hA) and d<V, U>/dA = z^T h + h^T z.",
+        latex=r"\bar C' = G\odot Va^T - \langle G, Va^T\rangle G,\ h = GV + \bar C'z \implies "
+        r"\partial_z\langle V, U\rangle = 2(\bar C'^Ta + hA),\ \partial_A\langle V, U\rangle = z^Th + h^Tz",
+        source="corrected form of symattn.dense_vjp.unshifted",
+        corrects="symattn.dense_vjp.unshifted",
+        expected=Level.CHECKED,
+        checker=ExpPolicy(name="dense VJP - d<V, U>", structure="symmetric",
+                          exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 2}), residual=dense_vjp_residual()),
+        notes="Note [dense symplectic attention]: the route of short sequences forms and keeps G.",
+    ),
+    Claim(
+        id="symattn.dense_vjp.unshifted",
+        title="backward of the dense form without the softmax's shift",
+        statement="The backward of symattn.dense_vjp holds with gC = G * gG (the term <G, gG> G left out).",
+        latex=r"\bar C' = G\odot Va^T",
+        source="geoattn.kernels (the dense route of symattn_update: why the backward shifts by <G, gG>)",
+        expected=Level.REFUTED,
+        checker=ExpPolicy(name="dense VJP (no shift) - d<V, U>", structure="symmetric",
+                          search=at_sizes({"n": 1, "T": 2}),
+                          residual=dense_vjp_residual(fault="unshifted", symbolic_v=False)),
+        notes="Every entry of the softmax over all entries depends on every entry of C through the normaliser.",
     ),
 ]
