@@ -22,7 +22,6 @@ from geoattn.kernels import _triton  # noqa: E402
 from geoattn.symbolic import expressions as ex  # noqa: E402
 from geoattn.symbolic.kernel_spec import NativeKernelSpec  # noqa: E402
 from geoattn.symbolic.kernel_table import NATIVE_KERNELS  # noqa: E402
-from geoattn.symbolic.native_table import TRITON_KERNELS  # noqa: E402
 
 F32, F16, F64 = torch.float32, torch.float16, torch.float64
 FWD, BWD, CFWD, CBWD = NATIVE_KERNELS
@@ -60,12 +59,9 @@ def test_every_printed_kernel_records_its_bindings_and_claims():
 
 
 def test_codegen_check_covers_the_triton_files(tmp_path):
-    for spec in NATIVE_KERNELS:
-        for d in range(1, spec.max_dim + 1):
-            (tmp_path / f"_triton_{spec.name}_d{d}.py").write_text(generate.generate_triton_module(spec.name, d))
-    for spec in TRITON_KERNELS:  # the Triton-only kernels, at their one width (tests/test_triton_exp.py)
-        d = spec.max_dim
-        (tmp_path / f"_triton_{spec.name}_d{d}.py").write_text(generate.generate_triton_module(spec.name, d))
+    for path, make in generate._triton_outputs(str(tmp_path)):  # with the LU modules (tests/test_triton_lu.py)
+        with open(path, "w") as fh:
+            fh.write(make())
     fresh, diff = generate.check(triton_dir=str(tmp_path))
     assert fresh, diff
     path = tmp_path / "_triton_vp_gram_fwd_d2.py"
@@ -121,8 +117,8 @@ def test_explain_says_why_the_triton_routes_do_not_serve(monkeypatch):
         assert K.explain("cayley", torch.zeros(2, 3, 3)).route.name == "closed-small/triton"
         with pytest.raises(BackendError, match="float64"):
             K.vp_attention(x.double(), A.double())
-        with pytest.raises(BackendError, match="d=5 > 4"):
-            K.vp_attention(torch.randn(2, 8, 5), skew64(5).float())
+        with pytest.raises(BackendError, match="d=17 > 4"):  # d = 5..16: gram-lu/triton
+            K.vp_attention(torch.randn(2, 20, 17), skew64(17).float())
 
 
 def test_negative_control_a_missing_triton_is_reported(monkeypatch):

@@ -206,3 +206,74 @@ def test_symattn_layer_benchmark_takes_the_flash_route():
 
     x = torch.randn(64, 16, 8, device=CUDA)
     assert layers.route_of(layers.LAYERS["SymplecticAttention"](8, 16, CUDA), x) == "flash/triton"
+
+
+# -- the Gram form's LU kernels, one module for 5 <= d <= 16 (tests/test_triton_lu.py) --------------------------------
+
+
+@pytest.mark.parametrize("d,T", [(5, 6), (8, 9), (8, 33), (12, 13), (16, 17)])  # T = d + 1, and a longer sequence
+def test_lu_layer_takes_the_triton_route_and_matches_float64(d, T):
+    torch.manual_seed(10 * d + T)
+    B = BLOCK + 3  # a tail block
+    x, A = torch.randn(B, T, d), skew64(d, 0.1).float()
+    assert K.explain("vp_attention", x.to(CUDA), A.to(CUDA)).route.name == "gram-lu/triton"
+    y, gx, gA, g = layer(x.to(CUDA), A.to(CUDA))
+    ye, gxe, gAe, _ = layer(x.to(CUDA), A.to(CUDA), "eager")
+    for a, b in ((y, ye), (gx, gxe), (gA, gAe)):
+        assert (a - b).abs().max() <= 4 * T * eps(F32) * (1 + b.abs().max())
+    x64, A64 = x.double().requires_grad_(), A.double().requires_grad_()
+    y64 = full64(x64, 0.5 * (A64 - A64.mT))
+    rx, rA = torch.autograd.grad(y64, (x64, A64), g.double().cpu())
+    assert ((y.double().cpu() - y64).abs() / x.double().norm(dim=-2, keepdim=True)).max() <= 8 * T * eps(F32)
+    tol = 64 * T * eps(F32)
+    assert (gx.double().cpu() - rx).abs().max() <= tol * (1 + rx.abs().max())
+    assert (gA.double().cpu() - rA).abs().max() <= tol * B * (1 + rA.abs().max())
+
+
+def test_lu_rank_deficient_tokens_match_float64():
+    torch.manual_seed(4)
+    d, T = 8, 9
+    x = torch.randn(BLOCK + 3, T, 2) @ torch.randn(BLOCK + 3, 2, d)  # rank 2 < d
+    A = skew64(d).float()
+    y, _, _, _ = layer(x.to(CUDA), A.to(CUDA))
+    ref = full64(x.double(), A)
+    assert ((y.double().cpu() - ref).abs() / x.double().norm(dim=-2, keepdim=True)).max() <= 8 * T * eps(F32)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_lu_half_tokens_are_computed_in_float64(dtype):
+    torch.manual_seed(1)
+    x, A = torch.randn(BLOCK + 5, 9, 5).to(dtype), skew64(5)
+    y, _, _, _ = _triton.gram_lu_forward(x.to(CUDA), A.to(CUDA))
+    assert y.dtype == dtype
+    ref = full64(x.double(), A)
+    assert ((y.double().cpu() - ref).abs() / x.double().norm(dim=-2, keepdim=True)).max() <= 2 * eps(dtype)
+
+
+def test_lu_a_nan_sample_does_not_touch_its_neighbours():
+    torch.manual_seed(2)
+    x, A = torch.randn(BLOCK + 3, 9, 8), skew64(8).float()
+    x[BLOCK, 2, 1] = float("nan")
+    keep = [i for i in range(BLOCK + 3) if i != BLOCK]
+    y, gx, _, _ = layer(x.to(CUDA), A.to(CUDA))
+    yc, _, _, _ = layer(x[keep].to(CUDA), A.to(CUDA))
+    assert torch.isnan(y[BLOCK]).all() and torch.isnan(gx[BLOCK]).all()
+    assert torch.equal(y[keep], yc) and not torch.isnan(gx[keep]).any()
+
+
+def test_lu_negative_control_a_wrong_sign_in_the_backward_is_caught(tmp_path):
+    from geoattn.codegen import gram_lu_triton
+
+    src = tmp_path / "broken_lu.py"
+    src.write_text(gram_lu_triton.generate_triton_lu_module(negate_backward=True))
+    broken = _triton.kernels(path=str(src))
+    torch.manual_seed(8)
+    T = 6
+    x, A, gy = torch.randn(BLOCK + 3, T, 5), skew64(5), torch.randn(BLOCK + 3, T, 5)
+    xc, Ac, gyc = x.to(CUDA), A.to(CUDA), gy.to(CUDA)
+    _, _, N, _ = _triton.gram_lu_forward(xc, Ac)
+    x64 = x.double().requires_grad_()
+    rx = torch.autograd.grad(full64(x64, A), x64, gy.double())[0]
+    tol = 64 * T * eps(F32) * (1 + rx.abs().max())
+    assert (_triton.gram_lu_backward(xc, gyc, N, Ac, module=broken)[0].double().cpu() - rx).abs().max() > tol
+    assert (_triton.gram_lu_backward(xc, gyc, N, Ac)[0].double().cpu() - rx).abs().max() <= tol

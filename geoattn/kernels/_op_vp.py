@@ -8,6 +8,10 @@ in :mod:`geoattn.kernels._lowrank`):
    ones: Cayley, ``d <= 4``, one weighting, float32 or half inputs, CUDA (Note [Triton backend] in
    :mod:`geoattn.kernels._triton`); at every ``T``, ``d >= T`` included, since the fused ``O(T d^2)`` kernel
    beats the ``T x T`` form there too;
+0b. ``gram-lu/triton``: the Gram form as Triton kernels for ``5 <= d <= 16`` (the token passes printed from the
+   verified bindings, an LU with partial pivoting per lane: Note [Triton LU blocks] in
+   :mod:`geoattn.codegen.gram_lu_triton`), one weighting, float32 or half inputs, CUDA, ``T > d``; the backward
+   ``vp.gram_lu_vjp`` from the forward's ``N``; not timed on a GPU;
 1. ``full/eager``: the ``T x T`` matrices, when ``d >= T`` (or requested);
 2. ``gram-closed/native``: the Gram form with the closed-form ``d x d`` factor (``vp.gram_closed_form``,
    ``vp.gram_closed_form_vjp``) as C kernels: Cayley, ``d <= 4``, one weighting, float32 or half inputs, CPU;
@@ -156,6 +160,23 @@ def _gram_closed_triton(c: Call) -> str | None:
     return closed_form_reason(c.x, c.A)
 
 
+def _gram_lu_triton(c: Call) -> str | None:
+    why = _gram(c)
+    if why is not None:
+        return why
+    if c.dtype not in _triton.REALS:
+        return f"{c.dtype}: the Triton kernels take float32, float16 or bfloat16"
+    if not 5 <= c.d <= _triton.LU_DIMS[-1]:
+        return f"d={c.d}: the Triton LU route serves 5 <= d <= {_triton.LU_DIMS[-1]} (d <= 4: the closed form)"
+    if c.A.dim() != 2:
+        return "a batched weighting A: the Triton kernels take one A for the whole batch"
+    if c.x.numel() == 0:
+        return "an empty input"
+    if _dual(c.x) or _dual(c.A):
+        return "a forward-mode tangent: the Triton kernels have no jvp"
+    return None
+
+
 #: the exponential's Gram form serves above this width: forward+backward measured against the QR form (one thread,
 #: float32, 16,384 tokens) 0.8-0.9x as fast at d = 3, 0.96-1.2x at d = 4, 1.1-1.7x at d = 8 and 16
 GRAM_EXP_MIN_DIM = 4
@@ -247,6 +268,9 @@ VP_ATTENTION = register_operation(Operation(
               _checked(lambda c: vp_gram_closed(c.x, c.A, _triton)),
               per_sample="residual check failed: a pivoted d x d solve; " + _GRAM_PER_SAMPLE,
               claims=("vp.gram_form", "vp.gram_closed_form", "vp.gram_closed_form_vjp")),
+        Route("gram-lu", TRITON.name, _gram_lu_triton, _checked(lambda c: vp_gram_closed(c.x, c.A, _triton.LU)),
+              per_sample="residual check failed (a zero or non-finite pivot included): a pivoted d x d solve; "
+              + _GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through_invertible", "vp.gram_lu_vjp")),
         Route("full", EAGER.name, _full, _checked(lambda c: vp_full(c.x, c.A, c.activation)),
               claims=("cayley.orthogonal", "exp.orthogonal")),
         Route("gram-closed", NATIVE.name, _gram_closed_native, _checked(lambda c: vp_gram_closed(c.x, c.A, True)),

@@ -27,13 +27,15 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import types
 
 import torch
 
 from . import _generated as gen
 
 __all__ = ["triton_status", "interpreting", "kernels", "gram_forward", "gram_backward", "cayley_forward",
-           "cayley_backward", "cayley_small", "written_kernels", "BLOCK", "FUNCTIONS", "TRITON_ONLY", "REALS"]
+           "cayley_backward", "cayley_small", "written_kernels", "gram_lu_forward", "gram_lu_backward", "lu_shape",
+           "LU", "BLOCK", "FUNCTIONS", "TRITON_ONLY", "LU_DIMS", "REALS"]
 
 #: samples per program (Note [Triton lanes]); the interpreter's blocks are smaller so that a tail block shows
 BLOCK = {"cuda": 128, "cpu": 16}
@@ -42,6 +44,8 @@ FUNCTIONS = dict(gen.NATIVE_FUNCTIONS)
 #: the Triton-only kernels (no C form; ``TRITON_KERNELS`` of :mod:`geoattn.symbolic.native_table`) and the one width
 #: each is printed at: the exponential of skew matrices padded to 4 x 4 (:mod:`geoattn.kernels._exp_triton`)
 TRITON_ONLY = {"exp_skew_small_fwd": 4}
+#: the widths of the Gram form's LU kernels, one module ``_triton_gram_lu.py`` for all (the route serves d >= 5)
+LU_DIMS = range(1, 17)
 #: the token types the kernels load (each is converted to float64 inside)
 REALS = (torch.float32, torch.float16, torch.bfloat16)
 _loaded: dict = {}  # "triton" -> its import status; (path, interpreter flag) -> a module loaded from a file
@@ -87,14 +91,17 @@ def kernels(name: str | None = None, d: int | None = None, *, path: str | None =
         raise RuntimeError(f"Expected triton to be importable. Got: {why}.")
     flag = interpreting()
     if path is None:
-        if name in TRITON_ONLY:
-            if d != TRITON_ONLY[name]:
-                raise ValueError(f"Expected d = {TRITON_ONLY[name]} for {name}. Got {d!r}.")
-        elif name not in FUNCTIONS:
-            raise ValueError(f"Expected a kernel name in {(*FUNCTIONS, *TRITON_ONLY)}. Got {name!r}.")
-        elif d not in range(1, FUNCTIONS[name] + 1):
-            raise ValueError(f"Expected d in 1..{FUNCTIONS[name]} for {name}. Got {d!r}.")
-        module = importlib.import_module(f"{__package__}._triton_{name}_d{d}")
+        if name == "gram_lu":  # one module for every width: D is a constexpr of its kernels
+            module = importlib.import_module(f"{__package__}._triton_gram_lu")
+        else:
+            if name in TRITON_ONLY:
+                if d != TRITON_ONLY[name]:
+                    raise ValueError(f"Expected d = {TRITON_ONLY[name]} for {name}. Got {d!r}.")
+            elif name not in FUNCTIONS:
+                raise ValueError(f"Expected a kernel name in {(*FUNCTIONS, *TRITON_ONLY, 'gram_lu')}. Got {name!r}.")
+            elif d not in range(1, FUNCTIONS[name] + 1):
+                raise ValueError(f"Expected d in 1..{FUNCTIONS[name]} for {name}. Got {d!r}.")
+            module = importlib.import_module(f"{__package__}._triton_{name}_d{d}")
         # decorated again unless it was imported here under the same setting: a module imported elsewhere (a test
         # reading the generated file, a doctest) carries no record of the setting its kernels were decorated under
         if getattr(module, "_interpreted", None) != flag:
@@ -110,21 +117,46 @@ def kernels(name: str | None = None, d: int | None = None, *, path: str | None =
     return _loaded[key]
 
 
+def lu_shape(d: int, device_type: str) -> tuple[int, int]:
+    """The padded width and the samples per program of the LU kernels at width ``d``.
+
+    Parameters
+    ----------
+    d : int
+        the width, ``1 <= d <= 16``.
+    device_type : str
+        ``"cuda"``, or another device type (Triton's interpreter).
+
+    Returns
+    -------
+    (int, int)
+        ``(DP, BLOCK)``: the next power of two at least ``max(d, 2)``, and on CUDA ``2048 // DP**2`` samples (at
+        least 8) so that one program's ``(BLOCK, DP, DP)`` float64 blocks stay near 2,048 entries (chosen, not
+        timed: no GPU was at hand); elsewhere ``BLOCK["cpu"]``.
+    """
+    dp = max(2, 1 << (d - 1).bit_length())
+    return dp, (max(8, 2048 // (dp * dp)) if device_type == "cuda" else BLOCK["cpu"])
+
+
 def _launch(module, name: str, d: int, B: int, T: int, arrays: list, device: torch.device) -> None:
     block = BLOCK["cuda" if device.type == "cuda" else "cpu"]
-    fn = getattr(module, f"{name}_d{d}")
+    if name.startswith("vp_gram_lu"):  # one kernel for every width
+        fn, (dp, block) = getattr(module, name), lu_shape(d, device.type)
+        extra = dict(D=d, DP=dp, BLOCK=block)
+    else:
+        fn, extra = getattr(module, f"{name}_d{d}"), dict(BLOCK=block)
     grid = ((B + block - 1) // block,)
     if device.type == "cuda":
         with torch.cuda.device(device):
-            fn[grid](B, T, *arrays, BLOCK=block)
+            fn[grid](B, T, *arrays, **extra)
     else:
-        fn[grid](B, T, *arrays, BLOCK=block)
+        fn[grid](B, T, *arrays, **extra)
 
 
-def _check_tokens(name: str, x: torch.Tensor) -> None:
-    top = FUNCTIONS["vp_gram_fwd"]
-    if x.dim() != 3 or not x.is_contiguous() or x.dtype not in REALS or not 1 <= x.shape[-1] <= top:
-        raise ValueError(f"Expected {name} as a contiguous tensor (B, T, d) with d <= {top} of "
+def _check_tokens(name: str, x: torch.Tensor, widths=None) -> None:
+    widths = widths or range(1, FUNCTIONS["vp_gram_fwd"] + 1)
+    if x.dim() != 3 or not x.is_contiguous() or x.dtype not in REALS or x.shape[-1] not in widths:
+        raise ValueError(f"Expected {name} as a contiguous tensor (B, T, d) with d in {widths[0]}..{widths[-1]} of "
                          f"float32, float16 or bfloat16. Got {x.dtype} {tuple(x.shape)} "
                          f"({'' if x.is_contiguous() else 'not '}contiguous).")
 
@@ -134,6 +166,16 @@ def _check_A(A: torch.Tensor, x: torch.Tensor) -> None:
     if A.dtype != torch.float64 or A.shape != (d, d) or not A.is_contiguous() or A.device != x.device:
         raise ValueError(f"Expected A as a contiguous float64 ({d}, {d}) tensor on {x.device}. Got {A.dtype} "
                          f"{tuple(A.shape)} on {A.device}.")
+
+
+def _check_grad(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor) -> None:
+    B, T, d = x.shape
+    if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous() or gy.device != x.device:
+        raise ValueError(f"Expected gy contiguous, of x's shape {tuple(x.shape)}, dtype {x.dtype} and device "
+                         f"{x.device}. Got {gy.dtype} {tuple(gy.shape)} on {gy.device}.")
+    if N.shape != (B, d, d) or N.dtype != torch.float64 or not N.is_contiguous() or N.device != x.device:
+        raise ValueError(f"Expected N contiguous, float64, of shape {(B, d, d)} on {x.device}. Got {N.dtype} "
+                         f"{tuple(N.shape)} on {N.device}.")
 
 
 def gram_forward(x: torch.Tensor, A: torch.Tensor, module=None):
@@ -160,17 +202,47 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     _check_tokens("x", x)
     _check_A(A, x)
     B, T, d = x.shape
-    if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous() or gy.device != x.device:
-        raise ValueError(f"Expected gy contiguous, of x's shape {tuple(x.shape)}, dtype {x.dtype} and device "
-                         f"{x.device}. Got {gy.dtype} {tuple(gy.shape)} on {gy.device}.")
-    if N.shape != (B, d, d) or N.dtype != torch.float64 or not N.is_contiguous() or N.device != x.device:
-        raise ValueError(f"Expected N contiguous, float64, of shape {(B, d, d)} on {x.device}. Got {N.dtype} "
-                         f"{tuple(N.shape)} on {N.device}.")
+    _check_grad(x, gy, N)
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
     if B:
         _launch(module or kernels("vp_gram_bwd", d), "vp_gram_bwd", d, B, T, [x, gy, N, A, gx, gA], x.device)
     return gx, gA
+
+
+def gram_lu_forward(x: torch.Tensor, A: torch.Tensor, module=None):
+    """``(y, Gram, N, rmax)`` of the Gram form for ``d`` in :data:`LU_DIMS` by the printed LU kernels (Note
+    [Triton LU blocks] in :mod:`geoattn.codegen.gram_lu_triton`), as :func:`geoattn.kernels._native_lu.gram_forward`
+    returns them: ``x`` ``(B, T, d)`` contiguous float32, float16 or bfloat16, ``A`` skew float64 ``(d, d)`` on
+    ``x``'s device (both triangles read). ``module`` (default: the generated one) is for the tests' broken
+    kernels."""
+    _check_tokens("x", x, LU_DIMS)
+    _check_A(A, x)
+    B, T, d = x.shape
+    y = torch.empty_like(x)
+    f64 = dict(dtype=torch.float64, device=x.device)
+    G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
+    if B:
+        _launch(module or kernels("gram_lu", d), "vp_gram_lu_fwd", d, B, T, [x, A, y, G, N, R], x.device)
+    return y, G, N, R
+
+
+def gram_lu_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.Tensor, module=None):
+    """``(gx, gA)`` of the Gram form for ``d`` in :data:`LU_DIMS`, as
+    :func:`geoattn.kernels._native_lu.gram_backward` returns them (``vp.gram_lu_vjp``), from the forward's ``N``."""
+    _check_tokens("x", x, LU_DIMS)
+    _check_A(A, x)
+    B, T, d = x.shape
+    _check_grad(x, gy, N)
+    gx = torch.empty_like(x)
+    gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+    if B:
+        _launch(module or kernels("gram_lu", d), "vp_gram_lu_bwd", d, B, T, [x, gy, N, A, gx, gA], x.device)
+    return gx, gA
+
+
+#: the LU kernels under the names the layer's autograd function calls (geoattn.kernels._gram.vp_gram_closed)
+LU = types.SimpleNamespace(gram_forward=gram_lu_forward, gram_backward=gram_lu_backward)
 
 
 def _check_small(name: str, t: torch.Tensor) -> None:
