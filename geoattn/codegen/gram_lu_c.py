@@ -63,10 +63,11 @@ HEADER = """/* Native CPU kernels of the Gram form y = 2 x (I + x^T x A)^{{-T}} 
 
    DO NOT EDIT: this file is written by `geoattn codegen` (geoattn/codegen/gram_lu_c.py); `geoattn codegen
    --check` fails when it is stale. The token passes are printed from the verified bindings of
-   geoattn/symbolic/expressions.py (Note [the closed-form Gram layer]); the d x d stage (N = M^{{-T}}, M = I + Gram A,
-   by Cholesky and an unpivoted LU of I - K, the residual, LU with partial pivoting for the samples it fails, the
-   backward's products) is the C text of geoattn.codegen.gram_lu_stage [ledger: {claims}]. Compiled at first use by geoattn.kernels._native_lu, one
-   library per d and real type (-DGEOATTN_D=<d> -DGEOATTN_F32 or -DGEOATTN_F64); never with -ffast-math.
+   geoattn/symbolic/expressions.py (Note [the closed-form Gram layer]); the d x d stage (N = M^{{-T}},
+   M = I + Gram A, by Cholesky and an unpivoted LU of I - K, the residual, LU with partial pivoting for the
+   samples it fails, the backward's products) is the C text of geoattn.codegen.gram_lu_stage
+   [ledger: {claims}]. Compiled at first use by geoattn.kernels._native_lu, one library per d and real type
+   (-DGEOATTN_D=<d> -DGEOATTN_F32 or -DGEOATTN_F64); never with -ffast-math.
 */
 
 #include <math.h>

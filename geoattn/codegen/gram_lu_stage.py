@@ -139,8 +139,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 """
 
 # the fast form and the backward (plain C: its parameters are the macros set by print_stage)
-FAST = r"""/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+FAST = r"""
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -367,7 +368,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 """
 
 # the drivers at D
-DRIVERS = r"""/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+DRIVERS = r"""
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d{d})(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)

@@ -2,10 +2,11 @@
 
    DO NOT EDIT: this file is written by `geoattn codegen` (geoattn/codegen/gram_lu_c.py); `geoattn codegen
    --check` fails when it is stale. The token passes are printed from the verified bindings of
-   geoattn/symbolic/expressions.py (Note [the closed-form Gram layer]); the d x d stage (N = M^{-T}, M = I + Gram A,
-   by Cholesky and an unpivoted LU of I - K, the residual, LU with partial pivoting for the samples it fails, the
-   backward's products) is the C text of geoattn.codegen.gram_lu_stage [ledger: vp.gram_form, vp.gram_lu_vjp, vp.gram_lu_woodbury]. Compiled at first use by geoattn.kernels._native_lu, one
-   library per d and real type (-DGEOATTN_D=<d> -DGEOATTN_F32 or -DGEOATTN_F64); never with -ffast-math.
+   geoattn/symbolic/expressions.py (Note [the closed-form Gram layer]); the d x d stage (N = M^{-T},
+   M = I + Gram A, by Cholesky and an unpivoted LU of I - K, the residual, LU with partial pivoting for the
+   samples it fails, the backward's products) is the C text of geoattn.codegen.gram_lu_stage
+   [ledger: vp.gram_form, vp.gram_lu_vjp, vp.gram_lu_woodbury]. Compiled at first use by geoattn.kernels._native_lu, one library per d and real type
+   (-DGEOATTN_D=<d> -DGEOATTN_F32 or -DGEOATTN_F64); never with -ffast-math.
 */
 
 #include <math.h>
@@ -660,8 +661,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -886,7 +888,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d5)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -1740,8 +1744,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -1966,7 +1971,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d6)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -3022,8 +3029,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -3248,7 +3256,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d7)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -4536,8 +4546,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -4762,7 +4773,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d8)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -6312,8 +6325,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -6538,7 +6552,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d9)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -8380,8 +8396,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -8606,7 +8623,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d10)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -10770,8 +10789,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -10996,7 +11016,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d11)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -13512,8 +13534,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -13738,7 +13761,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d12)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -16636,8 +16661,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -16862,7 +16888,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d13)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -20172,8 +20200,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -20398,7 +20427,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d14)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -24150,8 +24181,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -24376,7 +24408,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d15)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
@@ -28600,8 +28634,9 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
 #else
 #define LU_RETRY_TOL (DBL_EPSILON/16)
 #endif
-/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic of
-   each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
@@ -28826,7 +28861,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     lu_vstore(W, nl, P);
 }
 #undef LU_RETRY_TOL
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d16)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
