@@ -20,8 +20,9 @@ of a scalar loop, no sum reassociated):
 Note [the LU stage's fast form]
 -------------------------------
 Measured on one thread at ``B*T = 65,536`` tokens (float32 tokens, unit-normal, the stage alone, a C driver,
-best of 30 runs on a machine shared with other work): ``d = 8, T = 16``: forward stage 2.25 -> 0.91 ms, backward
-stage 1.43 -> 0.86 ms; ``d = 16, T = 64``: 3.5 -> 1.9 ms and 2.55 -> 1.9 ms. The pivoted form spent its time in
+best of 30 runs, alternating, on a machine shared with other work): ``d = 8, T = 16``: forward stage 2.5 -> 1.0
+ms, backward stage 1.7 -> 1.0 ms; ``d = 16, T = 64``: 3.6 -> 1.9 ms and 2.5 -> 1.9 ms (before the fused
+multiply-adds, which took about 10% more off). The pivoted form spent its time in
 per-lane pivot searches and row swaps, in residual maxima taken lane by lane, in load-add-store chains over stack
 arrays and in element-by-element transposes.
 
@@ -40,6 +41,12 @@ FAST = r"""
 /* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
    of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
    negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
 typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
@@ -262,6 +269,9 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
     }
     lu_vstore(W, nl, P);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 """
 
 # the drivers at D

@@ -22,9 +22,9 @@ The kernels take most of the time (d = 8, T = 16: about 4.5 ms forward, 4 ms bac
 token passes, the rest in the per-sample ``d x d`` stage of about 3 d^3 multiply-adds forward and 4 d^3 backward).
 
 The pivot-free vectorised stage (Note [the LU stage's fast form] in :mod:`geoattn.codegen.gram_lu_stage`) took the
-kernels, timed alone from C on one thread (best of 30, the machine shared with other work), from 3.5 to 1.9 ms
-forward and 3.4 to 2.9 ms backward at d = 8, T = 16, B = 4096; the token passes (about 1 ms forward, 2 ms
-backward there) are now most of the kernels' time.
+kernels, timed alone from C on one thread (best of 30, alternating, the machine shared with other work), from 3.6
+to 2.0 ms forward and 3.7 to 3.0 ms backward at d = 8, T = 16, B = 4096; the token passes (about 1 ms forward,
+2 ms backward there) are now most of the kernels' time.
 """
 
 from __future__ import annotations
