@@ -22,7 +22,9 @@ Note [the LU stage's fast form]
 Measured on one thread at ``B*T = 65,536`` tokens (float32 tokens, unit-normal, the stage alone, a C driver,
 best of 30 runs, alternating, on a machine shared with other work): ``d = 8, T = 16``: forward stage 2.5 -> 1.0
 ms, backward stage 1.7 -> 1.0 ms; ``d = 16, T = 64``: 3.6 -> 1.9 ms and 2.5 -> 1.9 ms (before the fused
-multiply-adds, which took about 10% more off). The pivoted form spent its time in
+multiply-adds, which took about 10% more off). With them, in a quieter run (three alternations): ``d = 8,
+T = 16``: 2.0-2.3 -> 0.74-0.78 ms forward, 1.1-1.2 -> 0.66-0.69 ms backward; ``d = 16, T = 64``: 3.1 -> 1.3 ms
+and 1.8-2.0 -> 1.2 ms. The pivoted form spent its time in
 per-lane pivot searches and row swaps, in residual maxima taken lane by lane, in load-add-store chains over stack
 arrays and in element-by-element transposes.
 
