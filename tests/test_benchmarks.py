@@ -7,6 +7,8 @@ import sys
 
 import torch
 
+from geoattn.kernels import _native_lu
+
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 
@@ -175,6 +177,10 @@ def test_route_benchmarks_run_at_tiny_sizes():
              ("symattn_tokens.py", ["--tokens", "256", "--dims", "4", "--lengths", "8", "--activations",
                                     "matrix_softmax", "--reps", "1"], "matrix_softmax"),
              ("orthonormal_floors.py", ["--tokens", "256", "--cases", "8,3", "--reps", "1"], "layer f+b (chebyshev)")]
+    lu_source = os.path.join(ROOT, "geoattn", "kernels", "_native_gram_lu.c")
+    if _native_lu.lu_native_status(5)[0]:  # the A/B of two LU kernel builds (here the same source twice)
+        cases.append(("lu_stage_ab.py", [lu_source, lu_source, "--tokens", "256", "--shapes", "5:16", "--reps", "1"],
+                      "d= 5 T= 16"))
     for script, args, expect in cases:
         proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args], capture_output=True,
                               text=True, timeout=600)

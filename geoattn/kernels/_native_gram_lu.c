@@ -2,10 +2,11 @@
 
    DO NOT EDIT: this file is written by `geoattn codegen` (geoattn/codegen/gram_lu_c.py); `geoattn codegen
    --check` fails when it is stale. The token passes are printed from the verified bindings of
-   geoattn/symbolic/expressions.py (Note [the closed-form Gram layer]); the d x d stage (M = I + Gram A, LU with
-   partial pivoting, N = M^{-T}, the residual, the backward's products) is the template of
-   geoattn.codegen.gram_lu_c [ledger: vp.gram_form, vp.gram_lu_vjp]. Compiled at first use by geoattn.kernels._native_lu, one
-   library per d and real type (-DGEOATTN_D=<d> -DGEOATTN_F32 or -DGEOATTN_F64); never with -ffast-math.
+   geoattn/symbolic/expressions.py (Note [the closed-form Gram layer]); the d x d stage (N = M^{-T},
+   M = I + Gram A, by Cholesky and an unpivoted LU of I - K, the residual, LU with partial pivoting for the
+   samples it fails, the backward's products) is the C text of geoattn.codegen.gram_lu_stage
+   [ledger: vp.gram_form, vp.gram_lu_vjp, vp.gram_lu_woodbury]. Compiled at first use by geoattn.kernels._native_lu, one library per d and real type
+   (-DGEOATTN_D=<d> -DGEOATTN_F32 or -DGEOATTN_F64); never with -ffast-math.
 */
 
 #include <math.h>
@@ -650,63 +651,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d5)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d5)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d5)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -717,19 +921,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d5)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -1533,63 +1743,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d6)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d6)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d6)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -1600,19 +2013,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d6)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -2618,63 +3037,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d7)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d7)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d7)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -2685,19 +3307,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d7)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -3935,63 +4563,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d8)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d8)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d8)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -4002,19 +4833,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d8)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -5514,63 +6351,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d9)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d9)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d9)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -5581,19 +6621,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d9)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -7385,63 +8431,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d10)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d10)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d10)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -7452,19 +8701,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d10)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -9578,63 +10833,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d11)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d11)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d11)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -9645,19 +11103,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d11)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -12123,63 +13587,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d12)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d12)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d12)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -12190,19 +13857,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d12)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -15050,63 +16723,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d13)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d13)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d13)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -15117,19 +16993,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d13)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -18389,63 +20271,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d14)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d14)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d14)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -18456,19 +20541,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d14)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -22170,63 +24261,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d15)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d15)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d15)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -22237,19 +24531,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d15)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D
@@ -26423,63 +28723,266 @@ static void gram_lu_factor(const double *restrict G, int nl, const double *restr
     for (int l = 0; l < nl; l++) R[l] = m[l];
 }
 
-/* the backward's d x d stage: Mbar = -2 N Pbar^T N, H = A Mbar^T - Mbar A, gA = Gram Mbar, P = 2N - I */
-static void gram_lu_vjp(const double *restrict G, const double *restrict Pbar, const double *restrict N, int nl,
-                        const double *restrict A, double *restrict P, double *restrict H, double *restrict gA)
+#include <float.h>
+#define LU_ALIGN __attribute__((aligned(64)))
+#define LU_KSIGN -
+#define LU_RETRY 1
+#define MBAR_SCALE (-2.0)
+#if defined(GEOATTN_F32)
+#define LU_RETRY_TOL (FLT_EPSILON/16)
+#else
+#define LU_RETRY_TOL (DBL_EPSILON/16)
+#endif
+
+/* The d x d stage on SL samples at a time as GCC vectors of SL doubles (one lane per sample, the arithmetic
+   of each lane that of a scalar loop: no sum is reassociated); LU_KSIGN is the sign of K in I - K (+ for the tests'
+   negative control), LU_RETRY == 0 leaves out the pivoted recomputation. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation; about 10% of
+   the stage's time at d = 8 and 16 in one run): GCC's -std=c99 leaves contraction off */
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double vd __attribute__((vector_size(8*SL)));
+typedef long long vl __attribute__((vector_size(8*SL)));
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[8], vd out[8])
 {
-    double Nl[D][DP][SL], X[D][DP][SL], W[D][DP][SL], Mb[D][DP][SL];
-    gram_lu_load(N, nl, Nl);
-    gram_lu_load(Pbar, nl, X);
-    for (int i = 0; i < D; i++)  /* W = N Pbar^T */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += Nl[i][k][l]*X[j][k][l];
+    const vl lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const vl lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const vl lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    vd t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(in[k], in[k + 1], lo);
+        t[k + 1] = __builtin_shuffle(in[k], in[k + 1], hi);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            u[k + h] = __builtin_shuffle(t[k + h], t[k + h + 2], lo2);
+            u[k + h + 2] = __builtin_shuffle(t[k + h], t[k + h + 2], hi2);
         }
-    for (int i = 0; i < D; i++)  /* Mbar = -2 W N */
-        for (int j = 0; j < D; j++) {
-            LOOP_L Mb[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L Mb[i][j][l] += W[i][k][l]*Nl[k][j][l];
-            LOOP_L Mb[i][j][l] *= -2.0;
-        }
-    for (int i = 0; i < D; i++)  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double b = A[k*D + j];
-                LOOP_L W[i][j][l] += Mb[i][k][l]*b;
-            }
-        }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = -(W[i][j][l] + W[j][i][l]); W[i][j][l] = h; W[j][i][l] = h; }
-    gram_lu_store(W, nl, H);
-    gram_lu_load(G, nl, X);
-    for (int i = 0; i < D; i++)  /* gA = Gram Mbar */
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L W[i][j][l] += X[i][k][l]*Mb[k][j][l];
-        }
-    gram_lu_store(W, nl, gA);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = 2.0*Nl[i][j][l] - (i == j ? 1.0 : 0.0);
-    gram_lu_store(W, nl, P);
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(u[h], u[h + 4], lo4);
+        out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
+    }
 }
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew matrix) */
+/* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
+static void lu_vload(const double *restrict S, int nl, vd out[D][D])
+{
+    const double *s[SL];
+    for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
+    vd *o = &out[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    for (; k0 + 8 <= D*D; k0 += 8) {
+        vd rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+        lu_t8(rows, o + k0);
+    }
+#endif
+    for (int k = k0; k < D*D; k++)
+        for (int l = 0; l < SL; l++) o[k][l] = s[l][k];
+}
+
+static void lu_vstore(vd in[D][D], int nl, double *restrict S)
+{
+    const vd *v = &in[0][0];
+    int k0 = 0;
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+    if (nl == 8)
+        for (; k0 + 8 <= D*D; k0 += 8) {
+            vd rows[8];
+            lu_t8(v + k0, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = k0; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = X Y (all D x D), row i of C in D accumulators */
+static inline void lu_vmul(vd X[D][D], vd Y[D][D], vd C[D][D])
+{
+    for (int i = 0; i < D; i++) {
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
+        for (int k = 1; k < D; k++) {
+            const vd a = X[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) C[i][j] = acc[j];
+    }
+}
+
+/* The fast form of gram_lu_factor: with Gram = L L^T (Cholesky, a column of L set to zero where its pivot is not
+   positive), K = L^T A L is skew and N = M^{-T} = I + V Z with V = A L and (I - K) Z = L^T (ledger
+   vp.gram_lu_woodbury); I - K has symmetric part I, so its LU factorisation needs no pivoting (every pivot has
+   real part at least 1). The residual |M^T N - I| is that of the pivoted form; a lane whose residual exceeds
+   LU_RETRY_TOL (or is NaN) is recomputed by gram_lu_factor. */
+static void gram_lu_factor_fast(const double *restrict Gs, int nl, const double *restrict A, double *restrict N,
+                                double *restrict P, double *restrict R)
+{
+    vd G[D][D], L[D][D], V[D][D], Bm[D][D], Z[D][D];
+    lu_vload(Gs, nl, G);
+    for (int j = 0; j < D; j++) {  /* Cholesky, left-looking: L[i][j] for i >= j */
+        vd s = G[j][j], q;
+        vd r;
+        for (int k = 0; k < j; k++) s -= L[j][k]*L[j][k];
+        for (int l = 0; l < SL; l++) q[l] = sqrt(s[l] > 0.0 ? s[l] : 0.0);
+        r = (vd)((vl)(1.0/q) & (s > 0.0));  /* 1/q, or 0 where the pivot is not positive (or NaN) */
+        L[j][j] = q;
+        for (int i = j + 1; i < D; i++) {
+            vd t = G[i][j];
+            for (int k = 0; k < j; k++) t -= L[i][k]*L[j][k];
+            L[i][j] = t*r;
+        }
+        for (int i = 0; i < j; i++) L[i][j] = (vd){0};
+    }
+    for (int i = 0; i < D; i++) {  /* V = A L: row i of V in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) V[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++) {  /* K = L^T V (only i < j: K is skew); Bm = I - K */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = i; k < D; k++) {
+            const vd a = L[k][i];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
+        }
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = LU_KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+        Bm[i][i] = (vd){0} + 1.0;
+    }
+    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
+        const vd r = 1.0/Bm[k][k];
+        for (int i = k + 1; i < D; i++) {
+            const vd f = Bm[i][k]*r;
+            Bm[i][k] = f;
+            UNROLL for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+        }
+    }
+    for (int i = 0; i < D; i++)  /* Z = L^T, then the unit lower factor's solve, then the upper one's */
+        for (int j = 0; j < D; j++) Z[i][j] = L[j][i];
+    for (int i = 1; i < D; i++)
+        for (int k = 0; k < i; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+    for (int i = D - 1; i >= 0; i--) {
+        for (int k = i + 1; k < D; k++) {
+            const vd f = Bm[i][k];
+            UNROLL for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+        }
+        const vd r = 1.0/Bm[i][i];
+        UNROLL for (int j = 0; j < D; j++) Z[i][j] *= r;
+    }
+    lu_vmul(V, Z, L);  /* N - I in L */
+    for (int i = 0; i < D; i++) L[i][i] += 1.0;
+    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm, row i in D accumulators */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+        }
+        UNROLL for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        Bm[i][i] += 1.0;
+    }
+    lu_vmul(Bm, L, Z);  /* M^T N */
+    vd m = (vd){0};  /* the largest |entry| per lane, NaN when one is (sign bits cleared, masks blended) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const vd a = (vd)((vl)(Z[i][j] - (i == j ? 1.0 : 0.0)) & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
+        }
+    lu_vstore(L, nl, N);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) L[i][j] *= 2.0;
+        L[i][i] -= 1.0;
+    }
+    lu_vstore(L, nl, P);
+    int retry = 0;
+    for (int l = 0; l < nl; l++) { R[l] = m[l]; retry |= !(m[l] <= LU_RETRY_TOL); }
+#if LU_RETRY
+    if (retry) {  /* the pivoted form for the lanes the fast one did not keep */
+        double Nt[SL*D*D], Pt[SL*D*D], Rt[SL];
+        gram_lu_factor(Gs, nl, A, Nt, Pt, Rt);
+        for (int l = 0; l < nl; l++)
+            if (!(m[l] <= LU_RETRY_TOL)) {
+                R[l] = Rt[l];
+                for (int k = 0; k < D*D; k++) { N[l*D*D + k] = Nt[l*D*D + k]; P[l*D*D + k] = Pt[l*D*D + k]; }
+            }
+    }
+#endif
+}
+
+/* the backward's d x d stage on vectors (as gram_lu_vjp) */
+static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict Pbar, const double *restrict Ns,
+                             int nl, const double *restrict A, double *restrict P, double *restrict H,
+                             double *restrict gA)
+{
+    vd Nv[D][D], X[D][D], W[D][D], Mb[D][D];
+    lu_vload(Ns, nl, Nv);
+    lu_vload(Pbar, nl, X);
+    for (int i = 0; i < D; i++) {  /* W = N Pbar^T */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = Nv[i][0]*X[j][0];
+        for (int k = 1; k < D; k++) {
+            const vd a = Nv[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*X[j][k];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    lu_vmul(W, Nv, Mb);  /* Mbar = -2 W N (MBAR_SCALE) */
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
+    for (int i = 0; i < D; i++) {  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+        vd acc[D];
+        UNROLL for (int j = 0; j < D; j++) acc[j] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd a = Mb[i][k];
+            UNROLL for (int j = 0; j < D; j++) acc[j] += a*A[k*D + j];
+        }
+        UNROLL for (int j = 0; j < D; j++) W[i][j] = acc[j];
+    }
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j <= i; j++) { const vd h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+    lu_vstore(W, nl, H);
+    lu_vload(Gs, nl, X);
+    lu_vmul(X, Mb, W);  /* gA = Gram Mbar */
+    lu_vstore(W, nl, gA);
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) W[i][j] = 2.0*Nv[i][j];
+        W[i][i] -= 1.0;
+    }
+    lu_vstore(W, nl, P);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef LU_RETRY_TOL
+
+/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
+   matrix) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d16)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
                                      double *restrict R)
 {
-    double P[BLOCK*D*D];
+    double P[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_gram_d16)(nb, T, x + b0*T*D, Gram + b0*D*D);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d16)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
@@ -26490,19 +28993,25 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d16)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict N, const double *restrict A, real_t *restrict gx,
                                      double *restrict gA)
 {
-    double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
+    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_lu_grams_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D, gA + (b0 + b)*D*D);
+            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+                             gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
 }
 
 #undef LOOP_L
+#undef UNROLL
+#undef LU_ALIGN
+#undef LU_KSIGN
+#undef LU_RETRY
+#undef MBAR_SCALE
 #undef SL
 #undef DP
 #undef D

@@ -17,7 +17,8 @@ in :mod:`geoattn.kernels._lowrank`):
    ``vp.gram_closed_form_vjp``) as C kernels: Cayley, ``d <= 4``, one weighting, float32 or half inputs, CPU;
 3. ``gram-closed/eager``: the same closed form in torch operations (structure of arrays);
 4. ``gram-lu/native``: the Gram form as C kernels for ``4 < d <= 16`` (:mod:`geoattn.kernels._native_lu`: the
-   token passes printed from the verified bindings, an LU with partial pivoting per sample), one weighting, float32
+   token passes printed from the verified bindings, ``N`` by Cholesky and an LU of ``I - K`` without pivoting,
+   ``vp.gram_lu_woodbury``, with partial pivoting for the samples whose residual fails), one weighting, float32
    or half inputs, CPU, at every ``T > d`` (measured 2 to 3.5x as fast as ``gram-lu/eager`` at d = 8 and 16,
    T = 16, 64, 256: Note [native LU kernels] in :mod:`geoattn.kernels._native_lu`); the backward
    ``vp.gram_lu_vjp`` from the forward's ``N``;
@@ -281,7 +282,8 @@ VP_ATTENTION = register_operation(Operation(
               claims=("vp.gram_form", "vp.gram_closed_form", "vp.gram_closed_form_vjp")),
         Route("gram-lu", NATIVE.name, _gram_lu_native, _checked(lambda c: vp_gram_closed(c.x, c.A, _native_lu)),
               per_sample="residual check failed (a zero or non-finite pivot included): a pivoted d x d solve; "
-              + _GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through_invertible", "vp.gram_lu_vjp")),
+              + _GRAM_PER_SAMPLE,
+              claims=("vp.gram_form", "vp.push_through_invertible", "vp.gram_lu_woodbury", "vp.gram_lu_vjp")),
         Route("gram-lu", EAGER.name, _gram_lu, _checked(lambda c: vp_gram_lu(c.x, c.A)),
               per_sample="residual check failed: a LAPACK d x d solve; " + _GRAM_PER_SAMPLE,
               claims=("vp.gram_form", "vp.push_through_invertible")),
