@@ -47,7 +47,7 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatrixSymbol, Transpose
 from ..errors import CodegenError
 from .gram_lu_c import MAX_DIM, SPECS, _CLAIMS
 
-__all__ = ["MIN_DIM", "MAX_DIM", "print_pass", "generate_triton_lu_module", "TARGET", "FUNCTIONS", "specs_hash"]
+__all__ = ["MIN_DIM", "MAX_DIM", "print_pass", "HELPERS", "MAXABS", "HEAD", "generate_triton_lu_module", "TARGET", "FUNCTIONS", "specs_hash"]
 
 #: the widths the kernels take (the route serves 5 and above: the closed form keeps d <= 4)
 MIN_DIM = 1
@@ -79,7 +79,7 @@ __all__ = [{names}]
 #: reductions are tl.reduce with the combining functions of tl.sum, tl.max and tl.min: those three are jit functions
 #: that Triton's interpreter runs only when triton itself was imported with the interpreter on, while tl.reduce with
 #: these combining functions is always interpreted, by numpy (a combining function of our own: element by element)
-STAGE = '''
+HELPERS = '''
 _add = tl.standard._sum_combine
 _larger = tl.standard._elementwise_max
 _smaller = tl.standard._elementwise_min
@@ -115,7 +115,10 @@ def _mm_t(X, Y, C3, D: tl.constexpr):
     return acc
 
 
-@triton.jit
+'''
+
+#: the LU with partial pivoting and the two triangular solves
+_INVERSE = '''@triton.jit
 def _inverse_t(MT, R3, C3, Rr, D: tl.constexpr, DP: tl.constexpr, BLOCK: tl.constexpr):
     """N with M^T N = I per lane: P M^T = L U with partial pivoting, then L Z = P and U N = Z."""
     LU = MT
@@ -151,13 +154,18 @@ def _inverse_t(MT, R3, C3, Rr, D: tl.constexpr, DP: tl.constexpr, BLOCK: tl.cons
     return Z
 
 
-@triton.jit
+'''
+
+#: the largest real entry of a block, NaN when one is (the residual and structure checks)
+MAXABS = '''@triton.jit
 def _maxabs(E, real):
     """The largest |entry| of each lane's block where real, NaN when one is."""
     a = tl.where(real, tl.abs(E), 0.0)
     top = tl.reduce(tl.reduce(tl.where(a != a, 0.0, a), 2, _larger), 1, _larger)
     return top + tl.reduce(tl.reduce(tl.where(a != a, a, 0.0), 2, _add), 1, _add)  # + 0, or NaN
 '''
+#: the whole d x d stage of the LU kernels
+STAGE = HELPERS + _INVERSE + MAXABS
 
 _HEAD = [
     "_b = (tl.program_id(0)*BLOCK + tl.arange(0, BLOCK)).to(tl.int64)",
@@ -174,6 +182,8 @@ _HEAD = [
     "_m3 = _live[:, None, None] & _real",
     "At3 = tl.load(A_ptr + C3*D + R3, mask=_real, other=0.0).to(tl.float64)",
 ]
+#: the kernels' first statements (lanes, indices, masks, offsets, A^T as a block), shared with the exponential's
+HEAD = _HEAD
 
 
 def specs_hash() -> str:
