@@ -47,7 +47,8 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatrixSymbol, Transpose
 from ..errors import CodegenError
 from .gram_lu_c import MAX_DIM, SPECS, _CLAIMS
 
-__all__ = ["MIN_DIM", "MAX_DIM", "print_pass", "HELPERS", "MAXABS", "HEAD", "generate_triton_lu_module", "TARGET", "FUNCTIONS", "specs_hash"]
+__all__ = ["MIN_DIM", "MAX_DIM", "print_pass", "HELPERS", "MAXABS", "HEAD", "generate_triton_lu_module", "TARGET",
+           "FUNCTIONS", "specs_hash"]
 
 #: the widths the kernels take (the route serves 5 and above: the closed form keeps d <= 4)
 MIN_DIM = 1
