@@ -35,7 +35,8 @@ from . import _generated as gen
 
 __all__ = ["triton_status", "interpreting", "kernels", "gram_forward", "gram_backward", "cayley_forward",
            "cayley_backward", "cayley_small", "written_kernels", "gram_lu_forward", "gram_lu_backward", "lu_shape",
-           "LU", "BLOCK", "FUNCTIONS", "TRITON_ONLY", "LU_DIMS", "REALS"]
+           "gram_exp_forward", "gram_exp_backward", "LU", "EXP", "BLOCK", "FUNCTIONS", "TRITON_ONLY", "LU_DIMS",
+           "EXP_DIMS", "REALS"]
 
 #: samples per program (Note [Triton lanes]); the interpreter's blocks are smaller so that a tail block shows
 BLOCK = {"cuda": 128, "cpu": 16}
@@ -46,6 +47,9 @@ FUNCTIONS = dict(gen.NATIVE_FUNCTIONS)
 TRITON_ONLY = {"exp_skew_small_fwd": 4}
 #: the widths of the Gram form's LU kernels, one module ``_triton_gram_lu.py`` for all (the route serves d >= 5)
 LU_DIMS = range(1, 17)
+#: the widths of the exponential Gram form's kernels, one module ``_triton_gram_exp.py`` for all
+#: (geoattn.codegen.gram_exp_c.MIN_DIM .. MAX_DIM)
+EXP_DIMS = range(3, 17)
 #: the token types the kernels load (each is converted to float64 inside)
 REALS = (torch.float32, torch.float16, torch.bfloat16)
 _loaded: dict = {}  # "triton" -> its import status; (path, interpreter flag) -> a module loaded from a file
@@ -91,8 +95,8 @@ def kernels(name: str | None = None, d: int | None = None, *, path: str | None =
         raise RuntimeError(f"Expected triton to be importable. Got: {why}.")
     flag = interpreting()
     if path is None:
-        if name == "gram_lu":  # one module for every width: D is a constexpr of its kernels
-            module = importlib.import_module(f"{__package__}._triton_gram_lu")
+        if name in ("gram_lu", "gram_exp"):  # one module for every width: D is a constexpr of its kernels
+            module = importlib.import_module(f"{__package__}._triton_{name}")
         else:
             if name in TRITON_ONLY:
                 if d != TRITON_ONLY[name]:
@@ -140,7 +144,7 @@ def lu_shape(d: int, device_type: str) -> tuple[int, int]:
 
 def _launch(module, name: str, d: int, B: int, T: int, arrays: list, device: torch.device) -> None:
     block = BLOCK["cuda" if device.type == "cuda" else "cpu"]
-    if name.startswith("vp_gram_lu"):  # one kernel for every width
+    if name.startswith(("vp_gram_lu", "vp_gram_exp")):  # one kernel for every width
         fn, (dp, block) = getattr(module, name), lu_shape(d, device.type)
         extra = dict(D=d, DP=dp, BLOCK=block)
     else:
@@ -243,6 +247,77 @@ def gram_lu_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torc
 
 #: the LU kernels under the names the layer's autograd function calls (geoattn.kernels._gram.vp_gram_closed)
 LU = types.SimpleNamespace(gram_forward=gram_lu_forward, gram_backward=gram_lu_backward)
+
+
+def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, module=None):
+    r"""``(y, Gram, E, R)`` of the exponential layer's Gram form for ``d`` in :data:`EXP_DIMS` by the printed
+    kernels (Note [Triton exponential blocks] in :mod:`geoattn.codegen.gram_exp_triton`), as
+    :func:`geoattn.kernels._native_exp.gram_exp_forward` returns them.
+
+    Parameters
+    ----------
+    x : Tensor ``(B, T, d)``
+        contiguous float32, float16 or bfloat16.
+    A : Tensor ``(d, d)``
+        skew, float64, on ``x``'s device (both triangles read).
+    module : module, optional
+        a module to launch instead of the generated one (the tests' broken kernels).
+
+    Returns
+    -------
+    tuple of Tensor
+        ``y = x E`` of ``x``'s dtype; the float64 ``Gram`` and :math:`E = \exp(-A\,\mathrm{Gram})` ``(B, d, d)``;
+        ``R`` ``(B,)``: :math:`\max|E^T\mathrm{Gram}\,E - \mathrm{Gram}| / \mathrm{Tr}\,\mathrm{Gram}`, NaN for
+        a sample of non-finite or too large scale.
+    """
+    from ._gram import GRAM_MAX_SCALE
+
+    _check_tokens("x", x, EXP_DIMS)
+    _check_A(A, x)
+    B, T, d = x.shape
+    y = torch.empty_like(x)
+    f64 = dict(dtype=torch.float64, device=x.device)
+    G, E, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
+    K = torch.tensor([float(A.norm()), GRAM_MAX_SCALE], **f64)
+    if B:
+        _launch(module or kernels("gram_exp", d), "vp_gram_exp_fwd", d, B, T, [x, A, K, y, G, E, R], x.device)
+    return y, G, E, R
+
+
+def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, module=None):
+    r"""``(gx, gA)`` of the exponential layer's Gram form for ``d`` in :data:`EXP_DIMS`, as
+    :func:`geoattn.kernels._native_exp.gram_exp_backward` returns them: the kernel recomputes ``E`` and runs the
+    reverse mode of its scaling and squaring (``vp.gram_exp_native_reverse``).
+
+    Parameters
+    ----------
+    x, gy : Tensor ``(B, T, d)``
+        contiguous, of one dtype (float32, float16 or bfloat16) and device.
+    A : Tensor ``(d, d)``, float64
+    module : module, optional
+
+    Returns
+    -------
+    tuple of Tensor
+        the gradient in ``x`` (``x``'s dtype) and the per-sample :math:`-\bar M\,\mathrm{Gram}` (float64
+        ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch).
+    """
+    _check_tokens("x", x, EXP_DIMS)
+    _check_A(A, x)
+    B, T, d = x.shape
+    if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous() or gy.device != x.device:
+        raise ValueError(f"Expected gy contiguous, of x's shape {tuple(x.shape)}, dtype {x.dtype} and device "
+                         f"{x.device}. Got {gy.dtype} {tuple(gy.shape)} on {gy.device}.")
+    gx = torch.empty_like(x)
+    gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+    if B:
+        _launch(module or kernels("gram_exp", d), "vp_gram_exp_bwd", d, B, T, [x, gy, A, gx, gA], x.device)
+    return gx, gA
+
+
+#: the exponential kernels under the names the layer's autograd function calls
+#: (geoattn.kernels._native_exp.vp_gram_exp_native)
+EXP = types.SimpleNamespace(gram_exp_forward=gram_exp_forward, gram_exp_backward=gram_exp_backward)
 
 
 def _check_small(name: str, t: torch.Tensor) -> None:
