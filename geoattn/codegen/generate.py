@@ -13,6 +13,7 @@ from ..symbolic.native_table import TRITON_KERNELS, triton_hash
 from .gram_exp_c import generate_gram_exp_module, target_name as gram_exp_target_name
 from .gram_lu_c import generate_gram_lu_module, target_name as gram_lu_target_name
 from .cayley_solve_c import generate_cayley_solve_module, target_name as cayley_solve_target_name
+from .gram_exp_triton import TARGET as EXP_TRITON_TARGET, generate_triton_exp_module
 from .gram_lu_triton import TARGET as LU_TRITON_TARGET, generate_triton_lu_module
 from .cprinter import LANES, REAL_PRELUDE, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
 from .printer import TorchKernelPrinter, common_scalar, factor_sums
@@ -244,12 +245,14 @@ def _triton_widths(spec) -> range:
 
 
 def _triton_outputs(folder: str | None):
-    """The Triton modules: one per kernel and width (the Triton-only kernels at their one width), and the Gram
-    form's LU kernels, one module for every width (:mod:`geoattn.codegen.gram_lu_triton`)."""
+    """The Triton modules: one per kernel and width (the Triton-only kernels at their one width), the Gram form's
+    LU kernels and the exponential's Gram kernels, one module each for every width
+    (:mod:`geoattn.codegen.gram_lu_triton`, :mod:`geoattn.codegen.gram_exp_triton`)."""
     lu_dir = folder or os.path.dirname(target_path())
     return ([(triton_target_path(k.name, d, folder), (lambda name=k.name, d=d: generate_triton_module(name, d)))
              for k in (*NATIVE_KERNELS, *TRITON_KERNELS) for d in _triton_widths(k)]
-            + [(os.path.join(lu_dir, LU_TRITON_TARGET), generate_triton_lu_module)])
+            + [(os.path.join(lu_dir, LU_TRITON_TARGET), generate_triton_lu_module),
+               (os.path.join(lu_dir, EXP_TRITON_TARGET), generate_triton_exp_module)])
 
 
 def native_target_path() -> str:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import types
 
 import torch
 
@@ -182,14 +183,16 @@ def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, librar
 
 
 class _VPGramExpNative(torch.autograd.Function):
-    # x: (n, T, d) float32 or float64, A: (d, d). Returns y and the per-sample check (failed samples are replaced by
-    # the caller; their kernel gradients are zeroed here).
+    # x: (n, T, d) float32 or float64, A: (d, d), kernels: a namespace of gram_exp_forward and gram_exp_backward (this
+    # module's C kernels, or the Triton ones: geoattn.kernels._triton.EXP). Returns y and the per-sample check (failed
+    # samples are replaced by the caller; their kernel gradients are zeroed here).
     @staticmethod
-    def forward(ctx, x, A):
+    def forward(ctx, x, A, kernels):
         As = _skew64(A).contiguous()
         xn = x.to(native_dtype(x)).contiguous()
-        y, _, _, R = gram_exp_forward(xn, As)
+        y, _, _, R = kernels.gram_exp_forward(xn, As)
         ok = R <= exp_residual_tolerance(x.dtype, x.shape[-1])
+        ctx.kernels = kernels
         ctx.save_for_backward(x, A, ok)
         ctx.mark_non_differentiable(ok)
         return y.to(x.dtype), ok
@@ -200,18 +203,23 @@ class _VPGramExpNative(torch.autograd.Function):
         if torch.is_grad_enabled() or _under_functorch(gy):
             # a graph of the backward, or a batched incoming gradient: the differentiable Gram form
             _, pullback = torch.func.vjp(lambda a, b: _gram_exp_form(a, b, ok), x, A)
-            return pullback(gy)
+            return (*pullback(gy), None)
         xn = x.to(native_dtype(x)).contiguous()
-        gx, gA = gram_exp_backward(xn, gy.to(xn.dtype).contiguous(), _skew64(A).contiguous())
+        gx, gA = ctx.kernels.gram_exp_backward(xn, gy.to(xn.dtype).contiguous(), _skew64(A).contiguous())
         if not bool(ok.all()):
             zero = torch.zeros((), dtype=gx.dtype)
             gx = torch.where(ok[:, None, None], gx, zero)
             gA = torch.where(ok[:, None, None], gA, torch.zeros((), dtype=gA.dtype))
         gAs = gA.sum(0)
-        return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype)
+        return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None
 
 
-def vp_gram_exp_native(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+#: this module's kernels as the namespace _VPGramExpNative takes (looked up at each call)
+_THIS = types.SimpleNamespace(gram_exp_forward=lambda x, A: gram_exp_forward(x, A),
+                              gram_exp_backward=lambda x, g, A: gram_exp_backward(x, g, A))
+
+
+def vp_gram_exp_native(x: torch.Tensor, A: torch.Tensor, kernels=None) -> torch.Tensor:
     r"""The exponential layer :math:`y = x\exp(-A_sx^Tx)` by the native kernels (Note [native exponential Gram
     kernels]); failed samples take the QR form in float64 on their own.
 
@@ -219,6 +227,9 @@ def vp_gram_exp_native(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     ----------
     x : Tensor ``(..., T, d)``, ``3 <= d <= 16``, on the CPU
     A : Tensor ``(d, d)``; its skew part is used
+    kernels : namespace, optional
+        ``gram_exp_forward`` and ``gram_exp_backward`` of the same arrays as this module's (default: this module's
+        C kernels; :data:`geoattn.kernels._triton.EXP`: the Triton ones, on ``x``'s device)
 
     Returns
     -------
@@ -236,7 +247,7 @@ def vp_gram_exp_native(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"Expected one weighting A of shape (d, d). Got {tuple(A.shape)}.")
     T, d = x.shape[-2:]
     batch, xb, Ab = _flat_batch(x, A)
-    y, ok = _VPGramExpNative.apply(xb, A)
+    y, ok = _VPGramExpNative.apply(xb, A, _THIS if kernels is None else kernels)
     if not bool(ok.all()):
         # a sample with a non-finite entry keeps the kernel's non-finite output (its own, with a zero gradient): the
         # QR form would return as little and send NaN into the gradient of the shared A

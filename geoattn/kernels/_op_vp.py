@@ -12,6 +12,10 @@ in :mod:`geoattn.kernels._lowrank`):
    verified bindings, an LU with partial pivoting per lane: Note [Triton LU blocks] in
    :mod:`geoattn.codegen.gram_lu_triton`), one weighting, float32 or half inputs, CUDA, ``T > d``; the backward
    ``vp.gram_lu_vjp`` from the forward's ``N``; not timed on a GPU;
+0c. ``gram-exp/triton``: the exponential's Gram form as Triton kernels for ``3 <= d <= 16`` (the token passes
+   printed from the verified bindings, the C kernels' scaling and squaring per lane and its reverse mode: Note
+   [Triton exponential blocks] in :mod:`geoattn.codegen.gram_exp_triton`), one weighting, float32 or half inputs,
+   CUDA, ``T > d``; the same per-sample decisions as ``gram-exp/native``; not timed on a GPU;
 1. ``full/eager``: the ``T x T`` matrices, when ``d >= T`` (or requested);
 2. ``gram-closed/native``: the Gram form with the closed-form ``d x d`` factor (``vp.gram_closed_form``,
    ``vp.gram_closed_form_vjp``) as C kernels: Cayley, ``d <= 4``, one weighting, float32 or half inputs, CPU;
@@ -178,6 +182,28 @@ def _gram_lu_triton(c: Call) -> str | None:
     return None
 
 
+def _gram_exp_triton(c: Call) -> str | None:
+    if c.method != "auto":
+        return f"method {c.method!r} requested"
+    if c.activation != "exp":
+        return f"activation {c.activation!r}: this Gram form is the exponential's"
+    if c.dtype not in _triton.REALS:
+        return f"{c.dtype}: the Triton kernels take float32, float16 or bfloat16"
+    if c.d not in _triton.EXP_DIMS:
+        return f"d={c.d}: the Triton exponential kernels cover {_triton.EXP_DIMS[0]} <= d <= {_triton.EXP_DIMS[-1]}"
+    if c.d >= c.T:
+        return f"d={c.d} >= T={c.T}"
+    if c.A.dim() != 2:
+        return "a batched weighting A: the Triton kernels take one A for the whole batch"
+    if c.x.numel() == 0:
+        return "an empty input"
+    if c.traced:
+        return "traced (torch.func, torch.compile or meta): the structure check branches on the data"
+    if _dual(c.x) or _dual(c.A):
+        return "a forward-mode tangent: the Triton kernels have no jvp"
+    return None
+
+
 #: the exponential's Gram form serves above this width: forward+backward measured against the QR form (one thread,
 #: float32, 16,384 tokens) 0.8-0.9x as fast at d = 3, 0.96-1.2x at d = 4, 1.1-1.7x at d = 8 and 16
 GRAM_EXP_MIN_DIM = 4
@@ -272,6 +298,11 @@ VP_ATTENTION = register_operation(Operation(
         Route("gram-lu", TRITON.name, _gram_lu_triton, _checked(lambda c: vp_gram_closed(c.x, c.A, _triton.LU)),
               per_sample="residual check failed (a zero or non-finite pivot included): a pivoted d x d solve; "
               + _GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through_invertible", "vp.gram_lu_vjp")),
+        Route("gram-exp", TRITON.name, _gram_exp_triton,
+              _checked(lambda c: _native_exp.vp_gram_exp_native(c.x, c.A, _triton.EXP)),
+              per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
+              claims=("vp.exp_push_through", "vp.gram_exp_vjp", "vp.gram_exp_native_truncation",
+                      "vp.gram_exp_native_reverse")),
         Route("full", EAGER.name, _full, _checked(lambda c: vp_full(c.x, c.A, c.activation)),
               claims=("cayley.orthogonal", "exp.orthogonal")),
         Route("gram-closed", NATIVE.name, _gram_closed_native, _checked(lambda c: vp_gram_closed(c.x, c.A, True)),
