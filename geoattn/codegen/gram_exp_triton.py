@@ -86,7 +86,7 @@ def _mm_tn(X, Y, R3, D: tl.constexpr):
 @triton.jit
 def _shift(nrm, SMAX: tl.constexpr, THETA: tl.constexpr):
     """The least s <= SMAX with 2^-s nrm <= THETA and 2^-s, per lane; s = SMAX + 1 when none or nrm is not finite."""
-    s = tl.zeros(nrm.shape, tl.int32)
+    s = tl.full(nrm.shape, 0, tl.int32)
     c = tl.full(nrm.shape, 1.0, tl.float64)
     v = nrm
     for _k in range(0, SMAX):
@@ -169,7 +169,7 @@ def _reverse(negate_backward: bool) -> list[str]:
         out += _sum(f"gP{i}", grads[i]) if grads[i] else []
     for i in range(1, p + 1):
         if not grads[i]:
-            out.append(f"gP{i} = tl.zeros((BLOCK, DP, DP), tl.float64)")
+            out.append(f"gP{i} = tl.full((BLOCK, DP, DP), 0.0, tl.float64)")
     for k in range(p, 1, -1):
         out += [f"gP{k - 1} += _mm_t(gP{k}, P1, C3, D)", f"gP1 += _mm_tn(P{k - 1}, gP{k}, R3, D)"]
     out += ["Mbar = gP1 * tl.where(s <= SMAXC, c, float('nan'))[:, None, None]",

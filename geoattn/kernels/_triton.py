@@ -36,7 +36,7 @@ from . import _generated as gen
 __all__ = ["triton_status", "interpreting", "kernels", "gram_forward", "gram_backward", "cayley_forward",
            "cayley_backward", "cayley_small", "written_kernels", "gram_lu_forward", "gram_lu_backward", "lu_shape",
            "gram_exp_forward", "gram_exp_backward", "LU", "EXP", "BLOCK", "FUNCTIONS", "TRITON_ONLY", "LU_DIMS",
-           "EXP_DIMS", "REALS"]
+           "EXP_DIMS", "REALS", "EXP_REALS"]
 
 #: samples per program (Note [Triton lanes]); the interpreter's blocks are smaller so that a tail block shows
 BLOCK = {"cuda": 128, "cpu": 16}
@@ -52,6 +52,8 @@ LU_DIMS = range(1, 17)
 EXP_DIMS = range(3, 17)
 #: the token types the kernels load (each is converted to float64 inside)
 REALS = (torch.float32, torch.float16, torch.bfloat16)
+#: the exponential kernels load float64 tokens too (direct calls; the route keeps float64 inputs on other forms)
+EXP_REALS = REALS + (torch.float64,)
 _loaded: dict = {}  # "triton" -> its import status; (path, interpreter flag) -> a module loaded from a file
 
 
@@ -157,11 +159,12 @@ def _launch(module, name: str, d: int, B: int, T: int, arrays: list, device: tor
         fn[grid](B, T, *arrays, **extra)
 
 
-def _check_tokens(name: str, x: torch.Tensor, widths=None) -> None:
+def _check_tokens(name: str, x: torch.Tensor, widths=None, reals=REALS) -> None:
     widths = widths or range(1, FUNCTIONS["vp_gram_fwd"] + 1)
-    if x.dim() != 3 or not x.is_contiguous() or x.dtype not in REALS or x.shape[-1] not in widths:
+    if x.dim() != 3 or not x.is_contiguous() or x.dtype not in reals or x.shape[-1] not in widths:
+        kinds = ", ".join(str(r).replace("torch.", "") for r in reals[:-1]) + " or " + str(reals[-1])[6:]
         raise ValueError(f"Expected {name} as a contiguous tensor (B, T, d) with d in {widths[0]}..{widths[-1]} of "
-                         f"float32, float16 or bfloat16. Got {x.dtype} {tuple(x.shape)} "
+                         f"{kinds}. Got {x.dtype} {tuple(x.shape)} "
                          f"({'' if x.is_contiguous() else 'not '}contiguous).")
 
 
@@ -257,7 +260,7 @@ def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, module=None):
     Parameters
     ----------
     x : Tensor ``(B, T, d)``
-        contiguous float32, float16 or bfloat16.
+        contiguous float32, float16 or bfloat16 (the route's), or float64 (direct calls: the tests' gradcheck).
     A : Tensor ``(d, d)``
         skew, float64, on ``x``'s device (both triangles read).
     module : module, optional
@@ -272,7 +275,7 @@ def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, module=None):
     """
     from ._gram import GRAM_MAX_SCALE
 
-    _check_tokens("x", x, EXP_DIMS)
+    _check_tokens("x", x, EXP_DIMS, EXP_REALS)
     _check_A(A, x)
     B, T, d = x.shape
     y = torch.empty_like(x)
@@ -292,7 +295,7 @@ def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, module
     Parameters
     ----------
     x, gy : Tensor ``(B, T, d)``
-        contiguous, of one dtype (float32, float16 or bfloat16) and device.
+        contiguous, of one dtype (float32, float16, bfloat16 or float64) and device.
     A : Tensor ``(d, d)``, float64
     module : module, optional
 
@@ -302,7 +305,7 @@ def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, module
         the gradient in ``x`` (``x``'s dtype) and the per-sample :math:`-\bar M\,\mathrm{Gram}` (float64
         ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch).
     """
-    _check_tokens("x", x, EXP_DIMS)
+    _check_tokens("x", x, EXP_DIMS, EXP_REALS)
     _check_A(A, x)
     B, T, d = x.shape
     if gy.shape != x.shape or gy.dtype != x.dtype or not gy.is_contiguous() or gy.device != x.device:

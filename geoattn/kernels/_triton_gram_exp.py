@@ -72,7 +72,7 @@ def _mm_tn(X, Y, R3, D: tl.constexpr):
 @triton.jit
 def _shift(nrm, SMAX: tl.constexpr, THETA: tl.constexpr):
     """The least s <= SMAX with 2^-s nrm <= THETA and 2^-s, per lane; s = SMAX + 1 when none or nrm is not finite."""
-    s = tl.zeros(nrm.shape, tl.int32)
+    s = tl.full(nrm.shape, 0, tl.int32)
     c = tl.full(nrm.shape, 1.0, tl.float64)
     v = nrm
     for _k in range(0, SMAX):
