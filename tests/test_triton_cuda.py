@@ -277,3 +277,70 @@ def test_lu_negative_control_a_wrong_sign_in_the_backward_is_caught(tmp_path):
     tol = 64 * T * eps(F32) * (1 + rx.abs().max())
     assert (_triton.gram_lu_backward(xc, gyc, N, Ac, module=broken)[0].double().cpu() - rx).abs().max() > tol
     assert (_triton.gram_lu_backward(xc, gyc, N, Ac)[0].double().cpu() - rx).abs().max() <= tol
+
+
+# -- the exponential's Gram kernels, one module for 3 <= d <= 16 (tests/test_triton_gram_exp.py) ---------------------
+
+
+def exp_layer(x, A):
+    x, A = x.clone().requires_grad_(), A.clone().requires_grad_()
+    y = K.vp_attention(x, A, activation="exp")
+    g = torch.randn(y.shape, generator=torch.Generator().manual_seed(7), dtype=y.dtype).to(y.device)
+    y.backward(g)
+    return y.detach(), x.grad, A.grad, g
+
+
+@pytest.mark.parametrize("d,T", [(3, 4), (4, 5), (8, 9), (8, 33), (16, 17)])  # T = d + 1, and a longer sequence
+def test_exp_layer_takes_the_triton_route_and_matches_float64(d, T):
+    torch.manual_seed(10 * d + T)
+    B = BLOCK + 3  # a tail block
+    x, A = torch.randn(B, T, d), skew64(d, 0.1).float()
+    assert K.explain("vp_attention", x.to(CUDA), A.to(CUDA), activation="exp").route.name == "gram-exp/triton"
+    y, gx, gA, g = exp_layer(x.to(CUDA), A.to(CUDA))
+    x64, A64 = x.double().requires_grad_(), A.double().requires_grad_()
+    y64 = K.vp_attention(x64, 0.5 * (A64 - A64.mT), activation="exp", method="full")
+    rx, rA = torch.autograd.grad(y64, (x64, A64), g.double().cpu())
+    assert ((y.double().cpu() - y64).abs() / x.double().norm(dim=-2, keepdim=True)).max() <= 8 * T * eps(F32)
+    tol = 64 * T * eps(F32)
+    assert (gx.double().cpu() - rx).abs().max() <= tol * (1 + rx.abs().max())
+    assert (gA.double().cpu() - rA).abs().max() <= tol * B * (1 + rA.abs().max())
+
+
+def test_exp_rank_deficient_tokens_match_float64():
+    torch.manual_seed(4)
+    d, T = 8, 9
+    x = torch.randn(BLOCK + 3, T, 2) @ torch.randn(BLOCK + 3, 2, d)  # rank 2 < d
+    A = skew64(d).float()
+    y, _, _, _ = exp_layer(x.to(CUDA), A.to(CUDA))
+    ref = K.vp_attention(x.double(), A.double(), activation="exp", method="full")
+    assert ((y.double().cpu() - ref).abs() / x.double().norm(dim=-2, keepdim=True)).max() <= 8 * T * eps(F32)
+
+
+def test_exp_a_nan_or_huge_sample_does_not_touch_its_neighbours():
+    torch.manual_seed(2)
+    x, A = torch.randn(BLOCK + 3, 9, 8), skew64(8).float()
+    y, gx, _, _ = exp_layer(x.to(CUDA), A.to(CUDA))
+    xb = x.clone()
+    xb[BLOCK, 2, 1] = float("nan")
+    xb[3] *= 1e6
+    keep = [i for i in range(BLOCK + 3) if i not in (3, BLOCK)]
+    yb, gxb, gAb, _ = exp_layer(xb.to(CUDA), A.to(CUDA))
+    assert torch.isnan(yb[BLOCK]).all() and torch.isfinite(gAb).all()
+    assert torch.equal(yb[keep], y[keep]) and torch.equal(gxb[keep], gx[keep])
+
+
+def test_exp_negative_control_a_dropped_transpose_is_caught(tmp_path):
+    from geoattn.codegen import gram_exp_triton
+
+    src = tmp_path / "broken_exp.py"
+    src.write_text(gram_exp_triton.generate_triton_exp_module(negate_backward=True))
+    broken = _triton.kernels(path=str(src))
+    torch.manual_seed(8)
+    T = 6
+    x, A, gy = torch.randn(BLOCK + 3, T, 5), skew64(5, 1.0), torch.randn(BLOCK + 3, T, 5)
+    xc, Ac, gyc = x.to(CUDA), A.to(CUDA), gy.to(CUDA)
+    x64 = x.double().requires_grad_()
+    rx = torch.autograd.grad(K.vp_attention(x64, A, activation="exp", method="full"), x64, gy.double())[0]
+    tol = 64 * T * eps(F32) * (1 + rx.abs().max())
+    assert (_triton.gram_exp_backward(xc, gyc, Ac, module=broken)[0].double().cpu() - rx).abs().max() > tol
+    assert (_triton.gram_exp_backward(xc, gyc, Ac)[0].double().cpu() - rx).abs().max() <= tol

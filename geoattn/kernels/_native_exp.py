@@ -225,7 +225,7 @@ def vp_gram_exp_native(x: torch.Tensor, A: torch.Tensor, kernels=None) -> torch.
 
     Parameters
     ----------
-    x : Tensor ``(..., T, d)``, ``3 <= d <= 16``, on the CPU
+    x : Tensor ``(..., T, d)``, ``3 <= d <= 16``, on the CPU (on a CUDA device with the Triton kernels)
     A : Tensor ``(d, d)``; its skew part is used
     kernels : namespace, optional
         ``gram_exp_forward`` and ``gram_exp_backward`` of the same arrays as this module's (default: this module's
