@@ -156,7 +156,7 @@ def test_kernels_agree_with_the_c_kernels():
     torch.manual_seed(8)
     d, B, T = 5, 3, 9
     x, A, gy = torch.randn(B, T, d), skew64(d), torch.randn(B, T, d)
-    y, G, E, R = _triton.gram_exp_forward(x, A)
+    y, G, E, R = _triton.gram_exp_forward(x, A, max_scale=GRAM_MAX_SCALE)
     yc, Gc, Ec, Rc = _native_exp.gram_exp_forward(x, A)
     gx, gA = _triton.gram_exp_backward(x, gy, A)
     gxc, gAc = _native_exp.gram_exp_backward(x, gy, A)
@@ -178,7 +178,7 @@ def test_gradcheck_of_the_kernels_in_float64():
         def forward(ctx, x, A):
             As = (0.5 * (A - A.mT)).contiguous()
             ctx.save_for_backward(x, As)
-            return _triton.gram_exp_forward(x.contiguous(), As)[0]
+            return _triton.gram_exp_forward(x.contiguous(), As, max_scale=GRAM_MAX_SCALE)[0]
 
         @staticmethod
         def backward(ctx, gy):
@@ -211,7 +211,7 @@ def test_a_nan_or_huge_sample_does_not_touch_its_neighbours():
     assert torch.isfinite(gAb).all()  # the NaN sample reaches no other result, A's gradient included
     n, nb = yb[3].double().norm(dim=-2), xb[3].double().norm(dim=-2)
     assert ((n - nb).abs() / nb).max() <= 8 * T * EPS32  # the huge sample keeps its feature columns' norms
-    _, _, _, R = _triton.gram_exp_forward(xb.contiguous(), skew64(d))
+    _, _, _, R = _triton.gram_exp_forward(xb.contiguous(), skew64(d), max_scale=GRAM_MAX_SCALE)
     assert torch.isnan(R[BLOCK]) and torch.isnan(R[3]) and not torch.isnan(R[keep]).any()
 
 
@@ -233,9 +233,9 @@ def test_negative_control_a_dropped_transpose_in_the_backward_is_caught(tmp_path
 
 def test_bad_arrays_are_refused():
     with pytest.raises(ValueError, match=r"Expected x as a contiguous tensor \(B, T, d\) with d in 3..16.*Got"):
-        _triton.gram_exp_forward(torch.randn(2, 6, 2), skew64(2))
+        _triton.gram_exp_forward(torch.randn(2, 6, 2), skew64(2), max_scale=GRAM_MAX_SCALE)
     with pytest.raises(ValueError, match="Expected A as a contiguous float64.*Got"):
-        _triton.gram_exp_forward(torch.randn(2, 6, 5), skew64(5).float())
+        _triton.gram_exp_forward(torch.randn(2, 6, 5), skew64(5).float(), max_scale=GRAM_MAX_SCALE)
     with pytest.raises(ValueError, match="Expected gy contiguous.*Got"):
         _triton.gram_exp_backward(torch.randn(2, 6, 5), torch.randn(2, 6, 5).double(), skew64(5))
 

@@ -40,12 +40,12 @@ import types
 
 import torch
 
-from . import _native
+from . import _native, _triton
 from ._functions import _under_functorch
 from ._gram import GRAM_MAX_SCALE, _flat_batch, _qr_for_failed, _skew64, native_dtype
 from ._gram_exp import _gram_exp_form, exp_residual_tolerance
 
-__all__ = ["exp_native_status", "gram_exp_forward", "gram_exp_backward", "vp_gram_exp_native", "SOURCE",
+__all__ = ["exp_native_status", "gram_exp_forward", "gram_exp_backward", "vp_gram_exp_native", "SOURCE", "TRITON",
            "MIN_DIM", "MAX_DIM"]
 
 #: the generated C source
@@ -184,7 +184,7 @@ def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, librar
 
 class _VPGramExpNative(torch.autograd.Function):
     # x: (n, T, d) float32 or float64, A: (d, d), kernels: a namespace of gram_exp_forward and gram_exp_backward (this
-    # module's C kernels, or the Triton ones: geoattn.kernels._triton.EXP). Returns y and the per-sample check (failed
+    # module's C kernels, _THIS, or the Triton ones, TRITON). Returns y and the per-sample check (failed
     # samples are replaced by the caller; their kernel gradients are zeroed here).
     @staticmethod
     def forward(ctx, x, A, kernels):
@@ -217,6 +217,10 @@ class _VPGramExpNative(torch.autograd.Function):
 #: this module's kernels as the namespace _VPGramExpNative takes (looked up at each call)
 _THIS = types.SimpleNamespace(gram_exp_forward=lambda x, A: gram_exp_forward(x, A),
                               gram_exp_backward=lambda x, g, A: gram_exp_backward(x, g, A))
+#: the Triton kernels (:func:`geoattn.kernels._triton.gram_exp_forward`) as that namespace, with this layer's bound
+TRITON = types.SimpleNamespace(
+    gram_exp_forward=lambda x, A: _triton.gram_exp_forward(x, A, max_scale=GRAM_MAX_SCALE),
+    gram_exp_backward=lambda x, g, A: _triton.gram_exp_backward(x, g, A))
 
 
 def vp_gram_exp_native(x: torch.Tensor, A: torch.Tensor, kernels=None) -> torch.Tensor:
@@ -229,7 +233,7 @@ def vp_gram_exp_native(x: torch.Tensor, A: torch.Tensor, kernels=None) -> torch.
     A : Tensor ``(d, d)``; its skew part is used
     kernels : namespace, optional
         ``gram_exp_forward`` and ``gram_exp_backward`` of the same arrays as this module's (default: this module's
-        C kernels; :data:`geoattn.kernels._triton.EXP`: the Triton ones, on ``x``'s device)
+        C kernels; :data:`TRITON`: the Triton ones, on ``x``'s device)
 
     Returns
     -------

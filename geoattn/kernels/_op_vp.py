@@ -299,7 +299,7 @@ VP_ATTENTION = register_operation(Operation(
               per_sample="residual check failed (a zero or non-finite pivot included): a pivoted d x d solve; "
               + _GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through_invertible", "vp.gram_lu_vjp")),
         Route("gram-exp", TRITON.name, _gram_exp_triton,
-              _checked(lambda c: _native_exp.vp_gram_exp_native(c.x, c.A, _triton.EXP)),
+              _checked(lambda c: _native_exp.vp_gram_exp_native(c.x, c.A, _native_exp.TRITON)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_vjp", "vp.gram_exp_native_truncation",
                       "vp.gram_exp_native_reverse")),

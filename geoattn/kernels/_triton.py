@@ -35,7 +35,7 @@ from . import _generated as gen
 
 __all__ = ["triton_status", "interpreting", "kernels", "gram_forward", "gram_backward", "cayley_forward",
            "cayley_backward", "cayley_small", "written_kernels", "gram_lu_forward", "gram_lu_backward", "lu_shape",
-           "gram_exp_forward", "gram_exp_backward", "LU", "EXP", "BLOCK", "FUNCTIONS", "TRITON_ONLY", "LU_DIMS",
+           "gram_exp_forward", "gram_exp_backward", "LU", "BLOCK", "FUNCTIONS", "TRITON_ONLY", "LU_DIMS",
            "EXP_DIMS", "REALS", "EXP_REALS"]
 
 #: samples per program (Note [Triton lanes]); the interpreter's blocks are smaller so that a tail block shows
@@ -252,7 +252,7 @@ def gram_lu_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torc
 LU = types.SimpleNamespace(gram_forward=gram_lu_forward, gram_backward=gram_lu_backward)
 
 
-def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, module=None):
+def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, module=None, *, max_scale: float):
     r"""``(y, Gram, E, R)`` of the exponential layer's Gram form for ``d`` in :data:`EXP_DIMS` by the printed
     kernels (Note [Triton exponential blocks] in :mod:`geoattn.codegen.gram_exp_triton`), as
     :func:`geoattn.kernels._native_exp.gram_exp_forward` returns them.
@@ -265,6 +265,9 @@ def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, module=None):
         skew, float64, on ``x``'s device (both triangles read).
     module : module, optional
         a module to launch instead of the generated one (the tests' broken kernels).
+    max_scale : float
+        the largest :math:`\mathrm{Tr}\,\mathrm{Gram}\,\|A\|_F` a sample may have (the layer's
+        ``GRAM_MAX_SCALE``, passed in: this module imports nothing of the layer).
 
     Returns
     -------
@@ -273,15 +276,13 @@ def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, module=None):
         ``R`` ``(B,)``: :math:`\max|E^T\mathrm{Gram}\,E - \mathrm{Gram}| / \mathrm{Tr}\,\mathrm{Gram}`, NaN for
         a sample of non-finite or too large scale.
     """
-    from ._gram import GRAM_MAX_SCALE
-
     _check_tokens("x", x, EXP_DIMS, EXP_REALS)
     _check_A(A, x)
     B, T, d = x.shape
     y = torch.empty_like(x)
     f64 = dict(dtype=torch.float64, device=x.device)
     G, E, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
-    K = torch.tensor([float(A.norm()), GRAM_MAX_SCALE], **f64)
+    K = torch.tensor([float(A.norm()), float(max_scale)], **f64)
     if B:
         _launch(module or kernels("gram_exp", d), "vp_gram_exp_fwd", d, B, T, [x, A, K, y, G, E, R], x.device)
     return y, G, E, R
@@ -316,11 +317,6 @@ def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, module
     if B:
         _launch(module or kernels("gram_exp", d), "vp_gram_exp_bwd", d, B, T, [x, gy, A, gx, gA], x.device)
     return gx, gA
-
-
-#: the exponential kernels under the names the layer's autograd function calls
-#: (geoattn.kernels._native_exp.vp_gram_exp_native)
-EXP = types.SimpleNamespace(gram_exp_forward=gram_exp_forward, gram_exp_backward=gram_exp_backward)
 
 
 def _check_small(name: str, t: torch.Tensor) -> None:
