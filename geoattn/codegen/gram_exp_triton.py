@@ -32,9 +32,12 @@ one lane per sample, ``(BLOCK, DP, DP)`` float64 blocks, ``D`` and ``DP`` conste
   trace is zero), NaN when an entry is, when ``s > SMAX``, or when :math:`\mathrm{Tr}\,G\,\|A\|_F` exceeds the
   bound in ``K`` (``K = [|A|_F, GRAM_MAX_SCALE]``, float64, as the C kernels read it).
 
-Compiling for sm_90 with Triton 3.9 without a device (a shared two-core CPU, one run each): d = 8 forward 7.2 s,
-backward 27.7 s; d = 16 forward 13.1 s, backward 70.2 s. The backward's recomputation of :math:`Y_k` (a loop
-inside the loop over the squarings) and its some forty inlined products are the cost; not run on a GPU.
+Compiling for sm_90 with Triton 3.9 without a device, a fresh cache, on a shared two-core CPU at load average
+about 5 (timings noisy by 2x), one run each: d = 8 forward 10.7 s, backward 42.0 s; d = 16 forward 10.9 s,
+backward 40.1 s. A first build that kept every Horner adjoint live took 7.2, 27.7, 13.1 and 70.2 s in a quieter
+moment; keeping one adjoint live (as printed now) cut the d = 16 backward to 35-40 s. The backward's cost is its
+some thirty inlined products and the recomputation of :math:`Y_k` (a loop inside the loop over the squarings).
+Not run on a GPU.
 
 ``negate_backward`` prints a deliberately wrong backward (the transpose dropped from the squarings' adjoint, the
 C generator's fault) for the tests' negative control.
@@ -161,18 +164,18 @@ def _reverse(negate_backward: bool) -> list[str]:
            _IND * 2 + "Yk = tl.where(i < s[:, None, None], _mm(Yk, Yk, R3, C3, D), Yk)",
            _IND + f"W = {second} + _mm_tn(Yk, gY, R3, D)",
            _IND + "gY = tl.where(k < s[:, None, None], W, gY)"]
-    grads = {i: [] for i in range(1, p + 1)}
+    # the Horner steps, first first, one adjoint gS live: gS_(j+1) = gS_j (X^p)^T, (X^p)bar += S_(j+1)^T gS_j, and
+    # the coefficients' share (X^i)bar += TAYLOR[p j + i] gS_j
+    seen = set()
     for j in range(q):
-        for i in range(1, p):
-            if t[p * j + i]:
-                grads[i].append(f"{t[p * j + i]!r}*gS{j}")
-        out.append(f"gS{j} = gY" if j == 0 else f"gS{j} = _mm_t(gS{j - 1}, P{p}, C3, D)")
-        if j < q - 1:
-            grads[p].append(f"_mm_tn(S{j + 1}, gS{j}, R3, D)")
-    for i in range(p, 0, -1):
-        out += _sum(f"gP{i}", grads[i]) if grads[i] else []
+        out.append("gS = gY" if j == 0 else f"gS = _mm_t(gS, P{p}, C3, D)")
+        terms = [(i, f"{t[p * j + i]!r}*gS") for i in range(1, p) if t[p * j + i]]
+        terms += [(p, f"_mm_tn(S{j + 1}, gS, R3, D)")] if j < q - 1 else []
+        for i, term in terms:
+            out.append(f"gP{i} {'+=' if i in seen else '='} {term}")
+            seen.add(i)
     for i in range(1, p + 1):
-        if not grads[i]:
+        if i not in seen:
             out.append(f"gP{i} = tl.full((BLOCK, DP, DP), 0.0, tl.float64)")
     for k in range(p, 1, -1):
         out += [f"gP{k - 1} += _mm_t(gP{k}, P1, C3, D)", f"gP1 += _mm_tn(P{k - 1}, gP{k}, R3, D)"]
