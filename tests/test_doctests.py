@@ -54,6 +54,7 @@ MODULES = [
     geoattn.nn.volume_preserving,
     geoattn.nn.orthonormal,
     geoattn.nn.linear_symplectic,
+    geoattn.nn.symplectic_attention,
     geoattn.models.feedforward,
     geoattn.models.sympnet,
     geoattn.models.integrators,
