@@ -136,13 +136,17 @@ def _unshifted_gz(z, A, V, one):
     return 2 * (gC.mT @ a + h @ A)
 
 
-def test_dropping_the_shift_is_caught():
-    """Negative control: the backward without ``<G, gG> G`` misses the comparison that the route passes."""
+def test_dropping_the_shift_is_caught(monkeypatch):
+    """Negative control: the route with its softmax backward replaced by one without ``<G, gG> G`` misses the
+    comparison that the shipped route passes."""
     z, A, V = _inputs(2, 10, 3, F64, seed=4)
     _, want, _ = _reference(z, A, V, "matrix_softmax")
     _, good, _ = _route(z, A, V, "matrix_softmax")
     assert (good - want).abs().max() <= _tol(F64, 10, 3) * want.abs().max()
-    assert (_unshifted_gz(z, A, V, False) - want).abs().max() > 1e3 * _tol(F64, 10, 3) * want.abs().max()
+    monkeypatch.setattr(D, "_softmax_backward_", lambda g, G: g.mul_(G))
+    _, bad, _ = _route(z, A, V, "matrix_softmax")
+    assert (bad - want).abs().max() > 1e3 * _tol(F64, 10, 3) * want.abs().max()
+    assert (_unshifted_gz(z, A, V, False) - bad).abs().max() <= _tol(F64, 10, 3) * want.abs().max()
 
 
 @pytest.mark.parametrize("claim_id,verdict", [("symattn.dense_vjp", "checked"),

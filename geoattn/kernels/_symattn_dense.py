@@ -136,6 +136,12 @@ class _DenseUpdate(torch.autograd.Function):
         return gx.view(shape), gA, None, None
 
 
+def _softmax_backward_(g: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    """``g <- G * (g - <G, g>)`` per row of ``(m, T^2)`` arrays: the backward of the softmax over all entries, in
+    place (the tests replace it by a wrong one to show the comparison catches it)."""
+    return torch.ops.aten._softmax_backward_data.out(g, G, -1, G.dtype, grad_input=g)
+
+
 def _dense_vjp(zb: torch.Tensor, A: torch.Tensor, V: torch.Tensor, kept, one: bool):
     """``(h, gz / 2)`` of Note [dense symplectic attention] for ``V`` (``(B, T, n)``, any token stride), block by
     block, ``G`` from ``kept`` or recomputed."""
@@ -150,8 +156,7 @@ def _dense_vjp(zb: torch.Tensor, A: torch.Tensor, V: torch.Tensor, kept, one: bo
         ab, zk, Vb = a[i:i + m], zb[i:i + m], V[i:i + m]
         G = _softmax_rows_(torch.bmm(ab, zk.mT, out=S[:m]), True, one) if kept is None else kept[i:i + m]
         gC = torch.bmm(Vb, ab.mT, out=work[:m])
-        flat = gC.view(m, -1)
-        torch.ops.aten._softmax_backward_data.out(flat, G.reshape(m, -1), -1, G.dtype, grad_input=flat)
+        _softmax_backward_(gC.view(m, -1), G.reshape(m, -1))
         torch.bmm(G, Vb, out=h[i:i + m]).baddbmm_(gC, zk)
         torch.bmm(gC.mT, ab, out=gz[i:i + m])
     gz.view(-1, n).addmm_(h.view(-1, n), A)
