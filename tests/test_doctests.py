@@ -24,6 +24,7 @@ import geoattn.nn.attention
 import geoattn.nn.linear_symplectic
 import geoattn.nn.multihead
 import geoattn.nn.orthonormal
+import geoattn.nn.symplectic_attention
 import geoattn.nn.volume_preserving
 import geoattn.symbolic
 import geoattn.symbolic.algebra
@@ -54,6 +55,7 @@ MODULES = [
     geoattn.nn.volume_preserving,
     geoattn.nn.orthonormal,
     geoattn.nn.linear_symplectic,
+    geoattn.nn.symplectic_attention,
     geoattn.models.feedforward,
     geoattn.models.sympnet,
     geoattn.models.integrators,

@@ -57,14 +57,11 @@ def _errors(got, want):
 def test_route_table():
     z, A, _ = _inputs(2, 16, 4, F32)
     assert K.explain("symattn_update", z, A, "matrix_softmax").route.name == "dense/eager"
-    longer = K.explain("symattn_update", torch.randn(2, D.DENSE_KEPT_MAX_T + 1, 4), A, "matrix_softmax")
+    longer = K.explain("symattn_update", torch.randn(2, D.DENSE_MAX_T + 1, 4), A, "matrix_softmax")
     why = dict((r.name, w) for r, w in longer.rejected)["dense/eager"]
     assert longer.route.name == "sdpa/eager" and "T = 65" in why
-    assert K.explain("symattn_update", torch.randn(2, D.DENSE_MAX_T + 1, 4), A).route.name == "dense/eager"
-    many = torch.randn(D.KEEP_ENTRIES // (D.DENSE_MAX_T + 1) ** 2 + 1, D.DENSE_MAX_T + 1, 1)  # G not kept: sdpa
-    assert K.explain("symattn_update", many, A[:1, :1]).route.name == "sdpa/eager"
-    short = torch.randn(D.KEEP_ENTRIES // 16 ** 2 + 1, 16, 1)  # G not kept, T <= DENSE_MAX_T: still dense
-    assert K.explain("symattn_update", short, A[:1, :1]).route.name == "dense/eager"
+    many = torch.randn(D.KEEP_ENTRIES // D.DENSE_MAX_T ** 2 + 1, D.DENSE_MAX_T, 1)  # G not kept: still dense
+    assert K.explain("symattn_update", many, A[:1, :1]).route.name == "dense/eager"
     e = K.explain("symattn_update", z, A + torch.triu(torch.ones_like(A), 1), "matrix_softmax")
     assert e.route.name == "fused/eager" and "not symmetric" in dict((r.name, w) for r, w in e.rejected)["dense/eager"]
     e = K.explain("symattn_update", z, A, "vector_softmax")
@@ -139,13 +136,17 @@ def _unshifted_gz(z, A, V, one):
     return 2 * (gC.mT @ a + h @ A)
 
 
-def test_dropping_the_shift_is_caught():
-    """Negative control: the backward without ``<G, gG> G`` misses the comparison that the route passes."""
+def test_dropping_the_shift_is_caught(monkeypatch):
+    """Negative control: the route with its softmax backward replaced by one without ``<G, gG> G`` misses the
+    comparison that the shipped route passes."""
     z, A, V = _inputs(2, 10, 3, F64, seed=4)
     _, want, _ = _reference(z, A, V, "matrix_softmax")
     _, good, _ = _route(z, A, V, "matrix_softmax")
     assert (good - want).abs().max() <= _tol(F64, 10, 3) * want.abs().max()
-    assert (_unshifted_gz(z, A, V, False) - want).abs().max() > 1e3 * _tol(F64, 10, 3) * want.abs().max()
+    monkeypatch.setattr(D, "_softmax_backward_", lambda g, G: g.mul_(G))
+    _, bad, _ = _route(z, A, V, "matrix_softmax")
+    assert (bad - want).abs().max() > 1e3 * _tol(F64, 10, 3) * want.abs().max()
+    assert (_unshifted_gz(z, A, V, False) - bad).abs().max() <= _tol(F64, 10, 3) * want.abs().max()
 
 
 @pytest.mark.parametrize("claim_id,verdict", [("symattn.dense_vjp", "checked"),
@@ -174,3 +175,17 @@ def test_refuted_unshifted_vjp_in_float64():
     V = torch.tensor([[float(x) for x in _fixed_v(T, n).row(i)] for i in range(T)], dtype=F64).unsqueeze(0)
     _, want, _ = _reference(z, A, V, "matrix_softmax")
     assert (_unshifted_gz(z, A, V, False) - want).abs().max() > 1e3 * _tol(F64, T, n) * want.abs().max()
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 4), (0, 5, 4), (0, 0, 4)])
+def test_empty_inputs_take_the_empty_route(shape):
+    z = torch.randn(*shape, requires_grad=True)
+    A = torch.eye(4, requires_grad=True)
+    assert K.explain("symattn_update", z, A).route.name == "empty/eager"
+    U = K.symattn_update(z, A)
+    U.sum().backward()
+    assert U.shape == shape and z.grad.shape == shape and not A.grad.any()
+    x = torch.randn(*shape[:-1], 8, requires_grad=True)
+    y = SymplecticAttention(8)(x)
+    y.sum().backward()
+    assert y.shape == x.shape and x.grad.shape == x.shape

@@ -8,12 +8,12 @@ import torch
 from geoattn import kernels as K
 from geoattn.kernels import _symattn_dense as D
 from geoattn.kernels import _symattn_sdpa as S
-from geoattn.kernels._symattn_dense import DENSE_KEPT_MAX_T
+from geoattn.kernels._symattn_dense import DENSE_MAX_T
 from geoattn.nn import SymplecticAttention
 
 F32, F64 = torch.float32, torch.float64
 ALL = ("matrix_softmax", "matrix_one_softmax")
-T_SDPA = DENSE_KEPT_MAX_T + 8  # a sequence the sdpa route serves
+T_SDPA = DENSE_MAX_T + 8  # a sequence the sdpa route serves
 pytestmark = pytest.mark.skipif(not S.HAVE_FLASH, reason="this torch has no fused CPU attention kernel")
 
 
@@ -69,11 +69,11 @@ def test_route_table():
 @pytest.mark.parametrize("update,sign", [("p", 1.0), ("q", 1.0), ("p", -1.0), ("q", -1.0)])
 @pytest.mark.parametrize("dtype", [F32, F64])
 @pytest.mark.parametrize("T,n,rank", [(T_SDPA, 2, None), (T_SDPA, 8, None), (T_SDPA, 3, 2), (T_SDPA + 20, 5, None),
-                                      (16, 3, None), (16, 4, 1), (DENSE_KEPT_MAX_T, 2, None), (3, 5, None)])
+                                      (16, 3, None), (16, 4, 1), (DENSE_MAX_T, 2, None), (3, 5, None)])
 def test_against_the_composition(act, update, sign, dtype, T, n, rank):
     """Both one-call routes: sdpa (``T > 64``) and dense (``n < T``, ``n > T``, rank-deficient halves)."""
     x, A, G = _inputs(3, T, n, dtype, seed=T + n, rank=rank)
-    route = "dense/eager" if T <= DENSE_KEPT_MAX_T else "sdpa/eager"
+    route = "dense/eager" if T <= DENSE_MAX_T else "sdpa/eager"
     assert K.explain("symattn_shear", x, A, act, update, sign).route.name == route
     errs = _errors(_shear(x, A, G, act, update, sign), _composed(x, A, G, act, update, sign))
     assert max(errs) <= _tol(dtype, T, n), errs
@@ -165,7 +165,7 @@ def test_layer_takes_the_shear_and_inverts(T):
     layer = SymplecticAttention(6, update="q", dtype=F64)
     x = torch.randn(3, T, 6, dtype=F64)
     form = layer.explain(x).route.form
-    assert form == ("dense" if T <= DENSE_KEPT_MAX_T else "sdpa")
+    assert form == ("dense" if T <= DENSE_MAX_T else "sdpa")
     assert K.explain("symattn_shear", x, layer.weighting(), update="q").route.form == form
     y = layer(x)
     assert torch.equal(y[..., 3:], x[..., 3:])

@@ -36,6 +36,7 @@ import torch
 from . import _triton
 from ._checks import tolerance_at
 from ._exp import EXP_CLOSED_MAX, _exp_frechet_adjoint, run_exp_skew
+from ._functions import _under_functorch
 
 __all__ = ["exp_small_forward", "exp_skew_small", "KERNEL"]
 
@@ -88,7 +89,9 @@ class _ExpSkewSmall(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (s,) = ctx.saved_tensors
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() or _under_functorch(grad):
+            # a graph of the backward, or a vmapped incoming gradient (is_grads_batched): the differentiable
+            # Frechet adjoint, built from torch operations that vmap and differentiate
             return _exp_frechet_adjoint(s, grad)
         with torch.enable_grad():
             x = s.detach().requires_grad_()

@@ -368,7 +368,8 @@ CAYLEY_SOLVE_NORM_PER_T = 8.0
 
 def cayley_solve_bound(T: int) -> float:
     """The norm up to which the solve alone keeps a skew sample's Cayley transform within ``8 T eps`` of
-    orthogonal (measured: within 5 T eps): ``CAYLEY_SOLVE_NORM_PER_T * T`` (read at call time; Note [Cayley at large norms])."""
+    orthogonal (measured: within 5 T eps): ``CAYLEY_SOLVE_NORM_PER_T * T`` (read at call time; Note [Cayley at
+    large norms])."""
     return CAYLEY_SOLVE_NORM_PER_T * T
 
 

@@ -170,17 +170,19 @@ def _compile_to(cc: list[str], flags: list[str], text: bytes, cache: str, path: 
     return ""
 
 
-def bind(lib: ctypes.CDLL | str, d: int, real: str, source: str, restypes: dict) -> ctypes.CDLL | str:
+def bind(lib: ctypes.CDLL | str, d: int | None, real: str, source: str, restypes: dict) -> ctypes.CDLL | str:
     """``lib`` (a library of :func:`build`, or why it could not be built) with the return type of each function
-    ``geoattn_<name>_d<d>_<real>`` of ``restypes`` (name -> ctypes type or None) set; a string when one is missing.
-    The loaders of the other generated C files (:mod:`geoattn.kernels._native_lu`,
-    :mod:`geoattn.kernels._native_exp`) share it."""
+    ``geoattn_<name>_d<d>_<real>`` (``geoattn_<name>_<real>`` when ``d`` is None) of ``restypes`` (name -> ctypes
+    type or None) set; a string when one is missing. The loaders of the other generated C files
+    (:mod:`geoattn.kernels._native_lu`, :mod:`geoattn.kernels._native_exp`,
+    :mod:`geoattn.kernels._native_cayley_solve`) share it."""
     if isinstance(lib, str):
         return lib
     for name, restype in restypes.items():
-        fn = getattr(lib, f"geoattn_{name}_d{d}_{real}", None)
+        symbol = f"geoattn_{name}_{real}" if d is None else f"geoattn_{name}_d{d}_{real}"
+        fn = getattr(lib, symbol, None)
         if fn is None:
-            return f"{source} has no geoattn_{name}_d{d}_{real}"
+            return f"{source} has no {symbol}"
         fn.restype = restype
     return lib
 

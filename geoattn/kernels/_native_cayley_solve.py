@@ -15,7 +15,8 @@ error grows like ``u ||C||^2`` instead of ``u ||C||``; in double that stays far 
 norms the kernel keeps (at most ``8 T``, :func:`geoattn.kernels._functions.cayley_solve_bound`: ``u (8 T)^2`` is
 7e-12 at ``T = 32``). For both real types the kernel also measures each sample's defect ``max |Q^T Q - I|`` of
 the double result, and a sample is kept only when it is skew (``skew_tolerance``, from the kernel's ``max |C|``),
-finite, of norm at most ``8 T`` and of defect at most ``8 T eps`` of the input's type; every other sample takes the
+finite, of norm at most ``8 T`` and of defect at most ``64 T eps`` of the input's type (the reliability bar);
+every other sample takes the
 pivoted solve route of the same batch position (``cayley_routed``: the LAPACK solve, the polish of Note [Cayley
 at large norms] above ``8 T``, the eigendecomposition for the defect it rejects; a non-skew sample the solve
 alone). A sample's result never depends on the rest of its batch. The backward is ``cayley.vjp`` from the output,
@@ -55,13 +56,7 @@ _libraries: dict = {}  # (T, real) -> CDLL, or the reason it could not be built
 def build(T: int, real: str, source: str = SOURCE) -> ctypes.CDLL | str:
     """Compile (or find in the cache) and load the library of one ``T`` and real type (``"f32"``, ``"f64"``) from
     the C file ``source``; a string says why not. The tests build broken kernels with it."""
-    lib = _native.build(T, real, source)
-    if not isinstance(lib, str):
-        fn = getattr(lib, f"geoattn_{_FUNCTION}_{real}", None)
-        if fn is None:
-            return f"{source} has no geoattn_{_FUNCTION}_{real}"
-        fn.restype = None
-    return lib
+    return _native.bind(_native.build(T, real, source), None, real, source, {_FUNCTION: None})
 
 
 def _library(T: int, dtype: torch.dtype) -> ctypes.CDLL | str:

@@ -73,9 +73,15 @@ def _dense_when(c: Call) -> str | None:
     return dense_reason(c.z, c.A, c.activation)
 
 
+def _empty(c: Call) -> str | None:
+    """The ``empty`` route: a sequence of no tokens (or no samples), whose update is empty."""
+    return None if c.z.numel() == 0 else "a non-empty input"
+
+
 SYMATTN_UPDATE = register_operation(Operation(
     "symattn_update", _bind,
-    (Route("flash", TRITON.name, _flash_when, lambda c: symattn_flash(c.z, c.A, c.activation), per_sample="",
+    (Route("empty", EAGER.name, _empty, lambda c: (c.z @ c.A) * 0, per_sample=""),
+     Route("flash", TRITON.name, _flash_when, lambda c: symattn_flash(c.z, c.A, c.activation), per_sample="",
            claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.sdpa_vjp",
                    "symattn.transpose_invariant")),
      Route("dense", EAGER.name, _dense_when, lambda c: symattn_dense(c.z, c.A, c.activation),

@@ -29,8 +29,10 @@ machine, the two routes alternated in one process), the layer's forward+backward
 SDPA's time at ``T = 64`` for ``dim`` 4, 8, 16 with :math:`G` kept, against 1.04, 1.16, 1.54 by the ``sdpa``
 route; with :math:`G` recomputed 1.02 and 1.22 (``dim`` 4, 16); at ``T = 128`` (kept or recomputed) and 256
 (recomputed) the ``sdpa`` route was as fast or faster. At ``T = 16`` and 32 even with :math:`G` recomputed the
-route took 0.92 to 1.08 of SDPA's time against 1.37 to 1.84 by the ``sdpa`` route (``dim`` 4, 16). So the route serves :math:`T \le` :data:`DENSE_MAX_T`, and :math:`T \le`
-:data:`DENSE_KEPT_MAX_T` where :math:`G` is kept.
+route took 0.92 to 1.08 of SDPA's time against 1.37 to 1.84 by the ``sdpa`` route (``dim`` 4, 16). So the
+route serves :math:`T \le` :data:`DENSE_MAX_T` whatever the batch: the choice depends on ``T`` alone, and keeping
+or recomputing :math:`G` runs the same operations on the same blocks, so a sample's numbers do not depend on how
+many other samples the batch holds.
 
 It serves CPU float32 and float64 with one symmetric weighting, outside functorch transforms and
 ``torch.compile``; a graph of the backward (``create_graph=True``) is the VJP of the generated forward, as on the
@@ -46,14 +48,12 @@ from ._symattn import SYMATTN_ACTIVATIONS
 from ._symattn_fused import KEEP_ENTRIES, _block, _softmax_rows_
 from ._symattn_sdpa import _generated_vjp
 
-__all__ = ["symattn_dense", "shear_dense", "dense_reason", "DENSE_MAX_T", "DENSE_KEPT_MAX_T"]
+__all__ = ["symattn_dense", "shear_dense", "dense_reason", "DENSE_MAX_T"]
 
-#: the longest sequence the route serves whatever the batch (the backward recomputes each block's ``G`` when the
-#: batch's ``B T^2`` entries exceed :data:`~geoattn.kernels._symattn_fused.KEEP_ENTRIES`)
-DENSE_MAX_T = 32
-#: the longest sequence it serves when the batch's ``G`` is kept; above it (and above ``DENSE_MAX_T`` with ``G``
-#: recomputed) the ``sdpa`` route measured faster
-DENSE_KEPT_MAX_T = 64
+#: the longest sequence the route serves, whatever the batch (the backward recomputes each block's ``G`` when the
+#: batch's ``B T^2`` entries exceed :data:`~geoattn.kernels._symattn_fused.KEEP_ENTRIES`); above it the ``sdpa``
+#: route measured as fast or faster
+DENSE_MAX_T = 64
 
 
 def dense_reason(z: torch.Tensor, A: torch.Tensor, activation: str) -> str | None:
@@ -63,10 +63,8 @@ def dense_reason(z: torch.Tensor, A: torch.Tensor, activation: str) -> str | Non
     if SYMATTN_ACTIVATIONS[activation][0] != "all":
         return f"activation {activation!r}: the route's G is symmetric only over all entries"
     T = z.shape[-2]
-    entries = z.numel() // max(1, z.shape[-1]) * T
-    if T > DENSE_KEPT_MAX_T or (T > DENSE_MAX_T and entries > KEEP_ENTRIES):
-        return (f"T = {T} > {DENSE_MAX_T if T <= DENSE_KEPT_MAX_T else DENSE_KEPT_MAX_T} with B T^2 = {entries} "
-                f"entries: the sdpa route is faster there")
+    if T > DENSE_MAX_T:
+        return f"T = {T} > {DENSE_MAX_T}: the sdpa route is as fast or faster there"
     if z.dtype not in (torch.float32, torch.float64):
         return f"{z.dtype}: the route takes float32 and float64"
     if A.dim() != 2:
@@ -138,6 +136,12 @@ class _DenseUpdate(torch.autograd.Function):
         return gx.view(shape), gA, None, None
 
 
+def _softmax_backward_(g: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    """``g <- G * (g - <G, g>)`` per row of ``(m, T^2)`` arrays: the backward of the softmax over all entries, in
+    place (the tests replace it by a wrong one to show the comparison catches it)."""
+    return torch.ops.aten._softmax_backward_data.out(g, G, -1, G.dtype, grad_input=g)
+
+
 def _dense_vjp(zb: torch.Tensor, A: torch.Tensor, V: torch.Tensor, kept, one: bool):
     """``(h, gz / 2)`` of Note [dense symplectic attention] for ``V`` (``(B, T, n)``, any token stride), block by
     block, ``G`` from ``kept`` or recomputed."""
@@ -152,8 +156,7 @@ def _dense_vjp(zb: torch.Tensor, A: torch.Tensor, V: torch.Tensor, kept, one: bo
         ab, zk, Vb = a[i:i + m], zb[i:i + m], V[i:i + m]
         G = _softmax_rows_(torch.bmm(ab, zk.mT, out=S[:m]), True, one) if kept is None else kept[i:i + m]
         gC = torch.bmm(Vb, ab.mT, out=work[:m])
-        flat = gC.view(m, -1)
-        torch.ops.aten._softmax_backward_data.out(flat, G.reshape(m, -1), -1, G.dtype, grad_input=flat)
+        _softmax_backward_(gC.view(m, -1), G.reshape(m, -1))
         torch.bmm(G, Vb, out=h[i:i + m]).baddbmm_(gC, zk)
         torch.bmm(gC.mT, ab, out=gz[i:i + m])
     gz.view(-1, n).addmm_(h.view(-1, n), A)

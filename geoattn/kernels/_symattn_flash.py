@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import torch
 
-from . import _generated as gen
 from . import _triton
 from ._functions import _under_functorch
 from ._gram import _dual
 from ._symattn import SYMATTN_ACTIVATIONS
-from ._symattn_sdpa import _weights
+from ._symattn_sdpa import _generated_vjp, _weights
 
 __all__ = ["symattn_flash", "flash_reason", "flash_forward", "flash_backward", "MAX_WIDTH", "BLOCKS"]
 
@@ -139,10 +138,7 @@ class _FlashUpdate(torch.autograd.Function):
     def backward(ctx, gU: torch.Tensor):
         z, A, zf, a, O, lse, w = ctx.saved_tensors
         if torch.is_grad_enabled() or _under_functorch(gU):
-            forward = getattr(gen, f"symattn_update_{ctx.activation}")
-            _, pullback = torch.func.vjp(lambda p, q: forward(p, q)[0], z, A)
-            gz, gA = pullback(gU)
-            return gz, gA, None, None
+            return (*_generated_vjp(ctx, (z, A), gU), None, None)
         g = gU.reshape(O.shape).float()
         gw = 2 * (g * O).sum(-1)
         glse = w * (gw - (w * gw).sum(-1, keepdim=True))

@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import torch
 
-from . import _generated as gen
 from ._symattn import SYMATTN_ACTIVATIONS
+from ._symattn_sdpa import _generated_vjp
 
 __all__ = ["symattn_fused", "fused_update", "fused_vjp", "use_outer", "BLOCK_ENTRIES", "KEEP_ENTRIES", "OUTER_MAX_N",
            "OUTER_MIN_T"]
@@ -191,10 +191,7 @@ class _FusedUpdate(torch.autograd.Function):
     def backward(ctx, gU: torch.Tensor):
         z, A, kept = ctx.saved_tensors
         if torch.is_grad_enabled():
-            forward = getattr(gen, f"symattn_update_{ctx.activation}")
-            _, pullback = torch.func.vjp(lambda a, b: forward(a, b)[0], z, A)
-            gz, gA = pullback(gU)
-            return gz, gA, None
+            return (*_generated_vjp(ctx, (z, A), gU), None)
         shape = z.shape
         zb, Vb = z.reshape(-1, shape[-2], shape[-1]), gU.reshape(-1, shape[-2], shape[-1])
         B, T = zb.shape[:2]

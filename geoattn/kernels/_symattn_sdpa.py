@@ -135,9 +135,10 @@ def _generated_vjp(ctx, args, grad):
     ``args`` holds the half read, and the kept half's gradient passes through."""
     forward = getattr(gen, f"symattn_update_{ctx.activation}")
     _, pullback = torch.func.vjp(lambda a, b: forward(a, b)[0], *args)
-    if ctx.shear is None:
+    shear = getattr(ctx, "shear", None)  # the update's routes without a shear form set none
+    if shear is None:
         return pullback(grad)
-    (first, sign), n = ctx.shear, args[1].shape[-1]
+    (first, sign), n = shear, args[1].shape[-1]
     keep, other = (grad[..., :n], grad[..., n:]) if first else (grad[..., n:], grad[..., :n])
     gr, gA = pullback(sign * other)
     keep = keep + gr

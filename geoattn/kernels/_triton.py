@@ -137,8 +137,8 @@ def lu_shape(d: int, device_type: str) -> tuple[int, int]:
     -------
     (int, int)
         ``(DP, BLOCK)``: the next power of two at least ``max(d, 2)``, and on CUDA ``2048 // DP**2`` samples (at
-        least 8) so that one program's ``(BLOCK, DP, DP)`` float64 blocks stay near 2,048 entries (chosen, not
-        timed: no GPU was at hand); elsewhere ``BLOCK["cpu"]``.
+        least 8) so that one program's ``(BLOCK, DP, DP)`` float64 blocks stay near 2,048 entries (a choice that no
+        GPU timing in the benchmark results has tuned yet); elsewhere ``BLOCK["cpu"]``.
     """
     dp = max(2, 1 << (d - 1).bit_length())
     return dp, (max(8, 2048 // (dp * dp)) if device_type == "cuda" else BLOCK["cpu"])

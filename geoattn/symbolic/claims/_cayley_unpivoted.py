@@ -102,5 +102,9 @@ def make_unpivoted_claim(structure: str = "skew", claim_id: str = "kernels.cayle
         ),
         notes="Every size n reduces to the minors of the sizes k <= n: the leading block of a skew matrix is skew, "
         "and the sum-of-squares form of det(I + C) is cayley.well_defined's certificate. The pivot identity "
-        "p_k Delta_{k-1} = Delta_k holds for elimination without exchanges whenever the earlier pivots are nonzero.",
+        "p_k Delta_{k-1} = Delta_k holds for elimination without exchanges whenever the earlier pivots are nonzero. "
+        "The kernel's Gauss-Jordan elimination divides by the same pivots as Gaussian elimination. What is checked "
+        "exactly is n <= 3; the kernel's sizes 4 <= T <= 32 rest on that reduction argument (not checked by the "
+        "engine at those sizes) and on the kernel's per-sample defect measurement, which sends any sample above "
+        "64 T eps to the pivoted solve.",
     )
