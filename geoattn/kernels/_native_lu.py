@@ -37,12 +37,15 @@ import torch
 
 from . import _native
 
-__all__ = ["lu_native_status", "gram_forward", "gram_backward", "SOURCE", "MIN_DIM", "MAX_DIM"]
+__all__ = ["lu_native_status", "gram_forward", "gram_backward", "SOURCE", "MIN_DIM", "MAX_DIM", "SAVED_GRAM"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram_lu.c")
 #: the widths the kernels cover (geoattn.codegen.gram_lu_c.MIN_DIM, MAX_DIM)
 MIN_DIM, MAX_DIM = 5, 16
+#: :func:`gram_backward` takes the forward's Gram matrices (``G=``): the layer saves them for its backward, whose
+#: pass over the tokens then computes ``Pbar = x^T Gy`` alone
+SAVED_GRAM = True
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
 
@@ -51,7 +54,8 @@ def build(d: int, real: str, source: str = SOURCE) -> ctypes.CDLL | str:
     """Compile (or find in the cache) and load the library of one ``d`` and real type (``"f32"``, ``"f64"``) from
     the C file ``source``; a string says why not. The tests build broken kernels with it."""
     return _native.bind(_native.build(d, real, source), d, real, source, {"vp_gram_lu_fwd": None,
-                                                                           "vp_gram_lu_bwd": None})
+                                                                           "vp_gram_lu_bwd": None,
+                                                                           "vp_gram_lu_gram": None})
 
 
 def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:
@@ -115,15 +119,24 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
 
 
 def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
-                  library: ctypes.CDLL | None = None):
+                  library: ctypes.CDLL | None = None, G: torch.Tensor | None = None):
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64
     ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient
-    ``gy``, from the forward's ``N`` (:func:`gram_forward`)."""
+    ``gy``, from the forward's ``N`` and Gram matrices ``G`` (:func:`gram_forward`; float64 ``(B, d, d)``,
+    contiguous). Without ``G`` the Gram matrices are first computed by the forward's pass over the tokens (the
+    same printed kernel, so the same values); the layer passes the forward's (:data:`SAVED_GRAM`)."""
     _native._check_backward(x, A, gy, N)
     B, T, d = x.shape
     lib = _lib(d, x.dtype, library)
+    real = _native._REALS[x.dtype][0]
+    if G is None:
+        G = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+        _native._run(getattr(lib, f"geoattn_vp_gram_lu_gram_d{d}_{real}"), B, T, [(x, True), (G, True)])
+    elif G.shape != (B, d, d) or G.dtype != torch.float64 or not G.is_contiguous():
+        raise ValueError(f"Expected G (the forward's Gram matrices) contiguous, float64, of shape {(B, d, d)}. "
+                         f"Got {G.dtype} {tuple(G.shape)}{'' if G.is_contiguous() else ', not contiguous'}.")
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
-    _native._run(getattr(lib, f"geoattn_vp_gram_lu_bwd_d{d}_{_native._REALS[x.dtype][0]}"), B, T,
-                 [(x, True), (gy, True), (N, True), (A, False), (gx, True), (gA, True)])
+    _native._run(getattr(lib, f"geoattn_vp_gram_lu_bwd_d{d}_{real}"), B, T,
+                 [(x, True), (gy, True), (G, True), (N, True), (A, False), (gx, True), (gA, True)])
     return gx, gA
