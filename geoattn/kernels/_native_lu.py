@@ -25,6 +25,17 @@ The pivot-free vectorised stage (Note [the LU stage's fast form] in :mod:`geoatt
 kernels, timed alone from C on one thread (best of 30, alternating, the machine shared with other work), from 3.6
 to 2.0 ms forward and 3.7 to 3.0 ms backward at d = 8, T = 16, B = 4096; the token passes (about 1 ms forward,
 2 ms backward there) are now most of the kernels' time.
+
+Two changes to those passes (``benchmarks/results/lu-passes-ab-cpu.txt``: the kernels alone, both builds in one
+process, one thread, float32, 65,536 tokens, a shared machine): the backward takes the forward's Gram matrices
+(:data:`SAVED_GRAM`), so its first pass computes ``Pbar = x^T Gy`` alone (0.93-0.97x of the backward by
+itself), and the printed passes copy their tiles with the lanes innermost (Note [lanes] in
+:mod:`geoattn.codegen.cprinter`). Together, against the kernels before: forward 0.82-0.88x, backward 0.66-0.84x
+(0.43x once at d = 16, T = 64), ``gx`` bit-identical. The saved Gram costs ``8 d^2`` bytes per sample, as much as
+``N``: the layer's saved memory went from 0.59 to 0.78 of SDPA's at d = 8, T = 16 (x is as large as Gram there)
+and from 0.49 to 0.59 at d = 16, T = 64. The layer against SDPA, f+b with a dense gradient, two runs each:
+d = 8, T = 16: 0.53-0.54 -> 0.45-0.59; d = 8, T = 64: 0.29-0.31 -> 0.16-0.19; d = 16, T = 64: 0.76-0.79 ->
+0.51-0.57 (targets 0.25 and 0.5: still missed at d = 8, T = 16).
 """
 
 from __future__ import annotations
