@@ -214,7 +214,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d5)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d5)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*5*LANES];
@@ -1128,7 +1128,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d6)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d6)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*6*LANES];
@@ -2194,7 +2194,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d7)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d7)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*7*LANES];
@@ -3437,7 +3437,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d8)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d8)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*8*LANES];
@@ -4882,7 +4882,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d9)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d9)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*9*LANES];
@@ -6554,7 +6554,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d10)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d10)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*10*LANES];
@@ -8478,7 +8478,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d11)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d11)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*11*LANES];
@@ -10679,7 +10679,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d12)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d12)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*12*LANES];
@@ -13182,7 +13182,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d13)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d13)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*13*LANES];
@@ -16012,7 +16012,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d14)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d14)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*14*LANES];
@@ -19194,7 +19194,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d15)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d15)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*15*LANES];
@@ -22753,7 +22753,7 @@ void GEOATTN_NAME(vp_gram_lu_out_d16)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (Gram saved by the forward). */
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
 void GEOATTN_NAME(vp_gram_lu_pbar_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*16*LANES];
