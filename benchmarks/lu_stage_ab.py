@@ -6,7 +6,9 @@ incoming gradient and with that of ``out.sum()``).
     python benchmarks/lu_stage_ab.py OLD.c NEW.c [--tokens 65536] [--shapes 8:16 8:64 16:64] [--reps 15]
 
 OLD.c and NEW.c are generated sources (``geoattn.codegen.gram_lu_c.generate_gram_lu_module()``), e.g. the file of
-an older commit (``git show REV:geoattn/kernels/_native_gram_lu.c``) and the current one.
+an older commit (``git show REV:geoattn/kernels/_native_gram_lu.c``) and the current one. Both must print the
+backward that takes the forward's Gram matrices (the layer passes them); ``benchmarks/lu_passes_ab.py`` times
+older builds, the kernels alone.
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ def main(argv=None):
     for shape in a.shapes:
         d, T = (int(v) for v in shape.split(":"))
         B = a.tokens // T
+        for k, src in (("old", a.old), ("new", a.new)):  # the layer hands its backward the forward's Gram
+            with open(src) as fh:
+                if f"vp_gram_lu_pbar_d{d}" not in fh.read():
+                    raise SystemExit(f"Expected the {k} source to print the backward that takes the forward's Gram "
+                                     f"(vp_gram_lu_pbar_d{d}). Got {src} without it: time it with lu_passes_ab.py.")
         libs = {k: _native_lu.build(d, "f32", src) for k, src in (("old", a.old), ("new", a.new))}
         for k, lib in libs.items():
             if isinstance(lib, str):

@@ -181,6 +181,8 @@ def test_route_benchmarks_run_at_tiny_sizes():
     if _native_lu.lu_native_status(5)[0]:  # the A/B of two LU kernel builds (here the same source twice)
         cases.append(("lu_stage_ab.py", [lu_source, lu_source, "--tokens", "256", "--shapes", "5:16", "--reps", "1"],
                       "d= 5 T= 16"))
+        cases.append(("lu_passes_ab.py", [lu_source, lu_source, "--tokens", "256", "--shapes", "5:16", "--reps", "1"],
+                      "bit-identical"))
     for script, args, expect in cases:
         proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args], capture_output=True,
                               text=True, timeout=600)

@@ -49,10 +49,16 @@ SPECS = {
         name="vp_gram_lu_out", doc="The output y = x P, P = 2N - I, of each sample from its P.",
         bindings=[("y", ex.x * _P)], token_inputs=("x",), sample_inputs={"P": "general"}, token_outputs=("y",),
         claims=_CLAIMS, max_dim=MAX_DIM),
+    # Gram and Pbar in one pass: the exponential kernels' backward and the Triton LU kernels (the C LU backward
+    # takes the forward's Gram and prints "pbar")
     "grams": NativeKernelSpec(
         name="vp_gram_lu_grams", doc="Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens.",
         bindings=[("Gram", ex.x.T * ex.x), ("Pbar", ex.x.T * ex.Gy)], token_inputs=("x", "Gy"),
         sample_outputs=("Gram", "Pbar"), claims=_CLAIMS, max_dim=MAX_DIM),
+    "pbar": NativeKernelSpec(
+        name="vp_gram_lu_pbar", doc="Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram).",
+        bindings=[("Pbar", ex.x.T * ex.Gy)], token_inputs=("x", "Gy"), sample_outputs=("Pbar",), claims=_CLAIMS,
+        max_dim=MAX_DIM),
     "gx": NativeKernelSpec(
         name="vp_gram_lu_gx", doc="The gradient gx = Gy P^T + x H of each sample from its P and H.",
         bindings=[("gx", ex.Gy * _P.T + ex.x * _H)], token_inputs=("x", "Gy"),
@@ -86,7 +92,7 @@ def target_name() -> str:
 
 
 def _group(d: int, negate_backward: bool, fault_fast: bool, retry: bool) -> str:
-    printed = [print_native_kernel(SPECS[k], d) for k in ("gram", "out", "grams", "gx")]
+    printed = [print_native_kernel(SPECS[k], d) for k in ("gram", "out", "pbar", "gx")]
     stage = print_stage(d, negate_backward=negate_backward, fault_fast=fault_fast, retry=retry)
     return f"#if GEOATTN_D == {d}\n\n" + "\n".join(printed) + stage + f"\n#endif  /* d = {d} */\n"
 

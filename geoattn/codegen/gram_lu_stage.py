@@ -296,18 +296,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d{d})(int64_t B, int64_t T, const real_t *restr
     }}
 }}
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d{d})(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {{
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {{
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d{d})(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d{d})(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {{
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }}
         GEOATTN_NAME(vp_gram_lu_gx_d{d})(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);

@@ -137,7 +137,9 @@ class _VPGramClosed(torch.autograd.Function):
                 N = N.index_copy(0, bad, Nb)
                 eye = torch.eye(d, dtype=torch.float64, device=x.device)
                 y = y.index_copy(0, bad, (xn.index_select(0, bad).double() @ (2 * Nb - eye)).to(xn.dtype))
-            ctx.save_for_backward(x, A, N, As)  # the backward recomputes the Gram matrix in its pass over x
+            # kernels that take the forward's Gram matrices (SAVED_GRAM) are spared recomputing them
+            ctx.gram = bool(getattr(ctx.native, "SAVED_GRAM", False))
+            ctx.save_for_backward(x, A, N, As, *([G] if ctx.gram else []))
             sq = G.diagonal(dim1=-2, dim2=-1).sum(-1)
             ctx.mark_non_differentiable(ok, sq)
             return y.to(x.dtype), ok, sq
@@ -171,9 +173,10 @@ class _VPGramClosed(torch.autograd.Function):
             _, pullback = torch.func.vjp(f, x, A)
             return (*pullback(gy), None)
         if ctx.native is not None:
-            _, _, N, As = ctx.saved_tensors
+            N, As = ctx.saved_tensors[2:4]
             xn = _native_tokens(x)
-            gx, gA = ctx.native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As)
+            G = {"G": ctx.saved_tensors[4]} if ctx.gram else {}
+            gx, gA = ctx.native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As, **G)
             gAs = gA.sum(0)
             return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None
         _, _, xs, G, N, P, As = ctx.saved_tensors

@@ -78,11 +78,13 @@ void GEOATTN_NAME(vp_gram_fwd_d1)(int64_t B, int64_t T, const real_t *restrict x
         for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*1;
-                for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*1;
             }
+            for (int64_t tt = 0; tt < nt*1; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l]);
@@ -102,11 +104,13 @@ void GEOATTN_NAME(vp_gram_fwd_d1)(int64_t B, int64_t T, const real_t *restrict x
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             if (nchunks > 1) {
+                const real_t *src_x[LANES];
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const real_t *src_x = x + (bl*T + t0)*1;
-                    for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                    src_x[l] = x + (bl*T + t0)*1;
                 }
+                for (int64_t tt = 0; tt < nt*1; tt++)
+                    for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
@@ -142,13 +146,17 @@ void GEOATTN_NAME(vp_gram_bwd_d1)(int64_t B, int64_t T, const real_t *restrict x
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*1;
-                for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*1;
-                for (int64_t tt = 0; tt < nt*1; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*1;
+                src_Gy[l] = Gy + (bl*T + t0)*1;
             }
+            for (int64_t tt = 0; tt < nt*1; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*1; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l]);
@@ -167,13 +175,17 @@ void GEOATTN_NAME(vp_gram_bwd_d1)(int64_t B, int64_t T, const real_t *restrict x
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             if (nchunks > 1) {
+                const real_t *src_x[LANES];
+                const real_t *src_Gy[LANES];
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const real_t *src_x = x + (bl*T + t0)*1;
-                    for (int64_t tt = 0; tt < nt*1; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const real_t *src_Gy = Gy + (bl*T + t0)*1;
-                    for (int64_t tt = 0; tt < nt*1; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                    src_x[l] = x + (bl*T + t0)*1;
+                    src_Gy[l] = Gy + (bl*T + t0)*1;
                 }
+                for (int64_t tt = 0; tt < nt*1; tt++)
+                    for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+                for (int64_t tt = 0; tt < nt*1; tt++)
+                    for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
@@ -280,11 +292,13 @@ void GEOATTN_NAME(vp_gram_fwd_d2)(int64_t B, int64_t T, const real_t *restrict x
         for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*2;
-                for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*2;
             }
+            for (int64_t tt = 0; tt < nt*2; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l]);
@@ -351,11 +365,13 @@ void GEOATTN_NAME(vp_gram_fwd_d2)(int64_t B, int64_t T, const real_t *restrict x
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             if (nchunks > 1) {
+                const real_t *src_x[LANES];
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const real_t *src_x = x + (bl*T + t0)*2;
-                    for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                    src_x[l] = x + (bl*T + t0)*2;
                 }
+                for (int64_t tt = 0; tt < nt*2; tt++)
+                    for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
@@ -419,13 +435,17 @@ void GEOATTN_NAME(vp_gram_bwd_d2)(int64_t B, int64_t T, const real_t *restrict x
         for (int l = 0; l < LANES; l++) Pbar_1_1[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*2;
-                for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*2;
-                for (int64_t tt = 0; tt < nt*2; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*2;
+                src_Gy[l] = Gy + (bl*T + t0)*2;
             }
+            for (int64_t tt = 0; tt < nt*2; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*2; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l]);
@@ -469,13 +489,17 @@ void GEOATTN_NAME(vp_gram_bwd_d2)(int64_t B, int64_t T, const real_t *restrict x
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             if (nchunks > 1) {
+                const real_t *src_x[LANES];
+                const real_t *src_Gy[LANES];
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const real_t *src_x = x + (bl*T + t0)*2;
-                    for (int64_t tt = 0; tt < nt*2; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const real_t *src_Gy = Gy + (bl*T + t0)*2;
-                    for (int64_t tt = 0; tt < nt*2; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                    src_x[l] = x + (bl*T + t0)*2;
+                    src_Gy[l] = Gy + (bl*T + t0)*2;
                 }
+                for (int64_t tt = 0; tt < nt*2; tt++)
+                    for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+                for (int64_t tt = 0; tt < nt*2; tt++)
+                    for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
@@ -670,11 +694,13 @@ void GEOATTN_NAME(vp_gram_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x
         for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*3;
             }
+            for (int64_t tt = 0; tt < nt*3; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l]);
@@ -798,11 +824,13 @@ void GEOATTN_NAME(vp_gram_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             if (nchunks > 1) {
+                const real_t *src_x[LANES];
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const real_t *src_x = x + (bl*T + t0)*3;
-                    for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                    src_x[l] = x + (bl*T + t0)*3;
                 }
+                for (int64_t tt = 0; tt < nt*3; tt++)
+                    for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
@@ -909,13 +937,17 @@ void GEOATTN_NAME(vp_gram_bwd_d3)(int64_t B, int64_t T, const real_t *restrict x
         for (int l = 0; l < LANES; l++) Pbar_2_2[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*3;
+                src_Gy[l] = Gy + (bl*T + t0)*3;
             }
+            for (int64_t tt = 0; tt < nt*3; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*3; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l]);
@@ -997,13 +1029,17 @@ void GEOATTN_NAME(vp_gram_bwd_d3)(int64_t B, int64_t T, const real_t *restrict x
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             if (nchunks > 1) {
+                const real_t *src_x[LANES];
+                const real_t *src_Gy[LANES];
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const real_t *src_x = x + (bl*T + t0)*3;
-                    for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const real_t *src_Gy = Gy + (bl*T + t0)*3;
-                    for (int64_t tt = 0; tt < nt*3; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                    src_x[l] = x + (bl*T + t0)*3;
+                    src_Gy[l] = Gy + (bl*T + t0)*3;
                 }
+                for (int64_t tt = 0; tt < nt*3; tt++)
+                    for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+                for (int64_t tt = 0; tt < nt*3; tt++)
+                    for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
@@ -1333,11 +1369,13 @@ void GEOATTN_NAME(vp_gram_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x
         for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*4;
             }
+            for (int64_t tt = 0; tt < nt*4; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l]);
@@ -1537,11 +1575,13 @@ void GEOATTN_NAME(vp_gram_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             if (nchunks > 1) {
+                const real_t *src_x[LANES];
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const real_t *src_x = x + (bl*T + t0)*4;
-                    for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                    src_x[l] = x + (bl*T + t0)*4;
                 }
+                for (int64_t tt = 0; tt < nt*4; tt++)
+                    for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
@@ -1707,13 +1747,17 @@ void GEOATTN_NAME(vp_gram_bwd_d4)(int64_t B, int64_t T, const real_t *restrict x
         for (int l = 0; l < LANES; l++) Pbar_3_3[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*4;
+                src_Gy[l] = Gy + (bl*T + t0)*4;
             }
+            for (int64_t tt = 0; tt < nt*4; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*4; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l]);
@@ -1847,13 +1891,17 @@ void GEOATTN_NAME(vp_gram_bwd_d4)(int64_t B, int64_t T, const real_t *restrict x
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
             if (nchunks > 1) {
+                const real_t *src_x[LANES];
+                const real_t *src_Gy[LANES];
                 for (int l = 0; l < LANES; l++) {
                     const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                    const real_t *src_x = x + (bl*T + t0)*4;
-                    for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                    const real_t *src_Gy = Gy + (bl*T + t0)*4;
-                    for (int64_t tt = 0; tt < nt*4; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                    src_x[l] = x + (bl*T + t0)*4;
+                    src_Gy[l] = Gy + (bl*T + t0)*4;
                 }
+                for (int64_t tt = 0; tt < nt*4; tt++)
+                    for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+                for (int64_t tt = 0; tt < nt*4; tt++)
+                    for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             }
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {

@@ -56,11 +56,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d3)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*3;
             }
+            for (int64_t tt = 0; tt < nt*3; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l]);
@@ -117,11 +119,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d3)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*3;
             }
+            for (int64_t tt = 0; tt < nt*3; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 3*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 3*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 3*tt)*LANES + l];
@@ -178,13 +182,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d3)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_2_2[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*3;
+                src_Gy[l] = Gy + (bl*T + t0)*3;
             }
+            for (int64_t tt = 0; tt < nt*3; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*3; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l]);
@@ -280,13 +288,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d3)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*3;
-                for (int64_t tt = 0; tt < nt*3; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*3;
+                src_Gy[l] = Gy + (bl*T + t0)*3;
             }
+            for (int64_t tt = 0; tt < nt*3; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*3; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 3*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 3*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 3*tt)*LANES + l]*P_0_2[l] + H_0_0[l]*tile_x[(0 + 3*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 3*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 3*tt)*LANES + l];
@@ -648,11 +660,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d4)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*4;
             }
+            for (int64_t tt = 0; tt < nt*4; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l]);
@@ -734,11 +748,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d4)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*4;
             }
+            for (int64_t tt = 0; tt < nt*4; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 4*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 4*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 4*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 4*tt)*LANES + l];
@@ -819,13 +835,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d4)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_3_3[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*4;
+                src_Gy[l] = Gy + (bl*T + t0)*4;
             }
+            for (int64_t tt = 0; tt < nt*4; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*4; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l]);
@@ -974,13 +994,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d4)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*4;
-                for (int64_t tt = 0; tt < nt*4; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*4;
+                src_Gy[l] = Gy + (bl*T + t0)*4;
             }
+            for (int64_t tt = 0; tt < nt*4; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*4; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 4*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 4*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 4*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 4*tt)*LANES + l]*P_0_3[l] + H_0_0[l]*tile_x[(0 + 4*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 4*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 4*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 4*tt)*LANES + l];
@@ -1354,11 +1378,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d5)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*5;
             }
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 5*tt)*LANES + l]*tile_x[(0 + 5*tt)*LANES + l]);
@@ -1472,11 +1498,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d5)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*5;
             }
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 5*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 5*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 5*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 5*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 5*tt)*LANES + l];
@@ -1587,13 +1615,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d5)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_4_4[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*5;
+                src_Gy[l] = Gy + (bl*T + t0)*5;
             }
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 5*tt)*LANES + l]*tile_x[(0 + 5*tt)*LANES + l]);
@@ -1810,13 +1842,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d5)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*5;
+                src_Gy[l] = Gy + (bl*T + t0)*5;
             }
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 5*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 5*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 5*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 5*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 5*tt)*LANES + l]*P_0_4[l] + H_0_0[l]*tile_x[(0 + 5*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 5*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 5*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 5*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 5*tt)*LANES + l];
@@ -2204,11 +2240,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d6)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*6;
             }
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 6*tt)*LANES + l]*tile_x[(0 + 6*tt)*LANES + l]);
@@ -2361,11 +2399,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d6)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*6;
             }
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 6*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 6*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 6*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 6*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 6*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 6*tt)*LANES + l];
@@ -2512,13 +2552,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d6)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_5_5[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*6;
+                src_Gy[l] = Gy + (bl*T + t0)*6;
             }
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 6*tt)*LANES + l]*tile_x[(0 + 6*tt)*LANES + l]);
@@ -2818,13 +2862,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d6)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*6;
+                src_Gy[l] = Gy + (bl*T + t0)*6;
             }
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 6*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 6*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 6*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 6*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 6*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 6*tt)*LANES + l]*P_0_5[l] + H_0_0[l]*tile_x[(0 + 6*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 6*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 6*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 6*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 6*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 6*tt)*LANES + l];
@@ -3228,11 +3276,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d7)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*7;
             }
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 7*tt)*LANES + l]*tile_x[(0 + 7*tt)*LANES + l]);
@@ -3431,11 +3481,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d7)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*7;
             }
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 7*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 7*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 7*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 7*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 7*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 7*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 7*tt)*LANES + l];
@@ -3624,13 +3676,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d7)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_6_6[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*7;
+                src_Gy[l] = Gy + (bl*T + t0)*7;
             }
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 7*tt)*LANES + l]*tile_x[(0 + 7*tt)*LANES + l]);
@@ -4028,13 +4084,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d7)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*7;
+                src_Gy[l] = Gy + (bl*T + t0)*7;
             }
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 7*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 7*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 7*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 7*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 7*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 7*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 7*tt)*LANES + l]*P_0_6[l] + H_0_0[l]*tile_x[(0 + 7*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 7*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 7*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 7*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 7*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 7*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 7*tt)*LANES + l];
@@ -4456,11 +4516,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d8)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*8;
             }
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 8*tt)*LANES + l]*tile_x[(0 + 8*tt)*LANES + l]);
@@ -4712,11 +4774,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d8)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*8;
             }
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 8*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 8*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 8*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 8*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 8*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 8*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 8*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 8*tt)*LANES + l];
@@ -4953,13 +5017,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d8)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_7_7[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*8;
+                src_Gy[l] = Gy + (bl*T + t0)*8;
             }
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 8*tt)*LANES + l]*tile_x[(0 + 8*tt)*LANES + l]);
@@ -5470,13 +5538,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d8)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*8;
+                src_Gy[l] = Gy + (bl*T + t0)*8;
             }
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 8*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 8*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 8*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 8*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 8*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 8*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 8*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 8*tt)*LANES + l]*P_0_7[l] + H_0_0[l]*tile_x[(0 + 8*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 8*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 8*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 8*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 8*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 8*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 8*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 8*tt)*LANES + l];
@@ -5918,11 +5990,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d9)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_8_8[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*9;
             }
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 9*tt)*LANES + l]*tile_x[(0 + 9*tt)*LANES + l]);
@@ -6234,11 +6308,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d9)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*9;
             }
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 9*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 9*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 9*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 9*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 9*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 9*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 9*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 9*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 9*tt)*LANES + l];
@@ -6529,13 +6605,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d9)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_8_8[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*9;
+                src_Gy[l] = Gy + (bl*T + t0)*9;
             }
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 9*tt)*LANES + l]*tile_x[(0 + 9*tt)*LANES + l]);
@@ -7174,13 +7254,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d9)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*9;
+                src_Gy[l] = Gy + (bl*T + t0)*9;
             }
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 9*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 9*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 9*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 9*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 9*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 9*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 9*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 9*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 9*tt)*LANES + l]*P_0_8[l] + H_0_0[l]*tile_x[(0 + 9*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 9*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 9*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 9*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 9*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 9*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 9*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 9*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 9*tt)*LANES + l];
@@ -7644,11 +7728,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d10)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Gram_9_9[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*10;
             }
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 10*tt)*LANES + l]*tile_x[(0 + 10*tt)*LANES + l]);
@@ -8027,11 +8113,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d10)(int64_t B, int64_t T, const real_t *restr
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*10;
             }
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 10*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 10*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 10*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 10*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 10*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 10*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 10*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 10*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 10*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 10*tt)*LANES + l];
@@ -8382,13 +8470,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d10)(int64_t B, int64_t T, const real_t *res
         for (int l = 0; l < LANES; l++) Pbar_9_9[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*10;
+                src_Gy[l] = Gy + (bl*T + t0)*10;
             }
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 10*tt)*LANES + l]*tile_x[(0 + 10*tt)*LANES + l]);
@@ -9170,13 +9262,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d10)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*10;
+                src_Gy[l] = Gy + (bl*T + t0)*10;
             }
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 10*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 10*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 10*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 10*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 10*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 10*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 10*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 10*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 10*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 10*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 10*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 10*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 10*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 10*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 10*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 10*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 10*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 10*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 10*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 10*tt)*LANES + l];
@@ -9664,11 +9760,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d11)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Gram_10_10[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*11;
             }
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 11*tt)*LANES + l]*tile_x[(0 + 11*tt)*LANES + l]);
@@ -10121,11 +10219,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d11)(int64_t B, int64_t T, const real_t *restr
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*11;
             }
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 11*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 11*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 11*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 11*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 11*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 11*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 11*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 11*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 11*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 11*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 11*tt)*LANES + l];
@@ -10542,13 +10642,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d11)(int64_t B, int64_t T, const real_t *res
         for (int l = 0; l < LANES; l++) Pbar_10_10[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*11;
+                src_Gy[l] = Gy + (bl*T + t0)*11;
             }
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 11*tt)*LANES + l]*tile_x[(0 + 11*tt)*LANES + l]);
@@ -11488,13 +11592,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d11)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*11;
+                src_Gy[l] = Gy + (bl*T + t0)*11;
             }
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 11*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 11*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 11*tt)*LANES + l]*P_0_10[l] + tile_Gy[(2 + 11*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 11*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 11*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 11*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 11*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 11*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 11*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 11*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 11*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 11*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 11*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 11*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 11*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 11*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 11*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 11*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 11*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 11*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 11*tt)*LANES + l];
@@ -12008,11 +12116,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d12)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Gram_11_11[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*12;
             }
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 12*tt)*LANES + l]*tile_x[(0 + 12*tt)*LANES + l]);
@@ -12546,11 +12656,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d12)(int64_t B, int64_t T, const real_t *restr
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*12;
             }
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 12*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 12*tt)*LANES + l] + P_11_0[l]*tile_x[(11 + 12*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 12*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 12*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 12*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 12*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 12*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 12*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 12*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 12*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 12*tt)*LANES + l];
@@ -13039,13 +13151,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d12)(int64_t B, int64_t T, const real_t *res
         for (int l = 0; l < LANES; l++) Pbar_11_11[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*12;
+                src_Gy[l] = Gy + (bl*T + t0)*12;
             }
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 12*tt)*LANES + l]*tile_x[(0 + 12*tt)*LANES + l]);
@@ -14158,13 +14274,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d12)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*12;
+                src_Gy[l] = Gy + (bl*T + t0)*12;
             }
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 12*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 12*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 12*tt)*LANES + l]*P_0_10[l] + tile_Gy[(11 + 12*tt)*LANES + l]*P_0_11[l] + tile_Gy[(2 + 12*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 12*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 12*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 12*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 12*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 12*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 12*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 12*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 12*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 12*tt)*LANES + l] + H_11_0[l]*tile_x[(11 + 12*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 12*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 12*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 12*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 12*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 12*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 12*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 12*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 12*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 12*tt)*LANES + l];
@@ -14706,11 +14826,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d13)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Gram_12_12[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*13;
             }
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 13*tt)*LANES + l]*tile_x[(0 + 13*tt)*LANES + l]);
@@ -15332,11 +15454,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d13)(int64_t B, int64_t T, const real_t *restr
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*13;
             }
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 13*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 13*tt)*LANES + l] + P_11_0[l]*tile_x[(11 + 13*tt)*LANES + l] + P_12_0[l]*tile_x[(12 + 13*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 13*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 13*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 13*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 13*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 13*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 13*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 13*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 13*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 13*tt)*LANES + l];
@@ -15903,13 +16027,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d13)(int64_t B, int64_t T, const real_t *res
         for (int l = 0; l < LANES; l++) Pbar_12_12[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*13;
+                src_Gy[l] = Gy + (bl*T + t0)*13;
             }
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 13*tt)*LANES + l]*tile_x[(0 + 13*tt)*LANES + l]);
@@ -17210,13 +17338,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d13)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*13;
+                src_Gy[l] = Gy + (bl*T + t0)*13;
             }
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 13*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 13*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 13*tt)*LANES + l]*P_0_10[l] + tile_Gy[(11 + 13*tt)*LANES + l]*P_0_11[l] + tile_Gy[(12 + 13*tt)*LANES + l]*P_0_12[l] + tile_Gy[(2 + 13*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 13*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 13*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 13*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 13*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 13*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 13*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 13*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 13*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 13*tt)*LANES + l] + H_11_0[l]*tile_x[(11 + 13*tt)*LANES + l] + H_12_0[l]*tile_x[(12 + 13*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 13*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 13*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 13*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 13*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 13*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 13*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 13*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 13*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 13*tt)*LANES + l];
@@ -17788,11 +17920,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d14)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Gram_13_13[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*14;
             }
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 14*tt)*LANES + l]*tile_x[(0 + 14*tt)*LANES + l]);
@@ -18509,11 +18643,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d14)(int64_t B, int64_t T, const real_t *restr
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*14;
             }
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 14*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 14*tt)*LANES + l] + P_11_0[l]*tile_x[(11 + 14*tt)*LANES + l] + P_12_0[l]*tile_x[(12 + 14*tt)*LANES + l] + P_13_0[l]*tile_x[(13 + 14*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 14*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 14*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 14*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 14*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 14*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 14*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 14*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 14*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 14*tt)*LANES + l];
@@ -19164,13 +19300,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d14)(int64_t B, int64_t T, const real_t *res
         for (int l = 0; l < LANES; l++) Pbar_13_13[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*14;
+                src_Gy[l] = Gy + (bl*T + t0)*14;
             }
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 14*tt)*LANES + l]*tile_x[(0 + 14*tt)*LANES + l]);
@@ -20674,13 +20814,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d14)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*14;
+                src_Gy[l] = Gy + (bl*T + t0)*14;
             }
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 14*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 14*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 14*tt)*LANES + l]*P_0_10[l] + tile_Gy[(11 + 14*tt)*LANES + l]*P_0_11[l] + tile_Gy[(12 + 14*tt)*LANES + l]*P_0_12[l] + tile_Gy[(13 + 14*tt)*LANES + l]*P_0_13[l] + tile_Gy[(2 + 14*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 14*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 14*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 14*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 14*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 14*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 14*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 14*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 14*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 14*tt)*LANES + l] + H_11_0[l]*tile_x[(11 + 14*tt)*LANES + l] + H_12_0[l]*tile_x[(12 + 14*tt)*LANES + l] + H_13_0[l]*tile_x[(13 + 14*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 14*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 14*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 14*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 14*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 14*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 14*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 14*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 14*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 14*tt)*LANES + l];
@@ -21284,11 +21428,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d15)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Gram_14_14[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*15;
             }
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 15*tt)*LANES + l]*tile_x[(0 + 15*tt)*LANES + l]);
@@ -22107,11 +22253,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d15)(int64_t B, int64_t T, const real_t *restr
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*15;
             }
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 15*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 15*tt)*LANES + l] + P_11_0[l]*tile_x[(11 + 15*tt)*LANES + l] + P_12_0[l]*tile_x[(12 + 15*tt)*LANES + l] + P_13_0[l]*tile_x[(13 + 15*tt)*LANES + l] + P_14_0[l]*tile_x[(14 + 15*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 15*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 15*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 15*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 15*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 15*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 15*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 15*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 15*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 15*tt)*LANES + l];
@@ -22852,13 +23000,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d15)(int64_t B, int64_t T, const real_t *res
         for (int l = 0; l < LANES; l++) Pbar_14_14[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*15;
+                src_Gy[l] = Gy + (bl*T + t0)*15;
             }
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 15*tt)*LANES + l]*tile_x[(0 + 15*tt)*LANES + l]);
@@ -24580,13 +24732,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d15)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*15;
+                src_Gy[l] = Gy + (bl*T + t0)*15;
             }
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 15*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 15*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 15*tt)*LANES + l]*P_0_10[l] + tile_Gy[(11 + 15*tt)*LANES + l]*P_0_11[l] + tile_Gy[(12 + 15*tt)*LANES + l]*P_0_12[l] + tile_Gy[(13 + 15*tt)*LANES + l]*P_0_13[l] + tile_Gy[(14 + 15*tt)*LANES + l]*P_0_14[l] + tile_Gy[(2 + 15*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 15*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 15*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 15*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 15*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 15*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 15*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 15*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 15*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 15*tt)*LANES + l] + H_11_0[l]*tile_x[(11 + 15*tt)*LANES + l] + H_12_0[l]*tile_x[(12 + 15*tt)*LANES + l] + H_13_0[l]*tile_x[(13 + 15*tt)*LANES + l] + H_14_0[l]*tile_x[(14 + 15*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 15*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 15*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 15*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 15*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 15*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 15*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 15*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 15*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 15*tt)*LANES + l];
@@ -25224,11 +25380,13 @@ void GEOATTN_NAME(vp_gram_exp_gram_d16)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Gram_15_15[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*16;
             }
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 16*tt)*LANES + l]*tile_x[(0 + 16*tt)*LANES + l]);
@@ -26156,11 +26314,13 @@ void GEOATTN_NAME(vp_gram_exp_out_d16)(int64_t B, int64_t T, const real_t *restr
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*16;
             }
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 16*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 16*tt)*LANES + l] + P_11_0[l]*tile_x[(11 + 16*tt)*LANES + l] + P_12_0[l]*tile_x[(12 + 16*tt)*LANES + l] + P_13_0[l]*tile_x[(13 + 16*tt)*LANES + l] + P_14_0[l]*tile_x[(14 + 16*tt)*LANES + l] + P_15_0[l]*tile_x[(15 + 16*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 16*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 16*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 16*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 16*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 16*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 16*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 16*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 16*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 16*tt)*LANES + l];
@@ -26997,13 +27157,17 @@ void GEOATTN_NAME(vp_gram_exp_grams_d16)(int64_t B, int64_t T, const real_t *res
         for (int l = 0; l < LANES; l++) Pbar_15_15[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*16;
+                src_Gy[l] = Gy + (bl*T + t0)*16;
             }
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 16*tt)*LANES + l]*tile_x[(0 + 16*tt)*LANES + l]);
@@ -28958,13 +29122,17 @@ void GEOATTN_NAME(vp_gram_exp_gx_d16)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*16;
+                src_Gy[l] = Gy + (bl*T + t0)*16;
             }
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 16*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 16*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 16*tt)*LANES + l]*P_0_10[l] + tile_Gy[(11 + 16*tt)*LANES + l]*P_0_11[l] + tile_Gy[(12 + 16*tt)*LANES + l]*P_0_12[l] + tile_Gy[(13 + 16*tt)*LANES + l]*P_0_13[l] + tile_Gy[(14 + 16*tt)*LANES + l]*P_0_14[l] + tile_Gy[(15 + 16*tt)*LANES + l]*P_0_15[l] + tile_Gy[(2 + 16*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 16*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 16*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 16*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 16*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 16*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 16*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 16*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 16*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 16*tt)*LANES + l] + H_11_0[l]*tile_x[(11 + 16*tt)*LANES + l] + H_12_0[l]*tile_x[(12 + 16*tt)*LANES + l] + H_13_0[l]*tile_x[(13 + 16*tt)*LANES + l] + H_14_0[l]*tile_x[(14 + 16*tt)*LANES + l] + H_15_0[l]*tile_x[(15 + 16*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 16*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 16*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 16*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 16*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 16*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 16*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 16*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 16*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 16*tt)*LANES + l];

@@ -67,11 +67,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d5)(int64_t B, int64_t T, const real_t *restri
         for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*5;
             }
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 5*tt)*LANES + l]*tile_x[(0 + 5*tt)*LANES + l]);
@@ -185,11 +187,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d5)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*5;
             }
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 5*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 5*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 5*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 5*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 5*tt)*LANES + l];
@@ -210,26 +214,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d5)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d5)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d5)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*5*LANES];
     double tile_Gy[TOKEN_CHUNK*5*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_4_4[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -258,21 +247,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d5)(int64_t B, int64_t T, const real_t *restr
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -300,30 +274,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d5)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Pbar_4_4[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*5;
+                src_Gy[l] = Gy + (bl*T + t0)*5;
             }
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 5*tt)*LANES + l]*tile_x[(0 + 5*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 5*tt)*LANES + l]*tile_x[(1 + 5*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 5*tt)*LANES + l]*tile_x[(2 + 5*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 5*tt)*LANES + l]*tile_x[(3 + 5*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 5*tt)*LANES + l]*tile_x[(4 + 5*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 5*tt)*LANES + l]*tile_x[(1 + 5*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 5*tt)*LANES + l]*tile_x[(2 + 5*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 5*tt)*LANES + l]*tile_x[(3 + 5*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 5*tt)*LANES + l]*tile_x[(4 + 5*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 5*tt)*LANES + l]*tile_x[(2 + 5*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 5*tt)*LANES + l]*tile_x[(3 + 5*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 5*tt)*LANES + l]*tile_x[(4 + 5*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 5*tt)*LANES + l]*tile_x[(3 + 5*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 5*tt)*LANES + l]*tile_x[(4 + 5*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 5*tt)*LANES + l]*tile_x[(4 + 5*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 5*tt)*LANES + l]*tile_x[(0 + 5*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 5*tt)*LANES + l]*tile_x[(0 + 5*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 5*tt)*LANES + l]*tile_x[(0 + 5*tt)*LANES + l];
@@ -351,33 +314,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d5)(int64_t B, int64_t T, const real_t *restr
                     Pbar_4_4[l] += tile_Gy[(4 + 5*tt)*LANES + l]*tile_x[(4 + 5*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*25 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*25 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*25 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*25 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*25 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*25 + 5] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*25 + 6] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*25 + 7] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*25 + 8] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*25 + 9] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*25 + 10] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*25 + 11] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*25 + 12] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*25 + 13] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*25 + 14] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*25 + 15] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*25 + 16] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*25 + 17] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*25 + 18] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*25 + 19] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*25 + 20] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*25 + 21] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*25 + 22] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*25 + 23] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*25 + 24] = Gram_4_4[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*25 + 0] = Pbar_0_0[l];
@@ -523,13 +459,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d5)(int64_t B, int64_t T, const real_t *restrict
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*5;
-                for (int64_t tt = 0; tt < nt*5; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*5;
+                src_Gy[l] = Gy + (bl*T + t0)*5;
             }
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*5; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 5*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 5*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 5*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 5*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 5*tt)*LANES + l]*P_0_4[l] + H_0_0[l]*tile_x[(0 + 5*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 5*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 5*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 5*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 5*tt)*LANES + l];
@@ -916,18 +856,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d5)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d5)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -999,11 +940,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d6)(int64_t B, int64_t T, const real_t *restri
         for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*6;
             }
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 6*tt)*LANES + l]*tile_x[(0 + 6*tt)*LANES + l]);
@@ -1156,11 +1099,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d6)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*6;
             }
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 6*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 6*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 6*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 6*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 6*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 6*tt)*LANES + l];
@@ -1183,32 +1128,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d6)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d6)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d6)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*6*LANES];
     double tile_Gy[TOKEN_CHUNK*6*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_5_5[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -1248,27 +1172,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d6)(int64_t B, int64_t T, const real_t *restr
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -1307,36 +1210,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d6)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Pbar_5_5[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*6;
+                src_Gy[l] = Gy + (bl*T + t0)*6;
             }
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 6*tt)*LANES + l]*tile_x[(0 + 6*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 6*tt)*LANES + l]*tile_x[(1 + 6*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 6*tt)*LANES + l]*tile_x[(2 + 6*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 6*tt)*LANES + l]*tile_x[(3 + 6*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 6*tt)*LANES + l]*tile_x[(4 + 6*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 6*tt)*LANES + l]*tile_x[(5 + 6*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 6*tt)*LANES + l]*tile_x[(1 + 6*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 6*tt)*LANES + l]*tile_x[(2 + 6*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 6*tt)*LANES + l]*tile_x[(3 + 6*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 6*tt)*LANES + l]*tile_x[(4 + 6*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 6*tt)*LANES + l]*tile_x[(5 + 6*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 6*tt)*LANES + l]*tile_x[(2 + 6*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 6*tt)*LANES + l]*tile_x[(3 + 6*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 6*tt)*LANES + l]*tile_x[(4 + 6*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 6*tt)*LANES + l]*tile_x[(5 + 6*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 6*tt)*LANES + l]*tile_x[(3 + 6*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 6*tt)*LANES + l]*tile_x[(4 + 6*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 6*tt)*LANES + l]*tile_x[(5 + 6*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 6*tt)*LANES + l]*tile_x[(4 + 6*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 6*tt)*LANES + l]*tile_x[(5 + 6*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 6*tt)*LANES + l]*tile_x[(5 + 6*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 6*tt)*LANES + l]*tile_x[(0 + 6*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 6*tt)*LANES + l]*tile_x[(0 + 6*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 6*tt)*LANES + l]*tile_x[(0 + 6*tt)*LANES + l];
@@ -1375,44 +1261,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d6)(int64_t B, int64_t T, const real_t *restr
                     Pbar_5_5[l] += tile_Gy[(5 + 6*tt)*LANES + l]*tile_x[(5 + 6*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*36 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*36 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*36 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*36 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*36 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*36 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*36 + 6] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*36 + 7] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*36 + 8] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*36 + 9] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*36 + 10] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*36 + 11] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*36 + 12] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*36 + 13] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*36 + 14] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*36 + 15] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*36 + 16] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*36 + 17] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*36 + 18] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*36 + 19] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*36 + 20] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*36 + 21] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*36 + 22] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*36 + 23] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*36 + 24] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*36 + 25] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*36 + 26] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*36 + 27] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*36 + 28] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*36 + 29] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*36 + 30] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*36 + 31] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*36 + 32] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*36 + 33] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*36 + 34] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*36 + 35] = Gram_5_5[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*36 + 0] = Pbar_0_0[l];
@@ -1613,13 +1461,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d6)(int64_t B, int64_t T, const real_t *restrict
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*6;
-                for (int64_t tt = 0; tt < nt*6; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*6;
+                src_Gy[l] = Gy + (bl*T + t0)*6;
             }
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*6; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 6*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 6*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 6*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 6*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 6*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 6*tt)*LANES + l]*P_0_5[l] + H_0_0[l]*tile_x[(0 + 6*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 6*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 6*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 6*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 6*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 6*tt)*LANES + l];
@@ -2008,18 +1860,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d6)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d6)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -2105,11 +1958,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d7)(int64_t B, int64_t T, const real_t *restri
         for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*7;
             }
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 7*tt)*LANES + l]*tile_x[(0 + 7*tt)*LANES + l]);
@@ -2308,11 +2163,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d7)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*7;
             }
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 7*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 7*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 7*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 7*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 7*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 7*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 7*tt)*LANES + l];
@@ -2337,39 +2194,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d7)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d7)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d7)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*7*LANES];
     double tile_Gy[TOKEN_CHUNK*7*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_0_6[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_1_6[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_2_6[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_3_6[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_4_6[LANES];
-    double Gram_5_5[LANES];
-    double Gram_5_6[LANES];
-    double Gram_6_6[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -2422,34 +2251,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d7)(int64_t B, int64_t T, const real_t *restr
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -2501,43 +2302,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d7)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Pbar_6_6[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*7;
+                src_Gy[l] = Gy + (bl*T + t0)*7;
             }
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 7*tt)*LANES + l]*tile_x[(0 + 7*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 7*tt)*LANES + l]*tile_x[(1 + 7*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 7*tt)*LANES + l]*tile_x[(2 + 7*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 7*tt)*LANES + l]*tile_x[(3 + 7*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 7*tt)*LANES + l]*tile_x[(4 + 7*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 7*tt)*LANES + l]*tile_x[(5 + 7*tt)*LANES + l];
-                    Gram_0_6[l] += tile_x[(0 + 7*tt)*LANES + l]*tile_x[(6 + 7*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 7*tt)*LANES + l]*tile_x[(1 + 7*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 7*tt)*LANES + l]*tile_x[(2 + 7*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 7*tt)*LANES + l]*tile_x[(3 + 7*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 7*tt)*LANES + l]*tile_x[(4 + 7*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 7*tt)*LANES + l]*tile_x[(5 + 7*tt)*LANES + l];
-                    Gram_1_6[l] += tile_x[(1 + 7*tt)*LANES + l]*tile_x[(6 + 7*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 7*tt)*LANES + l]*tile_x[(2 + 7*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 7*tt)*LANES + l]*tile_x[(3 + 7*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 7*tt)*LANES + l]*tile_x[(4 + 7*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 7*tt)*LANES + l]*tile_x[(5 + 7*tt)*LANES + l];
-                    Gram_2_6[l] += tile_x[(2 + 7*tt)*LANES + l]*tile_x[(6 + 7*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 7*tt)*LANES + l]*tile_x[(3 + 7*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 7*tt)*LANES + l]*tile_x[(4 + 7*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 7*tt)*LANES + l]*tile_x[(5 + 7*tt)*LANES + l];
-                    Gram_3_6[l] += tile_x[(3 + 7*tt)*LANES + l]*tile_x[(6 + 7*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 7*tt)*LANES + l]*tile_x[(4 + 7*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 7*tt)*LANES + l]*tile_x[(5 + 7*tt)*LANES + l];
-                    Gram_4_6[l] += tile_x[(4 + 7*tt)*LANES + l]*tile_x[(6 + 7*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 7*tt)*LANES + l]*tile_x[(5 + 7*tt)*LANES + l]);
-                    Gram_5_6[l] += tile_x[(5 + 7*tt)*LANES + l]*tile_x[(6 + 7*tt)*LANES + l];
-                    Gram_6_6[l] += (tile_x[(6 + 7*tt)*LANES + l]*tile_x[(6 + 7*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 7*tt)*LANES + l]*tile_x[(0 + 7*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 7*tt)*LANES + l]*tile_x[(0 + 7*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 7*tt)*LANES + l]*tile_x[(0 + 7*tt)*LANES + l];
@@ -2589,57 +2366,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d7)(int64_t B, int64_t T, const real_t *restr
                     Pbar_6_6[l] += tile_Gy[(6 + 7*tt)*LANES + l]*tile_x[(6 + 7*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*49 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*49 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*49 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*49 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*49 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*49 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 6] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 7] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*49 + 8] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*49 + 9] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*49 + 10] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*49 + 11] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*49 + 12] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 13] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 14] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*49 + 15] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*49 + 16] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*49 + 17] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*49 + 18] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*49 + 19] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 20] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 21] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*49 + 22] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*49 + 23] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*49 + 24] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*49 + 25] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*49 + 26] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 27] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 28] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*49 + 29] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*49 + 30] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*49 + 31] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*49 + 32] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*49 + 33] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 34] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 35] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 36] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 37] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 38] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 39] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 40] = Gram_5_5[l];
-            Gram[(int64_t)(b0 + l)*49 + 41] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 42] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 43] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 44] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 45] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 46] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 47] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*49 + 48] = Gram_6_6[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*49 + 0] = Pbar_0_0[l];
@@ -2905,13 +2631,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d7)(int64_t B, int64_t T, const real_t *restrict
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*7;
-                for (int64_t tt = 0; tt < nt*7; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*7;
+                src_Gy[l] = Gy + (bl*T + t0)*7;
             }
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*7; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 7*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 7*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 7*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 7*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 7*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 7*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 7*tt)*LANES + l]*P_0_6[l] + H_0_0[l]*tile_x[(0 + 7*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 7*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 7*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 7*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 7*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 7*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 7*tt)*LANES + l];
@@ -3302,18 +3032,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d7)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d7)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -3415,11 +3146,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d8)(int64_t B, int64_t T, const real_t *restri
         for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*8;
             }
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 8*tt)*LANES + l]*tile_x[(0 + 8*tt)*LANES + l]);
@@ -3671,11 +3404,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d8)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*8;
             }
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 8*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 8*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 8*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 8*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 8*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 8*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 8*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 8*tt)*LANES + l];
@@ -3702,47 +3437,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d8)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d8)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d8)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*8*LANES];
     double tile_Gy[TOKEN_CHUNK*8*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_0_6[LANES];
-    double Gram_0_7[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_1_6[LANES];
-    double Gram_1_7[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_2_6[LANES];
-    double Gram_2_7[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_3_6[LANES];
-    double Gram_3_7[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_4_6[LANES];
-    double Gram_4_7[LANES];
-    double Gram_5_5[LANES];
-    double Gram_5_6[LANES];
-    double Gram_5_7[LANES];
-    double Gram_6_6[LANES];
-    double Gram_6_7[LANES];
-    double Gram_7_7[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -3810,42 +3509,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d8)(int64_t B, int64_t T, const real_t *restr
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -3912,51 +3575,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d8)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Pbar_7_7[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*8;
+                src_Gy[l] = Gy + (bl*T + t0)*8;
             }
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 8*tt)*LANES + l]*tile_x[(0 + 8*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 8*tt)*LANES + l]*tile_x[(1 + 8*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 8*tt)*LANES + l]*tile_x[(2 + 8*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 8*tt)*LANES + l]*tile_x[(3 + 8*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 8*tt)*LANES + l]*tile_x[(4 + 8*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 8*tt)*LANES + l]*tile_x[(5 + 8*tt)*LANES + l];
-                    Gram_0_6[l] += tile_x[(0 + 8*tt)*LANES + l]*tile_x[(6 + 8*tt)*LANES + l];
-                    Gram_0_7[l] += tile_x[(0 + 8*tt)*LANES + l]*tile_x[(7 + 8*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 8*tt)*LANES + l]*tile_x[(1 + 8*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 8*tt)*LANES + l]*tile_x[(2 + 8*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 8*tt)*LANES + l]*tile_x[(3 + 8*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 8*tt)*LANES + l]*tile_x[(4 + 8*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 8*tt)*LANES + l]*tile_x[(5 + 8*tt)*LANES + l];
-                    Gram_1_6[l] += tile_x[(1 + 8*tt)*LANES + l]*tile_x[(6 + 8*tt)*LANES + l];
-                    Gram_1_7[l] += tile_x[(1 + 8*tt)*LANES + l]*tile_x[(7 + 8*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 8*tt)*LANES + l]*tile_x[(2 + 8*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 8*tt)*LANES + l]*tile_x[(3 + 8*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 8*tt)*LANES + l]*tile_x[(4 + 8*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 8*tt)*LANES + l]*tile_x[(5 + 8*tt)*LANES + l];
-                    Gram_2_6[l] += tile_x[(2 + 8*tt)*LANES + l]*tile_x[(6 + 8*tt)*LANES + l];
-                    Gram_2_7[l] += tile_x[(2 + 8*tt)*LANES + l]*tile_x[(7 + 8*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 8*tt)*LANES + l]*tile_x[(3 + 8*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 8*tt)*LANES + l]*tile_x[(4 + 8*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 8*tt)*LANES + l]*tile_x[(5 + 8*tt)*LANES + l];
-                    Gram_3_6[l] += tile_x[(3 + 8*tt)*LANES + l]*tile_x[(6 + 8*tt)*LANES + l];
-                    Gram_3_7[l] += tile_x[(3 + 8*tt)*LANES + l]*tile_x[(7 + 8*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 8*tt)*LANES + l]*tile_x[(4 + 8*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 8*tt)*LANES + l]*tile_x[(5 + 8*tt)*LANES + l];
-                    Gram_4_6[l] += tile_x[(4 + 8*tt)*LANES + l]*tile_x[(6 + 8*tt)*LANES + l];
-                    Gram_4_7[l] += tile_x[(4 + 8*tt)*LANES + l]*tile_x[(7 + 8*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 8*tt)*LANES + l]*tile_x[(5 + 8*tt)*LANES + l]);
-                    Gram_5_6[l] += tile_x[(5 + 8*tt)*LANES + l]*tile_x[(6 + 8*tt)*LANES + l];
-                    Gram_5_7[l] += tile_x[(5 + 8*tt)*LANES + l]*tile_x[(7 + 8*tt)*LANES + l];
-                    Gram_6_6[l] += (tile_x[(6 + 8*tt)*LANES + l]*tile_x[(6 + 8*tt)*LANES + l]);
-                    Gram_6_7[l] += tile_x[(6 + 8*tt)*LANES + l]*tile_x[(7 + 8*tt)*LANES + l];
-                    Gram_7_7[l] += (tile_x[(7 + 8*tt)*LANES + l]*tile_x[(7 + 8*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 8*tt)*LANES + l]*tile_x[(0 + 8*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 8*tt)*LANES + l]*tile_x[(0 + 8*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 8*tt)*LANES + l]*tile_x[(0 + 8*tt)*LANES + l];
@@ -4023,72 +3654,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d8)(int64_t B, int64_t T, const real_t *restr
                     Pbar_7_7[l] += tile_Gy[(7 + 8*tt)*LANES + l]*tile_x[(7 + 8*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*64 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*64 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*64 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*64 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*64 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*64 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 6] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 7] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 8] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*64 + 9] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*64 + 10] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*64 + 11] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*64 + 12] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*64 + 13] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 14] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 15] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 16] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*64 + 17] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*64 + 18] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*64 + 19] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*64 + 20] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*64 + 21] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 22] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 23] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 24] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*64 + 25] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*64 + 26] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*64 + 27] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*64 + 28] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*64 + 29] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 30] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 31] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 32] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*64 + 33] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*64 + 34] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*64 + 35] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*64 + 36] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*64 + 37] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 38] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 39] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 40] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 41] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 42] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 43] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 44] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 45] = Gram_5_5[l];
-            Gram[(int64_t)(b0 + l)*64 + 46] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 47] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 48] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 49] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 50] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 51] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 52] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 53] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 54] = Gram_6_6[l];
-            Gram[(int64_t)(b0 + l)*64 + 55] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 56] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 57] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 58] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 59] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 60] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 61] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 62] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*64 + 63] = Gram_7_7[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*64 + 0] = Pbar_0_0[l];
@@ -4429,13 +3994,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d8)(int64_t B, int64_t T, const real_t *restrict
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*8;
-                for (int64_t tt = 0; tt < nt*8; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*8;
+                src_Gy[l] = Gy + (bl*T + t0)*8;
             }
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*8; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 8*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 8*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 8*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 8*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 8*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 8*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 8*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 8*tt)*LANES + l]*P_0_7[l] + H_0_0[l]*tile_x[(0 + 8*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 8*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 8*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 8*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 8*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 8*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 8*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 8*tt)*LANES + l];
@@ -4828,18 +4397,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d8)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d8)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -4959,11 +4529,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d9)(int64_t B, int64_t T, const real_t *restri
         for (int l = 0; l < LANES; l++) Gram_8_8[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*9;
             }
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 9*tt)*LANES + l]*tile_x[(0 + 9*tt)*LANES + l]);
@@ -5275,11 +4847,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d9)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*9;
             }
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 9*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 9*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 9*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 9*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 9*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 9*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 9*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 9*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 9*tt)*LANES + l];
@@ -5308,56 +4882,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d9)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d9)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d9)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*9*LANES];
     double tile_Gy[TOKEN_CHUNK*9*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_0_6[LANES];
-    double Gram_0_7[LANES];
-    double Gram_0_8[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_1_6[LANES];
-    double Gram_1_7[LANES];
-    double Gram_1_8[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_2_6[LANES];
-    double Gram_2_7[LANES];
-    double Gram_2_8[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_3_6[LANES];
-    double Gram_3_7[LANES];
-    double Gram_3_8[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_4_6[LANES];
-    double Gram_4_7[LANES];
-    double Gram_4_8[LANES];
-    double Gram_5_5[LANES];
-    double Gram_5_6[LANES];
-    double Gram_5_7[LANES];
-    double Gram_5_8[LANES];
-    double Gram_6_6[LANES];
-    double Gram_6_7[LANES];
-    double Gram_6_8[LANES];
-    double Gram_7_7[LANES];
-    double Gram_7_8[LANES];
-    double Gram_8_8[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -5442,51 +4971,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d9)(int64_t B, int64_t T, const real_t *restr
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_8[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -5570,60 +5054,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d9)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Pbar_8_8[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*9;
+                src_Gy[l] = Gy + (bl*T + t0)*9;
             }
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 9*tt)*LANES + l]*tile_x[(0 + 9*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 9*tt)*LANES + l]*tile_x[(1 + 9*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 9*tt)*LANES + l]*tile_x[(2 + 9*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 9*tt)*LANES + l]*tile_x[(3 + 9*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 9*tt)*LANES + l]*tile_x[(4 + 9*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 9*tt)*LANES + l]*tile_x[(5 + 9*tt)*LANES + l];
-                    Gram_0_6[l] += tile_x[(0 + 9*tt)*LANES + l]*tile_x[(6 + 9*tt)*LANES + l];
-                    Gram_0_7[l] += tile_x[(0 + 9*tt)*LANES + l]*tile_x[(7 + 9*tt)*LANES + l];
-                    Gram_0_8[l] += tile_x[(0 + 9*tt)*LANES + l]*tile_x[(8 + 9*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 9*tt)*LANES + l]*tile_x[(1 + 9*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 9*tt)*LANES + l]*tile_x[(2 + 9*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 9*tt)*LANES + l]*tile_x[(3 + 9*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 9*tt)*LANES + l]*tile_x[(4 + 9*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 9*tt)*LANES + l]*tile_x[(5 + 9*tt)*LANES + l];
-                    Gram_1_6[l] += tile_x[(1 + 9*tt)*LANES + l]*tile_x[(6 + 9*tt)*LANES + l];
-                    Gram_1_7[l] += tile_x[(1 + 9*tt)*LANES + l]*tile_x[(7 + 9*tt)*LANES + l];
-                    Gram_1_8[l] += tile_x[(1 + 9*tt)*LANES + l]*tile_x[(8 + 9*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 9*tt)*LANES + l]*tile_x[(2 + 9*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 9*tt)*LANES + l]*tile_x[(3 + 9*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 9*tt)*LANES + l]*tile_x[(4 + 9*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 9*tt)*LANES + l]*tile_x[(5 + 9*tt)*LANES + l];
-                    Gram_2_6[l] += tile_x[(2 + 9*tt)*LANES + l]*tile_x[(6 + 9*tt)*LANES + l];
-                    Gram_2_7[l] += tile_x[(2 + 9*tt)*LANES + l]*tile_x[(7 + 9*tt)*LANES + l];
-                    Gram_2_8[l] += tile_x[(2 + 9*tt)*LANES + l]*tile_x[(8 + 9*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 9*tt)*LANES + l]*tile_x[(3 + 9*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 9*tt)*LANES + l]*tile_x[(4 + 9*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 9*tt)*LANES + l]*tile_x[(5 + 9*tt)*LANES + l];
-                    Gram_3_6[l] += tile_x[(3 + 9*tt)*LANES + l]*tile_x[(6 + 9*tt)*LANES + l];
-                    Gram_3_7[l] += tile_x[(3 + 9*tt)*LANES + l]*tile_x[(7 + 9*tt)*LANES + l];
-                    Gram_3_8[l] += tile_x[(3 + 9*tt)*LANES + l]*tile_x[(8 + 9*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 9*tt)*LANES + l]*tile_x[(4 + 9*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 9*tt)*LANES + l]*tile_x[(5 + 9*tt)*LANES + l];
-                    Gram_4_6[l] += tile_x[(4 + 9*tt)*LANES + l]*tile_x[(6 + 9*tt)*LANES + l];
-                    Gram_4_7[l] += tile_x[(4 + 9*tt)*LANES + l]*tile_x[(7 + 9*tt)*LANES + l];
-                    Gram_4_8[l] += tile_x[(4 + 9*tt)*LANES + l]*tile_x[(8 + 9*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 9*tt)*LANES + l]*tile_x[(5 + 9*tt)*LANES + l]);
-                    Gram_5_6[l] += tile_x[(5 + 9*tt)*LANES + l]*tile_x[(6 + 9*tt)*LANES + l];
-                    Gram_5_7[l] += tile_x[(5 + 9*tt)*LANES + l]*tile_x[(7 + 9*tt)*LANES + l];
-                    Gram_5_8[l] += tile_x[(5 + 9*tt)*LANES + l]*tile_x[(8 + 9*tt)*LANES + l];
-                    Gram_6_6[l] += (tile_x[(6 + 9*tt)*LANES + l]*tile_x[(6 + 9*tt)*LANES + l]);
-                    Gram_6_7[l] += tile_x[(6 + 9*tt)*LANES + l]*tile_x[(7 + 9*tt)*LANES + l];
-                    Gram_6_8[l] += tile_x[(6 + 9*tt)*LANES + l]*tile_x[(8 + 9*tt)*LANES + l];
-                    Gram_7_7[l] += (tile_x[(7 + 9*tt)*LANES + l]*tile_x[(7 + 9*tt)*LANES + l]);
-                    Gram_7_8[l] += tile_x[(7 + 9*tt)*LANES + l]*tile_x[(8 + 9*tt)*LANES + l];
-                    Gram_8_8[l] += (tile_x[(8 + 9*tt)*LANES + l]*tile_x[(8 + 9*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 9*tt)*LANES + l]*tile_x[(0 + 9*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 9*tt)*LANES + l]*tile_x[(0 + 9*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 9*tt)*LANES + l]*tile_x[(0 + 9*tt)*LANES + l];
@@ -5707,89 +5150,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d9)(int64_t B, int64_t T, const real_t *restr
                     Pbar_8_8[l] += tile_Gy[(8 + 9*tt)*LANES + l]*tile_x[(8 + 9*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*81 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*81 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*81 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*81 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*81 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*81 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 6] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 7] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 8] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 9] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*81 + 10] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*81 + 11] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*81 + 12] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*81 + 13] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*81 + 14] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 15] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 16] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 17] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 18] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*81 + 19] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*81 + 20] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*81 + 21] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*81 + 22] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*81 + 23] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 24] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 25] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 26] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 27] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*81 + 28] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*81 + 29] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*81 + 30] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*81 + 31] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*81 + 32] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 33] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 34] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 35] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 36] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*81 + 37] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*81 + 38] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*81 + 39] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*81 + 40] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*81 + 41] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 42] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 43] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 44] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 45] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 46] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 47] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 48] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 49] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 50] = Gram_5_5[l];
-            Gram[(int64_t)(b0 + l)*81 + 51] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 52] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 53] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 54] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 55] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 56] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 57] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 58] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 59] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 60] = Gram_6_6[l];
-            Gram[(int64_t)(b0 + l)*81 + 61] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 62] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 63] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 64] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 65] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 66] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 67] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 68] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 69] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 70] = Gram_7_7[l];
-            Gram[(int64_t)(b0 + l)*81 + 71] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 72] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 73] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 74] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 75] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 76] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 77] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 78] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 79] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*81 + 80] = Gram_8_8[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*81 + 0] = Pbar_0_0[l];
@@ -6215,13 +5575,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d9)(int64_t B, int64_t T, const real_t *restrict
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*9;
-                for (int64_t tt = 0; tt < nt*9; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*9;
+                src_Gy[l] = Gy + (bl*T + t0)*9;
             }
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*9; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 9*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 9*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 9*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 9*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 9*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 9*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 9*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 9*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 9*tt)*LANES + l]*P_0_8[l] + H_0_0[l]*tile_x[(0 + 9*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 9*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 9*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 9*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 9*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 9*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 9*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 9*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 9*tt)*LANES + l];
@@ -6616,18 +5980,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d9)(int64_t B, int64_t T, const real_t *restric
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d9)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -6767,11 +6132,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d10)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_9_9[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*10;
             }
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 10*tt)*LANES + l]*tile_x[(0 + 10*tt)*LANES + l]);
@@ -7150,11 +6517,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d10)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*10;
             }
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 10*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 10*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 10*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 10*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 10*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 10*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 10*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 10*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 10*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 10*tt)*LANES + l];
@@ -7185,66 +6554,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d10)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d10)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d10)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*10*LANES];
     double tile_Gy[TOKEN_CHUNK*10*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_0_6[LANES];
-    double Gram_0_7[LANES];
-    double Gram_0_8[LANES];
-    double Gram_0_9[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_1_6[LANES];
-    double Gram_1_7[LANES];
-    double Gram_1_8[LANES];
-    double Gram_1_9[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_2_6[LANES];
-    double Gram_2_7[LANES];
-    double Gram_2_8[LANES];
-    double Gram_2_9[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_3_6[LANES];
-    double Gram_3_7[LANES];
-    double Gram_3_8[LANES];
-    double Gram_3_9[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_4_6[LANES];
-    double Gram_4_7[LANES];
-    double Gram_4_8[LANES];
-    double Gram_4_9[LANES];
-    double Gram_5_5[LANES];
-    double Gram_5_6[LANES];
-    double Gram_5_7[LANES];
-    double Gram_5_8[LANES];
-    double Gram_5_9[LANES];
-    double Gram_6_6[LANES];
-    double Gram_6_7[LANES];
-    double Gram_6_8[LANES];
-    double Gram_6_9[LANES];
-    double Gram_7_7[LANES];
-    double Gram_7_8[LANES];
-    double Gram_7_9[LANES];
-    double Gram_8_8[LANES];
-    double Gram_8_9[LANES];
-    double Gram_9_9[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -7348,61 +6662,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d10)(int64_t B, int64_t T, const real_t *rest
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_9[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -7505,70 +6764,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d10)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_9_9[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*10;
+                src_Gy[l] = Gy + (bl*T + t0)*10;
             }
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 10*tt)*LANES + l]*tile_x[(0 + 10*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 10*tt)*LANES + l]*tile_x[(1 + 10*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 10*tt)*LANES + l]*tile_x[(2 + 10*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 10*tt)*LANES + l]*tile_x[(3 + 10*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 10*tt)*LANES + l]*tile_x[(4 + 10*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 10*tt)*LANES + l]*tile_x[(5 + 10*tt)*LANES + l];
-                    Gram_0_6[l] += tile_x[(0 + 10*tt)*LANES + l]*tile_x[(6 + 10*tt)*LANES + l];
-                    Gram_0_7[l] += tile_x[(0 + 10*tt)*LANES + l]*tile_x[(7 + 10*tt)*LANES + l];
-                    Gram_0_8[l] += tile_x[(0 + 10*tt)*LANES + l]*tile_x[(8 + 10*tt)*LANES + l];
-                    Gram_0_9[l] += tile_x[(0 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 10*tt)*LANES + l]*tile_x[(1 + 10*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 10*tt)*LANES + l]*tile_x[(2 + 10*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 10*tt)*LANES + l]*tile_x[(3 + 10*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 10*tt)*LANES + l]*tile_x[(4 + 10*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 10*tt)*LANES + l]*tile_x[(5 + 10*tt)*LANES + l];
-                    Gram_1_6[l] += tile_x[(1 + 10*tt)*LANES + l]*tile_x[(6 + 10*tt)*LANES + l];
-                    Gram_1_7[l] += tile_x[(1 + 10*tt)*LANES + l]*tile_x[(7 + 10*tt)*LANES + l];
-                    Gram_1_8[l] += tile_x[(1 + 10*tt)*LANES + l]*tile_x[(8 + 10*tt)*LANES + l];
-                    Gram_1_9[l] += tile_x[(1 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 10*tt)*LANES + l]*tile_x[(2 + 10*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 10*tt)*LANES + l]*tile_x[(3 + 10*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 10*tt)*LANES + l]*tile_x[(4 + 10*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 10*tt)*LANES + l]*tile_x[(5 + 10*tt)*LANES + l];
-                    Gram_2_6[l] += tile_x[(2 + 10*tt)*LANES + l]*tile_x[(6 + 10*tt)*LANES + l];
-                    Gram_2_7[l] += tile_x[(2 + 10*tt)*LANES + l]*tile_x[(7 + 10*tt)*LANES + l];
-                    Gram_2_8[l] += tile_x[(2 + 10*tt)*LANES + l]*tile_x[(8 + 10*tt)*LANES + l];
-                    Gram_2_9[l] += tile_x[(2 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 10*tt)*LANES + l]*tile_x[(3 + 10*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 10*tt)*LANES + l]*tile_x[(4 + 10*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 10*tt)*LANES + l]*tile_x[(5 + 10*tt)*LANES + l];
-                    Gram_3_6[l] += tile_x[(3 + 10*tt)*LANES + l]*tile_x[(6 + 10*tt)*LANES + l];
-                    Gram_3_7[l] += tile_x[(3 + 10*tt)*LANES + l]*tile_x[(7 + 10*tt)*LANES + l];
-                    Gram_3_8[l] += tile_x[(3 + 10*tt)*LANES + l]*tile_x[(8 + 10*tt)*LANES + l];
-                    Gram_3_9[l] += tile_x[(3 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 10*tt)*LANES + l]*tile_x[(4 + 10*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 10*tt)*LANES + l]*tile_x[(5 + 10*tt)*LANES + l];
-                    Gram_4_6[l] += tile_x[(4 + 10*tt)*LANES + l]*tile_x[(6 + 10*tt)*LANES + l];
-                    Gram_4_7[l] += tile_x[(4 + 10*tt)*LANES + l]*tile_x[(7 + 10*tt)*LANES + l];
-                    Gram_4_8[l] += tile_x[(4 + 10*tt)*LANES + l]*tile_x[(8 + 10*tt)*LANES + l];
-                    Gram_4_9[l] += tile_x[(4 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 10*tt)*LANES + l]*tile_x[(5 + 10*tt)*LANES + l]);
-                    Gram_5_6[l] += tile_x[(5 + 10*tt)*LANES + l]*tile_x[(6 + 10*tt)*LANES + l];
-                    Gram_5_7[l] += tile_x[(5 + 10*tt)*LANES + l]*tile_x[(7 + 10*tt)*LANES + l];
-                    Gram_5_8[l] += tile_x[(5 + 10*tt)*LANES + l]*tile_x[(8 + 10*tt)*LANES + l];
-                    Gram_5_9[l] += tile_x[(5 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l];
-                    Gram_6_6[l] += (tile_x[(6 + 10*tt)*LANES + l]*tile_x[(6 + 10*tt)*LANES + l]);
-                    Gram_6_7[l] += tile_x[(6 + 10*tt)*LANES + l]*tile_x[(7 + 10*tt)*LANES + l];
-                    Gram_6_8[l] += tile_x[(6 + 10*tt)*LANES + l]*tile_x[(8 + 10*tt)*LANES + l];
-                    Gram_6_9[l] += tile_x[(6 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l];
-                    Gram_7_7[l] += (tile_x[(7 + 10*tt)*LANES + l]*tile_x[(7 + 10*tt)*LANES + l]);
-                    Gram_7_8[l] += tile_x[(7 + 10*tt)*LANES + l]*tile_x[(8 + 10*tt)*LANES + l];
-                    Gram_7_9[l] += tile_x[(7 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l];
-                    Gram_8_8[l] += (tile_x[(8 + 10*tt)*LANES + l]*tile_x[(8 + 10*tt)*LANES + l]);
-                    Gram_8_9[l] += tile_x[(8 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l];
-                    Gram_9_9[l] += (tile_x[(9 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 10*tt)*LANES + l]*tile_x[(0 + 10*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 10*tt)*LANES + l]*tile_x[(0 + 10*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 10*tt)*LANES + l]*tile_x[(0 + 10*tt)*LANES + l];
@@ -7671,108 +6879,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d10)(int64_t B, int64_t T, const real_t *rest
                     Pbar_9_9[l] += tile_Gy[(9 + 10*tt)*LANES + l]*tile_x[(9 + 10*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*100 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*100 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*100 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*100 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*100 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*100 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 6] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 7] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 8] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 9] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 10] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*100 + 11] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*100 + 12] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*100 + 13] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*100 + 14] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*100 + 15] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 16] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 17] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 18] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 19] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 20] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*100 + 21] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*100 + 22] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*100 + 23] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*100 + 24] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*100 + 25] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 26] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 27] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 28] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 29] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 30] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*100 + 31] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*100 + 32] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*100 + 33] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*100 + 34] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*100 + 35] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 36] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 37] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 38] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 39] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 40] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*100 + 41] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*100 + 42] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*100 + 43] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*100 + 44] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*100 + 45] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 46] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 47] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 48] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 49] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 50] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 51] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 52] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 53] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 54] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 55] = Gram_5_5[l];
-            Gram[(int64_t)(b0 + l)*100 + 56] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 57] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 58] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 59] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 60] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 61] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 62] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 63] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 64] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 65] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 66] = Gram_6_6[l];
-            Gram[(int64_t)(b0 + l)*100 + 67] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 68] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 69] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 70] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 71] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 72] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 73] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 74] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 75] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 76] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 77] = Gram_7_7[l];
-            Gram[(int64_t)(b0 + l)*100 + 78] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 79] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 80] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 81] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 82] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 83] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 84] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 85] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 86] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 87] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 88] = Gram_8_8[l];
-            Gram[(int64_t)(b0 + l)*100 + 89] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 90] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 91] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 92] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 93] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 94] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 95] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 96] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 97] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 98] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*100 + 99] = Gram_9_9[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*100 + 0] = Pbar_0_0[l];
@@ -8293,13 +7399,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d10)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*10;
-                for (int64_t tt = 0; tt < nt*10; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*10;
+                src_Gy[l] = Gy + (bl*T + t0)*10;
             }
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*10; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 10*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 10*tt)*LANES + l]*P_0_1[l] + tile_Gy[(2 + 10*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 10*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 10*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 10*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 10*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 10*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 10*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 10*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 10*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 10*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 10*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 10*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 10*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 10*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 10*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 10*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 10*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 10*tt)*LANES + l];
@@ -8696,18 +7806,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d10)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d10)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -8869,11 +7980,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d11)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_10_10[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*11;
             }
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 11*tt)*LANES + l]*tile_x[(0 + 11*tt)*LANES + l]);
@@ -9326,11 +8439,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d11)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*11;
             }
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 11*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 11*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 11*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 11*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 11*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 11*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 11*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 11*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 11*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 11*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 11*tt)*LANES + l];
@@ -9363,77 +8478,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d11)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d11)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d11)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*11*LANES];
     double tile_Gy[TOKEN_CHUNK*11*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_0_6[LANES];
-    double Gram_0_7[LANES];
-    double Gram_0_8[LANES];
-    double Gram_0_9[LANES];
-    double Gram_0_10[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_1_6[LANES];
-    double Gram_1_7[LANES];
-    double Gram_1_8[LANES];
-    double Gram_1_9[LANES];
-    double Gram_1_10[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_2_6[LANES];
-    double Gram_2_7[LANES];
-    double Gram_2_8[LANES];
-    double Gram_2_9[LANES];
-    double Gram_2_10[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_3_6[LANES];
-    double Gram_3_7[LANES];
-    double Gram_3_8[LANES];
-    double Gram_3_9[LANES];
-    double Gram_3_10[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_4_6[LANES];
-    double Gram_4_7[LANES];
-    double Gram_4_8[LANES];
-    double Gram_4_9[LANES];
-    double Gram_4_10[LANES];
-    double Gram_5_5[LANES];
-    double Gram_5_6[LANES];
-    double Gram_5_7[LANES];
-    double Gram_5_8[LANES];
-    double Gram_5_9[LANES];
-    double Gram_5_10[LANES];
-    double Gram_6_6[LANES];
-    double Gram_6_7[LANES];
-    double Gram_6_8[LANES];
-    double Gram_6_9[LANES];
-    double Gram_6_10[LANES];
-    double Gram_7_7[LANES];
-    double Gram_7_8[LANES];
-    double Gram_7_9[LANES];
-    double Gram_7_10[LANES];
-    double Gram_8_8[LANES];
-    double Gram_8_9[LANES];
-    double Gram_8_10[LANES];
-    double Gram_9_9[LANES];
-    double Gram_9_10[LANES];
-    double Gram_10_10[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -9558,72 +8607,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d11)(int64_t B, int64_t T, const real_t *rest
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_10[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -9747,81 +8730,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d11)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_10_10[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*11;
+                src_Gy[l] = Gy + (bl*T + t0)*11;
             }
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 11*tt)*LANES + l]*tile_x[(0 + 11*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 11*tt)*LANES + l]*tile_x[(1 + 11*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 11*tt)*LANES + l]*tile_x[(2 + 11*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 11*tt)*LANES + l]*tile_x[(3 + 11*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 11*tt)*LANES + l]*tile_x[(4 + 11*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 11*tt)*LANES + l]*tile_x[(5 + 11*tt)*LANES + l];
-                    Gram_0_6[l] += tile_x[(0 + 11*tt)*LANES + l]*tile_x[(6 + 11*tt)*LANES + l];
-                    Gram_0_7[l] += tile_x[(0 + 11*tt)*LANES + l]*tile_x[(7 + 11*tt)*LANES + l];
-                    Gram_0_8[l] += tile_x[(0 + 11*tt)*LANES + l]*tile_x[(8 + 11*tt)*LANES + l];
-                    Gram_0_9[l] += tile_x[(0 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l];
-                    Gram_0_10[l] += tile_x[(0 + 11*tt)*LANES + l]*tile_x[(10 + 11*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 11*tt)*LANES + l]*tile_x[(1 + 11*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 11*tt)*LANES + l]*tile_x[(2 + 11*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 11*tt)*LANES + l]*tile_x[(3 + 11*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 11*tt)*LANES + l]*tile_x[(4 + 11*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 11*tt)*LANES + l]*tile_x[(5 + 11*tt)*LANES + l];
-                    Gram_1_6[l] += tile_x[(1 + 11*tt)*LANES + l]*tile_x[(6 + 11*tt)*LANES + l];
-                    Gram_1_7[l] += tile_x[(1 + 11*tt)*LANES + l]*tile_x[(7 + 11*tt)*LANES + l];
-                    Gram_1_8[l] += tile_x[(1 + 11*tt)*LANES + l]*tile_x[(8 + 11*tt)*LANES + l];
-                    Gram_1_9[l] += tile_x[(1 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l];
-                    Gram_1_10[l] += tile_x[(1 + 11*tt)*LANES + l]*tile_x[(10 + 11*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 11*tt)*LANES + l]*tile_x[(2 + 11*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 11*tt)*LANES + l]*tile_x[(3 + 11*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 11*tt)*LANES + l]*tile_x[(4 + 11*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 11*tt)*LANES + l]*tile_x[(5 + 11*tt)*LANES + l];
-                    Gram_2_6[l] += tile_x[(2 + 11*tt)*LANES + l]*tile_x[(6 + 11*tt)*LANES + l];
-                    Gram_2_7[l] += tile_x[(2 + 11*tt)*LANES + l]*tile_x[(7 + 11*tt)*LANES + l];
-                    Gram_2_8[l] += tile_x[(2 + 11*tt)*LANES + l]*tile_x[(8 + 11*tt)*LANES + l];
-                    Gram_2_9[l] += tile_x[(2 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l];
-                    Gram_2_10[l] += tile_x[(10 + 11*tt)*LANES + l]*tile_x[(2 + 11*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 11*tt)*LANES + l]*tile_x[(3 + 11*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 11*tt)*LANES + l]*tile_x[(4 + 11*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 11*tt)*LANES + l]*tile_x[(5 + 11*tt)*LANES + l];
-                    Gram_3_6[l] += tile_x[(3 + 11*tt)*LANES + l]*tile_x[(6 + 11*tt)*LANES + l];
-                    Gram_3_7[l] += tile_x[(3 + 11*tt)*LANES + l]*tile_x[(7 + 11*tt)*LANES + l];
-                    Gram_3_8[l] += tile_x[(3 + 11*tt)*LANES + l]*tile_x[(8 + 11*tt)*LANES + l];
-                    Gram_3_9[l] += tile_x[(3 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l];
-                    Gram_3_10[l] += tile_x[(10 + 11*tt)*LANES + l]*tile_x[(3 + 11*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 11*tt)*LANES + l]*tile_x[(4 + 11*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 11*tt)*LANES + l]*tile_x[(5 + 11*tt)*LANES + l];
-                    Gram_4_6[l] += tile_x[(4 + 11*tt)*LANES + l]*tile_x[(6 + 11*tt)*LANES + l];
-                    Gram_4_7[l] += tile_x[(4 + 11*tt)*LANES + l]*tile_x[(7 + 11*tt)*LANES + l];
-                    Gram_4_8[l] += tile_x[(4 + 11*tt)*LANES + l]*tile_x[(8 + 11*tt)*LANES + l];
-                    Gram_4_9[l] += tile_x[(4 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l];
-                    Gram_4_10[l] += tile_x[(10 + 11*tt)*LANES + l]*tile_x[(4 + 11*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 11*tt)*LANES + l]*tile_x[(5 + 11*tt)*LANES + l]);
-                    Gram_5_6[l] += tile_x[(5 + 11*tt)*LANES + l]*tile_x[(6 + 11*tt)*LANES + l];
-                    Gram_5_7[l] += tile_x[(5 + 11*tt)*LANES + l]*tile_x[(7 + 11*tt)*LANES + l];
-                    Gram_5_8[l] += tile_x[(5 + 11*tt)*LANES + l]*tile_x[(8 + 11*tt)*LANES + l];
-                    Gram_5_9[l] += tile_x[(5 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l];
-                    Gram_5_10[l] += tile_x[(10 + 11*tt)*LANES + l]*tile_x[(5 + 11*tt)*LANES + l];
-                    Gram_6_6[l] += (tile_x[(6 + 11*tt)*LANES + l]*tile_x[(6 + 11*tt)*LANES + l]);
-                    Gram_6_7[l] += tile_x[(6 + 11*tt)*LANES + l]*tile_x[(7 + 11*tt)*LANES + l];
-                    Gram_6_8[l] += tile_x[(6 + 11*tt)*LANES + l]*tile_x[(8 + 11*tt)*LANES + l];
-                    Gram_6_9[l] += tile_x[(6 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l];
-                    Gram_6_10[l] += tile_x[(10 + 11*tt)*LANES + l]*tile_x[(6 + 11*tt)*LANES + l];
-                    Gram_7_7[l] += (tile_x[(7 + 11*tt)*LANES + l]*tile_x[(7 + 11*tt)*LANES + l]);
-                    Gram_7_8[l] += tile_x[(7 + 11*tt)*LANES + l]*tile_x[(8 + 11*tt)*LANES + l];
-                    Gram_7_9[l] += tile_x[(7 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l];
-                    Gram_7_10[l] += tile_x[(10 + 11*tt)*LANES + l]*tile_x[(7 + 11*tt)*LANES + l];
-                    Gram_8_8[l] += (tile_x[(8 + 11*tt)*LANES + l]*tile_x[(8 + 11*tt)*LANES + l]);
-                    Gram_8_9[l] += tile_x[(8 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l];
-                    Gram_8_10[l] += tile_x[(10 + 11*tt)*LANES + l]*tile_x[(8 + 11*tt)*LANES + l];
-                    Gram_9_9[l] += (tile_x[(9 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l]);
-                    Gram_9_10[l] += tile_x[(10 + 11*tt)*LANES + l]*tile_x[(9 + 11*tt)*LANES + l];
-                    Gram_10_10[l] += (tile_x[(10 + 11*tt)*LANES + l]*tile_x[(10 + 11*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 11*tt)*LANES + l]*tile_x[(0 + 11*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 11*tt)*LANES + l]*tile_x[(0 + 11*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 11*tt)*LANES + l]*tile_x[(0 + 11*tt)*LANES + l];
@@ -9945,129 +8866,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d11)(int64_t B, int64_t T, const real_t *rest
                     Pbar_10_10[l] += tile_Gy[(10 + 11*tt)*LANES + l]*tile_x[(10 + 11*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*121 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*121 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*121 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*121 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*121 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*121 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 6] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 7] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 8] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 9] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 10] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 11] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*121 + 12] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*121 + 13] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*121 + 14] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*121 + 15] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*121 + 16] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 17] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 18] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 19] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 20] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 21] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 22] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*121 + 23] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*121 + 24] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*121 + 25] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*121 + 26] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*121 + 27] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 28] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 29] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 30] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 31] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 32] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 33] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*121 + 34] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*121 + 35] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*121 + 36] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*121 + 37] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*121 + 38] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 39] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 40] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 41] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 42] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 43] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 44] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*121 + 45] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*121 + 46] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*121 + 47] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*121 + 48] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*121 + 49] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 50] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 51] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 52] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 53] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 54] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 55] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 56] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 57] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 58] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 59] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 60] = Gram_5_5[l];
-            Gram[(int64_t)(b0 + l)*121 + 61] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 62] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 63] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 64] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 65] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 66] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 67] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 68] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 69] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 70] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 71] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 72] = Gram_6_6[l];
-            Gram[(int64_t)(b0 + l)*121 + 73] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 74] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 75] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 76] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 77] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 78] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 79] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 80] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 81] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 82] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 83] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 84] = Gram_7_7[l];
-            Gram[(int64_t)(b0 + l)*121 + 85] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 86] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 87] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 88] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 89] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 90] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 91] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 92] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 93] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 94] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 95] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 96] = Gram_8_8[l];
-            Gram[(int64_t)(b0 + l)*121 + 97] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 98] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 99] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 100] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 101] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 102] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 103] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 104] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 105] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 106] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 107] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 108] = Gram_9_9[l];
-            Gram[(int64_t)(b0 + l)*121 + 109] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 110] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 111] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 112] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 113] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 114] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 115] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 116] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 117] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 118] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 119] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*121 + 120] = Gram_10_10[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*121 + 0] = Pbar_0_0[l];
@@ -10693,13 +9491,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d11)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*11;
-                for (int64_t tt = 0; tt < nt*11; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*11;
+                src_Gy[l] = Gy + (bl*T + t0)*11;
             }
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*11; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 11*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 11*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 11*tt)*LANES + l]*P_0_10[l] + tile_Gy[(2 + 11*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 11*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 11*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 11*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 11*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 11*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 11*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 11*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 11*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 11*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 11*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 11*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 11*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 11*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 11*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 11*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 11*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 11*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 11*tt)*LANES + l];
@@ -11098,18 +9900,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d11)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d11)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -11295,11 +10098,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d12)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_11_11[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*12;
             }
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 12*tt)*LANES + l]*tile_x[(0 + 12*tt)*LANES + l]);
@@ -11833,11 +10638,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d12)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*12;
             }
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 12*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 12*tt)*LANES + l] + P_11_0[l]*tile_x[(11 + 12*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 12*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 12*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 12*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 12*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 12*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 12*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 12*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 12*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 12*tt)*LANES + l];
@@ -11872,89 +10679,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d12)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d12)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d12)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*12*LANES];
     double tile_Gy[TOKEN_CHUNK*12*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_0_6[LANES];
-    double Gram_0_7[LANES];
-    double Gram_0_8[LANES];
-    double Gram_0_9[LANES];
-    double Gram_0_10[LANES];
-    double Gram_0_11[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_1_6[LANES];
-    double Gram_1_7[LANES];
-    double Gram_1_8[LANES];
-    double Gram_1_9[LANES];
-    double Gram_1_10[LANES];
-    double Gram_1_11[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_2_6[LANES];
-    double Gram_2_7[LANES];
-    double Gram_2_8[LANES];
-    double Gram_2_9[LANES];
-    double Gram_2_10[LANES];
-    double Gram_2_11[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_3_6[LANES];
-    double Gram_3_7[LANES];
-    double Gram_3_8[LANES];
-    double Gram_3_9[LANES];
-    double Gram_3_10[LANES];
-    double Gram_3_11[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_4_6[LANES];
-    double Gram_4_7[LANES];
-    double Gram_4_8[LANES];
-    double Gram_4_9[LANES];
-    double Gram_4_10[LANES];
-    double Gram_4_11[LANES];
-    double Gram_5_5[LANES];
-    double Gram_5_6[LANES];
-    double Gram_5_7[LANES];
-    double Gram_5_8[LANES];
-    double Gram_5_9[LANES];
-    double Gram_5_10[LANES];
-    double Gram_5_11[LANES];
-    double Gram_6_6[LANES];
-    double Gram_6_7[LANES];
-    double Gram_6_8[LANES];
-    double Gram_6_9[LANES];
-    double Gram_6_10[LANES];
-    double Gram_6_11[LANES];
-    double Gram_7_7[LANES];
-    double Gram_7_8[LANES];
-    double Gram_7_9[LANES];
-    double Gram_7_10[LANES];
-    double Gram_7_11[LANES];
-    double Gram_8_8[LANES];
-    double Gram_8_9[LANES];
-    double Gram_8_10[LANES];
-    double Gram_8_11[LANES];
-    double Gram_9_9[LANES];
-    double Gram_9_10[LANES];
-    double Gram_9_11[LANES];
-    double Gram_10_10[LANES];
-    double Gram_10_11[LANES];
-    double Gram_11_11[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -12102,84 +10831,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d12)(int64_t B, int64_t T, const real_t *rest
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_11[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -12326,93 +10977,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d12)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_11_11[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*12;
+                src_Gy[l] = Gy + (bl*T + t0)*12;
             }
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 12*tt)*LANES + l]*tile_x[(0 + 12*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(1 + 12*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(2 + 12*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(3 + 12*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(4 + 12*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(5 + 12*tt)*LANES + l];
-                    Gram_0_6[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(6 + 12*tt)*LANES + l];
-                    Gram_0_7[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(7 + 12*tt)*LANES + l];
-                    Gram_0_8[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l];
-                    Gram_0_9[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_0_10[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(10 + 12*tt)*LANES + l];
-                    Gram_0_11[l] += tile_x[(0 + 12*tt)*LANES + l]*tile_x[(11 + 12*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 12*tt)*LANES + l]*tile_x[(1 + 12*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 12*tt)*LANES + l]*tile_x[(2 + 12*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 12*tt)*LANES + l]*tile_x[(3 + 12*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 12*tt)*LANES + l]*tile_x[(4 + 12*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 12*tt)*LANES + l]*tile_x[(5 + 12*tt)*LANES + l];
-                    Gram_1_6[l] += tile_x[(1 + 12*tt)*LANES + l]*tile_x[(6 + 12*tt)*LANES + l];
-                    Gram_1_7[l] += tile_x[(1 + 12*tt)*LANES + l]*tile_x[(7 + 12*tt)*LANES + l];
-                    Gram_1_8[l] += tile_x[(1 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l];
-                    Gram_1_9[l] += tile_x[(1 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_1_10[l] += tile_x[(1 + 12*tt)*LANES + l]*tile_x[(10 + 12*tt)*LANES + l];
-                    Gram_1_11[l] += tile_x[(1 + 12*tt)*LANES + l]*tile_x[(11 + 12*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 12*tt)*LANES + l]*tile_x[(2 + 12*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 12*tt)*LANES + l]*tile_x[(3 + 12*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 12*tt)*LANES + l]*tile_x[(4 + 12*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 12*tt)*LANES + l]*tile_x[(5 + 12*tt)*LANES + l];
-                    Gram_2_6[l] += tile_x[(2 + 12*tt)*LANES + l]*tile_x[(6 + 12*tt)*LANES + l];
-                    Gram_2_7[l] += tile_x[(2 + 12*tt)*LANES + l]*tile_x[(7 + 12*tt)*LANES + l];
-                    Gram_2_8[l] += tile_x[(2 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l];
-                    Gram_2_9[l] += tile_x[(2 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_2_10[l] += tile_x[(10 + 12*tt)*LANES + l]*tile_x[(2 + 12*tt)*LANES + l];
-                    Gram_2_11[l] += tile_x[(11 + 12*tt)*LANES + l]*tile_x[(2 + 12*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 12*tt)*LANES + l]*tile_x[(3 + 12*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 12*tt)*LANES + l]*tile_x[(4 + 12*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 12*tt)*LANES + l]*tile_x[(5 + 12*tt)*LANES + l];
-                    Gram_3_6[l] += tile_x[(3 + 12*tt)*LANES + l]*tile_x[(6 + 12*tt)*LANES + l];
-                    Gram_3_7[l] += tile_x[(3 + 12*tt)*LANES + l]*tile_x[(7 + 12*tt)*LANES + l];
-                    Gram_3_8[l] += tile_x[(3 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l];
-                    Gram_3_9[l] += tile_x[(3 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_3_10[l] += tile_x[(10 + 12*tt)*LANES + l]*tile_x[(3 + 12*tt)*LANES + l];
-                    Gram_3_11[l] += tile_x[(11 + 12*tt)*LANES + l]*tile_x[(3 + 12*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 12*tt)*LANES + l]*tile_x[(4 + 12*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 12*tt)*LANES + l]*tile_x[(5 + 12*tt)*LANES + l];
-                    Gram_4_6[l] += tile_x[(4 + 12*tt)*LANES + l]*tile_x[(6 + 12*tt)*LANES + l];
-                    Gram_4_7[l] += tile_x[(4 + 12*tt)*LANES + l]*tile_x[(7 + 12*tt)*LANES + l];
-                    Gram_4_8[l] += tile_x[(4 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l];
-                    Gram_4_9[l] += tile_x[(4 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_4_10[l] += tile_x[(10 + 12*tt)*LANES + l]*tile_x[(4 + 12*tt)*LANES + l];
-                    Gram_4_11[l] += tile_x[(11 + 12*tt)*LANES + l]*tile_x[(4 + 12*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 12*tt)*LANES + l]*tile_x[(5 + 12*tt)*LANES + l]);
-                    Gram_5_6[l] += tile_x[(5 + 12*tt)*LANES + l]*tile_x[(6 + 12*tt)*LANES + l];
-                    Gram_5_7[l] += tile_x[(5 + 12*tt)*LANES + l]*tile_x[(7 + 12*tt)*LANES + l];
-                    Gram_5_8[l] += tile_x[(5 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l];
-                    Gram_5_9[l] += tile_x[(5 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_5_10[l] += tile_x[(10 + 12*tt)*LANES + l]*tile_x[(5 + 12*tt)*LANES + l];
-                    Gram_5_11[l] += tile_x[(11 + 12*tt)*LANES + l]*tile_x[(5 + 12*tt)*LANES + l];
-                    Gram_6_6[l] += (tile_x[(6 + 12*tt)*LANES + l]*tile_x[(6 + 12*tt)*LANES + l]);
-                    Gram_6_7[l] += tile_x[(6 + 12*tt)*LANES + l]*tile_x[(7 + 12*tt)*LANES + l];
-                    Gram_6_8[l] += tile_x[(6 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l];
-                    Gram_6_9[l] += tile_x[(6 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_6_10[l] += tile_x[(10 + 12*tt)*LANES + l]*tile_x[(6 + 12*tt)*LANES + l];
-                    Gram_6_11[l] += tile_x[(11 + 12*tt)*LANES + l]*tile_x[(6 + 12*tt)*LANES + l];
-                    Gram_7_7[l] += (tile_x[(7 + 12*tt)*LANES + l]*tile_x[(7 + 12*tt)*LANES + l]);
-                    Gram_7_8[l] += tile_x[(7 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l];
-                    Gram_7_9[l] += tile_x[(7 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_7_10[l] += tile_x[(10 + 12*tt)*LANES + l]*tile_x[(7 + 12*tt)*LANES + l];
-                    Gram_7_11[l] += tile_x[(11 + 12*tt)*LANES + l]*tile_x[(7 + 12*tt)*LANES + l];
-                    Gram_8_8[l] += (tile_x[(8 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l]);
-                    Gram_8_9[l] += tile_x[(8 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_8_10[l] += tile_x[(10 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l];
-                    Gram_8_11[l] += tile_x[(11 + 12*tt)*LANES + l]*tile_x[(8 + 12*tt)*LANES + l];
-                    Gram_9_9[l] += (tile_x[(9 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l]);
-                    Gram_9_10[l] += tile_x[(10 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_9_11[l] += tile_x[(11 + 12*tt)*LANES + l]*tile_x[(9 + 12*tt)*LANES + l];
-                    Gram_10_10[l] += (tile_x[(10 + 12*tt)*LANES + l]*tile_x[(10 + 12*tt)*LANES + l]);
-                    Gram_10_11[l] += tile_x[(10 + 12*tt)*LANES + l]*tile_x[(11 + 12*tt)*LANES + l];
-                    Gram_11_11[l] += (tile_x[(11 + 12*tt)*LANES + l]*tile_x[(11 + 12*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 12*tt)*LANES + l]*tile_x[(0 + 12*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 12*tt)*LANES + l]*tile_x[(0 + 12*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 12*tt)*LANES + l]*tile_x[(0 + 12*tt)*LANES + l];
@@ -12559,152 +11136,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d12)(int64_t B, int64_t T, const real_t *rest
                     Pbar_11_11[l] += tile_Gy[(11 + 12*tt)*LANES + l]*tile_x[(11 + 12*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*144 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*144 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*144 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*144 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*144 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*144 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 6] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 7] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 8] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 9] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 10] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 11] = Gram_0_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 12] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*144 + 13] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*144 + 14] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*144 + 15] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*144 + 16] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*144 + 17] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 18] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 19] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 20] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 21] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 22] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 23] = Gram_1_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 24] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*144 + 25] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*144 + 26] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*144 + 27] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*144 + 28] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*144 + 29] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 30] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 31] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 32] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 33] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 34] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 35] = Gram_2_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 36] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*144 + 37] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*144 + 38] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*144 + 39] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*144 + 40] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*144 + 41] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 42] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 43] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 44] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 45] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 46] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 47] = Gram_3_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 48] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*144 + 49] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*144 + 50] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*144 + 51] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*144 + 52] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*144 + 53] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 54] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 55] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 56] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 57] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 58] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 59] = Gram_4_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 60] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 61] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 62] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 63] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 64] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 65] = Gram_5_5[l];
-            Gram[(int64_t)(b0 + l)*144 + 66] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 67] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 68] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 69] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 70] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 71] = Gram_5_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 72] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 73] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 74] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 75] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 76] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 77] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 78] = Gram_6_6[l];
-            Gram[(int64_t)(b0 + l)*144 + 79] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 80] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 81] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 82] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 83] = Gram_6_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 84] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 85] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 86] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 87] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 88] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 89] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 90] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 91] = Gram_7_7[l];
-            Gram[(int64_t)(b0 + l)*144 + 92] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 93] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 94] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 95] = Gram_7_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 96] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 97] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 98] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 99] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 100] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 101] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 102] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 103] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 104] = Gram_8_8[l];
-            Gram[(int64_t)(b0 + l)*144 + 105] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 106] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 107] = Gram_8_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 108] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 109] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 110] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 111] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 112] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 113] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 114] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 115] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 116] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 117] = Gram_9_9[l];
-            Gram[(int64_t)(b0 + l)*144 + 118] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 119] = Gram_9_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 120] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 121] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 122] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 123] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 124] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 125] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 126] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 127] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 128] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 129] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 130] = Gram_10_10[l];
-            Gram[(int64_t)(b0 + l)*144 + 131] = Gram_10_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 132] = Gram_0_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 133] = Gram_1_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 134] = Gram_2_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 135] = Gram_3_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 136] = Gram_4_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 137] = Gram_5_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 138] = Gram_6_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 139] = Gram_7_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 140] = Gram_8_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 141] = Gram_9_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 142] = Gram_10_11[l];
-            Gram[(int64_t)(b0 + l)*144 + 143] = Gram_11_11[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*144 + 0] = Pbar_0_0[l];
@@ -13445,13 +11876,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d12)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*12;
-                for (int64_t tt = 0; tt < nt*12; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*12;
+                src_Gy[l] = Gy + (bl*T + t0)*12;
             }
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*12; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 12*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 12*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 12*tt)*LANES + l]*P_0_10[l] + tile_Gy[(11 + 12*tt)*LANES + l]*P_0_11[l] + tile_Gy[(2 + 12*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 12*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 12*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 12*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 12*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 12*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 12*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 12*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 12*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 12*tt)*LANES + l] + H_11_0[l]*tile_x[(11 + 12*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 12*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 12*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 12*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 12*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 12*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 12*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 12*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 12*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 12*tt)*LANES + l];
@@ -13852,18 +12287,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d12)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d12)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -14075,11 +12511,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d13)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_12_12[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*13;
             }
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 13*tt)*LANES + l]*tile_x[(0 + 13*tt)*LANES + l]);
@@ -14701,11 +13139,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d13)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*13;
             }
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 13*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 13*tt)*LANES + l] + P_11_0[l]*tile_x[(11 + 13*tt)*LANES + l] + P_12_0[l]*tile_x[(12 + 13*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 13*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 13*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 13*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 13*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 13*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 13*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 13*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 13*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 13*tt)*LANES + l];
@@ -14742,102 +13182,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d13)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d13)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d13)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*13*LANES];
     double tile_Gy[TOKEN_CHUNK*13*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_0_6[LANES];
-    double Gram_0_7[LANES];
-    double Gram_0_8[LANES];
-    double Gram_0_9[LANES];
-    double Gram_0_10[LANES];
-    double Gram_0_11[LANES];
-    double Gram_0_12[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_1_6[LANES];
-    double Gram_1_7[LANES];
-    double Gram_1_8[LANES];
-    double Gram_1_9[LANES];
-    double Gram_1_10[LANES];
-    double Gram_1_11[LANES];
-    double Gram_1_12[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_2_6[LANES];
-    double Gram_2_7[LANES];
-    double Gram_2_8[LANES];
-    double Gram_2_9[LANES];
-    double Gram_2_10[LANES];
-    double Gram_2_11[LANES];
-    double Gram_2_12[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_3_6[LANES];
-    double Gram_3_7[LANES];
-    double Gram_3_8[LANES];
-    double Gram_3_9[LANES];
-    double Gram_3_10[LANES];
-    double Gram_3_11[LANES];
-    double Gram_3_12[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_4_6[LANES];
-    double Gram_4_7[LANES];
-    double Gram_4_8[LANES];
-    double Gram_4_9[LANES];
-    double Gram_4_10[LANES];
-    double Gram_4_11[LANES];
-    double Gram_4_12[LANES];
-    double Gram_5_5[LANES];
-    double Gram_5_6[LANES];
-    double Gram_5_7[LANES];
-    double Gram_5_8[LANES];
-    double Gram_5_9[LANES];
-    double Gram_5_10[LANES];
-    double Gram_5_11[LANES];
-    double Gram_5_12[LANES];
-    double Gram_6_6[LANES];
-    double Gram_6_7[LANES];
-    double Gram_6_8[LANES];
-    double Gram_6_9[LANES];
-    double Gram_6_10[LANES];
-    double Gram_6_11[LANES];
-    double Gram_6_12[LANES];
-    double Gram_7_7[LANES];
-    double Gram_7_8[LANES];
-    double Gram_7_9[LANES];
-    double Gram_7_10[LANES];
-    double Gram_7_11[LANES];
-    double Gram_7_12[LANES];
-    double Gram_8_8[LANES];
-    double Gram_8_9[LANES];
-    double Gram_8_10[LANES];
-    double Gram_8_11[LANES];
-    double Gram_8_12[LANES];
-    double Gram_9_9[LANES];
-    double Gram_9_10[LANES];
-    double Gram_9_11[LANES];
-    double Gram_9_12[LANES];
-    double Gram_10_10[LANES];
-    double Gram_10_11[LANES];
-    double Gram_10_12[LANES];
-    double Gram_11_11[LANES];
-    double Gram_11_12[LANES];
-    double Gram_12_12[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -15010,97 +13359,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d13)(int64_t B, int64_t T, const real_t *rest
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_12_12[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -15272,106 +13530,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d13)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_12_12[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*13;
+                src_Gy[l] = Gy + (bl*T + t0)*13;
             }
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 13*tt)*LANES + l]*tile_x[(0 + 13*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(1 + 13*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(2 + 13*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(3 + 13*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(4 + 13*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(5 + 13*tt)*LANES + l];
-                    Gram_0_6[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(6 + 13*tt)*LANES + l];
-                    Gram_0_7[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l];
-                    Gram_0_8[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_0_9[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_0_10[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(10 + 13*tt)*LANES + l];
-                    Gram_0_11[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(11 + 13*tt)*LANES + l];
-                    Gram_0_12[l] += tile_x[(0 + 13*tt)*LANES + l]*tile_x[(12 + 13*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 13*tt)*LANES + l]*tile_x[(1 + 13*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(2 + 13*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(3 + 13*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(4 + 13*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(5 + 13*tt)*LANES + l];
-                    Gram_1_6[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(6 + 13*tt)*LANES + l];
-                    Gram_1_7[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l];
-                    Gram_1_8[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_1_9[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_1_10[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(10 + 13*tt)*LANES + l];
-                    Gram_1_11[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(11 + 13*tt)*LANES + l];
-                    Gram_1_12[l] += tile_x[(1 + 13*tt)*LANES + l]*tile_x[(12 + 13*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 13*tt)*LANES + l]*tile_x[(2 + 13*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 13*tt)*LANES + l]*tile_x[(3 + 13*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 13*tt)*LANES + l]*tile_x[(4 + 13*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 13*tt)*LANES + l]*tile_x[(5 + 13*tt)*LANES + l];
-                    Gram_2_6[l] += tile_x[(2 + 13*tt)*LANES + l]*tile_x[(6 + 13*tt)*LANES + l];
-                    Gram_2_7[l] += tile_x[(2 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l];
-                    Gram_2_8[l] += tile_x[(2 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_2_9[l] += tile_x[(2 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_2_10[l] += tile_x[(10 + 13*tt)*LANES + l]*tile_x[(2 + 13*tt)*LANES + l];
-                    Gram_2_11[l] += tile_x[(11 + 13*tt)*LANES + l]*tile_x[(2 + 13*tt)*LANES + l];
-                    Gram_2_12[l] += tile_x[(12 + 13*tt)*LANES + l]*tile_x[(2 + 13*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 13*tt)*LANES + l]*tile_x[(3 + 13*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 13*tt)*LANES + l]*tile_x[(4 + 13*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 13*tt)*LANES + l]*tile_x[(5 + 13*tt)*LANES + l];
-                    Gram_3_6[l] += tile_x[(3 + 13*tt)*LANES + l]*tile_x[(6 + 13*tt)*LANES + l];
-                    Gram_3_7[l] += tile_x[(3 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l];
-                    Gram_3_8[l] += tile_x[(3 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_3_9[l] += tile_x[(3 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_3_10[l] += tile_x[(10 + 13*tt)*LANES + l]*tile_x[(3 + 13*tt)*LANES + l];
-                    Gram_3_11[l] += tile_x[(11 + 13*tt)*LANES + l]*tile_x[(3 + 13*tt)*LANES + l];
-                    Gram_3_12[l] += tile_x[(12 + 13*tt)*LANES + l]*tile_x[(3 + 13*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 13*tt)*LANES + l]*tile_x[(4 + 13*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 13*tt)*LANES + l]*tile_x[(5 + 13*tt)*LANES + l];
-                    Gram_4_6[l] += tile_x[(4 + 13*tt)*LANES + l]*tile_x[(6 + 13*tt)*LANES + l];
-                    Gram_4_7[l] += tile_x[(4 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l];
-                    Gram_4_8[l] += tile_x[(4 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_4_9[l] += tile_x[(4 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_4_10[l] += tile_x[(10 + 13*tt)*LANES + l]*tile_x[(4 + 13*tt)*LANES + l];
-                    Gram_4_11[l] += tile_x[(11 + 13*tt)*LANES + l]*tile_x[(4 + 13*tt)*LANES + l];
-                    Gram_4_12[l] += tile_x[(12 + 13*tt)*LANES + l]*tile_x[(4 + 13*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 13*tt)*LANES + l]*tile_x[(5 + 13*tt)*LANES + l]);
-                    Gram_5_6[l] += tile_x[(5 + 13*tt)*LANES + l]*tile_x[(6 + 13*tt)*LANES + l];
-                    Gram_5_7[l] += tile_x[(5 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l];
-                    Gram_5_8[l] += tile_x[(5 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_5_9[l] += tile_x[(5 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_5_10[l] += tile_x[(10 + 13*tt)*LANES + l]*tile_x[(5 + 13*tt)*LANES + l];
-                    Gram_5_11[l] += tile_x[(11 + 13*tt)*LANES + l]*tile_x[(5 + 13*tt)*LANES + l];
-                    Gram_5_12[l] += tile_x[(12 + 13*tt)*LANES + l]*tile_x[(5 + 13*tt)*LANES + l];
-                    Gram_6_6[l] += (tile_x[(6 + 13*tt)*LANES + l]*tile_x[(6 + 13*tt)*LANES + l]);
-                    Gram_6_7[l] += tile_x[(6 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l];
-                    Gram_6_8[l] += tile_x[(6 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_6_9[l] += tile_x[(6 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_6_10[l] += tile_x[(10 + 13*tt)*LANES + l]*tile_x[(6 + 13*tt)*LANES + l];
-                    Gram_6_11[l] += tile_x[(11 + 13*tt)*LANES + l]*tile_x[(6 + 13*tt)*LANES + l];
-                    Gram_6_12[l] += tile_x[(12 + 13*tt)*LANES + l]*tile_x[(6 + 13*tt)*LANES + l];
-                    Gram_7_7[l] += (tile_x[(7 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l]);
-                    Gram_7_8[l] += tile_x[(7 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_7_9[l] += tile_x[(7 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_7_10[l] += tile_x[(10 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l];
-                    Gram_7_11[l] += tile_x[(11 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l];
-                    Gram_7_12[l] += tile_x[(12 + 13*tt)*LANES + l]*tile_x[(7 + 13*tt)*LANES + l];
-                    Gram_8_8[l] += (tile_x[(8 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l]);
-                    Gram_8_9[l] += tile_x[(8 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_8_10[l] += tile_x[(10 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_8_11[l] += tile_x[(11 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_8_12[l] += tile_x[(12 + 13*tt)*LANES + l]*tile_x[(8 + 13*tt)*LANES + l];
-                    Gram_9_9[l] += (tile_x[(9 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l]);
-                    Gram_9_10[l] += tile_x[(10 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_9_11[l] += tile_x[(11 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_9_12[l] += tile_x[(12 + 13*tt)*LANES + l]*tile_x[(9 + 13*tt)*LANES + l];
-                    Gram_10_10[l] += (tile_x[(10 + 13*tt)*LANES + l]*tile_x[(10 + 13*tt)*LANES + l]);
-                    Gram_10_11[l] += tile_x[(10 + 13*tt)*LANES + l]*tile_x[(11 + 13*tt)*LANES + l];
-                    Gram_10_12[l] += tile_x[(10 + 13*tt)*LANES + l]*tile_x[(12 + 13*tt)*LANES + l];
-                    Gram_11_11[l] += (tile_x[(11 + 13*tt)*LANES + l]*tile_x[(11 + 13*tt)*LANES + l]);
-                    Gram_11_12[l] += tile_x[(11 + 13*tt)*LANES + l]*tile_x[(12 + 13*tt)*LANES + l];
-                    Gram_12_12[l] += (tile_x[(12 + 13*tt)*LANES + l]*tile_x[(12 + 13*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 13*tt)*LANES + l]*tile_x[(0 + 13*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 13*tt)*LANES + l]*tile_x[(0 + 13*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 13*tt)*LANES + l]*tile_x[(0 + 13*tt)*LANES + l];
@@ -15543,177 +13714,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d13)(int64_t B, int64_t T, const real_t *rest
                     Pbar_12_12[l] += tile_Gy[(12 + 13*tt)*LANES + l]*tile_x[(12 + 13*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*169 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*169 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*169 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*169 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*169 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*169 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 6] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 7] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 8] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 9] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 10] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 11] = Gram_0_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 12] = Gram_0_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 13] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*169 + 14] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*169 + 15] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*169 + 16] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*169 + 17] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*169 + 18] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 19] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 20] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 21] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 22] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 23] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 24] = Gram_1_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 25] = Gram_1_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 26] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*169 + 27] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*169 + 28] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*169 + 29] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*169 + 30] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*169 + 31] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 32] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 33] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 34] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 35] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 36] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 37] = Gram_2_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 38] = Gram_2_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 39] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*169 + 40] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*169 + 41] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*169 + 42] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*169 + 43] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*169 + 44] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 45] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 46] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 47] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 48] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 49] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 50] = Gram_3_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 51] = Gram_3_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 52] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*169 + 53] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*169 + 54] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*169 + 55] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*169 + 56] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*169 + 57] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 58] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 59] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 60] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 61] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 62] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 63] = Gram_4_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 64] = Gram_4_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 65] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 66] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 67] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 68] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 69] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 70] = Gram_5_5[l];
-            Gram[(int64_t)(b0 + l)*169 + 71] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 72] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 73] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 74] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 75] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 76] = Gram_5_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 77] = Gram_5_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 78] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 79] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 80] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 81] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 82] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 83] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 84] = Gram_6_6[l];
-            Gram[(int64_t)(b0 + l)*169 + 85] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 86] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 87] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 88] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 89] = Gram_6_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 90] = Gram_6_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 91] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 92] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 93] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 94] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 95] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 96] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 97] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 98] = Gram_7_7[l];
-            Gram[(int64_t)(b0 + l)*169 + 99] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 100] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 101] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 102] = Gram_7_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 103] = Gram_7_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 104] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 105] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 106] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 107] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 108] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 109] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 110] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 111] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 112] = Gram_8_8[l];
-            Gram[(int64_t)(b0 + l)*169 + 113] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 114] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 115] = Gram_8_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 116] = Gram_8_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 117] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 118] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 119] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 120] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 121] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 122] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 123] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 124] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 125] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 126] = Gram_9_9[l];
-            Gram[(int64_t)(b0 + l)*169 + 127] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 128] = Gram_9_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 129] = Gram_9_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 130] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 131] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 132] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 133] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 134] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 135] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 136] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 137] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 138] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 139] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 140] = Gram_10_10[l];
-            Gram[(int64_t)(b0 + l)*169 + 141] = Gram_10_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 142] = Gram_10_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 143] = Gram_0_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 144] = Gram_1_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 145] = Gram_2_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 146] = Gram_3_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 147] = Gram_4_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 148] = Gram_5_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 149] = Gram_6_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 150] = Gram_7_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 151] = Gram_8_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 152] = Gram_9_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 153] = Gram_10_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 154] = Gram_11_11[l];
-            Gram[(int64_t)(b0 + l)*169 + 155] = Gram_11_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 156] = Gram_0_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 157] = Gram_1_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 158] = Gram_2_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 159] = Gram_3_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 160] = Gram_4_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 161] = Gram_5_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 162] = Gram_6_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 163] = Gram_7_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 164] = Gram_8_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 165] = Gram_9_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 166] = Gram_10_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 167] = Gram_11_12[l];
-            Gram[(int64_t)(b0 + l)*169 + 168] = Gram_12_12[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*169 + 0] = Pbar_0_0[l];
@@ -16579,13 +14579,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d13)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*13;
-                for (int64_t tt = 0; tt < nt*13; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*13;
+                src_Gy[l] = Gy + (bl*T + t0)*13;
             }
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*13; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 13*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 13*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 13*tt)*LANES + l]*P_0_10[l] + tile_Gy[(11 + 13*tt)*LANES + l]*P_0_11[l] + tile_Gy[(12 + 13*tt)*LANES + l]*P_0_12[l] + tile_Gy[(2 + 13*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 13*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 13*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 13*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 13*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 13*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 13*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 13*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 13*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 13*tt)*LANES + l] + H_11_0[l]*tile_x[(11 + 13*tt)*LANES + l] + H_12_0[l]*tile_x[(12 + 13*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 13*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 13*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 13*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 13*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 13*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 13*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 13*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 13*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 13*tt)*LANES + l];
@@ -16988,18 +14992,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d13)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d13)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -17239,11 +15244,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d14)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_13_13[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*14;
             }
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 14*tt)*LANES + l]*tile_x[(0 + 14*tt)*LANES + l]);
@@ -17960,11 +15967,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d14)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*14;
             }
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 14*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 14*tt)*LANES + l] + P_11_0[l]*tile_x[(11 + 14*tt)*LANES + l] + P_12_0[l]*tile_x[(12 + 14*tt)*LANES + l] + P_13_0[l]*tile_x[(13 + 14*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 14*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 14*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 14*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 14*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 14*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 14*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 14*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 14*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 14*tt)*LANES + l];
@@ -18003,116 +16012,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d14)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d14)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d14)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*14*LANES];
     double tile_Gy[TOKEN_CHUNK*14*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_0_6[LANES];
-    double Gram_0_7[LANES];
-    double Gram_0_8[LANES];
-    double Gram_0_9[LANES];
-    double Gram_0_10[LANES];
-    double Gram_0_11[LANES];
-    double Gram_0_12[LANES];
-    double Gram_0_13[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_1_6[LANES];
-    double Gram_1_7[LANES];
-    double Gram_1_8[LANES];
-    double Gram_1_9[LANES];
-    double Gram_1_10[LANES];
-    double Gram_1_11[LANES];
-    double Gram_1_12[LANES];
-    double Gram_1_13[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_2_6[LANES];
-    double Gram_2_7[LANES];
-    double Gram_2_8[LANES];
-    double Gram_2_9[LANES];
-    double Gram_2_10[LANES];
-    double Gram_2_11[LANES];
-    double Gram_2_12[LANES];
-    double Gram_2_13[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_3_6[LANES];
-    double Gram_3_7[LANES];
-    double Gram_3_8[LANES];
-    double Gram_3_9[LANES];
-    double Gram_3_10[LANES];
-    double Gram_3_11[LANES];
-    double Gram_3_12[LANES];
-    double Gram_3_13[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_4_6[LANES];
-    double Gram_4_7[LANES];
-    double Gram_4_8[LANES];
-    double Gram_4_9[LANES];
-    double Gram_4_10[LANES];
-    double Gram_4_11[LANES];
-    double Gram_4_12[LANES];
-    double Gram_4_13[LANES];
-    double Gram_5_5[LANES];
-    double Gram_5_6[LANES];
-    double Gram_5_7[LANES];
-    double Gram_5_8[LANES];
-    double Gram_5_9[LANES];
-    double Gram_5_10[LANES];
-    double Gram_5_11[LANES];
-    double Gram_5_12[LANES];
-    double Gram_5_13[LANES];
-    double Gram_6_6[LANES];
-    double Gram_6_7[LANES];
-    double Gram_6_8[LANES];
-    double Gram_6_9[LANES];
-    double Gram_6_10[LANES];
-    double Gram_6_11[LANES];
-    double Gram_6_12[LANES];
-    double Gram_6_13[LANES];
-    double Gram_7_7[LANES];
-    double Gram_7_8[LANES];
-    double Gram_7_9[LANES];
-    double Gram_7_10[LANES];
-    double Gram_7_11[LANES];
-    double Gram_7_12[LANES];
-    double Gram_7_13[LANES];
-    double Gram_8_8[LANES];
-    double Gram_8_9[LANES];
-    double Gram_8_10[LANES];
-    double Gram_8_11[LANES];
-    double Gram_8_12[LANES];
-    double Gram_8_13[LANES];
-    double Gram_9_9[LANES];
-    double Gram_9_10[LANES];
-    double Gram_9_11[LANES];
-    double Gram_9_12[LANES];
-    double Gram_9_13[LANES];
-    double Gram_10_10[LANES];
-    double Gram_10_11[LANES];
-    double Gram_10_12[LANES];
-    double Gram_10_13[LANES];
-    double Gram_11_11[LANES];
-    double Gram_11_12[LANES];
-    double Gram_11_13[LANES];
-    double Gram_12_12[LANES];
-    double Gram_12_13[LANES];
-    double Gram_13_13[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -18312,111 +16216,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d14)(int64_t B, int64_t T, const real_t *rest
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_12_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_12_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_13_13[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -18615,120 +16414,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d14)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_13_13[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*14;
+                src_Gy[l] = Gy + (bl*T + t0)*14;
             }
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 14*tt)*LANES + l]*tile_x[(0 + 14*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(1 + 14*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(2 + 14*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(3 + 14*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(4 + 14*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(5 + 14*tt)*LANES + l];
-                    Gram_0_6[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l];
-                    Gram_0_7[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_0_8[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_0_9[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_0_10[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(10 + 14*tt)*LANES + l];
-                    Gram_0_11[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(11 + 14*tt)*LANES + l];
-                    Gram_0_12[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(12 + 14*tt)*LANES + l];
-                    Gram_0_13[l] += tile_x[(0 + 14*tt)*LANES + l]*tile_x[(13 + 14*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 14*tt)*LANES + l]*tile_x[(1 + 14*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(2 + 14*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(3 + 14*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(4 + 14*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(5 + 14*tt)*LANES + l];
-                    Gram_1_6[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l];
-                    Gram_1_7[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_1_8[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_1_9[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_1_10[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(10 + 14*tt)*LANES + l];
-                    Gram_1_11[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(11 + 14*tt)*LANES + l];
-                    Gram_1_12[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(12 + 14*tt)*LANES + l];
-                    Gram_1_13[l] += tile_x[(1 + 14*tt)*LANES + l]*tile_x[(13 + 14*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 14*tt)*LANES + l]*tile_x[(2 + 14*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 14*tt)*LANES + l]*tile_x[(3 + 14*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 14*tt)*LANES + l]*tile_x[(4 + 14*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 14*tt)*LANES + l]*tile_x[(5 + 14*tt)*LANES + l];
-                    Gram_2_6[l] += tile_x[(2 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l];
-                    Gram_2_7[l] += tile_x[(2 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_2_8[l] += tile_x[(2 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_2_9[l] += tile_x[(2 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_2_10[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(2 + 14*tt)*LANES + l];
-                    Gram_2_11[l] += tile_x[(11 + 14*tt)*LANES + l]*tile_x[(2 + 14*tt)*LANES + l];
-                    Gram_2_12[l] += tile_x[(12 + 14*tt)*LANES + l]*tile_x[(2 + 14*tt)*LANES + l];
-                    Gram_2_13[l] += tile_x[(13 + 14*tt)*LANES + l]*tile_x[(2 + 14*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 14*tt)*LANES + l]*tile_x[(3 + 14*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 14*tt)*LANES + l]*tile_x[(4 + 14*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 14*tt)*LANES + l]*tile_x[(5 + 14*tt)*LANES + l];
-                    Gram_3_6[l] += tile_x[(3 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l];
-                    Gram_3_7[l] += tile_x[(3 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_3_8[l] += tile_x[(3 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_3_9[l] += tile_x[(3 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_3_10[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(3 + 14*tt)*LANES + l];
-                    Gram_3_11[l] += tile_x[(11 + 14*tt)*LANES + l]*tile_x[(3 + 14*tt)*LANES + l];
-                    Gram_3_12[l] += tile_x[(12 + 14*tt)*LANES + l]*tile_x[(3 + 14*tt)*LANES + l];
-                    Gram_3_13[l] += tile_x[(13 + 14*tt)*LANES + l]*tile_x[(3 + 14*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 14*tt)*LANES + l]*tile_x[(4 + 14*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 14*tt)*LANES + l]*tile_x[(5 + 14*tt)*LANES + l];
-                    Gram_4_6[l] += tile_x[(4 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l];
-                    Gram_4_7[l] += tile_x[(4 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_4_8[l] += tile_x[(4 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_4_9[l] += tile_x[(4 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_4_10[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(4 + 14*tt)*LANES + l];
-                    Gram_4_11[l] += tile_x[(11 + 14*tt)*LANES + l]*tile_x[(4 + 14*tt)*LANES + l];
-                    Gram_4_12[l] += tile_x[(12 + 14*tt)*LANES + l]*tile_x[(4 + 14*tt)*LANES + l];
-                    Gram_4_13[l] += tile_x[(13 + 14*tt)*LANES + l]*tile_x[(4 + 14*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 14*tt)*LANES + l]*tile_x[(5 + 14*tt)*LANES + l]);
-                    Gram_5_6[l] += tile_x[(5 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l];
-                    Gram_5_7[l] += tile_x[(5 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_5_8[l] += tile_x[(5 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_5_9[l] += tile_x[(5 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_5_10[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(5 + 14*tt)*LANES + l];
-                    Gram_5_11[l] += tile_x[(11 + 14*tt)*LANES + l]*tile_x[(5 + 14*tt)*LANES + l];
-                    Gram_5_12[l] += tile_x[(12 + 14*tt)*LANES + l]*tile_x[(5 + 14*tt)*LANES + l];
-                    Gram_5_13[l] += tile_x[(13 + 14*tt)*LANES + l]*tile_x[(5 + 14*tt)*LANES + l];
-                    Gram_6_6[l] += (tile_x[(6 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l]);
-                    Gram_6_7[l] += tile_x[(6 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_6_8[l] += tile_x[(6 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_6_9[l] += tile_x[(6 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_6_10[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l];
-                    Gram_6_11[l] += tile_x[(11 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l];
-                    Gram_6_12[l] += tile_x[(12 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l];
-                    Gram_6_13[l] += tile_x[(13 + 14*tt)*LANES + l]*tile_x[(6 + 14*tt)*LANES + l];
-                    Gram_7_7[l] += (tile_x[(7 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l]);
-                    Gram_7_8[l] += tile_x[(7 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_7_9[l] += tile_x[(7 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_7_10[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_7_11[l] += tile_x[(11 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_7_12[l] += tile_x[(12 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_7_13[l] += tile_x[(13 + 14*tt)*LANES + l]*tile_x[(7 + 14*tt)*LANES + l];
-                    Gram_8_8[l] += (tile_x[(8 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l]);
-                    Gram_8_9[l] += tile_x[(8 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_8_10[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_8_11[l] += tile_x[(11 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_8_12[l] += tile_x[(12 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_8_13[l] += tile_x[(13 + 14*tt)*LANES + l]*tile_x[(8 + 14*tt)*LANES + l];
-                    Gram_9_9[l] += (tile_x[(9 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l]);
-                    Gram_9_10[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_9_11[l] += tile_x[(11 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_9_12[l] += tile_x[(12 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_9_13[l] += tile_x[(13 + 14*tt)*LANES + l]*tile_x[(9 + 14*tt)*LANES + l];
-                    Gram_10_10[l] += (tile_x[(10 + 14*tt)*LANES + l]*tile_x[(10 + 14*tt)*LANES + l]);
-                    Gram_10_11[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(11 + 14*tt)*LANES + l];
-                    Gram_10_12[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(12 + 14*tt)*LANES + l];
-                    Gram_10_13[l] += tile_x[(10 + 14*tt)*LANES + l]*tile_x[(13 + 14*tt)*LANES + l];
-                    Gram_11_11[l] += (tile_x[(11 + 14*tt)*LANES + l]*tile_x[(11 + 14*tt)*LANES + l]);
-                    Gram_11_12[l] += tile_x[(11 + 14*tt)*LANES + l]*tile_x[(12 + 14*tt)*LANES + l];
-                    Gram_11_13[l] += tile_x[(11 + 14*tt)*LANES + l]*tile_x[(13 + 14*tt)*LANES + l];
-                    Gram_12_12[l] += (tile_x[(12 + 14*tt)*LANES + l]*tile_x[(12 + 14*tt)*LANES + l]);
-                    Gram_12_13[l] += tile_x[(12 + 14*tt)*LANES + l]*tile_x[(13 + 14*tt)*LANES + l];
-                    Gram_13_13[l] += (tile_x[(13 + 14*tt)*LANES + l]*tile_x[(13 + 14*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 14*tt)*LANES + l]*tile_x[(0 + 14*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 14*tt)*LANES + l]*tile_x[(0 + 14*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 14*tt)*LANES + l]*tile_x[(0 + 14*tt)*LANES + l];
@@ -18927,204 +16625,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d14)(int64_t B, int64_t T, const real_t *rest
                     Pbar_13_13[l] += tile_Gy[(13 + 14*tt)*LANES + l]*tile_x[(13 + 14*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*196 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*196 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*196 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*196 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*196 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*196 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 6] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 7] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 8] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 9] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 10] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 11] = Gram_0_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 12] = Gram_0_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 13] = Gram_0_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 14] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*196 + 15] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*196 + 16] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*196 + 17] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*196 + 18] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*196 + 19] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 20] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 21] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 22] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 23] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 24] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 25] = Gram_1_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 26] = Gram_1_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 27] = Gram_1_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 28] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*196 + 29] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*196 + 30] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*196 + 31] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*196 + 32] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*196 + 33] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 34] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 35] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 36] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 37] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 38] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 39] = Gram_2_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 40] = Gram_2_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 41] = Gram_2_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 42] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*196 + 43] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*196 + 44] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*196 + 45] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*196 + 46] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*196 + 47] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 48] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 49] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 50] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 51] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 52] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 53] = Gram_3_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 54] = Gram_3_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 55] = Gram_3_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 56] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*196 + 57] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*196 + 58] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*196 + 59] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*196 + 60] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*196 + 61] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 62] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 63] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 64] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 65] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 66] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 67] = Gram_4_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 68] = Gram_4_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 69] = Gram_4_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 70] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 71] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 72] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 73] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 74] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 75] = Gram_5_5[l];
-            Gram[(int64_t)(b0 + l)*196 + 76] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 77] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 78] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 79] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 80] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 81] = Gram_5_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 82] = Gram_5_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 83] = Gram_5_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 84] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 85] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 86] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 87] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 88] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 89] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 90] = Gram_6_6[l];
-            Gram[(int64_t)(b0 + l)*196 + 91] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 92] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 93] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 94] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 95] = Gram_6_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 96] = Gram_6_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 97] = Gram_6_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 98] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 99] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 100] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 101] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 102] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 103] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 104] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 105] = Gram_7_7[l];
-            Gram[(int64_t)(b0 + l)*196 + 106] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 107] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 108] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 109] = Gram_7_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 110] = Gram_7_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 111] = Gram_7_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 112] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 113] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 114] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 115] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 116] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 117] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 118] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 119] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 120] = Gram_8_8[l];
-            Gram[(int64_t)(b0 + l)*196 + 121] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 122] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 123] = Gram_8_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 124] = Gram_8_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 125] = Gram_8_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 126] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 127] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 128] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 129] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 130] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 131] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 132] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 133] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 134] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 135] = Gram_9_9[l];
-            Gram[(int64_t)(b0 + l)*196 + 136] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 137] = Gram_9_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 138] = Gram_9_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 139] = Gram_9_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 140] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 141] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 142] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 143] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 144] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 145] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 146] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 147] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 148] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 149] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 150] = Gram_10_10[l];
-            Gram[(int64_t)(b0 + l)*196 + 151] = Gram_10_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 152] = Gram_10_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 153] = Gram_10_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 154] = Gram_0_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 155] = Gram_1_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 156] = Gram_2_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 157] = Gram_3_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 158] = Gram_4_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 159] = Gram_5_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 160] = Gram_6_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 161] = Gram_7_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 162] = Gram_8_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 163] = Gram_9_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 164] = Gram_10_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 165] = Gram_11_11[l];
-            Gram[(int64_t)(b0 + l)*196 + 166] = Gram_11_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 167] = Gram_11_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 168] = Gram_0_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 169] = Gram_1_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 170] = Gram_2_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 171] = Gram_3_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 172] = Gram_4_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 173] = Gram_5_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 174] = Gram_6_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 175] = Gram_7_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 176] = Gram_8_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 177] = Gram_9_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 178] = Gram_10_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 179] = Gram_11_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 180] = Gram_12_12[l];
-            Gram[(int64_t)(b0 + l)*196 + 181] = Gram_12_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 182] = Gram_0_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 183] = Gram_1_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 184] = Gram_2_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 185] = Gram_3_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 186] = Gram_4_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 187] = Gram_5_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 188] = Gram_6_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 189] = Gram_7_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 190] = Gram_8_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 191] = Gram_9_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 192] = Gram_10_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 193] = Gram_11_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 194] = Gram_12_13[l];
-            Gram[(int64_t)(b0 + l)*196 + 195] = Gram_13_13[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*196 + 0] = Pbar_0_0[l];
@@ -20125,13 +17625,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d14)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*14;
-                for (int64_t tt = 0; tt < nt*14; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*14;
+                src_Gy[l] = Gy + (bl*T + t0)*14;
             }
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*14; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 14*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 14*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 14*tt)*LANES + l]*P_0_10[l] + tile_Gy[(11 + 14*tt)*LANES + l]*P_0_11[l] + tile_Gy[(12 + 14*tt)*LANES + l]*P_0_12[l] + tile_Gy[(13 + 14*tt)*LANES + l]*P_0_13[l] + tile_Gy[(2 + 14*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 14*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 14*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 14*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 14*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 14*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 14*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 14*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 14*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 14*tt)*LANES + l] + H_11_0[l]*tile_x[(11 + 14*tt)*LANES + l] + H_12_0[l]*tile_x[(12 + 14*tt)*LANES + l] + H_13_0[l]*tile_x[(13 + 14*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 14*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 14*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 14*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 14*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 14*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 14*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 14*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 14*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 14*tt)*LANES + l];
@@ -20536,18 +18040,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d14)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d14)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -20817,11 +18322,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d15)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_14_14[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*15;
             }
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 15*tt)*LANES + l]*tile_x[(0 + 15*tt)*LANES + l]);
@@ -21640,11 +19147,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d15)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*15;
             }
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 15*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 15*tt)*LANES + l] + P_11_0[l]*tile_x[(11 + 15*tt)*LANES + l] + P_12_0[l]*tile_x[(12 + 15*tt)*LANES + l] + P_13_0[l]*tile_x[(13 + 15*tt)*LANES + l] + P_14_0[l]*tile_x[(14 + 15*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 15*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 15*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 15*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 15*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 15*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 15*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 15*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 15*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 15*tt)*LANES + l];
@@ -21685,131 +19194,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d15)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d15)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d15)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*15*LANES];
     double tile_Gy[TOKEN_CHUNK*15*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_0_6[LANES];
-    double Gram_0_7[LANES];
-    double Gram_0_8[LANES];
-    double Gram_0_9[LANES];
-    double Gram_0_10[LANES];
-    double Gram_0_11[LANES];
-    double Gram_0_12[LANES];
-    double Gram_0_13[LANES];
-    double Gram_0_14[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_1_6[LANES];
-    double Gram_1_7[LANES];
-    double Gram_1_8[LANES];
-    double Gram_1_9[LANES];
-    double Gram_1_10[LANES];
-    double Gram_1_11[LANES];
-    double Gram_1_12[LANES];
-    double Gram_1_13[LANES];
-    double Gram_1_14[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_2_6[LANES];
-    double Gram_2_7[LANES];
-    double Gram_2_8[LANES];
-    double Gram_2_9[LANES];
-    double Gram_2_10[LANES];
-    double Gram_2_11[LANES];
-    double Gram_2_12[LANES];
-    double Gram_2_13[LANES];
-    double Gram_2_14[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_3_6[LANES];
-    double Gram_3_7[LANES];
-    double Gram_3_8[LANES];
-    double Gram_3_9[LANES];
-    double Gram_3_10[LANES];
-    double Gram_3_11[LANES];
-    double Gram_3_12[LANES];
-    double Gram_3_13[LANES];
-    double Gram_3_14[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_4_6[LANES];
-    double Gram_4_7[LANES];
-    double Gram_4_8[LANES];
-    double Gram_4_9[LANES];
-    double Gram_4_10[LANES];
-    double Gram_4_11[LANES];
-    double Gram_4_12[LANES];
-    double Gram_4_13[LANES];
-    double Gram_4_14[LANES];
-    double Gram_5_5[LANES];
-    double Gram_5_6[LANES];
-    double Gram_5_7[LANES];
-    double Gram_5_8[LANES];
-    double Gram_5_9[LANES];
-    double Gram_5_10[LANES];
-    double Gram_5_11[LANES];
-    double Gram_5_12[LANES];
-    double Gram_5_13[LANES];
-    double Gram_5_14[LANES];
-    double Gram_6_6[LANES];
-    double Gram_6_7[LANES];
-    double Gram_6_8[LANES];
-    double Gram_6_9[LANES];
-    double Gram_6_10[LANES];
-    double Gram_6_11[LANES];
-    double Gram_6_12[LANES];
-    double Gram_6_13[LANES];
-    double Gram_6_14[LANES];
-    double Gram_7_7[LANES];
-    double Gram_7_8[LANES];
-    double Gram_7_9[LANES];
-    double Gram_7_10[LANES];
-    double Gram_7_11[LANES];
-    double Gram_7_12[LANES];
-    double Gram_7_13[LANES];
-    double Gram_7_14[LANES];
-    double Gram_8_8[LANES];
-    double Gram_8_9[LANES];
-    double Gram_8_10[LANES];
-    double Gram_8_11[LANES];
-    double Gram_8_12[LANES];
-    double Gram_8_13[LANES];
-    double Gram_8_14[LANES];
-    double Gram_9_9[LANES];
-    double Gram_9_10[LANES];
-    double Gram_9_11[LANES];
-    double Gram_9_12[LANES];
-    double Gram_9_13[LANES];
-    double Gram_9_14[LANES];
-    double Gram_10_10[LANES];
-    double Gram_10_11[LANES];
-    double Gram_10_12[LANES];
-    double Gram_10_13[LANES];
-    double Gram_10_14[LANES];
-    double Gram_11_11[LANES];
-    double Gram_11_12[LANES];
-    double Gram_11_13[LANES];
-    double Gram_11_14[LANES];
-    double Gram_12_12[LANES];
-    double Gram_12_13[LANES];
-    double Gram_12_14[LANES];
-    double Gram_13_13[LANES];
-    double Gram_13_14[LANES];
-    double Gram_14_14[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -22038,126 +19427,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d15)(int64_t B, int64_t T, const real_t *rest
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_12_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_12_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_12_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_13_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_13_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_14_14[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -22385,135 +19654,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d15)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_14_14[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*15;
+                src_Gy[l] = Gy + (bl*T + t0)*15;
             }
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 15*tt)*LANES + l]*tile_x[(0 + 15*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(1 + 15*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(2 + 15*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(3 + 15*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(4 + 15*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l];
-                    Gram_0_6[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_0_7[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_0_8[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_0_9[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_0_10[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(10 + 15*tt)*LANES + l];
-                    Gram_0_11[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(11 + 15*tt)*LANES + l];
-                    Gram_0_12[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(12 + 15*tt)*LANES + l];
-                    Gram_0_13[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(13 + 15*tt)*LANES + l];
-                    Gram_0_14[l] += tile_x[(0 + 15*tt)*LANES + l]*tile_x[(14 + 15*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 15*tt)*LANES + l]*tile_x[(1 + 15*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(2 + 15*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(3 + 15*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(4 + 15*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l];
-                    Gram_1_6[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_1_7[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_1_8[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_1_9[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_1_10[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(10 + 15*tt)*LANES + l];
-                    Gram_1_11[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(11 + 15*tt)*LANES + l];
-                    Gram_1_12[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(12 + 15*tt)*LANES + l];
-                    Gram_1_13[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(13 + 15*tt)*LANES + l];
-                    Gram_1_14[l] += tile_x[(1 + 15*tt)*LANES + l]*tile_x[(14 + 15*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 15*tt)*LANES + l]*tile_x[(2 + 15*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 15*tt)*LANES + l]*tile_x[(3 + 15*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 15*tt)*LANES + l]*tile_x[(4 + 15*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l];
-                    Gram_2_6[l] += tile_x[(2 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_2_7[l] += tile_x[(2 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_2_8[l] += tile_x[(2 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_2_9[l] += tile_x[(2 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_2_10[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(2 + 15*tt)*LANES + l];
-                    Gram_2_11[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(2 + 15*tt)*LANES + l];
-                    Gram_2_12[l] += tile_x[(12 + 15*tt)*LANES + l]*tile_x[(2 + 15*tt)*LANES + l];
-                    Gram_2_13[l] += tile_x[(13 + 15*tt)*LANES + l]*tile_x[(2 + 15*tt)*LANES + l];
-                    Gram_2_14[l] += tile_x[(14 + 15*tt)*LANES + l]*tile_x[(2 + 15*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 15*tt)*LANES + l]*tile_x[(3 + 15*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 15*tt)*LANES + l]*tile_x[(4 + 15*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l];
-                    Gram_3_6[l] += tile_x[(3 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_3_7[l] += tile_x[(3 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_3_8[l] += tile_x[(3 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_3_9[l] += tile_x[(3 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_3_10[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(3 + 15*tt)*LANES + l];
-                    Gram_3_11[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(3 + 15*tt)*LANES + l];
-                    Gram_3_12[l] += tile_x[(12 + 15*tt)*LANES + l]*tile_x[(3 + 15*tt)*LANES + l];
-                    Gram_3_13[l] += tile_x[(13 + 15*tt)*LANES + l]*tile_x[(3 + 15*tt)*LANES + l];
-                    Gram_3_14[l] += tile_x[(14 + 15*tt)*LANES + l]*tile_x[(3 + 15*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 15*tt)*LANES + l]*tile_x[(4 + 15*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l];
-                    Gram_4_6[l] += tile_x[(4 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_4_7[l] += tile_x[(4 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_4_8[l] += tile_x[(4 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_4_9[l] += tile_x[(4 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_4_10[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(4 + 15*tt)*LANES + l];
-                    Gram_4_11[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(4 + 15*tt)*LANES + l];
-                    Gram_4_12[l] += tile_x[(12 + 15*tt)*LANES + l]*tile_x[(4 + 15*tt)*LANES + l];
-                    Gram_4_13[l] += tile_x[(13 + 15*tt)*LANES + l]*tile_x[(4 + 15*tt)*LANES + l];
-                    Gram_4_14[l] += tile_x[(14 + 15*tt)*LANES + l]*tile_x[(4 + 15*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l]);
-                    Gram_5_6[l] += tile_x[(5 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_5_7[l] += tile_x[(5 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_5_8[l] += tile_x[(5 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_5_9[l] += tile_x[(5 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_5_10[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l];
-                    Gram_5_11[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l];
-                    Gram_5_12[l] += tile_x[(12 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l];
-                    Gram_5_13[l] += tile_x[(13 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l];
-                    Gram_5_14[l] += tile_x[(14 + 15*tt)*LANES + l]*tile_x[(5 + 15*tt)*LANES + l];
-                    Gram_6_6[l] += (tile_x[(6 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l]);
-                    Gram_6_7[l] += tile_x[(6 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_6_8[l] += tile_x[(6 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_6_9[l] += tile_x[(6 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_6_10[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_6_11[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_6_12[l] += tile_x[(12 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_6_13[l] += tile_x[(13 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_6_14[l] += tile_x[(14 + 15*tt)*LANES + l]*tile_x[(6 + 15*tt)*LANES + l];
-                    Gram_7_7[l] += (tile_x[(7 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l]);
-                    Gram_7_8[l] += tile_x[(7 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_7_9[l] += tile_x[(7 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_7_10[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_7_11[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_7_12[l] += tile_x[(12 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_7_13[l] += tile_x[(13 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_7_14[l] += tile_x[(14 + 15*tt)*LANES + l]*tile_x[(7 + 15*tt)*LANES + l];
-                    Gram_8_8[l] += (tile_x[(8 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l]);
-                    Gram_8_9[l] += tile_x[(8 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_8_10[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_8_11[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_8_12[l] += tile_x[(12 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_8_13[l] += tile_x[(13 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_8_14[l] += tile_x[(14 + 15*tt)*LANES + l]*tile_x[(8 + 15*tt)*LANES + l];
-                    Gram_9_9[l] += (tile_x[(9 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l]);
-                    Gram_9_10[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_9_11[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_9_12[l] += tile_x[(12 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_9_13[l] += tile_x[(13 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_9_14[l] += tile_x[(14 + 15*tt)*LANES + l]*tile_x[(9 + 15*tt)*LANES + l];
-                    Gram_10_10[l] += (tile_x[(10 + 15*tt)*LANES + l]*tile_x[(10 + 15*tt)*LANES + l]);
-                    Gram_10_11[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(11 + 15*tt)*LANES + l];
-                    Gram_10_12[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(12 + 15*tt)*LANES + l];
-                    Gram_10_13[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(13 + 15*tt)*LANES + l];
-                    Gram_10_14[l] += tile_x[(10 + 15*tt)*LANES + l]*tile_x[(14 + 15*tt)*LANES + l];
-                    Gram_11_11[l] += (tile_x[(11 + 15*tt)*LANES + l]*tile_x[(11 + 15*tt)*LANES + l]);
-                    Gram_11_12[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(12 + 15*tt)*LANES + l];
-                    Gram_11_13[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(13 + 15*tt)*LANES + l];
-                    Gram_11_14[l] += tile_x[(11 + 15*tt)*LANES + l]*tile_x[(14 + 15*tt)*LANES + l];
-                    Gram_12_12[l] += (tile_x[(12 + 15*tt)*LANES + l]*tile_x[(12 + 15*tt)*LANES + l]);
-                    Gram_12_13[l] += tile_x[(12 + 15*tt)*LANES + l]*tile_x[(13 + 15*tt)*LANES + l];
-                    Gram_12_14[l] += tile_x[(12 + 15*tt)*LANES + l]*tile_x[(14 + 15*tt)*LANES + l];
-                    Gram_13_13[l] += (tile_x[(13 + 15*tt)*LANES + l]*tile_x[(13 + 15*tt)*LANES + l]);
-                    Gram_13_14[l] += tile_x[(13 + 15*tt)*LANES + l]*tile_x[(14 + 15*tt)*LANES + l];
-                    Gram_14_14[l] += (tile_x[(14 + 15*tt)*LANES + l]*tile_x[(14 + 15*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 15*tt)*LANES + l]*tile_x[(0 + 15*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 15*tt)*LANES + l]*tile_x[(0 + 15*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 15*tt)*LANES + l]*tile_x[(0 + 15*tt)*LANES + l];
@@ -22741,233 +19894,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d15)(int64_t B, int64_t T, const real_t *rest
                     Pbar_14_14[l] += tile_Gy[(14 + 15*tt)*LANES + l]*tile_x[(14 + 15*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*225 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*225 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*225 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*225 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*225 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*225 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 6] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 7] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 8] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 9] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 10] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 11] = Gram_0_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 12] = Gram_0_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 13] = Gram_0_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 14] = Gram_0_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 15] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*225 + 16] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*225 + 17] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*225 + 18] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*225 + 19] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*225 + 20] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 21] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 22] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 23] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 24] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 25] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 26] = Gram_1_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 27] = Gram_1_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 28] = Gram_1_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 29] = Gram_1_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 30] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*225 + 31] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*225 + 32] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*225 + 33] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*225 + 34] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*225 + 35] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 36] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 37] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 38] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 39] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 40] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 41] = Gram_2_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 42] = Gram_2_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 43] = Gram_2_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 44] = Gram_2_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 45] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*225 + 46] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*225 + 47] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*225 + 48] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*225 + 49] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*225 + 50] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 51] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 52] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 53] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 54] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 55] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 56] = Gram_3_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 57] = Gram_3_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 58] = Gram_3_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 59] = Gram_3_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 60] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*225 + 61] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*225 + 62] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*225 + 63] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*225 + 64] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*225 + 65] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 66] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 67] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 68] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 69] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 70] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 71] = Gram_4_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 72] = Gram_4_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 73] = Gram_4_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 74] = Gram_4_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 75] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 76] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 77] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 78] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 79] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 80] = Gram_5_5[l];
-            Gram[(int64_t)(b0 + l)*225 + 81] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 82] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 83] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 84] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 85] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 86] = Gram_5_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 87] = Gram_5_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 88] = Gram_5_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 89] = Gram_5_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 90] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 91] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 92] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 93] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 94] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 95] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 96] = Gram_6_6[l];
-            Gram[(int64_t)(b0 + l)*225 + 97] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 98] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 99] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 100] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 101] = Gram_6_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 102] = Gram_6_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 103] = Gram_6_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 104] = Gram_6_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 105] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 106] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 107] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 108] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 109] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 110] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 111] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 112] = Gram_7_7[l];
-            Gram[(int64_t)(b0 + l)*225 + 113] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 114] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 115] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 116] = Gram_7_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 117] = Gram_7_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 118] = Gram_7_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 119] = Gram_7_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 120] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 121] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 122] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 123] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 124] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 125] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 126] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 127] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 128] = Gram_8_8[l];
-            Gram[(int64_t)(b0 + l)*225 + 129] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 130] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 131] = Gram_8_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 132] = Gram_8_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 133] = Gram_8_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 134] = Gram_8_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 135] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 136] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 137] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 138] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 139] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 140] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 141] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 142] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 143] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 144] = Gram_9_9[l];
-            Gram[(int64_t)(b0 + l)*225 + 145] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 146] = Gram_9_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 147] = Gram_9_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 148] = Gram_9_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 149] = Gram_9_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 150] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 151] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 152] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 153] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 154] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 155] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 156] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 157] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 158] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 159] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 160] = Gram_10_10[l];
-            Gram[(int64_t)(b0 + l)*225 + 161] = Gram_10_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 162] = Gram_10_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 163] = Gram_10_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 164] = Gram_10_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 165] = Gram_0_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 166] = Gram_1_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 167] = Gram_2_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 168] = Gram_3_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 169] = Gram_4_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 170] = Gram_5_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 171] = Gram_6_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 172] = Gram_7_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 173] = Gram_8_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 174] = Gram_9_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 175] = Gram_10_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 176] = Gram_11_11[l];
-            Gram[(int64_t)(b0 + l)*225 + 177] = Gram_11_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 178] = Gram_11_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 179] = Gram_11_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 180] = Gram_0_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 181] = Gram_1_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 182] = Gram_2_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 183] = Gram_3_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 184] = Gram_4_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 185] = Gram_5_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 186] = Gram_6_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 187] = Gram_7_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 188] = Gram_8_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 189] = Gram_9_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 190] = Gram_10_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 191] = Gram_11_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 192] = Gram_12_12[l];
-            Gram[(int64_t)(b0 + l)*225 + 193] = Gram_12_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 194] = Gram_12_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 195] = Gram_0_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 196] = Gram_1_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 197] = Gram_2_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 198] = Gram_3_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 199] = Gram_4_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 200] = Gram_5_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 201] = Gram_6_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 202] = Gram_7_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 203] = Gram_8_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 204] = Gram_9_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 205] = Gram_10_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 206] = Gram_11_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 207] = Gram_12_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 208] = Gram_13_13[l];
-            Gram[(int64_t)(b0 + l)*225 + 209] = Gram_13_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 210] = Gram_0_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 211] = Gram_1_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 212] = Gram_2_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 213] = Gram_3_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 214] = Gram_4_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 215] = Gram_5_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 216] = Gram_6_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 217] = Gram_7_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 218] = Gram_8_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 219] = Gram_9_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 220] = Gram_10_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 221] = Gram_11_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 222] = Gram_12_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 223] = Gram_13_14[l];
-            Gram[(int64_t)(b0 + l)*225 + 224] = Gram_14_14[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*225 + 0] = Pbar_0_0[l];
@@ -24113,13 +21039,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d15)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*15;
-                for (int64_t tt = 0; tt < nt*15; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*15;
+                src_Gy[l] = Gy + (bl*T + t0)*15;
             }
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*15; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 15*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 15*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 15*tt)*LANES + l]*P_0_10[l] + tile_Gy[(11 + 15*tt)*LANES + l]*P_0_11[l] + tile_Gy[(12 + 15*tt)*LANES + l]*P_0_12[l] + tile_Gy[(13 + 15*tt)*LANES + l]*P_0_13[l] + tile_Gy[(14 + 15*tt)*LANES + l]*P_0_14[l] + tile_Gy[(2 + 15*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 15*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 15*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 15*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 15*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 15*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 15*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 15*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 15*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 15*tt)*LANES + l] + H_11_0[l]*tile_x[(11 + 15*tt)*LANES + l] + H_12_0[l]*tile_x[(12 + 15*tt)*LANES + l] + H_13_0[l]*tile_x[(13 + 15*tt)*LANES + l] + H_14_0[l]*tile_x[(14 + 15*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 15*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 15*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 15*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 15*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 15*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 15*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 15*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 15*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 15*tt)*LANES + l];
@@ -24526,18 +21456,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d15)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d15)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -24839,11 +21770,13 @@ void GEOATTN_NAME(vp_gram_lu_gram_d16)(int64_t B, int64_t T, const real_t *restr
         for (int l = 0; l < LANES; l++) Gram_15_15[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*16;
             }
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     Gram_0_0[l] += (tile_x[(0 + 16*tt)*LANES + l]*tile_x[(0 + 16*tt)*LANES + l]);
@@ -25771,11 +22704,13 @@ void GEOATTN_NAME(vp_gram_lu_out_d16)(int64_t B, int64_t T, const real_t *restri
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
+                src_x[l] = x + (bl*T + t0)*16;
             }
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_y[0][l] = P_0_0[l]*tile_x[(0 + 16*tt)*LANES + l] + P_10_0[l]*tile_x[(10 + 16*tt)*LANES + l] + P_11_0[l]*tile_x[(11 + 16*tt)*LANES + l] + P_12_0[l]*tile_x[(12 + 16*tt)*LANES + l] + P_13_0[l]*tile_x[(13 + 16*tt)*LANES + l] + P_14_0[l]*tile_x[(14 + 16*tt)*LANES + l] + P_15_0[l]*tile_x[(15 + 16*tt)*LANES + l] + P_1_0[l]*tile_x[(1 + 16*tt)*LANES + l] + P_2_0[l]*tile_x[(2 + 16*tt)*LANES + l] + P_3_0[l]*tile_x[(3 + 16*tt)*LANES + l] + P_4_0[l]*tile_x[(4 + 16*tt)*LANES + l] + P_5_0[l]*tile_x[(5 + 16*tt)*LANES + l] + P_6_0[l]*tile_x[(6 + 16*tt)*LANES + l] + P_7_0[l]*tile_x[(7 + 16*tt)*LANES + l] + P_8_0[l]*tile_x[(8 + 16*tt)*LANES + l] + P_9_0[l]*tile_x[(9 + 16*tt)*LANES + l];
@@ -25818,147 +22753,11 @@ void GEOATTN_NAME(vp_gram_lu_out_d16)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. */
-void GEOATTN_NAME(vp_gram_lu_grams_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). */
+void GEOATTN_NAME(vp_gram_lu_pbar_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
 {
     double tile_x[TOKEN_CHUNK*16*LANES];
     double tile_Gy[TOKEN_CHUNK*16*LANES];
-    double Gram_0_0[LANES];
-    double Gram_0_1[LANES];
-    double Gram_0_2[LANES];
-    double Gram_0_3[LANES];
-    double Gram_0_4[LANES];
-    double Gram_0_5[LANES];
-    double Gram_0_6[LANES];
-    double Gram_0_7[LANES];
-    double Gram_0_8[LANES];
-    double Gram_0_9[LANES];
-    double Gram_0_10[LANES];
-    double Gram_0_11[LANES];
-    double Gram_0_12[LANES];
-    double Gram_0_13[LANES];
-    double Gram_0_14[LANES];
-    double Gram_0_15[LANES];
-    double Gram_1_1[LANES];
-    double Gram_1_2[LANES];
-    double Gram_1_3[LANES];
-    double Gram_1_4[LANES];
-    double Gram_1_5[LANES];
-    double Gram_1_6[LANES];
-    double Gram_1_7[LANES];
-    double Gram_1_8[LANES];
-    double Gram_1_9[LANES];
-    double Gram_1_10[LANES];
-    double Gram_1_11[LANES];
-    double Gram_1_12[LANES];
-    double Gram_1_13[LANES];
-    double Gram_1_14[LANES];
-    double Gram_1_15[LANES];
-    double Gram_2_2[LANES];
-    double Gram_2_3[LANES];
-    double Gram_2_4[LANES];
-    double Gram_2_5[LANES];
-    double Gram_2_6[LANES];
-    double Gram_2_7[LANES];
-    double Gram_2_8[LANES];
-    double Gram_2_9[LANES];
-    double Gram_2_10[LANES];
-    double Gram_2_11[LANES];
-    double Gram_2_12[LANES];
-    double Gram_2_13[LANES];
-    double Gram_2_14[LANES];
-    double Gram_2_15[LANES];
-    double Gram_3_3[LANES];
-    double Gram_3_4[LANES];
-    double Gram_3_5[LANES];
-    double Gram_3_6[LANES];
-    double Gram_3_7[LANES];
-    double Gram_3_8[LANES];
-    double Gram_3_9[LANES];
-    double Gram_3_10[LANES];
-    double Gram_3_11[LANES];
-    double Gram_3_12[LANES];
-    double Gram_3_13[LANES];
-    double Gram_3_14[LANES];
-    double Gram_3_15[LANES];
-    double Gram_4_4[LANES];
-    double Gram_4_5[LANES];
-    double Gram_4_6[LANES];
-    double Gram_4_7[LANES];
-    double Gram_4_8[LANES];
-    double Gram_4_9[LANES];
-    double Gram_4_10[LANES];
-    double Gram_4_11[LANES];
-    double Gram_4_12[LANES];
-    double Gram_4_13[LANES];
-    double Gram_4_14[LANES];
-    double Gram_4_15[LANES];
-    double Gram_5_5[LANES];
-    double Gram_5_6[LANES];
-    double Gram_5_7[LANES];
-    double Gram_5_8[LANES];
-    double Gram_5_9[LANES];
-    double Gram_5_10[LANES];
-    double Gram_5_11[LANES];
-    double Gram_5_12[LANES];
-    double Gram_5_13[LANES];
-    double Gram_5_14[LANES];
-    double Gram_5_15[LANES];
-    double Gram_6_6[LANES];
-    double Gram_6_7[LANES];
-    double Gram_6_8[LANES];
-    double Gram_6_9[LANES];
-    double Gram_6_10[LANES];
-    double Gram_6_11[LANES];
-    double Gram_6_12[LANES];
-    double Gram_6_13[LANES];
-    double Gram_6_14[LANES];
-    double Gram_6_15[LANES];
-    double Gram_7_7[LANES];
-    double Gram_7_8[LANES];
-    double Gram_7_9[LANES];
-    double Gram_7_10[LANES];
-    double Gram_7_11[LANES];
-    double Gram_7_12[LANES];
-    double Gram_7_13[LANES];
-    double Gram_7_14[LANES];
-    double Gram_7_15[LANES];
-    double Gram_8_8[LANES];
-    double Gram_8_9[LANES];
-    double Gram_8_10[LANES];
-    double Gram_8_11[LANES];
-    double Gram_8_12[LANES];
-    double Gram_8_13[LANES];
-    double Gram_8_14[LANES];
-    double Gram_8_15[LANES];
-    double Gram_9_9[LANES];
-    double Gram_9_10[LANES];
-    double Gram_9_11[LANES];
-    double Gram_9_12[LANES];
-    double Gram_9_13[LANES];
-    double Gram_9_14[LANES];
-    double Gram_9_15[LANES];
-    double Gram_10_10[LANES];
-    double Gram_10_11[LANES];
-    double Gram_10_12[LANES];
-    double Gram_10_13[LANES];
-    double Gram_10_14[LANES];
-    double Gram_10_15[LANES];
-    double Gram_11_11[LANES];
-    double Gram_11_12[LANES];
-    double Gram_11_13[LANES];
-    double Gram_11_14[LANES];
-    double Gram_11_15[LANES];
-    double Gram_12_12[LANES];
-    double Gram_12_13[LANES];
-    double Gram_12_14[LANES];
-    double Gram_12_15[LANES];
-    double Gram_13_13[LANES];
-    double Gram_13_14[LANES];
-    double Gram_13_15[LANES];
-    double Gram_14_14[LANES];
-    double Gram_14_15[LANES];
-    double Gram_15_15[LANES];
     double Pbar_0_0[LANES];
     double Pbar_0_1[LANES];
     double Pbar_0_2[LANES];
@@ -26218,142 +23017,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d16)(int64_t B, int64_t T, const real_t *rest
     const int64_t nchunks = (T + TOKEN_CHUNK - 1)/TOKEN_CHUNK;
     for (int64_t b0 = 0; b0 < B; b0 += LANES) {
         const int nl = B - b0 < LANES ? (int)(B - b0) : LANES;
-        for (int l = 0; l < LANES; l++) Gram_0_0[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_0_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_1[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_1_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_2[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_2_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_3[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_3_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_4[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_4_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_5[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_5_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_6[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_6_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_7[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_7_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_8[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_8_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_9[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_9_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_10[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_10_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_11[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_11_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_12_12[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_12_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_12_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_12_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_13_13[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_13_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_13_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_14_14[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_14_15[l] = 0.0;
-        for (int l = 0; l < LANES; l++) Gram_15_15[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_0[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_1[l] = 0.0;
         for (int l = 0; l < LANES; l++) Pbar_0_2[l] = 0.0;
@@ -26612,151 +23275,19 @@ void GEOATTN_NAME(vp_gram_lu_grams_d16)(int64_t B, int64_t T, const real_t *rest
         for (int l = 0; l < LANES; l++) Pbar_15_15[l] = 0.0;
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*16;
+                src_Gy[l] = Gy + (bl*T + t0)*16;
             }
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 16*tt)*LANES + l]*tile_x[(0 + 16*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(1 + 16*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(2 + 16*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(3 + 16*tt)*LANES + l];
-                    Gram_0_4[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l];
-                    Gram_0_5[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_0_6[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_0_7[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_0_8[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_0_9[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_0_10[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(10 + 16*tt)*LANES + l];
-                    Gram_0_11[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(11 + 16*tt)*LANES + l];
-                    Gram_0_12[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(12 + 16*tt)*LANES + l];
-                    Gram_0_13[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(13 + 16*tt)*LANES + l];
-                    Gram_0_14[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(14 + 16*tt)*LANES + l];
-                    Gram_0_15[l] += tile_x[(0 + 16*tt)*LANES + l]*tile_x[(15 + 16*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 16*tt)*LANES + l]*tile_x[(1 + 16*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(2 + 16*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(3 + 16*tt)*LANES + l];
-                    Gram_1_4[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l];
-                    Gram_1_5[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_1_6[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_1_7[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_1_8[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_1_9[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_1_10[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(10 + 16*tt)*LANES + l];
-                    Gram_1_11[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(11 + 16*tt)*LANES + l];
-                    Gram_1_12[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(12 + 16*tt)*LANES + l];
-                    Gram_1_13[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(13 + 16*tt)*LANES + l];
-                    Gram_1_14[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(14 + 16*tt)*LANES + l];
-                    Gram_1_15[l] += tile_x[(1 + 16*tt)*LANES + l]*tile_x[(15 + 16*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 16*tt)*LANES + l]*tile_x[(2 + 16*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 16*tt)*LANES + l]*tile_x[(3 + 16*tt)*LANES + l];
-                    Gram_2_4[l] += tile_x[(2 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l];
-                    Gram_2_5[l] += tile_x[(2 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_2_6[l] += tile_x[(2 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_2_7[l] += tile_x[(2 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_2_8[l] += tile_x[(2 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_2_9[l] += tile_x[(2 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_2_10[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(2 + 16*tt)*LANES + l];
-                    Gram_2_11[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(2 + 16*tt)*LANES + l];
-                    Gram_2_12[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(2 + 16*tt)*LANES + l];
-                    Gram_2_13[l] += tile_x[(13 + 16*tt)*LANES + l]*tile_x[(2 + 16*tt)*LANES + l];
-                    Gram_2_14[l] += tile_x[(14 + 16*tt)*LANES + l]*tile_x[(2 + 16*tt)*LANES + l];
-                    Gram_2_15[l] += tile_x[(15 + 16*tt)*LANES + l]*tile_x[(2 + 16*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 16*tt)*LANES + l]*tile_x[(3 + 16*tt)*LANES + l]);
-                    Gram_3_4[l] += tile_x[(3 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l];
-                    Gram_3_5[l] += tile_x[(3 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_3_6[l] += tile_x[(3 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_3_7[l] += tile_x[(3 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_3_8[l] += tile_x[(3 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_3_9[l] += tile_x[(3 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_3_10[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(3 + 16*tt)*LANES + l];
-                    Gram_3_11[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(3 + 16*tt)*LANES + l];
-                    Gram_3_12[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(3 + 16*tt)*LANES + l];
-                    Gram_3_13[l] += tile_x[(13 + 16*tt)*LANES + l]*tile_x[(3 + 16*tt)*LANES + l];
-                    Gram_3_14[l] += tile_x[(14 + 16*tt)*LANES + l]*tile_x[(3 + 16*tt)*LANES + l];
-                    Gram_3_15[l] += tile_x[(15 + 16*tt)*LANES + l]*tile_x[(3 + 16*tt)*LANES + l];
-                    Gram_4_4[l] += (tile_x[(4 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l]);
-                    Gram_4_5[l] += tile_x[(4 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_4_6[l] += tile_x[(4 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_4_7[l] += tile_x[(4 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_4_8[l] += tile_x[(4 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_4_9[l] += tile_x[(4 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_4_10[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l];
-                    Gram_4_11[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l];
-                    Gram_4_12[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l];
-                    Gram_4_13[l] += tile_x[(13 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l];
-                    Gram_4_14[l] += tile_x[(14 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l];
-                    Gram_4_15[l] += tile_x[(15 + 16*tt)*LANES + l]*tile_x[(4 + 16*tt)*LANES + l];
-                    Gram_5_5[l] += (tile_x[(5 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l]);
-                    Gram_5_6[l] += tile_x[(5 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_5_7[l] += tile_x[(5 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_5_8[l] += tile_x[(5 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_5_9[l] += tile_x[(5 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_5_10[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_5_11[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_5_12[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_5_13[l] += tile_x[(13 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_5_14[l] += tile_x[(14 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_5_15[l] += tile_x[(15 + 16*tt)*LANES + l]*tile_x[(5 + 16*tt)*LANES + l];
-                    Gram_6_6[l] += (tile_x[(6 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l]);
-                    Gram_6_7[l] += tile_x[(6 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_6_8[l] += tile_x[(6 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_6_9[l] += tile_x[(6 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_6_10[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_6_11[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_6_12[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_6_13[l] += tile_x[(13 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_6_14[l] += tile_x[(14 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_6_15[l] += tile_x[(15 + 16*tt)*LANES + l]*tile_x[(6 + 16*tt)*LANES + l];
-                    Gram_7_7[l] += (tile_x[(7 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l]);
-                    Gram_7_8[l] += tile_x[(7 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_7_9[l] += tile_x[(7 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_7_10[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_7_11[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_7_12[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_7_13[l] += tile_x[(13 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_7_14[l] += tile_x[(14 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_7_15[l] += tile_x[(15 + 16*tt)*LANES + l]*tile_x[(7 + 16*tt)*LANES + l];
-                    Gram_8_8[l] += (tile_x[(8 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l]);
-                    Gram_8_9[l] += tile_x[(8 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_8_10[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_8_11[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_8_12[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_8_13[l] += tile_x[(13 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_8_14[l] += tile_x[(14 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_8_15[l] += tile_x[(15 + 16*tt)*LANES + l]*tile_x[(8 + 16*tt)*LANES + l];
-                    Gram_9_9[l] += (tile_x[(9 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l]);
-                    Gram_9_10[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_9_11[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_9_12[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_9_13[l] += tile_x[(13 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_9_14[l] += tile_x[(14 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_9_15[l] += tile_x[(15 + 16*tt)*LANES + l]*tile_x[(9 + 16*tt)*LANES + l];
-                    Gram_10_10[l] += (tile_x[(10 + 16*tt)*LANES + l]*tile_x[(10 + 16*tt)*LANES + l]);
-                    Gram_10_11[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(11 + 16*tt)*LANES + l];
-                    Gram_10_12[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(12 + 16*tt)*LANES + l];
-                    Gram_10_13[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(13 + 16*tt)*LANES + l];
-                    Gram_10_14[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(14 + 16*tt)*LANES + l];
-                    Gram_10_15[l] += tile_x[(10 + 16*tt)*LANES + l]*tile_x[(15 + 16*tt)*LANES + l];
-                    Gram_11_11[l] += (tile_x[(11 + 16*tt)*LANES + l]*tile_x[(11 + 16*tt)*LANES + l]);
-                    Gram_11_12[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(12 + 16*tt)*LANES + l];
-                    Gram_11_13[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(13 + 16*tt)*LANES + l];
-                    Gram_11_14[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(14 + 16*tt)*LANES + l];
-                    Gram_11_15[l] += tile_x[(11 + 16*tt)*LANES + l]*tile_x[(15 + 16*tt)*LANES + l];
-                    Gram_12_12[l] += (tile_x[(12 + 16*tt)*LANES + l]*tile_x[(12 + 16*tt)*LANES + l]);
-                    Gram_12_13[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(13 + 16*tt)*LANES + l];
-                    Gram_12_14[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(14 + 16*tt)*LANES + l];
-                    Gram_12_15[l] += tile_x[(12 + 16*tt)*LANES + l]*tile_x[(15 + 16*tt)*LANES + l];
-                    Gram_13_13[l] += (tile_x[(13 + 16*tt)*LANES + l]*tile_x[(13 + 16*tt)*LANES + l]);
-                    Gram_13_14[l] += tile_x[(13 + 16*tt)*LANES + l]*tile_x[(14 + 16*tt)*LANES + l];
-                    Gram_13_15[l] += tile_x[(13 + 16*tt)*LANES + l]*tile_x[(15 + 16*tt)*LANES + l];
-                    Gram_14_14[l] += (tile_x[(14 + 16*tt)*LANES + l]*tile_x[(14 + 16*tt)*LANES + l]);
-                    Gram_14_15[l] += tile_x[(14 + 16*tt)*LANES + l]*tile_x[(15 + 16*tt)*LANES + l];
-                    Gram_15_15[l] += (tile_x[(15 + 16*tt)*LANES + l]*tile_x[(15 + 16*tt)*LANES + l]);
                     Pbar_0_0[l] += tile_Gy[(0 + 16*tt)*LANES + l]*tile_x[(0 + 16*tt)*LANES + l];
                     Pbar_0_1[l] += tile_Gy[(1 + 16*tt)*LANES + l]*tile_x[(0 + 16*tt)*LANES + l];
                     Pbar_0_2[l] += tile_Gy[(2 + 16*tt)*LANES + l]*tile_x[(0 + 16*tt)*LANES + l];
@@ -27015,264 +23546,6 @@ void GEOATTN_NAME(vp_gram_lu_grams_d16)(int64_t B, int64_t T, const real_t *rest
                     Pbar_15_15[l] += tile_Gy[(15 + 16*tt)*LANES + l]*tile_x[(15 + 16*tt)*LANES + l];
                 }
             }
-        }
-        for (int l = 0; l < nl; l++) {
-            Gram[(int64_t)(b0 + l)*256 + 0] = Gram_0_0[l];
-            Gram[(int64_t)(b0 + l)*256 + 1] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*256 + 2] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*256 + 3] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*256 + 4] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*256 + 5] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 6] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 7] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 8] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 9] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 10] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 11] = Gram_0_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 12] = Gram_0_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 13] = Gram_0_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 14] = Gram_0_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 15] = Gram_0_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 16] = Gram_0_1[l];
-            Gram[(int64_t)(b0 + l)*256 + 17] = Gram_1_1[l];
-            Gram[(int64_t)(b0 + l)*256 + 18] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*256 + 19] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*256 + 20] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*256 + 21] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 22] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 23] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 24] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 25] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 26] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 27] = Gram_1_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 28] = Gram_1_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 29] = Gram_1_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 30] = Gram_1_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 31] = Gram_1_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 32] = Gram_0_2[l];
-            Gram[(int64_t)(b0 + l)*256 + 33] = Gram_1_2[l];
-            Gram[(int64_t)(b0 + l)*256 + 34] = Gram_2_2[l];
-            Gram[(int64_t)(b0 + l)*256 + 35] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*256 + 36] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*256 + 37] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 38] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 39] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 40] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 41] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 42] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 43] = Gram_2_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 44] = Gram_2_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 45] = Gram_2_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 46] = Gram_2_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 47] = Gram_2_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 48] = Gram_0_3[l];
-            Gram[(int64_t)(b0 + l)*256 + 49] = Gram_1_3[l];
-            Gram[(int64_t)(b0 + l)*256 + 50] = Gram_2_3[l];
-            Gram[(int64_t)(b0 + l)*256 + 51] = Gram_3_3[l];
-            Gram[(int64_t)(b0 + l)*256 + 52] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*256 + 53] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 54] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 55] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 56] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 57] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 58] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 59] = Gram_3_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 60] = Gram_3_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 61] = Gram_3_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 62] = Gram_3_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 63] = Gram_3_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 64] = Gram_0_4[l];
-            Gram[(int64_t)(b0 + l)*256 + 65] = Gram_1_4[l];
-            Gram[(int64_t)(b0 + l)*256 + 66] = Gram_2_4[l];
-            Gram[(int64_t)(b0 + l)*256 + 67] = Gram_3_4[l];
-            Gram[(int64_t)(b0 + l)*256 + 68] = Gram_4_4[l];
-            Gram[(int64_t)(b0 + l)*256 + 69] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 70] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 71] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 72] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 73] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 74] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 75] = Gram_4_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 76] = Gram_4_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 77] = Gram_4_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 78] = Gram_4_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 79] = Gram_4_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 80] = Gram_0_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 81] = Gram_1_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 82] = Gram_2_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 83] = Gram_3_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 84] = Gram_4_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 85] = Gram_5_5[l];
-            Gram[(int64_t)(b0 + l)*256 + 86] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 87] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 88] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 89] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 90] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 91] = Gram_5_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 92] = Gram_5_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 93] = Gram_5_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 94] = Gram_5_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 95] = Gram_5_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 96] = Gram_0_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 97] = Gram_1_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 98] = Gram_2_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 99] = Gram_3_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 100] = Gram_4_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 101] = Gram_5_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 102] = Gram_6_6[l];
-            Gram[(int64_t)(b0 + l)*256 + 103] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 104] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 105] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 106] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 107] = Gram_6_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 108] = Gram_6_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 109] = Gram_6_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 110] = Gram_6_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 111] = Gram_6_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 112] = Gram_0_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 113] = Gram_1_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 114] = Gram_2_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 115] = Gram_3_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 116] = Gram_4_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 117] = Gram_5_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 118] = Gram_6_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 119] = Gram_7_7[l];
-            Gram[(int64_t)(b0 + l)*256 + 120] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 121] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 122] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 123] = Gram_7_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 124] = Gram_7_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 125] = Gram_7_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 126] = Gram_7_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 127] = Gram_7_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 128] = Gram_0_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 129] = Gram_1_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 130] = Gram_2_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 131] = Gram_3_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 132] = Gram_4_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 133] = Gram_5_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 134] = Gram_6_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 135] = Gram_7_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 136] = Gram_8_8[l];
-            Gram[(int64_t)(b0 + l)*256 + 137] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 138] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 139] = Gram_8_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 140] = Gram_8_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 141] = Gram_8_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 142] = Gram_8_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 143] = Gram_8_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 144] = Gram_0_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 145] = Gram_1_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 146] = Gram_2_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 147] = Gram_3_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 148] = Gram_4_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 149] = Gram_5_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 150] = Gram_6_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 151] = Gram_7_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 152] = Gram_8_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 153] = Gram_9_9[l];
-            Gram[(int64_t)(b0 + l)*256 + 154] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 155] = Gram_9_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 156] = Gram_9_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 157] = Gram_9_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 158] = Gram_9_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 159] = Gram_9_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 160] = Gram_0_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 161] = Gram_1_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 162] = Gram_2_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 163] = Gram_3_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 164] = Gram_4_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 165] = Gram_5_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 166] = Gram_6_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 167] = Gram_7_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 168] = Gram_8_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 169] = Gram_9_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 170] = Gram_10_10[l];
-            Gram[(int64_t)(b0 + l)*256 + 171] = Gram_10_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 172] = Gram_10_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 173] = Gram_10_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 174] = Gram_10_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 175] = Gram_10_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 176] = Gram_0_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 177] = Gram_1_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 178] = Gram_2_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 179] = Gram_3_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 180] = Gram_4_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 181] = Gram_5_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 182] = Gram_6_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 183] = Gram_7_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 184] = Gram_8_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 185] = Gram_9_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 186] = Gram_10_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 187] = Gram_11_11[l];
-            Gram[(int64_t)(b0 + l)*256 + 188] = Gram_11_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 189] = Gram_11_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 190] = Gram_11_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 191] = Gram_11_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 192] = Gram_0_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 193] = Gram_1_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 194] = Gram_2_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 195] = Gram_3_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 196] = Gram_4_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 197] = Gram_5_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 198] = Gram_6_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 199] = Gram_7_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 200] = Gram_8_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 201] = Gram_9_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 202] = Gram_10_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 203] = Gram_11_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 204] = Gram_12_12[l];
-            Gram[(int64_t)(b0 + l)*256 + 205] = Gram_12_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 206] = Gram_12_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 207] = Gram_12_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 208] = Gram_0_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 209] = Gram_1_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 210] = Gram_2_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 211] = Gram_3_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 212] = Gram_4_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 213] = Gram_5_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 214] = Gram_6_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 215] = Gram_7_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 216] = Gram_8_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 217] = Gram_9_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 218] = Gram_10_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 219] = Gram_11_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 220] = Gram_12_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 221] = Gram_13_13[l];
-            Gram[(int64_t)(b0 + l)*256 + 222] = Gram_13_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 223] = Gram_13_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 224] = Gram_0_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 225] = Gram_1_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 226] = Gram_2_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 227] = Gram_3_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 228] = Gram_4_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 229] = Gram_5_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 230] = Gram_6_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 231] = Gram_7_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 232] = Gram_8_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 233] = Gram_9_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 234] = Gram_10_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 235] = Gram_11_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 236] = Gram_12_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 237] = Gram_13_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 238] = Gram_14_14[l];
-            Gram[(int64_t)(b0 + l)*256 + 239] = Gram_14_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 240] = Gram_0_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 241] = Gram_1_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 242] = Gram_2_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 243] = Gram_3_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 244] = Gram_4_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 245] = Gram_5_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 246] = Gram_6_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 247] = Gram_7_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 248] = Gram_8_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 249] = Gram_9_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 250] = Gram_10_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 251] = Gram_11_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 252] = Gram_12_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 253] = Gram_13_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 254] = Gram_14_15[l];
-            Gram[(int64_t)(b0 + l)*256 + 255] = Gram_15_15[l];
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*256 + 0] = Pbar_0_0[l];
@@ -28573,13 +24846,17 @@ void GEOATTN_NAME(vp_gram_lu_gx_d16)(int64_t B, int64_t T, const real_t *restric
         }
         for (int64_t c = 0; c < nchunks; c++) {
             const int64_t t0 = c*TOKEN_CHUNK, nt = T - t0 < TOKEN_CHUNK ? T - t0 : TOKEN_CHUNK;
+            const real_t *src_x[LANES];
+            const real_t *src_Gy[LANES];
             for (int l = 0; l < LANES; l++) {
                 const int64_t bl = b0 + (l < nl ? l : nl - 1);
-                const real_t *src_x = x + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_x[tt*LANES + l] = (double)src_x[tt];
-                const real_t *src_Gy = Gy + (bl*T + t0)*16;
-                for (int64_t tt = 0; tt < nt*16; tt++) tile_Gy[tt*LANES + l] = (double)src_Gy[tt];
+                src_x[l] = x + (bl*T + t0)*16;
+                src_Gy[l] = Gy + (bl*T + t0)*16;
             }
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            for (int64_t tt = 0; tt < nt*16; tt++)
+                for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
             for (int64_t tt = 0; tt < nt; tt++) {
                 for (int l = 0; l < LANES; l++) {
                     row_gx[0][l] = tile_Gy[(0 + 16*tt)*LANES + l]*P_0_0[l] + tile_Gy[(1 + 16*tt)*LANES + l]*P_0_1[l] + tile_Gy[(10 + 16*tt)*LANES + l]*P_0_10[l] + tile_Gy[(11 + 16*tt)*LANES + l]*P_0_11[l] + tile_Gy[(12 + 16*tt)*LANES + l]*P_0_12[l] + tile_Gy[(13 + 16*tt)*LANES + l]*P_0_13[l] + tile_Gy[(14 + 16*tt)*LANES + l]*P_0_14[l] + tile_Gy[(15 + 16*tt)*LANES + l]*P_0_15[l] + tile_Gy[(2 + 16*tt)*LANES + l]*P_0_2[l] + tile_Gy[(3 + 16*tt)*LANES + l]*P_0_3[l] + tile_Gy[(4 + 16*tt)*LANES + l]*P_0_4[l] + tile_Gy[(5 + 16*tt)*LANES + l]*P_0_5[l] + tile_Gy[(6 + 16*tt)*LANES + l]*P_0_6[l] + tile_Gy[(7 + 16*tt)*LANES + l]*P_0_7[l] + tile_Gy[(8 + 16*tt)*LANES + l]*P_0_8[l] + tile_Gy[(9 + 16*tt)*LANES + l]*P_0_9[l] + H_0_0[l]*tile_x[(0 + 16*tt)*LANES + l] + H_10_0[l]*tile_x[(10 + 16*tt)*LANES + l] + H_11_0[l]*tile_x[(11 + 16*tt)*LANES + l] + H_12_0[l]*tile_x[(12 + 16*tt)*LANES + l] + H_13_0[l]*tile_x[(13 + 16*tt)*LANES + l] + H_14_0[l]*tile_x[(14 + 16*tt)*LANES + l] + H_15_0[l]*tile_x[(15 + 16*tt)*LANES + l] + H_1_0[l]*tile_x[(1 + 16*tt)*LANES + l] + H_2_0[l]*tile_x[(2 + 16*tt)*LANES + l] + H_3_0[l]*tile_x[(3 + 16*tt)*LANES + l] + H_4_0[l]*tile_x[(4 + 16*tt)*LANES + l] + H_5_0[l]*tile_x[(5 + 16*tt)*LANES + l] + H_6_0[l]*tile_x[(6 + 16*tt)*LANES + l] + H_7_0[l]*tile_x[(7 + 16*tt)*LANES + l] + H_8_0[l]*tile_x[(8 + 16*tt)*LANES + l] + H_9_0[l]*tile_x[(9 + 16*tt)*LANES + l];
@@ -28988,18 +25265,19 @@ void GEOATTN_NAME(vp_gram_lu_fwd_d16)(int64_t B, int64_t T, const real_t *restri
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
+   forward's Gram (saved: one pass over the tokens less) and N */
 void GEOATTN_NAME(vp_gram_lu_bwd_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                     const double *restrict N, const double *restrict A, real_t *restrict gx,
-                                     double *restrict gA)
+                                     const double *restrict Gram, const double *restrict N,
+                                     const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double G[BLOCK*D*D] LU_ALIGN, Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_grams_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
+        GEOATTN_NAME(vp_gram_lu_pbar_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(G + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);

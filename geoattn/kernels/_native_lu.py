@@ -25,6 +25,17 @@ The pivot-free vectorised stage (Note [the LU stage's fast form] in :mod:`geoatt
 kernels, timed alone from C on one thread (best of 30, alternating, the machine shared with other work), from 3.6
 to 2.0 ms forward and 3.7 to 3.0 ms backward at d = 8, T = 16, B = 4096; the token passes (about 1 ms forward,
 2 ms backward there) are now most of the kernels' time.
+
+Two changes to those passes (``benchmarks/results/lu-passes-ab-cpu.txt``: the kernels alone, both builds in one
+process, one thread, float32, 65,536 tokens, a shared machine): the backward takes the forward's Gram matrices
+(:data:`SAVED_GRAM`), so its first pass computes ``Pbar = x^T Gy`` alone (0.93-0.97x of the backward by
+itself), and the printed passes copy their tiles with the lanes innermost (Note [lanes] in
+:mod:`geoattn.codegen.cprinter`). Together, against the kernels before: forward 0.82-0.88x, backward 0.66-0.84x
+(0.43x once at d = 16, T = 64), ``gx`` bit-identical. The saved Gram costs ``8 d^2`` bytes per sample, as much as
+``N``: the layer's saved memory went from 0.59 to 0.78 of SDPA's at d = 8, T = 16 (x is as large as Gram there)
+and from 0.49 to 0.59 at d = 16, T = 64. The layer against SDPA, f+b with a dense gradient, two runs each:
+d = 8, T = 16: 0.53-0.54 -> 0.45-0.59; d = 8, T = 64: 0.29-0.31 -> 0.16-0.19; d = 16, T = 64: 0.76-0.79 ->
+0.51-0.57 (targets 0.25 and 0.5: still missed at d = 8, T = 16).
 """
 
 from __future__ import annotations
@@ -37,12 +48,15 @@ import torch
 
 from . import _native
 
-__all__ = ["lu_native_status", "gram_forward", "gram_backward", "SOURCE", "MIN_DIM", "MAX_DIM"]
+__all__ = ["lu_native_status", "gram_forward", "gram_backward", "SOURCE", "MIN_DIM", "MAX_DIM", "SAVED_GRAM"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram_lu.c")
 #: the widths the kernels cover (geoattn.codegen.gram_lu_c.MIN_DIM, MAX_DIM)
 MIN_DIM, MAX_DIM = 5, 16
+#: :func:`gram_backward` takes the forward's Gram matrices (``G=``): the layer saves them for its backward, whose
+#: pass over the tokens then computes ``Pbar = x^T Gy`` alone
+SAVED_GRAM = True
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
 
@@ -51,7 +65,8 @@ def build(d: int, real: str, source: str = SOURCE) -> ctypes.CDLL | str:
     """Compile (or find in the cache) and load the library of one ``d`` and real type (``"f32"``, ``"f64"``) from
     the C file ``source``; a string says why not. The tests build broken kernels with it."""
     return _native.bind(_native.build(d, real, source), d, real, source, {"vp_gram_lu_fwd": None,
-                                                                           "vp_gram_lu_bwd": None})
+                                                                           "vp_gram_lu_bwd": None,
+                                                                           "vp_gram_lu_gram": None})
 
 
 def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:
@@ -115,15 +130,24 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
 
 
 def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
-                  library: ctypes.CDLL | None = None):
+                  library: ctypes.CDLL | None = None, G: torch.Tensor | None = None):
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64
     ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient
-    ``gy``, from the forward's ``N`` (:func:`gram_forward`)."""
+    ``gy``, from the forward's ``N`` and Gram matrices ``G`` (:func:`gram_forward`; float64 ``(B, d, d)``,
+    contiguous). Without ``G`` the Gram matrices are first computed by the forward's pass over the tokens (the
+    same printed kernel, so the same values); the layer passes the forward's (:data:`SAVED_GRAM`)."""
     _native._check_backward(x, A, gy, N)
     B, T, d = x.shape
     lib = _lib(d, x.dtype, library)
+    real = _native._REALS[x.dtype][0]
+    if G is None:
+        G = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+        _native._run(getattr(lib, f"geoattn_vp_gram_lu_gram_d{d}_{real}"), B, T, [(x, True), (G, True)])
+    elif G.shape != (B, d, d) or G.dtype != torch.float64 or not G.is_contiguous():
+        raise ValueError(f"Expected G (the forward's Gram matrices) contiguous, float64, of shape {(B, d, d)}. "
+                         f"Got {G.dtype} {tuple(G.shape)}{'' if G.is_contiguous() else ', not contiguous'}.")
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
-    _native._run(getattr(lib, f"geoattn_vp_gram_lu_bwd_d{d}_{_native._REALS[x.dtype][0]}"), B, T,
-                 [(x, True), (gy, True), (N, True), (A, False), (gx, True), (gA, True)])
+    _native._run(getattr(lib, f"geoattn_vp_gram_lu_bwd_d{d}_{real}"), B, T,
+                 [(x, True), (gy, True), (G, True), (N, True), (A, False), (gx, True), (gA, True)])
     return gx, gA

@@ -7,7 +7,7 @@ N = M^(-T), the residual, the backward's products) is the template of Note [Trit
 ``geoattn.codegen.gram_lu_triton``, on (BLOCK, DP, DP) blocks [ledger: vp.gram_form, vp.gram_lu_vjp]. Imported by
 ``geoattn.kernels._triton`` only where ``triton`` is installed.
 
-bindings-sha256: 8eba76b5c289f72a943c0c3a3fe81529f7d446c5dff733ce8853987ae0013071
+bindings-sha256: 2f1a917299a5abb2a65f93af93d844634810d7519674c877b7ead719c0619ee0
 """
 
 import triton
