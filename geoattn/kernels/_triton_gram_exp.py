@@ -8,7 +8,7 @@ check) is that of Note [Triton exponential blocks] in ``geoattn.codegen.gram_exp
 Ledger: vp.exp_push_through, vp.gram_exp_vjp, vp.gram_exp_native_truncation, vp.gram_exp_native_reverse.
 Imported by ``geoattn.kernels._triton`` only where ``triton`` is installed.
 
-bindings-sha256: 8eba76b5c289f72a943c0c3a3fe81529f7d446c5dff733ce8853987ae0013071
+bindings-sha256: 2f1a917299a5abb2a65f93af93d844634810d7519674c877b7ead719c0619ee0
 """
 
 import triton
