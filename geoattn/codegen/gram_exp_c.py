@@ -36,17 +36,20 @@ from .cprinter import LANES, REAL_PRELUDE, print_native_kernel
 from .gram_exp_stage import STAGE
 from .gram_lu_c import BLOCK, CHUNK, SPECS as LU_SPECS
 
-__all__ = ["MIN_DIM", "MAX_DIM", "THETA", "DEGREE", "BLOCKS", "SMAX", "SPECS", "generate_gram_exp_module",
+__all__ = ["MIN_DIM", "MAX_DIM", "THETA", "DEGREE", "BLOCKS", "TOP_SCALAR", "SMAX", "SPECS", "generate_gram_exp_module",
            "target_name", "truncation_bound"]
 
 #: the widths the kernels are printed for (d <= 2 keep the other routes)
 MIN_DIM, MAX_DIM = 3, 16
-#: the scaled matrix's 1-norm bound
-THETA = 1
-#: the Taylor degree: the least whose truncation bound (:func:`truncation_bound`) at THETA is below 2^-53
-DEGREE = 18
-#: the Paterson--Stockmeyer block length p: powers X^2 .. X^p, then ceil((DEGREE + 1)/p) - 1 Horner products
+#: the scaled matrix's norm bound: the largest k/64 at which the degree-DEGREE bound (:func:`truncation_bound`) is
+#: below 2^-53 (Note [the exponential stage's degree])
+THETA = Fraction(49, 64)
+#: the Taylor degree
+DEGREE = 16
+#: the Paterson--Stockmeyer block length p: powers X^2 .. X^p, then ceil((DEGREE + 1)/p) - 1 Horner steps, the
+#: first of them without a product when the top block is the constant c_DEGREE alone (TOP_SCALAR)
 BLOCKS = 4
+TOP_SCALAR = (DEGREE + 1) % BLOCKS == 1
 #: the most squarings a sample may take (|x|_F^2 |A|_F <= 1e6 needs at most 25 at d = 16)
 SMAX = 40
 _CLAIMS = ["vp.exp_push_through", "vp.gram_exp_vjp", "vp.gram_exp_native_truncation", "vp.gram_exp_native_reverse"]
@@ -97,7 +100,8 @@ HEADER = """/* Native CPU kernels of the exponential layer's Gram form y = x exp
 #define TOKEN_CHUNK {chunk}
 #define BLOCK {block}
 #define SMAX {smax}
-#define THETA {theta}.0
+#define THETA {theta}
+#define EX_TOP_SCALAR {top}
 #define NPOW {p}
 #define NBLK {q}
 
@@ -193,5 +197,6 @@ def generate_gram_exp_module(dims: tuple[int, ...] | None = None, negate_backwar
     q = -(-(DEGREE + 1) // BLOCKS)
     coefs = ", ".join(repr(1.0 / math.factorial(k)) if k <= DEGREE else "0.0" for k in range(BLOCKS * q))
     header = HEADER.format(lo=MIN_DIM, hi=MAX_DIM, m=DEGREE, claims=", ".join(_CLAIMS), lanes=LANES, chunk=CHUNK,
-                           block=BLOCK, smax=SMAX, theta=THETA, p=BLOCKS, q=q, prelude=REAL_PRELUDE, coefs=coefs)
+                           block=BLOCK, smax=SMAX, theta=repr(float(THETA)), top=int(TOP_SCALAR), p=BLOCKS, q=q,
+                           prelude=REAL_PRELUDE, coefs=coefs)
     return header + "\n" + "\n".join(_group(d, negate_backward) for d in dims)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 __all__ = ["STAGE"]
 
-# plain C; its parameters are the macros D, SL, NPOW, NBLK, SMAX, THETA, EX_NEGATE and the array TAYLOR
+# plain C; its parameters are the macros D, SL, NPOW, NBLK, SMAX, THETA, EX_TOP_SCALAR, EX_NEGATE and the array
+# TAYLOR
 STAGE = r"""
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
@@ -156,10 +157,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -239,6 +242,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));

@@ -3,7 +3,7 @@
    DO NOT EDIT: this file is written by `geoattn codegen` (geoattn/codegen/gram_exp_c.py); `geoattn codegen
    --check` fails when it is stale. The token passes are printed from the verified bindings of
    geoattn/symbolic/expressions.py (Note [the closed-form Gram layer]); the d x d stage (scaling and squaring of
-   a Taylor polynomial of degree 18 by Paterson-Stockmeyer, its reverse mode, the structure check) is the
+   a Taylor polynomial of degree 16 by Paterson-Stockmeyer, its reverse mode, the structure check) is the
    template of geoattn.codegen.gram_exp_c [ledger: vp.exp_push_through, vp.gram_exp_vjp, vp.gram_exp_native_truncation, vp.gram_exp_native_reverse]. Compiled at first use by
    geoattn.kernels._native_exp, one library per d and real type; never with -ffast-math.
 */
@@ -16,7 +16,8 @@
 #define TOKEN_CHUNK 16
 #define BLOCK 32
 #define SMAX 40
-#define THETA 1.0
+#define THETA 0.765625
+#define EX_TOP_SCALAR 1
 #define NPOW 4
 #define NBLK 5
 
@@ -30,8 +31,8 @@ typedef double real_t;
 #error "compile with -DGEOATTN_F32 or -DGEOATTN_F64"
 #endif
 
-/* the Taylor coefficients 1/k!, k = 0 .. NPOW*NBLK - 1 (zero past the degree 18) */
-static const double TAYLOR[NPOW*NBLK] = {1.0, 1.0, 0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333, 0.001388888888888889, 0.0001984126984126984, 2.48015873015873e-05, 2.7557319223985893e-06, 2.755731922398589e-07, 2.505210838544172e-08, 2.08767569878681e-09, 1.6059043836821613e-10, 1.1470745597729725e-11, 7.647163731819816e-13, 4.779477332387385e-14, 2.8114572543455206e-15, 1.5619206968586225e-16, 0.0};
+/* the Taylor coefficients 1/k!, k = 0 .. NPOW*NBLK - 1 (zero past the degree 16) */
+static const double TAYLOR[NPOW*NBLK] = {1.0, 1.0, 0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333, 0.001388888888888889, 0.0001984126984126984, 2.48015873015873e-05, 2.7557319223985893e-06, 2.755731922398589e-07, 2.505210838544172e-08, 2.08767569878681e-09, 1.6059043836821613e-10, 1.1470745597729725e-11, 7.647163731819816e-13, 4.779477332387385e-14, 0.0, 0.0, 0.0};
 
 #if GEOATTN_D == 3
 
@@ -440,10 +441,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -523,6 +526,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -1123,10 +1132,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -1206,6 +1217,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -1948,10 +1965,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -2031,6 +2050,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -2945,10 +2970,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -3028,6 +3055,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -4144,10 +4177,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -4227,6 +4262,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -5575,10 +5616,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -5658,6 +5701,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -7268,10 +7317,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -7351,6 +7402,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -9253,10 +9310,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -9336,6 +9395,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -11560,10 +11625,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -11643,6 +11710,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -14219,10 +14292,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -14302,6 +14377,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -17260,10 +17341,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -17343,6 +17426,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -20713,10 +20802,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -20796,6 +20887,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -24608,10 +24705,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -24691,6 +24790,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
@@ -28975,10 +29080,12 @@ static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1],
     for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                exv b = j < NBLK - 1 ? S[j][i][jj] : (exv){0};
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
                 if (i == jj) b += TAYLOR[NPOW*j];
                 for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
                 S[j][i][jj] = b;
@@ -29058,6 +29165,12 @@ static void ex_backward(const double *restrict Gs, const double *restrict Pbar, 
                 for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
         ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
         ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
         __builtin_memcpy(gY, W, sizeof(exm));
