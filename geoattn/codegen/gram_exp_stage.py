@@ -14,6 +14,22 @@ of a scalar loop, no sum reassociated; ``a*b + c`` fused where the CPU has a fus
 * every product holds one row of its result in ``D`` vector accumulators; the per-sample arrays are moved in and
   out of lanes by 8 x 8 transposes of vectors (GCC's ``__builtin_shuffle``; element by element elsewhere).
 
+Note [the exponential stage's degree]
+-------------------------------------
+With the bound of ledger ``vp.gram_exp_native_truncation`` (:math:`3\theta^{m+1}/(m+1)!/(1 - \theta/(m+2)) <
+2^{-53}`), the largest :math:`\theta = k/64` per degree and the Paterson--Stockmeyer products (a top block of the
+constant alone costs none): m = 9: 3/32, 4 products; m = 12: 19/64, 5; m = 14: 1/2, 6; m = 15: 5/8, 6; m = 16:
+49/64, 6; m = 17: 29/32, 7; m = 18: 1, 7 (the form before this one); m = 19, 20 gain nothing at :math:`\theta
+\le 1`. A group of eight lanes pays the products plus its largest ``s``. With the norms the default-initialised
+layer sees (unit-normal x; :math:`\min(\|M\|_1, \|M\|_F)` medians 15 and 57 at d = 4, T = 16 and 64; 16 and 56
+at d = 8; 22 and 70 at d = 16), the mean of products plus the group's largest ``s`` over 8,192 groups was least at
+m = 16 everywhere: 11.1-11.9 (T = 16) and 13.0-13.2 (T = 64) against 12.0-12.2 and 13.6-14.0 at m = 18.
+
+Keeping the forward's intermediates for the backward (the powers, the Horner iterates and the squarings' inputs:
+about ``(s + 9) d^2`` doubles per sample, 27 MB at d = 8, T = 16 and 31 MB at d = 16, T = 64 for 65,536 tokens)
+was not taken: writing and reading that much memory costs about what the ``7 + s`` recomputed products cost
+(an estimate from the sizes, not a measurement).
+
 ``EX_NEGATE`` set to 1 prints the squarings' adjoint without its transpose: the tests' negative control.
 """
 
