@@ -4,7 +4,10 @@ library in turn (alternating, one thread, float32, unit-normal x, default-initia
 repeats; ratios to that SDPA time (the layer with a dense incoming gradient and with that of ``out.sum()``), and the
 kernels alone (forward, backward).
 
-    python benchmarks/exp_stage_ab.py OLD.c NEW.c [--tokens 65536] [--shapes 8:16 16:64] [--reps 10]
+    python benchmarks/exp_stage_ab.py OLD.c NEW.c [--tokens 65536] [--shapes 8:16 16:64] [--reps 10] [--clock cpu]
+
+``--clock cpu`` times the calling thread's CPU time instead of the wall clock: everything runs on that one thread,
+and on a machine shared with other work its CPU time leaves out the time other processes held the core.
 
 OLD.c and NEW.c are generated sources (``geoattn.codegen.gram_exp_c.generate_gram_exp_module()``), e.g. the file of
 an older commit (``git show REV:geoattn/kernels/_native_gram_exp.c``) and the current one.
@@ -23,10 +26,14 @@ from geoattn.kernels._gram import _skew64
 from geoattn.nn import VolumePreservingAttention
 
 
+_CLOCK = {"wall": time.perf_counter, "cpu": time.thread_time}
+_clock = time.perf_counter
+
+
 def _time(fn):
-    t0 = time.perf_counter()
+    t0 = _clock()
     fn()
-    return time.perf_counter() - t0
+    return _clock() - t0
 
 
 def main(argv=None):
@@ -37,7 +44,10 @@ def main(argv=None):
     p.add_argument("--tokens", type=int, default=65536)
     p.add_argument("--shapes", nargs="+", default=["8:16", "16:64"])
     p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--clock", choices=sorted(_CLOCK), default="wall")
     a = p.parse_args(argv)
+    global _clock
+    _clock = _CLOCK[a.clock]
     torch.set_num_threads(1)
     for shape in a.shapes:
         d, T = (int(v) for v in shape.split(":"))

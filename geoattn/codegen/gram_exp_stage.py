@@ -30,6 +30,15 @@ about ``(s + 9) d^2`` doubles per sample, 27 MB at d = 8, T = 16 and 31 MB at d 
 was not taken: writing and reading that much memory costs about what the ``7 + s`` recomputed products cost
 (an estimate from the sizes, not a measurement).
 
+Tried and not kept (the thread's CPU time, kernels at T = d + 1 where the stage dominates, alternating): blocks of
+two or three rows of the result sharing each load of the right factor (d = 8: forward 2.8-3.0 ms either way,
+backward 5.1-5.3 against 5.3-5.8 ms; d = 16: 4.8-5.1 against 5.1-5.2 ms, 10.9-11.2 against 10.9 ms) and the right
+factor's transpose copied out before the products with it (no gain at d = 8, backward 11.6 -> 12.3-12.5 ms at
+d = 16). The backward's products run at about a third of the CPU's fused multiply-add peak (1.9 against 5.6 vectors
+of eight per ns in a register-only loop), the forward's at about a fifth: what remains is spread over the stage
+(loads and stores of the lanes, the Horner steps' sums, the masks, the shifts), with no single hot spot in a
+profile.
+
 ``EX_NEGATE`` set to 1 prints the squarings' adjoint without its transpose: the tests' negative control.
 """
 

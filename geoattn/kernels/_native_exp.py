@@ -24,15 +24,15 @@ Measured on one thread, float32, 65,536 unit-normal tokens, the layer's default 
 dense incoming gradient, the forms alternated in one run, on a machine shared with other work (load average about
 6 on two cores: absolute times noisy by up to 2x). Against the eager routes it replaces (native / eager), with the
 first form of the kernels (lane arrays, degree 18): d = 3, T = 16: 0.79 (the closed form); d = 4: 0.33 (T = 16),
-0.27 (T = 64); d = 8: 0.10, 0.22; d = 16, T = 64: 0.26. Against SDPA as one head (two runs each,
-benchmarks/results/exp-stage-ab-cpu.txt), first form -> the vectorised ``d x d`` stage of
-:mod:`geoattn.codegen.gram_exp_stage` at degree 16: d = 3, T = 16: 0.35-0.37 -> 0.09-0.11; d = 4: 0.35 -> 0.11-0.14
-(T = 16), 0.08 -> 0.05-0.06 (T = 64); d = 8: 0.94-1.03 -> 0.59-0.61 (T = 16), 0.24-0.35 -> 0.23-0.26 (T = 64);
-d = 16, T = 64: 1.37-1.49 -> 0.96-1.15. The kernels alone at d = 8, T = 16: forward 8.4-9.5 -> 3.2-7.1 ms, backward
-16-22 -> 9.7-12 ms; d = 16, T = 64: 18-19 -> 9.2-9.8 ms and 43-47 -> 29-30 ms. The ``d x d`` stage takes
+0.27 (T = 64); d = 8: 0.10, 0.22; d = 16, T = 64: 0.26. Against SDPA as one head
+(benchmarks/results/exp-stage-ab-cpu.txt, the thread's CPU time, two runs), first form -> the vectorised ``d x d``
+stage of :mod:`geoattn.codegen.gram_exp_stage` at degree 16: d = 3, T = 16: 0.39-0.40 -> 0.22-0.23; d = 4: 0.51-0.54
+-> 0.28 (T = 16), 0.19 -> 0.13 (T = 64); d = 8: 0.97-1.05 -> 0.73-0.77 (T = 16), 0.34-0.35 -> 0.25-0.27 (T = 64);
+d = 16, T = 64: 1.52-1.56 -> 1.13-1.14. The kernels alone at d = 8, T = 16: forward 4.4-4.5 -> 3.3-3.4 ms,
+backward 8.2-8.5 -> 6.1-6.3 ms; d = 16, T = 64: 9.4-9.8 -> 6.7-7.0 ms and 22 -> 16 ms. The ``d x d`` stage takes
 ``9 + s`` products of ``d x d`` matrices forward (``M = -A\,Gram``, six for the scaled Taylor polynomial, ``s``
-squarings, two for the structure check) and ``21 + 3s`` backward (recomputation and reverse mode); in a profile of
-the backward at d = 16, T = 64 it took about 45% of the kernel's time, the token passes the rest.
+squarings, two for the structure check) and ``21 + 3s`` backward (recomputation and reverse mode); at d = 8,
+T = 16 it is most of the kernels' time (the kernels at T = 9 with the same norms take about as long).
 """
 
 from __future__ import annotations
