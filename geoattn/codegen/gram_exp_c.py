@@ -42,7 +42,7 @@ __all__ = ["MIN_DIM", "MAX_DIM", "THETA", "DEGREE", "BLOCKS", "TOP_SCALAR", "SMA
 #: the widths the kernels are printed for (d <= 2 keep the other routes)
 MIN_DIM, MAX_DIM = 3, 16
 #: the scaled matrix's norm bound: the largest k/64 at which the degree-DEGREE bound (:func:`truncation_bound`) is
-#: below 2^-53 (Note [the exponential stage's degree])
+#: below 2^-53 (Note [the exponential stage's degree] in geoattn.codegen.gram_exp_stage)
 THETA = Fraction(49, 64)
 #: the Taylor degree
 DEGREE = 16
