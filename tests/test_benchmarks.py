@@ -5,9 +5,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
-from geoattn.kernels import _native_lu
+from geoattn.kernels import _native_exp, _native_lu
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -188,6 +189,20 @@ def test_route_benchmarks_run_at_tiny_sizes():
                               text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert expect in proc.stdout, proc.stdout
+
+
+def test_exp_stage_ab_runs_at_tiny_sizes():
+    """The A/B of two builds of the native exponential kernels (here the same source twice) runs on both clocks
+    and prints a row per shape; no timing is asserted."""
+    if not _native_exp.exp_native_status(3)[0]:
+        pytest.skip("no native exponential kernels here")
+    src = os.path.join(ROOT, "geoattn", "kernels", "_native_gram_exp.c")
+    for clock in ("wall", "cpu"):
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "exp_stage_ab.py"), src, src,
+                               "--tokens", "256", "--shapes", "3:16", "--reps", "1", "--clock", clock],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "d= 3 T= 16" in proc.stdout and "kernels fwd" in proc.stdout, proc.stdout
 
 
 def test_vp_lower_benchmark_runs(tmp_path):

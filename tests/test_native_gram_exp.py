@@ -6,6 +6,7 @@ independence; a broken kernel caught."""
 from __future__ import annotations
 
 import os
+from fractions import Fraction
 
 import pytest
 import torch
@@ -67,6 +68,9 @@ def test_status_and_bad_arguments_say_why():
 def test_the_truncation_bound_is_below_float64_rounding():
     assert gram_exp_c.truncation_bound(gram_exp_c.THETA, gram_exp_c.DEGREE) < 2 ** -53
     assert gram_exp_c.truncation_bound(gram_exp_c.THETA, gram_exp_c.DEGREE - 1) > 2 ** -53  # the least degree
+    # the largest bound k/64 at that degree
+    assert gram_exp_c.truncation_bound(gram_exp_c.THETA + Fraction(1, 64), gram_exp_c.DEGREE) > 2 ** -53
+    assert gram_exp_c.THETA.denominator == 64 and gram_exp_c.TOP_SCALAR == ((gram_exp_c.DEGREE + 1) % 4 == 1)
 
 
 @pytest.mark.parametrize("d", [3, 4, 5, 8, 16])
@@ -247,14 +251,22 @@ def test_no_native_kernels_leaves_the_eager_routes(monkeypatch):
 
 
 def test_the_claims_hold_and_their_negative_controls_fail():
+    import sympy as sp
+
     from geoattn.symbolic.claim import Level
     from geoattn.symbolic.claims import _gram_exp_native as claim
 
     assert (claim.THETA, claim.DEGREE) == (gram_exp_c.THETA, gram_exp_c.DEGREE)
     assert claim.relative_tail_bound(1, 18) == gram_exp_c.truncation_bound(1, 18)
+    assert claim.relative_tail_bound(claim.THETA, 16) == gram_exp_c.truncation_bound(gram_exp_c.THETA, 16)
     assert claim.make_truncation_claim().check().level is Level.PROVED
     v = claim.make_truncation_claim(gram_exp_c.DEGREE - 1, "neg.gram_exp_native_truncation").check()
     assert v.level is Level.ERROR and "does not confirm the step" in v.error
+    v = claim.make_truncation_claim(claim_id="neg.gram_exp_native_theta", theta=claim.THETA + sp.Rational(1, 64))
+    v = v.check()
+    assert v.level is Level.ERROR and "does not confirm the step" in v.error
+    with pytest.raises(ValueError, match="Expected a rational 0 < theta <= 1"):
+        claim.relative_tail_bound(sp.Rational(5, 4), 16)
     assert claim.make_reverse_claim().check().level is Level.CHECKED
     v = claim.make_reverse_claim(claim.untransposed_square_adjoint, "neg.gram_exp_native_reverse",
                                  Level.REFUTED).check()

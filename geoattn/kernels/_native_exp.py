@@ -22,13 +22,17 @@ sample reaches no other result, the gradient of ``A`` included (its own gradient
 
 Measured on one thread, float32, 65,536 unit-normal tokens, the layer's default weighting, forward+backward with a
 dense incoming gradient, the forms alternated in one run, on a machine shared with other work (load average about
-6 on two cores: absolute times noisy by up to 2x). Against the eager routes it replaces (native / eager):
-d = 3, T = 16: 0.79 (the closed form); d = 4: 0.33 (T = 16), 0.27 (T = 64); d = 8: 0.10, 0.22; d = 16, T = 64:
-0.26. Against SDPA as one head, two runs: d = 3, T = 16: 0.26-0.33; d = 4: 0.30-0.58 (T = 16), 0.05-0.18 (T = 64);
-d = 8: 1.0-1.1, 0.15-0.31; d = 16, T = 64: 0.86-1.6. At d = 8, T = 16 the kernels took 15 ms forward and 21 ms
-backward against 9.8 and 8.3 for the LU kernels' same token passes: the ``d x d`` stage dominates, about
-``10 + s`` products of ``d x d`` matrices forward (the scaled Taylor polynomial, ``s`` squarings, the structure
-check) and ``23 + 3s`` backward (recomputation and reverse mode), with ``s`` about 5 there.
+6 on two cores: absolute times noisy by up to 2x). Against the eager routes it replaces (native / eager), with the
+first form of the kernels (lane arrays, degree 18): d = 3, T = 16: 0.79 (the closed form); d = 4: 0.33 (T = 16),
+0.27 (T = 64); d = 8: 0.10, 0.22; d = 16, T = 64: 0.26. Against SDPA as one head
+(benchmarks/results/exp-stage-ab-cpu.txt, the thread's CPU time, two runs), first form -> the vectorised ``d x d``
+stage of :mod:`geoattn.codegen.gram_exp_stage` at degree 16: d = 3, T = 16: 0.39-0.40 -> 0.22-0.23; d = 4: 0.51-0.54
+-> 0.28 (T = 16), 0.19 -> 0.13 (T = 64); d = 8: 0.97-1.05 -> 0.73-0.77 (T = 16), 0.34-0.35 -> 0.25-0.27 (T = 64);
+d = 16, T = 64: 1.52-1.56 -> 1.13-1.14. The kernels alone at d = 8, T = 16: forward 4.4-4.5 -> 3.3-3.4 ms,
+backward 8.2-8.5 -> 6.1-6.3 ms; d = 16, T = 64: 9.4-9.8 -> 6.7-7.0 ms and 22 -> 16 ms. The ``d x d`` stage takes
+``9 + s`` products of ``d x d`` matrices forward (``M = -A\,Gram``, six for the scaled Taylor polynomial, ``s``
+squarings, two for the structure check) and ``21 + 3s`` backward (recomputation and reverse mode); at d = 8,
+T = 16 it is most of the kernels' time (the kernels at T = 9 with the same norms take about as long).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
    DO NOT EDIT: this file is written by `geoattn codegen` (geoattn/codegen/gram_exp_c.py); `geoattn codegen
    --check` fails when it is stale. The token passes are printed from the verified bindings of
    geoattn/symbolic/expressions.py (Note [the closed-form Gram layer]); the d x d stage (scaling and squaring of
-   a Taylor polynomial of degree 18 by Paterson-Stockmeyer, its reverse mode, the structure check) is the
+   a Taylor polynomial of degree 16 by Paterson-Stockmeyer, its reverse mode, the structure check) is the
    template of geoattn.codegen.gram_exp_c [ledger: vp.exp_push_through, vp.gram_exp_vjp, vp.gram_exp_native_truncation, vp.gram_exp_native_reverse]. Compiled at first use by
    geoattn.kernels._native_exp, one library per d and real type; never with -ffast-math.
 */
@@ -16,7 +16,8 @@
 #define TOKEN_CHUNK 16
 #define BLOCK 32
 #define SMAX 40
-#define THETA 1.0
+#define THETA 0.765625
+#define EX_TOP_SCALAR 1
 #define NPOW 4
 #define NBLK 5
 
@@ -30,8 +31,8 @@ typedef double real_t;
 #error "compile with -DGEOATTN_F32 or -DGEOATTN_F64"
 #endif
 
-/* the Taylor coefficients 1/k!, k = 0 .. NPOW*NBLK - 1 (zero past the degree 18) */
-static const double TAYLOR[NPOW*NBLK] = {1.0, 1.0, 0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333, 0.001388888888888889, 0.0001984126984126984, 2.48015873015873e-05, 2.7557319223985893e-06, 2.755731922398589e-07, 2.505210838544172e-08, 2.08767569878681e-09, 1.6059043836821613e-10, 1.1470745597729725e-11, 7.647163731819816e-13, 4.779477332387385e-14, 2.8114572543455206e-15, 1.5619206968586225e-16, 0.0};
+/* the Taylor coefficients 1/k!, k = 0 .. NPOW*NBLK - 1 (zero past the degree 16) */
+static const double TAYLOR[NPOW*NBLK] = {1.0, 1.0, 0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333, 0.001388888888888889, 0.0001984126984126984, 2.48015873015873e-05, 2.7557319223985893e-06, 2.755731922398589e-07, 2.505210838544172e-08, 2.08767569878681e-09, 1.6059043836821613e-10, 1.1470745597729725e-11, 7.647163731819816e-13, 4.779477332387385e-14, 0.0, 0.0, 0.0};
 
 #if GEOATTN_D == 3
 
@@ -316,274 +317,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d3)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 3
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -607,8 +602,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d3)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d3)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -618,13 +615,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d3)(int64_t B, int64_t T, const real_t *restric
         }
         GEOATTN_NAME(vp_gram_exp_gx_d3)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 3 */
@@ -1024,274 +1020,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d4)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 4
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -1315,8 +1305,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d4)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d4)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -1326,13 +1318,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d4)(int64_t B, int64_t T, const real_t *restric
         }
         GEOATTN_NAME(vp_gram_exp_gx_d4)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 4 */
@@ -1874,274 +1865,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d5)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 5
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d5)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -2165,8 +2150,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d5)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -2176,13 +2163,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d5)(int64_t B, int64_t T, const real_t *restric
         }
         GEOATTN_NAME(vp_gram_exp_gx_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 5 */
@@ -2896,274 +2882,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d6)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 6
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d6)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -3187,8 +3167,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d6)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -3198,13 +3180,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d6)(int64_t B, int64_t T, const real_t *restric
         }
         GEOATTN_NAME(vp_gram_exp_gx_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 6 */
@@ -4120,274 +4101,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d7)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 7
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d7)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -4411,8 +4386,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d7)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -4422,13 +4399,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d7)(int64_t B, int64_t T, const real_t *restric
         }
         GEOATTN_NAME(vp_gram_exp_gx_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 7 */
@@ -5576,274 +5552,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d8)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 8
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d8)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -5867,8 +5837,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d8)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -5878,13 +5850,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d8)(int64_t B, int64_t T, const real_t *restric
         }
         GEOATTN_NAME(vp_gram_exp_gx_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 8 */
@@ -7294,274 +7265,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d9)(int64_t B, int64_t T, const real_t *restric
 }
 
 #define D 9
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d9)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -7585,8 +7550,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d9)(int64_t B, int64_t T, const real_t *restric
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -7596,13 +7563,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d9)(int64_t B, int64_t T, const real_t *restric
         }
         GEOATTN_NAME(vp_gram_exp_gx_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 9 */
@@ -9304,274 +9270,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d10)(int64_t B, int64_t T, const real_t *restri
 }
 
 #define D 10
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d10)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -9595,8 +9555,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d10)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -9606,13 +9568,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d10)(int64_t B, int64_t T, const real_t *restri
         }
         GEOATTN_NAME(vp_gram_exp_gx_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 10 */
@@ -11636,274 +11597,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d11)(int64_t B, int64_t T, const real_t *restri
 }
 
 #define D 11
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d11)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -11927,8 +11882,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d11)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -11938,13 +11895,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d11)(int64_t B, int64_t T, const real_t *restri
         }
         GEOATTN_NAME(vp_gram_exp_gx_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 11 */
@@ -14320,274 +14276,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d12)(int64_t B, int64_t T, const real_t *restri
 }
 
 #define D 12
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d12)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -14611,8 +14561,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d12)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -14622,13 +14574,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d12)(int64_t B, int64_t T, const real_t *restri
         }
         GEOATTN_NAME(vp_gram_exp_gx_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 12 */
@@ -17386,274 +17337,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d13)(int64_t B, int64_t T, const real_t *restri
 }
 
 #define D 13
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d13)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -17677,8 +17622,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d13)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -17688,13 +17635,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d13)(int64_t B, int64_t T, const real_t *restri
         }
         GEOATTN_NAME(vp_gram_exp_gx_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 13 */
@@ -20864,274 +20810,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d14)(int64_t B, int64_t T, const real_t *restri
 }
 
 #define D 14
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d14)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -21155,8 +21095,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d14)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -21166,13 +21108,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d14)(int64_t B, int64_t T, const real_t *restri
         }
         GEOATTN_NAME(vp_gram_exp_gx_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 14 */
@@ -24784,274 +24725,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d15)(int64_t B, int64_t T, const real_t *restri
 }
 
 #define D 15
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d15)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -25075,8 +25010,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d15)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -25086,13 +25023,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d15)(int64_t B, int64_t T, const real_t *restri
         }
         GEOATTN_NAME(vp_gram_exp_gx_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 15 */
@@ -29176,274 +29112,268 @@ void GEOATTN_NAME(vp_gram_exp_gx_d16)(int64_t B, int64_t T, const real_t *restri
 }
 
 #define D 16
-#define DP (D + 1)
 #define SL 8
-#define LOOP_L for (int l = 0; l < SL; l++)
-typedef double mat_t[D][DP][SL];
+#define EX_NEGATE 0
 
-static void ex_load(const double *restrict S, int nl, mat_t out)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+typedef double exv __attribute__((vector_size(8*SL)));
+typedef long long exl __attribute__((vector_size(8*SL)));
+typedef exv exm[D][D];
+#define EX_UNROLL _Pragma("GCC unroll 16")
+
+#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#define EX_SHUFFLE 1
+/* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[8], exv out[8])
 {
-    for (int l = 0; l < SL; l++) {
-        const double *s = S + (l < nl ? l : nl - 1)*D*D;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) out[i][j][l] = s[i*D + j];
+    static const exl p1a = {0, 8, 2, 10, 4, 12, 6, 14}, p1b = {1, 9, 3, 11, 5, 13, 7, 15};
+    static const exl p2a = {0, 1, 8, 9, 4, 5, 12, 13}, p2b = {2, 3, 10, 11, 6, 7, 14, 15};
+    static const exl p4a = {0, 1, 2, 3, 8, 9, 10, 11}, p4b = {4, 5, 6, 7, 12, 13, 14, 15};
+    exv a[8], b[8];
+    for (int r = 0; r < 4; r++) {
+        a[2*r] = __builtin_shuffle(in[2*r], in[2*r + 1], p1a);
+        a[2*r + 1] = __builtin_shuffle(in[2*r], in[2*r + 1], p1b);
     }
-}
-
-static void ex_store(const mat_t in, int nl, double *restrict S)
-{
-    for (int l = 0; l < nl; l++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) S[l*D*D + i*D + j] = in[i][j][l];
-}
-
-/* C = X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_000(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_001(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_100(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X^T Y, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_101(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[k][i][l]*Y[k][j][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C = X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_010(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = 0.0;
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* C += X Y^T, lane by lane */
-static inline __attribute__((always_inline)) void ex_mm_011(mat_t C, const mat_t X, const mat_t Y)
-{{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {{
-            double s[SL];
-            LOOP_L s[l] = C[i][j][l];
-            for (int k = 0; k < D; k++)
-                LOOP_L s[l] += X[i][k][l]*Y[j][k][l];
-            LOOP_L C[i][j][l] = s[l];
-        }}
-}}
-
-/* M = -A Gram, the shift s per lane (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none,
-   or not finite), X = 2^-s M, the powers X^1 .. X^NPOW into Pw[1 ..], and the Horner iterates S_j (S[0]: the
-   Taylor polynomial) */
-static void ex_taylor(const mat_t Gm, const double *restrict A, int s[SL], mat_t Pw[NPOW + 1], mat_t S[NBLK])
-{
-    double nrm[SL], c[SL];
-    LOOP_L nrm[l] = 0.0;
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L Pw[1][i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = -A[i*D + k];
-                LOOP_L Pw[1][i][j][l] += a*Gm[k][j][l];
-            }
+    for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) {
+            b[4*r + h] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2a);
+            b[4*r + h + 2] = __builtin_shuffle(a[4*r + h], a[4*r + h + 2], p2b);
         }
-    double fro[SL];
-    LOOP_L fro[l] = 0.0;
-    for (int j = 0; j < D; j++) {
-        double col[SL];
-        LOOP_L col[l] = 0.0;
-        for (int i = 0; i < D; i++)
-            LOOP_L { col[l] += fabs(Pw[1][i][j][l]); fro[l] += Pw[1][i][j][l]*Pw[1][i][j][l]; }
-        LOOP_L nrm[l] = col[l] > nrm[l] || col[l] != col[l] ? col[l] : nrm[l];
+    for (int h = 0; h < 4; h++) {
+        out[h] = __builtin_shuffle(b[h], b[h + 4], p4a);
+        out[h + 4] = __builtin_shuffle(b[h], b[h + 4], p4b);
     }
+}
+#else
+#define EX_SHUFFLE 0
+#endif
+
+/* nl samples of D*D doubles at S into lanes (lanes past nl repeat sample nl - 1) */
+static void ex_vload(const double *restrict S, int nl, exm out)
+{
+    const double *src[SL];
+    exv *o = &out[0][0];
+    int e = 0;
+    for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
+#if EX_SHUFFLE
+    for (; e + 8 <= D*D; e += 8) {
+        exv rows[8];
+        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+        ex_t8(rows, o + e);
+    }
+#endif
+    for (; e < D*D; e++)
+        for (int l = 0; l < SL; l++) o[e][l] = src[l][e];
+}
+
+/* the first nl lanes back to nl samples of D*D doubles at S */
+static void ex_vstore(exm in, int nl, double *restrict S)
+{
+    const exv *v = &in[0][0];
+    int e = 0;
+#if EX_SHUFFLE
+    if (nl == 8)
+        for (; e + 8 <= D*D; e += 8) {
+            exv rows[8];
+            ex_t8(v + e, rows);
+            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+        }
+#endif
+    for (int l = 0; l < nl; l++)
+        for (int k = e; k < D*D; k++) S[l*D*D + k] = v[k][l];
+}
+
+/* C = op(X) op(Y) (+ C when acc), op the transpose where ta / tb: row i of C in D accumulators; the constant
+   flags of each call are folded by the compiler */
+static inline __attribute__((always_inline)) void ex_mm(exm C, exm X, exm Y, int ta, int tb, int acc)
+{
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = acc ? C[i][j] : (exv){0};
+        for (int k = 0; k < D; k++) {
+            const exv a = ta ? X[k][i] : X[i][k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*(tb ? Y[j][k] : Y[k][j]);
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) C[i][j] = r[j];
+    }
+}
+
+/* lanes of where(mask, a, b) */
+static inline exv ex_blend(exl mask, exv a, exv b)
+{
+    return (exv)(((exl)a & mask) | ((exl)b & ~mask));
+}
+
+/* M = -A Gram; per lane the shift s (the least with min(|2^-s M|_1, |2^-s M|_F) <= THETA; SMAX + 1 when none
+   or not finite) as doubles in sv; X = 2^-s M and its powers X^1 .. X^NPOW into Pw[1 ..]; the Horner iterates
+   S_j (S[0]: the Taylor polynomial); returns the largest s <= SMAX of the lanes */
+static int ex_taylor(exm G, const double *restrict A, exv *sv, exm Pw[NPOW + 1], exm S[NBLK])
+{
+    exv nrm = (exv){0}, fro = (exv){0}, c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] -= a*G[k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) Pw[1][i][j] = r[j];
+    }
+    for (int j = 0; j < D; j++) {
+        exv col = (exv){0};
+        for (int i = 0; i < D; i++) {
+            const exv v = Pw[1][i][j];
+            col += (exv)((exl)v & 0x7fffffffffffffffLL);
+            fro += v*v;
+        }
+        nrm = ex_blend((col > nrm) | (col != col), col, nrm);
+    }
+    int top = 0;
     /* both norms are submultiplicative: the smaller bounds the truncation as well (NaN stays NaN) */
-    LOOP_L { const double f = sqrt(fro[l]); nrm[l] = f < nrm[l] ? f : nrm[l]; }
     for (int l = 0; l < SL; l++) {
+        const double f = sqrt(fro[l]);
+        double v = f < nrm[l] ? f : nrm[l], h = 1.0;
         int k = 0;
-        double v = nrm[l], f = 1.0;
-        if (!(v <= 1e300)) k = SMAX + 1;  /* NaN or infinite */
-        while (k <= SMAX && v > THETA) { v *= 0.5; f *= 0.5; k++; }
-        s[l] = k;
-        c[l] = f;
+        if (!(v <= 1e300)) k = SMAX + 1;
+        while (k <= SMAX && v > THETA) { v *= 0.5; h *= 0.5; k++; }
+        (*sv)[l] = k;
+        c[l] = h;
+        if (k <= SMAX && k > top) top = k;
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Pw[1][i][j][l] *= c[l];
-    for (int k = 2; k <= NPOW; k++) ex_mm_000(Pw[k], Pw[k - 1], Pw[1]);
+        for (int j = 0; j < D; j++) Pw[1][i][j] *= c;
+    for (int k = 2; k <= NPOW; k++) ex_mm(Pw[k], Pw[k - 1], Pw[1], 0, 0, 0);
     /* S_j = S_(j+1) X^NPOW + B_j, B_j = sum_i TAYLOR[NPOW j + i] X^i; S_(NBLK-1) = B_(NBLK-1) */
     for (int j = NBLK - 1; j >= 0; j--) {
-        if (j < NBLK - 1) ex_mm_000(S[j], S[j + 1], Pw[NPOW]);
+        /* a top block of the constant alone (EX_TOP_SCALAR): S_(NBLK-2) = c X^NPOW + B_(NBLK-2), no product */
+        const int sc = EX_TOP_SCALAR && j == NBLK - 2;
+        if (j < NBLK - 1 && !sc) ex_mm(S[j], S[j + 1], Pw[NPOW], 0, 0, 0);
         for (int i = 0; i < D; i++)
             for (int jj = 0; jj < D; jj++) {
-                double b[SL];
-                LOOP_L b[l] = j < NBLK - 1 ? S[j][i][jj][l] : 0.0;
-                if (i == jj) LOOP_L b[l] += TAYLOR[NPOW*j];
-                for (int p = 1; p < NPOW; p++) {
-                    const double t = TAYLOR[NPOW*j + p];
-                    LOOP_L b[l] += t*Pw[p][i][jj][l];
-                }
-                LOOP_L S[j][i][jj][l] = b[l];
+                exv b = j == NBLK - 1 ? (exv){0} : sc ? TAYLOR[NPOW*(NBLK - 1)]*Pw[NPOW][i][jj] : S[j][i][jj];
+                if (i == jj) b += TAYLOR[NPOW*j];
+                for (int p = 1; p < NPOW; p++) b += TAYLOR[NPOW*j + p]*Pw[p][i][jj];
+                S[j][i][jj] = b;
             }
-    }
-}
-
-/* Y[k + 1] = Y[k]^2 for the lanes with k < s, Y[k] otherwise; Y[0] given; returns the largest s <= SMAX */
-static int ex_square(mat_t *Y, const int s[SL], int keep_all)
-{
-    int top = 0;
-    for (int l = 0; l < SL; l++) if (s[l] <= SMAX && s[l] > top) top = s[l];
-    for (int k = 0; k < top; k++) {
-        mat_t *out = keep_all ? &Y[k + 1] : &Y[(k + 1) & 1], *in = keep_all ? &Y[k] : &Y[k & 1];
-        ex_mm_000(*out, *in, *in);
-        for (int l = 0; l < SL; l++)
-            if (k >= s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) (*out)[i][j][l] = (*in)[i][j][l];
     }
     return top;
 }
 
+/* Y[k + 1] = Y[k]^2 in the lanes with k < s, Y[k] in the others, k < top; Y[0] given; keep_all: every Y[k] kept,
+   else two alternating buffers (the result in Y[top & 1]) */
+static void ex_square(exm *Y, exv sv, int top, int keep_all)
+{
+    for (int k = 0; k < top; k++) {
+        exv (*out)[D] = keep_all ? Y[k + 1] : Y[(k + 1) & 1], (*in)[D] = keep_all ? Y[k] : Y[k & 1];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(out, in, in, 0, 0, 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) out[i][j] = ex_blend(live, out[i][j], in[i][j]);
+    }
+}
+
 /* forward: E = exp(-A Gram) and R = max |E^T Gram E - Gram| / Tr Gram per sample (NaN: the sample failed) */
-static void ex_forward(const double *restrict G, int nl, const double *restrict A, const double *restrict K,
+static void ex_forward(const double *restrict Gs, int nl, const double *restrict A, const double *restrict K,
                        double *restrict E, double *restrict R)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], Y[2], W;
-    int s[SL];
-    double tr[SL], m[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 0);
-    mat_t *Ef = &Y[top & 1];
-    ex_store(*Ef, nl, E);
-    ex_mm_000(W, Gm, *Ef);
-    ex_mm_100(Pw[0], *Ef, W);
-    LOOP_L { m[l] = 0.0; tr[l] = 0.0; }
+    exm G, Pw[NPOW + 1], S[NBLK], Y[2], W;
+    exv sv, m = (exv){0}, tr = (exv){0};
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 0);
+    exv (*Ef)[D] = Y[top & 1];
+    ex_vstore(Ef, nl, E);
+    ex_mm(W, G, Ef, 0, 0, 0);
+    ex_mm(Pw[0], Ef, W, 1, 0, 0);
     for (int i = 0; i < D; i++) {
-        LOOP_L tr[l] += Gm[i][i][l];
-        for (int j = 0; j < D; j++)
-            for (int l = 0; l < SL; l++) {
-                const double a = fabs(Pw[0][i][j][l] - Gm[i][j][l]);
-                if (a > m[l] || a != a) m[l] = a;
-            }
+        tr += G[i][i];
+        for (int j = 0; j < D; j++) {
+            const exv a = (exv)((exl)(Pw[0][i][j] - G[i][j]) & 0x7fffffffffffffffLL);
+            m = ex_blend((a > m) | (a != a), a, m);
+        }
     }
     for (int l = 0; l < nl; l++) {
         const double scale = tr[l]*K[0];
-        R[l] = s[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
+        R[l] = sv[l] > SMAX || !(scale <= K[1]) ? NAN : (tr[l] > 0.0 ? m[l]/tr[l] : m[l]);
     }
 }
 
 /* backward: recompute the forward, then its reverse mode from Ebar = Pbar: Mbar, H = A Mbar + (A Mbar)^T,
    gA = -Mbar Gram, and P = E for the token pass; Y: SMAX + 1 matrices of scratch */
-static void ex_backward(const double *restrict G, const double *restrict Pbar, int nl, const double *restrict A,
-                        mat_t *Y, double *restrict P, double *restrict H, double *restrict gA)
+static void ex_backward(const double *restrict Gs, const double *restrict Pbar, int nl, const double *restrict A,
+                        exm *Y, double *restrict P, double *restrict H, double *restrict gA)
 {
-    mat_t Gm, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
-    int s[SL];
-    ex_load(G, nl, Gm);
-    ex_taylor(Gm, A, s, Pw, S);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L Y[0][i][j][l] = S[0][i][j][l];
-    const int top = ex_square(Y, s, 1);
-    ex_store(Y[top], nl, P);
-    ex_load(Pbar, nl, gY);
-    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) where k < s */
+    exm G, Pw[NPOW + 1], S[NBLK], gP[NPOW + 1], gY, W;
+    exv sv, c;
+    ex_vload(Gs, nl, G);
+    const int top = ex_taylor(G, A, &sv, Pw, S);
+    __builtin_memcpy(Y[0], S[0], sizeof(exm));
+    ex_square(Y, sv, top, 1);
+    ex_vstore(Y[top], nl, P);
+    ex_vload(Pbar, nl, gY);
+    /* squarings, last first: Ybar_k = Ybar_(k+1) Y_k^T + Y_k^T Ybar_(k+1) in the lanes with k < s */
     for (int k = top - 1; k >= 0; k--) {
-        ex_mm_010(W, gY, Y[k]);
-        ex_mm_101(W, Y[k], gY);
-        for (int l = 0; l < SL; l++)
-            if (k < s[l])
-                for (int i = 0; i < D; i++)
-                    for (int j = 0; j < D; j++) gY[i][j][l] = W[i][j][l];
+        const exl live = (exv){0} + (double)k < sv;
+        ex_mm(W, gY, Y[k], 0, !EX_NEGATE, 0);
+        ex_mm(W, Y[k], gY, 1, 0, 1);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) gY[i][j] = ex_blend(live, W[i][j], gY[i][j]);
     }
     /* the Horner scheme, first step first: Sbar_(j+1) = Sbar_j (X^p)^T, (X^p)bar += S_(j+1)^T Sbar_j, and the
        coefficients' share Xbar^i += TAYLOR[p j + i] Sbar_j */
-    for (int p = 1; p <= NPOW; p++)
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) LOOP_L gP[p][i][j][l] = 0.0;
+    __builtin_memset(gP, 0, sizeof(gP));
     for (int j = 0; j < NBLK; j++) {
         for (int p = 1; p < NPOW; p++) {
             const double t = TAYLOR[NPOW*j + p];
             for (int i = 0; i < D; i++)
-                for (int jj = 0; jj < D; jj++) LOOP_L gP[p][i][jj][l] += t*gY[i][jj][l];
+                for (int jj = 0; jj < D; jj++) gP[p][i][jj] += t*gY[i][jj];
         }
         if (j == NBLK - 1) break;
-        ex_mm_101(gP[NPOW], S[j + 1], gY);
-        ex_mm_010(W, gY, Pw[NPOW]);
-        for (int i = 0; i < D; i++)
-            for (int jj = 0; jj < D; jj++) LOOP_L gY[i][jj][l] = W[i][jj][l];
+        if (EX_TOP_SCALAR && j == NBLK - 2) {  /* S_(j+1) = c I: (X^p)bar += c Sbar_j, and no coefficient left */
+            const double t = TAYLOR[NPOW*(NBLK - 1)];
+            for (int i = 0; i < D; i++)
+                for (int jj = 0; jj < D; jj++) gP[NPOW][i][jj] += t*gY[i][jj];
+            break;
+        }
+        ex_mm(gP[NPOW], S[j + 1], gY, 1, 0, 1);
+        ex_mm(W, gY, Pw[NPOW], 0, 1, 0);
+        __builtin_memcpy(gY, W, sizeof(exm));
     }
     /* the powers X^k = X^(k-1) X, last first */
     for (int k = NPOW; k >= 2; k--) {
-        ex_mm_011(gP[k - 1], gP[k], Pw[1]);
-        ex_mm_101(gP[1], Pw[k - 1], gP[k]);
+        ex_mm(gP[k - 1], gP[k], Pw[1], 0, 1, 1);
+        ex_mm(gP[1], Pw[k - 1], gP[k], 1, 0, 1);
     }
     /* Mbar = 2^-s Xbar; Gbar = A Mbar (M = -A Gram), H = Gbar + Gbar^T, gA = -Mbar Gram */
-    for (int l = 0; l < SL; l++) {
-        const double c = s[l] <= SMAX ? ldexp(1.0, -s[l]) : NAN;
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) gP[1][i][j][l] *= c;
+    for (int l = 0; l < SL; l++) c[l] = sv[l] <= SMAX ? ldexp(1.0, -(int)sv[l]) : NAN;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gP[1][i][j] *= c;
+    for (int i = 0; i < D; i++) {
+        exv r[D];
+        EX_UNROLL for (int j = 0; j < D; j++) r[j] = (exv){0};
+        for (int k = 0; k < D; k++) {
+            const double a = A[i*D + k];
+            EX_UNROLL for (int j = 0; j < D; j++) r[j] += a*gP[1][k][j];
+        }
+        EX_UNROLL for (int j = 0; j < D; j++) W[i][j] = r[j];
     }
     for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            LOOP_L W[i][j][l] = 0.0;
-            for (int k = 0; k < D; k++) {
-                const double a = A[i*D + k];
-                LOOP_L W[i][j][l] += a*gP[1][k][j][l];
-            }
-        }
+        for (int j = 0; j <= i; j++) { const exv h = W[i][j] + W[j][i]; gY[i][j] = h; gY[j][i] = h; }
+    ex_vstore(gY, nl, H);
+    ex_mm(W, gP[1], G, 0, 0, 0);
     for (int i = 0; i < D; i++)
-        for (int j = 0; j <= i; j++)
-            LOOP_L { const double h = W[i][j][l] + W[j][i][l]; gY[i][j][l] = h; gY[j][i][l] = h; }
-    ex_store(gY, nl, H);
-    ex_mm_000(W, gP[1], Gm);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) LOOP_L W[i][j][l] = -W[i][j][l];
-    ex_store(W, nl, gA);
+        for (int j = 0; j < D; j++) W[i][j] = -W[i][j];
+    ex_vstore(W, nl, gA);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EX_UNROLL
+#undef EX_SHUFFLE
 
 /* forward: y = x E, and per sample Gram, E and R (A: the whole skew matrix; K: |A|_F and the largest scale) */
 void GEOATTN_NAME(vp_gram_exp_fwd_d16)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
@@ -29467,8 +29397,10 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d16)(int64_t B, int64_t T, const real_t *restri
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
     double G[BLOCK*D*D], Pbar[BLOCK*D*D], P[BLOCK*D*D], H[BLOCK*D*D];
-    mat_t *Y = malloc(sizeof(mat_t)*(SMAX + 1));
-    if (Y == NULL) return 1;
+    /* the squarings' inputs, 64-byte aligned as the vectors require */
+    char *raw = malloc(sizeof(exm)*(SMAX + 1) + 64);
+    if (raw == NULL) return 1;
+    exm *Y = (exm *)(raw + (64 - (uintptr_t)raw % 64));
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
         GEOATTN_NAME(vp_gram_exp_grams_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, G, Pbar);
@@ -29478,13 +29410,12 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d16)(int64_t B, int64_t T, const real_t *restri
         }
         GEOATTN_NAME(vp_gram_exp_gx_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
     }
-    free(Y);
+    free(raw);
     return 0;
 }
 
-#undef LOOP_L
+#undef EX_NEGATE
 #undef SL
-#undef DP
 #undef D
 
 #endif  /* d = 16 */

@@ -1,10 +1,10 @@
 r"""The claims of the native exponential Gram kernels (:mod:`geoattn.codegen.gram_exp_c`).
 
-* ``vp.gram_exp_native_truncation`` (proved): for :math:`\|X\| \le \theta = 1` in a submultiplicative norm (the
-  kernel takes the smaller of the 1-norm and the Frobenius norm, both submultiplicative), the Taylor polynomial of
-  degree :math:`m = 18` satisfies :math:`\|e^X - p_m(X)\|\,\|e^{-X}\| \le 3\,\theta^{m+1}/(m+1)!\,/(1 -
-  \theta/(m+2)) < 2^{-53}`: the truncation relative to the result is below float64's unit roundoff. Degree 17
-  fails the comparison (the negative control).
+* ``vp.gram_exp_native_truncation`` (proved): for :math:`\|X\| \le \theta = 49/64` in a submultiplicative norm
+  (the kernel takes the smaller of the 1-norm and the Frobenius norm, both submultiplicative), the Taylor
+  polynomial of degree :math:`m = 16` satisfies :math:`\|e^X - p_m(X)\|\,\|e^{-X}\| \le 3\,\theta^{m+1}/(m+1)!
+  \,/(1 - \theta/(m+2)) < 2^{-53}`: the truncation relative to the result is below float64's unit roundoff. Degree
+  15 at that :math:`\theta`, and :math:`\theta = 50/64` at degree 16, fail the comparison (the negative controls).
 * ``vp.gram_exp_native_reverse`` (checked): the adjoint rules the backward template applies, each the identity
   :math:`\langle\bar Z, dZ\rangle = \sum\langle\bar W, dW\rangle` of one step ``Z = f(W...)``: a squaring
   :math:`Y = X^2` (:math:`\bar X = \bar YX^T + X^T\bar Y`), a product step of the powers and of the Horner scheme
@@ -34,7 +34,7 @@ __all__ = ["THETA", "DEGREE", "relative_tail_bound", "make_truncation_claim", "r
 
 #: the scaled matrix's norm bound and the Taylor degree of the kernels (geoattn.codegen.gram_exp_c: a test keeps
 #: them equal)
-THETA, DEGREE = sp.Integer(1), 18
+THETA, DEGREE = sp.Rational(49, 64), 16
 UNIT_ROUNDOFF = sp.Rational(1, 2**53)
 
 if "exp_norm_bound" not in LEMMAS:
@@ -56,16 +56,19 @@ def relative_tail_bound(theta, m: int) -> sp.Rational:
     sympy.Rational
     """
     theta = sp.nsimplify(theta)
+    if not (theta.is_Rational and 0 < theta <= 1):
+        raise ValueError(f"Expected a rational 0 < theta <= 1 (the bound uses e^theta < 3). Got theta={theta}.")
     return 3 * theta ** (m + 1) / sp.factorial(m + 1) / (1 - theta / (m + 2))
 
 
-def _truncation_derivation(m: int) -> Derivation:
+def _truncation_derivation(m: int, theta) -> Derivation:
     err = sp.Symbol(rf"\|e^X - p_{{{m}}}(X)\|\,\|e^{{-X}}\|")
     tail = sp.Symbol(rf"e^\theta\sum_{{k>{m}}}\theta^k/k!")
-    value = relative_tail_bound(THETA, m)
+    value = relative_tail_bound(theta, m)
     sign = sp.sign(sp.Add(UNIT_ROUNDOFF, -value, evaluate=False), evaluate=False)
     return Derivation(
-        assumptions=[r"\|X\| \le \theta = 1 \text{ in a submultiplicative norm (1-norm or Frobenius)}"],
+        assumptions=[rf"\|X\| \le \theta = {sp.latex(theta)} \text{{ in a submultiplicative norm (1-norm or "
+                     r"Frobenius)}"],
         subject=(err,),
         steps=[
             Step(err, tail, r"\|e^{-X}\| \le e^{\|X\|} \le e^\theta and the omitted terms of the series have "
@@ -75,24 +78,27 @@ def _truncation_derivation(m: int) -> Derivation:
             Step(sign, 1, r"exact rational comparison: the bound is below u = 2^{-53} (\mathrm{sign}(u - "
                  r"\text{bound}) = 1)", identity()),
         ],
-        remark=rf"\text{{the degree-{m} Taylor polynomial at }}\|X\| \le 1\text{{: truncation relative to }}e^X < u",
+        remark=rf"\text{{the degree-{m} Taylor polynomial at }}\|X\| \le {sp.latex(theta)}\text{{: truncation "
+        r"relative to }e^X < u",
         conclusion=sp.Eq(sign, 1, evaluate=False),
     )
 
 
-def make_truncation_claim(m: int = DEGREE, claim_id: str = "vp.gram_exp_native_truncation") -> Claim:
-    """The truncation claim at degree ``m`` (a lower degree is a negative control)."""
+def make_truncation_claim(m: int = DEGREE, claim_id: str = "vp.gram_exp_native_truncation", theta=THETA) -> Claim:
+    """The truncation claim at degree ``m`` and norm bound ``theta`` (a lower degree or a larger bound is a negative
+    control)."""
+    theta = sp.nsimplify(theta)
     return Claim(
         id=claim_id,
         title="truncation of the native exponential kernels' Taylor polynomial",
-        statement=f"For ||X|| <= 1 in a submultiplicative norm, the Taylor polynomial p of degree {m} satisfies "
-        "||exp(X) - p(X)|| ||exp(-X)|| <= 3 / (m+1)! / (1 - 1/(m+2)) < 2^-53: after scaling, the truncation "
-        "relative to the result is below float64's unit roundoff.",
-        latex=rf"\|X\|\le1 \implies \|e^X - p_{{{m}}}(X)\|\,\|e^{{-X}}\| \le \frac{{3}}{{({m}+1)!\,(1 - 1/({m}+2))}}"
-        r" < 2^{-53}",
+        statement=f"For ||X|| <= theta = {theta} in a submultiplicative norm, the Taylor polynomial p of degree {m} "
+        "satisfies ||exp(X) - p(X)|| ||exp(-X)|| <= 3 theta^(m+1) / (m+1)! / (1 - theta/(m+2)) < 2^-53: after "
+        "scaling, the truncation relative to the result is below float64's unit roundoff.",
+        latex=rf"\|X\|\le\theta = {sp.latex(theta)} \implies \|e^X - p_{{{m}}}(X)\|\,\|e^{{-X}}\| \le "
+        rf"\frac{{3\,\theta^{{{m}+1}}}}{{({m}+1)!\,(1 - \theta/({m}+2))}} < 2^{{-53}}",
         source="kernels of geoattn.kernels._native_exp (the d x d stage of geoattn.codegen.gram_exp_c)",
         expected=Level.PROVED,
-        checker=Policy(prove=lambda: _truncation_derivation(m)),
+        checker=Policy(prove=lambda: _truncation_derivation(m, theta)),
     )
 
 
