@@ -57,6 +57,7 @@ import torch
 
 from ._functions import _traced
 from ._gram import GRAM_MAX_SCALE, _dual, _flat_batch, _qr_for_failed, _skew64
+from ._taylor_exp import taylor_exp, taylor_exp_adjoint
 
 __all__ = ["vp_gram_exp", "gram_exp_reason", "exp_residual_tolerance", "structure_ok"]
 
@@ -135,6 +136,10 @@ def _frechet_adjoint(M: torch.Tensor, gE: torch.Tensor) -> torch.Tensor:
     return torch.linalg.matrix_exp(torch.cat([top, bot], dim=-2))[..., :d, d:] * s
 
 
+#: a deliberately wrong backward (the transpose dropped from the squarings' adjoint) for the tests' negative control
+_NEGATE_SQUARE_ADJOINT = False
+
+
 def _masked(x64: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """``x64`` with the samples not kept set to zero (their non-finite entries must not reach sums over the batch)."""
     return torch.where(keep[:, None, None], x64, torch.zeros((), dtype=x64.dtype, device=x64.device))
@@ -154,23 +159,24 @@ class _VPGramExp(torch.autograd.Function):
         xd = _masked(x.to(torch.float64), keep)
         As = _skew64(A)
         G = xd.mT @ xd
-        M = -(As @ G)
-        E = torch.linalg.matrix_exp(M)
-        ok = structure_ok(G, E, x.dtype) & keep
+        t = taylor_exp(-(As @ G))
+        E = t.E
+        ok = structure_ok(G, E, x.dtype) & keep & ~t.failed
         y = (xd @ E).to(x.dtype)
-        ctx.save_for_backward(x, A, keep, xd, As, G, M, E)
+        ctx.save_for_backward(x, A, keep, xd, As, G, E)
+        ctx.taylor = t
         ctx.mark_non_differentiable(ok)
         return y, ok
 
     @staticmethod
     def backward(ctx, gy, _ok):
-        x, A, keep, xd, As, G, M, E = ctx.saved_tensors
+        x, A, keep, xd, As, G, E = ctx.saved_tensors
         if torch.is_grad_enabled():
             # a graph of the backward is wanted: through the differentiable Gram form
             _, pullback = torch.func.vjp(lambda a, b: _gram_exp_form(a, b, keep), x, A)
             return (*pullback(gy), None)
         gyd = _masked(gy.to(torch.float64), keep)
-        gM = _frechet_adjoint(M, xd.mT @ gyd)
+        gM = taylor_exp_adjoint(ctx.taylor, xd.mT @ gyd, drop_square_transpose=_NEGATE_SQUARE_ADJOINT)
         gG = As @ gM
         gx = torch.baddbmm(gyd @ E.mT, xd, gG + gG.mT)
         gAs = -(gM @ G)
