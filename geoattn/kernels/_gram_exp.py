@@ -142,6 +142,8 @@ _NEGATE_SQUARE_ADJOINT = False
 
 def _masked(x64: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """``x64`` with the samples not kept set to zero (their non-finite entries must not reach sums over the batch)."""
+    if bool(keep.all()):
+        return x64
     return torch.where(keep[:, None, None], x64, torch.zeros((), dtype=x64.dtype, device=x64.device))
 
 

@@ -40,6 +40,11 @@ _STEPS = -(-(DEGREE + 1) // BLOCKS)
 _COEF = [1.0 / math.factorial(k) if k <= DEGREE else 0.0 for k in range(BLOCKS * _STEPS)]
 
 
+def _coefficients(dtype: torch.dtype) -> torch.Tensor:
+    """The Taylor coefficients as a ``(steps, BLOCKS)`` matrix: row ``j`` holds ``c_(BLOCKS j + i)``."""
+    return torch.tensor(_COEF, dtype=dtype).view(_STEPS, BLOCKS)
+
+
 class TaylorExp:
     """What :func:`taylor_exp` computed and its reverse mode needs.
 
@@ -90,7 +95,8 @@ def taylor_exp(M: torch.Tensor) -> TaylorExp:
     if M.dim() != 3 or M.shape[-1] != M.shape[-2] or M.dtype != torch.float64:
         raise ValueError(f"Expected a float64 tensor of shape (n, d, d). Got {M.dtype} of shape {tuple(M.shape)}.")
     s, failed = _shifts(M)
-    M = torch.where(failed[:, None, None], torch.zeros((), dtype=M.dtype), M)
+    if bool(failed.any()):
+        M = torch.where(failed[:, None, None], torch.zeros((), dtype=M.dtype), M)
     order = inverse = None
     if s.numel() and bool((s != s[0]).any()):
         order = torch.argsort(s, descending=True, stable=True)
@@ -98,26 +104,34 @@ def taylor_exp(M: torch.Tensor) -> TaylorExp:
         M, s = M[order], s[order]
     top = int(s.max()) if s.numel() else 0
     counts = [int(c) for c in (s[None, :] > torch.arange(top)[:, None]).sum(1)] if top else []
-    X = torch.ldexp(M, (-s).to(M.dtype)[:, None, None])
-    d = M.shape[-1]
-    powers = [X]
-    for _ in range(BLOCKS - 1):
-        powers.append(torch.bmm(powers[-1], X))
-    eye = torch.eye(d, dtype=M.dtype)
-    horner = [None] * _STEPS
-    for j in range(_STEPS - 1, -1, -1):
+    n, d = M.shape[0], M.shape[-1]
+    # every product writes into a preallocated buffer (out= or in place): measured faster than fresh results
+    P = torch.empty(BLOCKS, n, d, d, dtype=M.dtype)
+    torch.mul(M, torch.ldexp(torch.ones((), dtype=M.dtype), -s.to(M.dtype))[:, None, None], out=P[0])
+    for k in range(1, BLOCKS):
+        torch.bmm(P[k - 1], P[0], out=P[k])
+    # B_j = sum_i c_(4j+i) X^i for every j in one product of the coefficients with the stacked powers, then the
+    # Horner steps S_j = S_(j+1) X^4 + B_j in place
+    H = torch.empty(_STEPS, n, d, d, dtype=M.dtype)
+    for j in range(_STEPS):
         c = _COEF[BLOCKS * j:BLOCKS * (j + 1)]
-        B = powers[0] * c[1]
+        torch.mul(P[0], c[1], out=H[j])
         for i in range(2, BLOCKS):
-            B = B.add_(powers[i - 1], alpha=c[i])
-        B = B.add_(eye, alpha=c[0])
-        horner[j] = B if j == _STEPS - 1 else torch.baddbmm(B, horner[j + 1], powers[-1])
-    Y, squares = horner[0], []
-    for k, n in enumerate(counts):
-        squares.append(Y[:n])
-        Yn = torch.bmm(Y[:n], Y[:n])
-        Y = Yn if n == Y.shape[0] else torch.cat([Yn, Y[n:]])
-    E = Y if inverse is None else Y[inverse]
+            if c[i]:
+                H[j].add_(P[i - 1], alpha=c[i])
+    H.diagonal(dim1=-2, dim2=-1).add_(_coefficients(M.dtype)[:, :1, None])
+    for j in range(_STEPS - 2, -1, -1):
+        H[j].baddbmm_(H[j + 1], P[-1])
+    Y = torch.empty(top, n, d, d, dtype=M.dtype) if top else None
+    squares = [H[0]] + ([Y[k] for k in range(top)] if top else [])
+    for k, m in enumerate(counts):
+        torch.bmm(squares[k][:m], squares[k][:m], out=squares[k + 1][:m])
+        if m < n:
+            squares[k + 1][m:].copy_(squares[k][m:])
+    E = squares[-1]
+    squares = squares[:-1]
+    E = E if inverse is None else E[inverse]
+    powers, horner = P, H
     return TaylorExp(E, failed, order, inverse, s, counts, powers, horner, squares)
 
 
@@ -140,26 +154,42 @@ def taylor_exp_adjoint(t: TaylorExp, gE: torch.Tensor, *, drop_square_transpose:
     Tensor ``(n, d, d)``
         :math:`\bar M`, the exact gradient of the computed ``E`` (zero for failed samples)
     """
-    gY = gE if t.order is None else gE[t.order]
+    gY = (gE if t.order is None else gE[t.order]).clone()
+    W = torch.empty_like(gY)
+    n = gY.shape[0]
     for k in range(len(t.counts) - 1, -1, -1):
-        n, Yk = t.counts[k], t.squares[k]
-        left = Yk if drop_square_transpose else Yk.mT
-        g = torch.baddbmm(torch.bmm(gY[:n], left), Yk.mT, gY[:n])
-        gY = g if n == gY.shape[0] else torch.cat([g, gY[n:]])
-    X, X4 = t.powers[0], t.powers[-1]
-    gP = [None] * BLOCKS
+        m, Yk = t.counts[k], t.squares[k][:t.counts[k]]
+        torch.bmm(gY[:m], Yk if drop_square_transpose else Yk.mT, out=W[:m])
+        W[:m].baddbmm_(Yk.mT, gY[:m])
+        if m < n:
+            W[m:].copy_(gY[m:])
+        gY, W = W, gY
+    P, H = t.powers, t.horner
+    # the Horner steps, first first: (X^i)bar += c_(4j+i) Sbar_j, (X^4)bar += S_(j+1)^T Sbar_j and
+    # Sbar_(j+1) = Sbar_j (X^4)^T (Sbar alternates between gY and W)
+    gP = torch.empty_like(P)
     for j in range(_STEPS):
         c = _COEF[BLOCKS * j:BLOCKS * (j + 1)]
         for i in range(1, BLOCKS):
-            gP[i - 1] = gY * c[i] if gP[i - 1] is None else gP[i - 1].add_(gY, alpha=c[i])
+            if j == 0:
+                torch.mul(gY, c[i], out=gP[i - 1])
+            elif c[i]:
+                gP[i - 1].add_(gY, alpha=c[i])
         if j == _STEPS - 1:
             break
-        upd = torch.bmm(t.horner[j + 1].mT, gY)
-        gP[-1] = upd if gP[-1] is None else gP[-1].add_(upd)
-        gY = torch.bmm(gY, X4.mT)
+        if j == 0:
+            torch.bmm(H[1].mT, gY, out=gP[-1])
+        else:
+            gP[-1].baddbmm_(H[j + 1].mT, gY)
+        torch.bmm(gY, P[-1].mT, out=W)
+        gY, W = W, gY
+    X = P[0]
     for k in range(BLOCKS - 1, 0, -1):   # X^(k+1) = X^k X: the gradient of power k + 1 is gP[k]
-        gP[k - 1] = torch.baddbmm(gP[k - 1], gP[k], X.mT)
-        gP[0] = torch.baddbmm(gP[0], t.powers[k - 1].mT, gP[k])
-    gM = torch.ldexp(gP[0], (-t.shift).to(gP[0].dtype)[:, None, None])
+        gP[k - 1].baddbmm_(gP[k], X.mT)
+        gP[0].baddbmm_(P[k - 1].mT, gP[k])
+    gP = gP[0]
+    gM = gP.mul_(torch.ldexp(torch.ones((), dtype=gP.dtype), -t.shift.to(gP.dtype))[:, None, None])
     gM = gM if t.inverse is None else gM[t.inverse]
-    return torch.where(t.failed[:, None, None], torch.zeros((), dtype=gM.dtype), gM)
+    if bool(t.failed.any()):
+        gM = torch.where(t.failed[:, None, None], torch.zeros((), dtype=gM.dtype), gM)
+    return gM
