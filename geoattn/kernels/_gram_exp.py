@@ -3,9 +3,8 @@ r"""The Gram form of the exponential layer: :math:`y = xE`, :math:`E = \exp(-AG)
 For ``x`` of shape ``(..., T, d)`` and skew ``A`` the exponential layer's output in the row layout is
 :math:`y = \exp(C)^Tx = \exp(-xAx^T)x` (:math:`C = xAx^T` is skew), and the push-through identity
 (ledger ``vp.exp_push_through``: :math:`Z\exp(Z^TAZ) = \exp(ZZ^TA)Z` with :math:`Z = x^T`, here with
-:math:`-A`) turns it into :math:`y = x\exp(-AG)`: only ``d x d`` matrices, and a batched
-``torch.linalg.matrix_exp`` (scaling and squaring of a Taylor polynomial by batched products) instead of one LAPACK
-QR per sample.
+:math:`-A`) turns it into :math:`y = x\exp(-AG)`: only ``d x d`` matrices, and a batched scaling and squaring of
+a Taylor polynomial (:mod:`geoattn.kernels._taylor_exp`) instead of one LAPACK QR per sample.
 
 Note [Gram form of the exponential]
 -----------------------------------
@@ -18,22 +17,22 @@ Forward: ``G`` and ``E`` are computed in float64 and ``y`` is cast back to ``x``
    \bar x = \bar yE^T + x(\bar G + \bar G^T),\ \bar G = A_s\bar M,\quad
    \bar A = \mathrm{skew}(-\bar MG),
 
-where :math:`L_{\exp}(X, \cdot)` is the Fréchet derivative of ``exp`` at ``X``, read off the block (1, 2) of
-:math:`\exp\begin{pmatrix}M^T & \bar E\\ 0 & M^T\end{pmatrix}`: one batched ``2d x 2d`` exponential per sample
-(against the QR form's ``3k x 3k`` one and its per-sample QR). :math:`\bar E` enters that block divided by its
-largest entry (the block (1, 2) is linear in it), so the scaling and squaring sees the norm of ``M`` and not that
-of the gradient. With ``create_graph=True`` or inside ``torch.func`` transforms that nest gradients, the backward
+where :math:`L_{\exp}(X, \cdot)` is the Fréchet derivative of ``exp`` at ``X``. ``E`` is computed by the native
+kernels' algorithm in batched products (:mod:`geoattn.kernels._taylor_exp`, Note [batched Taylor exponential]:
+per sample the least ``s`` with :math:`\min(\|2^{-s}M\|_1, \|2^{-s}M\|_F) \le 1`, the degree-18 Taylor
+polynomial by Paterson--Stockmeyer, ``s`` squarings; ledger ``vp.gram_exp_native_truncation``), and
+:math:`\bar M` by its reverse mode from the forward's stored powers, Horner iterates and squaring inputs (ledger
+``vp.gram_exp_native_reverse``): the exact gradient of the computed ``E``, equal to :math:`L_{\exp}(M^T, \bar E)` up
+to the truncation. With ``create_graph=True`` or inside ``torch.func`` transforms that nest gradients, the backward
 is recomputed through the same Gram form written with differentiable operations (``torch.linalg.matrix_exp`` has
 its own derivative), still without a ``T x T`` matrix.
 
-Measured (one thread, float32, B*T = 16,384 unit-normal tokens, the layer's default weighting, forward and
-backward of ``out.sum()``, CPU time of one ad-hoc run on a loaded two-core machine, the best of seven), this
-form against the QR form: d = 3: 0.8 times as fast at T = 16, 64, 256 (the QR form's closed-form ``exp`` of a
-3 x 3 matrix is cheap); d = 4: 1.2, 1.2, 1.0; d = 8: 1.7, 1.4, 1.1; d = 16 (T = 64, 256): 1.6, 1.4. The
-backward's ``2d x 2d`` exponential is most of the cost (d = 8, B = 1024: 36 ms of ``matrix_exp`` against 4 ms
-for the forward's ``d x d`` one): ``matrix_exp`` scales and squares by the norm of :math:`M`, which grows
-with :math:`\|x\|_F^2`. Hence ``vp_attention`` routes to this form at ``d > 4`` only (``GRAM_EXP_MIN_DIM`` in
-:mod:`geoattn.kernels._op_vp`).
+Measured before the batched Taylor form (``torch.linalg.matrix_exp`` forward, the Fréchet derivative read off one
+``2d x 2d`` block exponential per sample), one thread, float32, B*T = 65,536 unit-normal tokens, default weighting,
+forward+backward against SDPA in the same run (benchmarks/results/layers-tokens-cpu.txt): d = 32, T = 64: 23x
+(808 ms; of it about 850 ms of the block exponential alone in a separate profile against 98 ms of the forward's
+``matrix_exp`` and 2 ms per token product); d = 32, T = 256: 1.79x; d = 64, T = 256: 6.3x. The figures after are
+in Note [batched Taylor exponential].
 
 Note [structure check of the exponential Gram form]
 ---------------------------------------------------
@@ -44,11 +43,9 @@ result is checked against it: the largest entry of :math:`E^TGE - G` must not ex
 dtype: float32, d = 4: 3e-8). Samples that fail it, samples with a non-finite entry, and samples with
 :math:`\|x\|_F^2\|A_s\|_F > 10^6` (``GRAM_MAX_SCALE``, where the exponential's scaling and squaring grows long and
 :math:`E` is as ill-conditioned as ``G``) take the QR form of :mod:`geoattn.kernels._lowrank` in float64, each on
-its own: the rest of the batch enters ``matrix_exp`` with those samples replaced by zeros, so no sample's value
-reaches another's result. ``matrix_exp`` scales each matrix by its own norm; its Taylor degree is chosen per
-matrix only for a single matrix (a batch takes the highest degree), so a float64 result may differ from the same
-sample's alone in the last bits (measured: about 1e-16 for norms below 1e-2); float32 results, rounded from the
-float64 computation, came out identical (1,280 samples).
+its own: the rest of the batch enters the exponential with those samples replaced by zeros, so no sample's value
+reaches another's result. Each sample's scaling ``s`` is its own and the degree is fixed, so a sample's ``E`` does
+not depend on the rest of the batch (the batched products compute each sample alone).
 """
 
 from __future__ import annotations
@@ -57,6 +54,7 @@ import torch
 
 from ._functions import _traced
 from ._gram import GRAM_MAX_SCALE, _dual, _flat_batch, _qr_for_failed, _skew64
+from ._taylor_exp import taylor_exp, taylor_exp_adjoint
 
 __all__ = ["vp_gram_exp", "gram_exp_reason", "exp_residual_tolerance", "structure_ok"]
 
@@ -123,20 +121,14 @@ def structure_ok(G: torch.Tensor, E: torch.Tensor, dtype: torch.dtype) -> torch.
     return R.abs().amax((-2, -1)) <= exp_residual_tolerance(dtype, G.shape[-1]) * scale
 
 
-def _frechet_adjoint(M: torch.Tensor, gE: torch.Tensor) -> torch.Tensor:
-    r""":math:`L_{\exp}(M^T, \bar E)`, the block (1, 2) of :math:`\exp\begin{pmatrix}M^T & \bar E\\0 & M^T
-    \end{pmatrix}`, with :math:`\bar E` scaled to unit largest entry inside the block (the result is linear in it)."""
-    d = M.shape[-1]
-    s = gE.abs().amax((-2, -1), keepdim=True)
-    s = torch.where(s > 0, s, torch.ones_like(s))
-    Mt = M.mT
-    top = torch.cat([Mt, gE / s], dim=-1)
-    bot = torch.cat([torch.zeros_like(Mt), Mt], dim=-1)
-    return torch.linalg.matrix_exp(torch.cat([top, bot], dim=-2))[..., :d, d:] * s
+#: a deliberately wrong backward (the transpose dropped from the squarings' adjoint) for the tests' negative control
+_NEGATE_SQUARE_ADJOINT = False
 
 
 def _masked(x64: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """``x64`` with the samples not kept set to zero (their non-finite entries must not reach sums over the batch)."""
+    if bool(keep.all()):
+        return x64
     return torch.where(keep[:, None, None], x64, torch.zeros((), dtype=x64.dtype, device=x64.device))
 
 
@@ -154,23 +146,24 @@ class _VPGramExp(torch.autograd.Function):
         xd = _masked(x.to(torch.float64), keep)
         As = _skew64(A)
         G = xd.mT @ xd
-        M = -(As @ G)
-        E = torch.linalg.matrix_exp(M)
-        ok = structure_ok(G, E, x.dtype) & keep
+        t = taylor_exp(-(As @ G))
+        E = t.E
+        ok = structure_ok(G, E, x.dtype) & keep & ~t.failed
         y = (xd @ E).to(x.dtype)
-        ctx.save_for_backward(x, A, keep, xd, As, G, M, E)
+        ctx.save_for_backward(x, A, keep, xd, As, G, E)
+        ctx.taylor = t
         ctx.mark_non_differentiable(ok)
         return y, ok
 
     @staticmethod
     def backward(ctx, gy, _ok):
-        x, A, keep, xd, As, G, M, E = ctx.saved_tensors
+        x, A, keep, xd, As, G, E = ctx.saved_tensors
         if torch.is_grad_enabled():
             # a graph of the backward is wanted: through the differentiable Gram form
             _, pullback = torch.func.vjp(lambda a, b: _gram_exp_form(a, b, keep), x, A)
             return (*pullback(gy), None)
         gyd = _masked(gy.to(torch.float64), keep)
-        gM = _frechet_adjoint(M, xd.mT @ gyd)
+        gM = taylor_exp_adjoint(ctx.taylor, xd.mT @ gyd, drop_square_transpose=_NEGATE_SQUARE_ADJOINT)
         gG = As @ gM
         gx = torch.baddbmm(gyd @ E.mT, xd, gG + gG.mT)
         gAs = -(gM @ G)

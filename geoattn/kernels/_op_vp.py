@@ -41,8 +41,10 @@ in :mod:`geoattn.kernels._lowrank`):
    (``vp.gram_exp_closed_quartic``, ``vp.gram_exp_closed_quartic_vjp``) in the structure-of-arrays layout, float32
    and half inputs (Note [closed-form exponential Gram form] in :mod:`geoattn.kernels._gram_exp_closed`);
 9. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
-   ``vp.gram_exp_vjp``) with a batched float64 ``matrix_exp``, float32 and half inputs, ``d > 4`` (Note [Gram form
-   of the exponential] in :mod:`geoattn.kernels._gram_exp`);
+   ``vp.gram_exp_vjp``), float32 and half inputs, ``d > 4``: the native kernels' scaling and squaring of the
+   degree-18 Taylor polynomial and its reverse mode (``vp.gram_exp_native_truncation``,
+   ``vp.gram_exp_native_reverse``) in batched float64 products (Note [batched Taylor exponential] in
+   :mod:`geoattn.kernels._taylor_exp`; Note [Gram form of the exponential] in :mod:`geoattn.kernels._gram_exp`);
 10. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
 
 Per sample, inside the Gram routes: a sample failing the closed form's residual check is solved (Note [closed-form
@@ -330,7 +332,8 @@ VP_ATTENTION = register_operation(Operation(
                       "vp.gram_exp_closed_quartic", "vp.gram_exp_closed_quartic_vjp")),
         Route("gram-exp", EAGER.name, _gram_exp, _checked(lambda c: vp_gram_exp(c.x, c.A)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
-              claims=("vp.exp_push_through", "vp.gram_exp_vjp")),
+              claims=("vp.exp_push_through", "vp.gram_exp_vjp", "vp.gram_exp_native_truncation",
+                      "vp.gram_exp_native_reverse")),
         Route("lowrank", EAGER.name, _lowrank, _checked(lambda c: vp_lowrank(c.x, c.A, c.activation)),
               per_sample="the d x d factor's own per-sample choices (large norms: the eigendecomposition)",
               claims=("vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp")),
