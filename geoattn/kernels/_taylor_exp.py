@@ -6,7 +6,7 @@ The algorithm of the native exponential kernels (:mod:`geoattn.codegen.gram_exp_
 (``torch.bmm`` / ``baddbmm``, whose batched GEMM is efficient at ``d >= 32``), so the same ledger claims cover it:
 
 * per sample, :math:`X = 2^{-s}M` with the least ``s >= 0`` such that :math:`\min(\|X\|_1, \|X\|_F) \le`
-  ``THETA`` ``= 1`` (both norms submultiplicative), the Taylor polynomial of degree ``DEGREE = 18`` of
+  ``THETA`` ``= 49/64`` (both norms submultiplicative), the Taylor polynomial of degree ``DEGREE = 16`` of
   :math:`\exp(X)` by Paterson--Stockmeyer (powers :math:`X^2, X^3, X^4`, then five Horner steps
   :math:`S_j = S_{j+1}X^4 + B_j`, :math:`B_j = \sum_{i<4} c_{4j+i}X^i`, :math:`c_k = 1/k!` up to the degree and
   zero past it), then ``s`` squarings (ledger ``vp.gram_exp_native_truncation``: after scaling, the truncation
@@ -44,7 +44,7 @@ __all__ = ["THETA", "DEGREE", "BLOCKS", "SMAX", "TaylorExp", "taylor_exp", "tayl
 
 #: the scaled matrix's norm bound, the Taylor degree, the Paterson--Stockmeyer block length and the most squarings
 #: (those of geoattn.codegen.gram_exp_c: a test keeps them equal)
-THETA, DEGREE, BLOCKS, SMAX = 1, 18, 4, 40
+THETA, DEGREE, BLOCKS, SMAX = 49 / 64, 16, 4, 40
 _STEPS = -(-(DEGREE + 1) // BLOCKS)
 _COEF = [1.0 / math.factorial(k) if k <= DEGREE else 0.0 for k in range(BLOCKS * _STEPS)]
 

@@ -2,8 +2,8 @@
 
 DO NOT EDIT: this file is written by ``geoattn codegen`` (``geoattn/codegen/gram_exp_triton.py``); ``geoattn codegen
 --check`` fails when it is stale. The token passes are printed from the verified bindings of
-``geoattn.codegen.gram_exp_c.SPECS``; the d x d stage (scaling and squaring of the Taylor polynomial of degree 18
-by Paterson-Stockmeyer with 4 powers, theta = 1, at most 40 squarings, its reverse mode, the structure
+``geoattn.codegen.gram_exp_c.SPECS``; the d x d stage (scaling and squaring of the Taylor polynomial of degree 16
+by Paterson-Stockmeyer with 4 powers, theta = 49/64, at most 40 squarings, its reverse mode, the structure
 check) is that of Note [Triton exponential blocks] in ``geoattn.codegen.gram_exp_triton``.
 Ledger: vp.exp_push_through, vp.gram_exp_vjp, vp.gram_exp_native_truncation, vp.gram_exp_native_reverse.
 Imported by ``geoattn.kernels._triton`` only where ``triton`` is installed.
@@ -117,12 +117,12 @@ def vp_gram_exp_fwd(B, T, x_ptr, A_ptr, K_ptr, y_ptr, Gram_ptr, E_ptr, R_ptr,
     one = tl.reduce(tl.reduce(Ma, 1, _add), 1, _larger)  # the 1-norm (a NaN shows in fro)
     fro = tl.sqrt(tl.reduce(tl.reduce(Ma * Ma, 2, _add), 1, _add))
     nrm = tl.where(fro != fro, fro, tl.where(fro < one, fro, one))
-    s, c = _shift(nrm, 40, 1.0)
+    s, c = _shift(nrm, 40, 49/64.0)
     P1 = M * c[:, None, None]
     P2 = _mm(P1, P1, R3, C3, D)
     P3 = _mm(P2, P1, R3, C3, D)
     P4 = _mm(P3, P1, R3, C3, D)
-    S4 = 4.779477332387385e-14*_eye + 2.8114572543455206e-15*P1 + 1.5619206968586225e-16*P2
+    S4 = 4.779477332387385e-14*_eye
     S4_P = _mm(S4, P4, R3, C3, D)
     S3 = S4_P + 2.08767569878681e-09*_eye + 1.6059043836821613e-10*P1
     S3 += 1.1470745597729725e-11*P2 + 7.647163731819816e-13*P3
@@ -190,12 +190,12 @@ def vp_gram_exp_bwd(B, T, x_ptr, Gy_ptr, A_ptr, gx_ptr, gA_ptr,
     one = tl.reduce(tl.reduce(Ma, 1, _add), 1, _larger)  # the 1-norm (a NaN shows in fro)
     fro = tl.sqrt(tl.reduce(tl.reduce(Ma * Ma, 2, _add), 1, _add))
     nrm = tl.where(fro != fro, fro, tl.where(fro < one, fro, one))
-    s, c = _shift(nrm, 40, 1.0)
+    s, c = _shift(nrm, 40, 49/64.0)
     P1 = M * c[:, None, None]
     P2 = _mm(P1, P1, R3, C3, D)
     P3 = _mm(P2, P1, R3, C3, D)
     P4 = _mm(P3, P1, R3, C3, D)
-    S4 = 4.779477332387385e-14*_eye + 2.8114572543455206e-15*P1 + 1.5619206968586225e-16*P2
+    S4 = 4.779477332387385e-14*_eye
     S4_P = _mm(S4, P4, R3, C3, D)
     S3 = S4_P + 2.08767569878681e-09*_eye + 1.6059043836821613e-10*P1
     S3 += 1.1470745597729725e-11*P2 + 7.647163731819816e-13*P3
@@ -241,8 +241,6 @@ def vp_gram_exp_bwd(B, T, x_ptr, Gy_ptr, A_ptr, gx_ptr, gA_ptr,
     gP3 += 7.647163731819816e-13*gS
     gP4 += _mm_tn(S4, gS, R3, D)
     gS = _mm_t(gS, P4, C3, D)
-    gP1 += 2.8114572543455206e-15*gS
-    gP2 += 1.5619206968586225e-16*gS
     gP3 += _mm_t(gP4, P1, C3, D)
     gP1 += _mm_tn(P3, gP4, R3, D)
     gP2 += _mm_t(gP3, P1, C3, D)
