@@ -88,17 +88,18 @@ def test_exponential_and_adjoint_against_matrix_exp():
 
 
 def test_shift_is_the_least_power_of_two():
-    # min(1-norm, Frobenius) of 2^-s M at most 1, and of 2^-(s-1) M above 1
+    # min(1-norm, Frobenius) of 2^-s M at most THETA, and of 2^-(s-1) M above THETA
+    theta = _taylor_exp.THETA
     torch.manual_seed(6)
     M = torch.randn(50, 17, 17, dtype=F64) * torch.logspace(-2, 3, 50, dtype=F64)[:, None, None]
     M[0] = torch.eye(17, dtype=F64) / 17 * 4  # 1-norm exactly 4/17, Frobenius 4/sqrt(17) ... s = 0
     M[1] = torch.eye(17, dtype=F64) * 0.25  # 1-norm exactly 1/4: s = 0
-    M[2] = torch.eye(17, dtype=F64) * 2.0  # 1-norm exactly 2: s = 1, the boundary
+    M[2] = torch.eye(17, dtype=F64) * (2 * theta)  # 1-norm exactly 2 THETA (exact in binary): s = 1, the boundary
     s, failed = _taylor_exp._shifts(M)
     nrm = torch.minimum(M.abs().sum(-2).amax(-1), M.norm(dim=(-2, -1)))
     assert not bool(failed.any())
-    assert bool((nrm * 2.0 ** -s.double() <= 1).all())
-    assert bool(((s == 0) | (nrm * 2.0 ** (1 - s.double()) > 1)).all())
+    assert bool((nrm * 2.0 ** -s.double() <= theta).all())
+    assert bool(((s == 0) | (nrm * 2.0 ** (1 - s.double()) > theta)).all())
     assert s[:3].tolist() == [0, 0, 1]
 
 

@@ -83,7 +83,7 @@ def _shifts(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def taylor_exp(M: torch.Tensor) -> TaylorExp:
-    r""":math:`\exp(M)` per sample by scaling and squaring of the degree-18 Taylor polynomial (Note [batched Taylor
+    r""":math:`\exp(M)` per sample by scaling and squaring of the degree-16 Taylor polynomial (Note [batched Taylor
     exponential]).
 
     Parameters

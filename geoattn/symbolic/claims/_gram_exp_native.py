@@ -2,8 +2,10 @@ r"""The claims of the native exponential Gram kernels (:mod:`geoattn.codegen.gra
 
 * ``vp.gram_exp_native_truncation`` (proved): for :math:`\|X\| \le \theta = 49/64` in a submultiplicative norm
   (the kernel takes the smaller of the 1-norm and the Frobenius norm, both submultiplicative), the Taylor
-  polynomial of degree :math:`m = 16` satisfies :math:`\|e^X - p_m(X)\|\,\|e^{-X}\| \le 3\,\theta^{m+1}/(m+1)!
-  \,/(1 - \theta/(m+2)) < 2^{-53}`: the truncation relative to the result is below float64's unit roundoff. Degree
+  polynomial of degree :math:`m = 16` satisfies :math:`\|e^X - p_m(X)\|/\|e^X\| \le \|e^X - p_m(X)\|\,
+  \|e^{-X}\|/\|I\| \le 3\,\theta^{m+1}/(m+1)!\,/(1 - \theta/(m+2)) < 2^{-53}` (:math:`\|e^{-X}\| \le \|I\| - 1 +
+  e^\theta` and :math:`\|I\| \ge 1`, so the Frobenius norm's :math:`\|I\| = \sqrt d` costs nothing): the
+  truncation relative to the result is below float64's unit roundoff. Degree
   15 at that :math:`\theta`, and :math:`\theta = 50/64` at degree 16, fail the comparison (the negative controls).
 * ``vp.gram_exp_native_reverse`` (checked): the adjoint rules the backward template applies, each the identity
   :math:`\langle\bar Z, dZ\rangle = \sum\langle\bar W, dW\rangle` of one step ``Z = f(W...)``: a squaring
@@ -37,13 +39,14 @@ __all__ = ["THETA", "DEGREE", "relative_tail_bound", "make_truncation_claim", "r
 THETA, DEGREE = sp.Rational(49, 64), 16
 UNIT_ROUNDOFF = sp.Rational(1, 2**53)
 
-if "exp_norm_bound" not in LEMMAS:
-    register("exp_norm_bound", r"\|e^X\| \le e^{\|X\|} for a submultiplicative norm (the series term by term)",
-             "Higham, Functions of Matrices (SIAM, 2008), Theorem 10.10")
+if "exp_series_norm_bound" not in LEMMAS:
+    register("exp_series_norm_bound", r"\|e^{-X}\| \le \|I\| - 1 + e^{\|X\|} and \|I\| \le \|e^X\|\,\|e^{-X}\| for a "
+             r"submultiplicative norm (the series term by term; \|I\| = 1 for the 1-norm, \sqrt d for Frobenius)",
+             "the triangle inequality on the exponential series, and I = e^X e^{-X}")
 
 
 def relative_tail_bound(theta, m: int) -> sp.Rational:
-    r""":math:`3\,\theta^{m+1}/(m+1)!\,/(1 - \theta/(m+2))`, exact: a bound of :math:`\|e^X - p_m(X)\|\,\|e^{-X}\|`
+    r""":math:`3\,\theta^{m+1}/(m+1)!\,/(1 - \theta/(m+2))`, exact: a bound of :math:`\|e^X - p_m(X)\|/\|e^X\|`
     for :math:`\|X\| \le \theta \le 1` (:math:`e^\theta < 3`).
 
     Parameters
@@ -62,17 +65,21 @@ def relative_tail_bound(theta, m: int) -> sp.Rational:
 
 
 def _truncation_derivation(m: int, theta) -> Derivation:
-    err = sp.Symbol(rf"\|e^X - p_{{{m}}}(X)\|\,\|e^{{-X}}\|")
+    rel = sp.Symbol(rf"\|e^X - p_{{{m}}}(X)\|/\|e^X\|")
+    err = sp.Symbol(rf"\|e^X - p_{{{m}}}(X)\|\,\|e^{{-X}}\|/\|I\|")
     tail = sp.Symbol(rf"e^\theta\sum_{{k>{m}}}\theta^k/k!")
     value = relative_tail_bound(theta, m)
     sign = sp.sign(sp.Add(UNIT_ROUNDOFF, -value, evaluate=False), evaluate=False)
     return Derivation(
         assumptions=[rf"\|X\| \le \theta = {sp.latex(theta)} \text{{ in a submultiplicative norm (1-norm or "
                      r"Frobenius)}"],
-        subject=(err,),
+        subject=(rel,),
         steps=[
-            Step(err, tail, r"\|e^{-X}\| \le e^{\|X\|} \le e^\theta and the omitted terms of the series have "
-                 r"norms at most \theta^k/k!", lemma="exp_norm_bound", relation="<="),
+            Step(rel, err, r"\|I\| = \|e^Xe^{-X}\| \le \|e^X\|\,\|e^{-X}\|", lemma="exp_series_norm_bound",
+                 relation="<="),
+            Step(err, tail, r"\|e^{-X}\|/\|I\| \le (\|I\| - 1 + e^\theta)/\|I\| \le e^\theta (as \|I\| \ge 1) and the "
+                 r"omitted terms of the series have norms at most \theta^k/k!", lemma="exp_series_norm_bound",
+                 relation="<="),
             Step(tail, value, r"e^\theta < 3 for \theta \le 1; the tail is the first omitted term times "
                  r"1/(1 - \theta/(m+2))", lemma="taylor_remainder_bound", relation="<="),
             Step(sign, 1, r"exact rational comparison: the bound is below u = 2^{-53} (\mathrm{sign}(u - "
@@ -91,10 +98,11 @@ def make_truncation_claim(m: int = DEGREE, claim_id: str = "vp.gram_exp_native_t
     return Claim(
         id=claim_id,
         title="truncation of the native exponential kernels' Taylor polynomial",
-        statement=f"For ||X|| <= theta = {theta} in a submultiplicative norm, the Taylor polynomial p of degree {m} "
-        "satisfies ||exp(X) - p(X)|| ||exp(-X)|| <= 3 theta^(m+1) / (m+1)! / (1 - theta/(m+2)) < 2^-53: after "
-        "scaling, the truncation relative to the result is below float64's unit roundoff.",
-        latex=rf"\|X\|\le\theta = {sp.latex(theta)} \implies \|e^X - p_{{{m}}}(X)\|\,\|e^{{-X}}\| \le "
+        statement=f"For ||X|| <= theta = {theta} in a submultiplicative norm (the 1-norm or the Frobenius norm), the "
+        f"Taylor polynomial p of degree {m} satisfies ||exp(X) - p(X)|| / ||exp(X)|| <= 3 theta^(m+1) / (m+1)! / "
+        "(1 - theta/(m+2)) < 2^-53: after scaling, the truncation relative to the result is below float64's unit "
+        "roundoff.",
+        latex=rf"\|X\|\le\theta = {sp.latex(theta)} \implies \|e^X - p_{{{m}}}(X)\|/\|e^X\| \le "
         rf"\frac{{3\,\theta^{{{m}+1}}}}{{({m}+1)!\,(1 - \theta/({m}+2))}} < 2^{{-53}}",
         source="kernels of geoattn.kernels._native_exp (the d x d stage of geoattn.codegen.gram_exp_c)",
         expected=Level.PROVED,
