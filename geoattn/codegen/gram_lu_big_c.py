@@ -56,137 +56,182 @@ HEADER = """/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{{-T}} - x
 """
 
 BODY = r"""
-/* C = X Y, row i of C accumulated along rows of Y */
-static void mul(const double X[D][D], const double Y[D][D], double C[D][D])
+/* Every d x d matrix of the stage lives in a local array of D rows padded to DP = 8 NV doubles (zero past column D),
+   read and written a row at a time as NV vectors of eight doubles; rows of products are accumulated in registers. */
+#define NV ((D + 7) / 8)
+#define DP (8 * NV)
+#define RB (NV <= 4 ? 4 : 2)  /* rows of a product per block: 16 vector accumulators */
+typedef double vd __attribute__((vector_size(64), may_alias));
+typedef long long vl __attribute__((vector_size(64), may_alias));
+typedef double mat[D][DP] __attribute__((aligned(64)));
+#define V(M, i) ((vd *)(M)[i])
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* S (D x D, row-major) into M, zero padded; transposed when t */
+static void load(const double *restrict S, int t, mat M)
 {
     for (int i = 0; i < D; i++) {
-        double acc[D];
-        for (int j = 0; j < D; j++) acc[j] = X[i][0]*Y[0][j];
-        for (int k = 1; k < D; k++) {
-            const double a = X[i][k];
-            for (int j = 0; j < D; j++) acc[j] += a*Y[k][j];
-        }
-        for (int j = 0; j < D; j++) C[i][j] = acc[j];
+        for (int j = 0; j < D; j++) M[i][j] = t ? S[j*D + i] : S[i*D + j];
+        for (int j = D; j < DP; j++) M[i][j] = 0.0;
     }
 }
 
-/* the largest |M^T N - I| with MT = M^T, NaN when one entry is */
-static double residual(const double MT[D][D], const double N[D][D])
+static void store(mat M, double *restrict S)
 {
-    double R[D][D], m = 0.0;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) S[i*D + j] = M[i][j];
+}
+
+/* C = X Y, RB rows of C at a time in vector accumulators */
+static void mul(mat X, mat Y, mat C)
+{
+    int i = 0;
+    for (; i + RB <= D; i += RB) {
+        vd acc[RB][NV];
+        UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            vd y[NV];
+            UNROLL for (int v = 0; v < NV; v++) y[v] = V(Y, k)[v];
+            UNROLL for (int r = 0; r < RB; r++) {
+                const double a = X[i + r][k];
+                UNROLL for (int v = 0; v < NV; v++) acc[r][v] += a*y[v];
+            }
+        }
+        UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) V(C, i + r)[v] = acc[r][v];
+    }
+    for (; i < D; i++) {
+        vd acc[NV];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const double a = X[i][k];
+            UNROLL for (int v = 0; v < NV; v++) acc[v] += a*V(Y, k)[v];
+        }
+        UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = acc[v];
+    }
+}
+
+/* Y = X^T */
+static void transpose(mat X, mat Y)
+{
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) Y[i][j] = X[j][i];
+        for (int j = D; j < DP; j++) Y[i][j] = 0.0;
+    }
+}
+
+/* the largest |MT N - I|, NaN when one entry is (sign bits cleared, masks blended; the padding is zero) */
+static double residual(mat MT, mat N)
+{
+    mat R;
     mul(MT, N, R);
+    vd m = (vd){0};
     for (int i = 0; i < D; i++) {
         R[i][i] -= 1.0;
-        for (int j = 0; j < D; j++) {
-            const double a = fabs(R[i][j]);
-            if (!(a <= m)) m = a;  /* takes a NaN, which no later entry replaces */
-            if (m != m) return m;
+        UNROLL for (int v = 0; v < NV; v++) {
+            const vd a = (vd)((vl)V(R, i)[v] & 0x7fffffffffffffffLL);
+            const vl take = (a > m) | (a != a);
+            m = (vd)(((vl)a & take) | ((vl)m & ~take));
         }
     }
-    return m;
+    double r = 0.0;
+    for (int l = 0; l < 8; l++) {
+        if (m[l] != m[l]) return m[l];
+        if (m[l] > r) r = m[l];
+    }
+    return r;
 }
 
 /* N = MT^{-1} by an LU with partial pivoting (a zero pivot leaves non-finite entries, which the residual sees) */
-static void pivoted(const double MT[D][D], double N[D][D])
+static void pivoted(mat MT, mat N)
 {
-    double U[D][D];
-    for (int i = 0; i < D; i++) {
-        for (int j = 0; j < D; j++) { U[i][j] = MT[i][j]; N[i][j] = i == j ? 1.0 : 0.0; }
-    }
+    mat U;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < DP; j++) { U[i][j] = MT[i][j]; N[i][j] = i == j ? 1.0 : 0.0; }
     for (int k = 0; k < D; k++) {
         int r = k;
         for (int i = k + 1; i < D; i++) if (fabs(U[i][k]) > fabs(U[r][k])) r = i;
         if (r != k)
-            for (int j = 0; j < D; j++) {
-                double t = U[k][j]; U[k][j] = U[r][j]; U[r][j] = t;
-                t = N[k][j]; N[k][j] = N[r][j]; N[r][j] = t;
+            for (int v = 0; v < NV; v++) {
+                vd t = V(U, k)[v]; V(U, k)[v] = V(U, r)[v]; V(U, r)[v] = t;
+                t = V(N, k)[v]; V(N, k)[v] = V(N, r)[v]; V(N, r)[v] = t;
             }
         const double inv = 1.0/U[k][k];
         for (int i = k + 1; i < D; i++) {
             const double f = U[i][k]*inv;
             for (int j = k + 1; j < D; j++) U[i][j] -= f*U[k][j];
-            for (int j = 0; j < D; j++) N[i][j] -= f*N[k][j];
+            UNROLL for (int v = 0; v < NV; v++) V(N, i)[v] -= f*V(N, k)[v];
         }
     }
     for (int i = D - 1; i >= 0; i--) {
         for (int k = i + 1; k < D; k++) {
             const double f = U[i][k];
-            for (int j = 0; j < D; j++) N[i][j] -= f*N[k][j];
+            UNROLL for (int v = 0; v < NV; v++) V(N, i)[v] -= f*V(N, k)[v];
         }
         const double inv = 1.0/U[i][i];
-        for (int j = 0; j < D; j++) N[i][j] *= inv;
+        UNROLL for (int v = 0; v < NV; v++) V(N, i)[v] *= inv;
     }
 }
 
 /* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the residual's largest
    entry; the pivoted form where the residual exceeds tol or is NaN */
-static double factor(const double G[D][D], const double A[D][D], double tol, double N[D][D], double P[D][D])
+static double factor(const double *restrict Gs, mat A, double tol, double *restrict Ns, double *restrict Ps)
 {
-    double L[D][D], V[D][D], Bm[D][D], Z[D][D];
-    for (int i = 0; i < D; i++)  /* Cholesky Gram = Z^T Z, Z = L^T upper, right-looking along rows of Z */
-        for (int j = 0; j < D; j++) Z[i][j] = j < i ? 0.0 : G[i][j];
-    for (int k = 0; k < D; k++) {
+    mat G, Z, L, W, Bm, U, N;
+    double rinv[D];
+    load(Gs, 0, G);
+    for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
+        vd acc[NV];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(G, k)[v];
+        for (int j = 0; j < k; j++) {
+            const double f = Z[j][k];
+            UNROLL for (int v = 0; v < NV; v++) acc[v] -= f*V(Z, j)[v];
+        }
+        UNROLL for (int v = 0; v < NV; v++) V(Z, k)[v] = acc[v];
         const double s = Z[k][k];
         const double q = s > 0.0 ? sqrt(s) : 0.0, r = s > 0.0 ? 1.0/q : 0.0;  /* a zero row where s <= 0 or NaN */
+        UNROLL for (int v = 0; v < NV; v++) V(Z, k)[v] *= r;
+        for (int j = 0; j < k; j++) Z[k][j] = 0.0;
         Z[k][k] = q;
-        for (int j = k + 1; j < D; j++) Z[k][j] *= r;
-        for (int i = k + 1; i < D; i++) {
-            const double f = Z[k][i];
-            for (int j = i; j < D; j++) Z[i][j] -= f*Z[k][j];
-        }
     }
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) L[i][j] = Z[j][i];
-    for (int i = 0; i < D; i++) {  /* V = A L */
-        double acc[D];
-        for (int j = 0; j < D; j++) acc[j] = 0.0;
-        for (int k = 0; k < D; k++) {
-            const double a = A[i][k];
-            for (int j = 0; j < D; j++) acc[j] += a*L[k][j];
-        }
-        for (int j = 0; j < D; j++) V[i][j] = acc[j];
-    }
-    for (int i = 0; i < D; i++) {  /* K = L^T V = Z V (only i < j: K is skew); Bm = I - K */
-        double acc[D];
-        for (int j = 0; j < D; j++) acc[j] = 0.0;
-        for (int k = i; k < D; k++) {
-            const double a = Z[i][k];
-            for (int j = 0; j < D; j++) acc[j] += a*V[k][j];
-        }
-        for (int j = i + 1; j < D; j++) { Bm[i][j] = KSIGN acc[j]; Bm[j][i] = -Bm[i][j]; }
+    transpose(Z, L);
+    mul(A, L, W);  /* W = A L */
+    mul(Z, W, Bm);  /* K = L^T A L; Bm = I - K, skew part of K only */
+    for (int i = 0; i < D; i++) {
+        for (int j = i + 1; j < D; j++) { Bm[i][j] = KSIGN Bm[i][j]; Bm[j][i] = -Bm[i][j]; }
         Bm[i][i] = 1.0;
     }
-    for (int k = 0; k < D; k++) {  /* LU of Bm without pivoting, in place */
-        const double r = 1.0/Bm[k][k];
-        for (int i = k + 1; i < D; i++) {
-            const double f = Bm[i][k]*r;
+    for (int i = 0; i < D; i++) {  /* LU of Bm without pivoting, by rows: U upper, the multipliers in Bm's lower part */
+        UNROLL for (int v = 0; v < NV; v++) V(U, i)[v] = V(Bm, i)[v];
+        for (int k = 0; k < i; k++) {
+            const double f = U[i][k]*rinv[k];
             Bm[i][k] = f;
-            for (int j = k + 1; j < D; j++) Bm[i][j] -= f*Bm[k][j];
+            UNROLL for (int v = 0; v < NV; v++) V(U, i)[v] -= f*V(U, k)[v];
         }
+        rinv[i] = 1.0/U[i][i];
     }
-    for (int i = 1; i < D; i++)  /* Z = (I - K)^{-1} L^T: the unit lower factor's solve, then the upper one's */
+    for (int i = 0; i < D; i++) {  /* Z = (I - K)^{-1} L^T: the unit lower factor's solve, row by row */
+        vd acc[NV];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, i)[v];
         for (int k = 0; k < i; k++) {
             const double f = Bm[i][k];
-            for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
+            UNROLL for (int v = 0; v < NV; v++) acc[v] -= f*V(Z, k)[v];
         }
-    for (int i = D - 1; i >= 0; i--) {
-        for (int k = i + 1; k < D; k++) {
-            const double f = Bm[i][k];
-            for (int j = 0; j < D; j++) Z[i][j] -= f*Z[k][j];
-        }
-        const double r = 1.0/Bm[i][i];
-        for (int j = 0; j < D; j++) Z[i][j] *= r;
+        UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] = acc[v];
     }
-    mul(V, Z, N);  /* N - I */
-    for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    for (int i = 0; i < D; i++) {  /* M^T = I - A Gram, in Bm */
-        double acc[D];
-        for (int j = 0; j < D; j++) acc[j] = 0.0;
-        for (int k = 0; k < D; k++) {
-            const double a = A[i][k];
-            for (int j = 0; j < D; j++) acc[j] -= a*G[k][j];
+    for (int i = D - 1; i >= 0; i--) {  /* then the upper one's */
+        vd acc[NV];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, i)[v];
+        for (int k = i + 1; k < D; k++) {
+            const double f = U[i][k];
+            UNROLL for (int v = 0; v < NV; v++) acc[v] -= f*V(Z, k)[v];
         }
-        for (int j = 0; j < D; j++) Bm[i][j] = acc[j];
+        UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] = acc[v]*rinv[i];
+    }
+    mul(W, Z, N);  /* N - I */
+    for (int i = 0; i < D; i++) N[i][i] += 1.0;
+    mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
+    for (int i = 0; i < D; i++) {
+        UNROLL for (int v = 0; v < NV; v++) V(Bm, i)[v] = -V(Bm, i)[v];
         Bm[i][i] += 1.0;
     }
     double m = residual(Bm, N);
@@ -196,23 +241,25 @@ static double factor(const double G[D][D], const double A[D][D], double tol, dou
         m = residual(Bm, N);
     }
 #endif
+    store(N, Ns);
     for (int i = 0; i < D; i++) {
-        for (int j = 0; j < D; j++) P[i][j] = 2.0*N[i][j];
-        P[i][i] -= 1.0;
+        UNROLL for (int v = 0; v < NV; v++) V(N, i)[v] *= 2.0;
+        N[i][i] -= 1.0;
     }
+    store(N, Ps);
     return m;
 }
 
-/* forward stage: per sample N, P = 2N - I and R (the residual's largest entry) from Gram; A the whole skew matrix;
+/* forward stage: per sample N, P = 2N - I and R (the residual's largest entry) from Gram; As the whole skew matrix,
    *tol the largest residual entry kept (eps / 16 of the tokens' type); d must equal D */
-void NAME(vp_gram_lu_big_fwd)(int64_t B, int64_t d, const double *restrict Gram, const double *restrict A,
+void NAME(vp_gram_lu_big_fwd)(int64_t B, int64_t d, const double *restrict Gram, const double *restrict As,
                               const double *restrict tol, double *restrict N, double *restrict P,
                               double *restrict R)
 {
     if (d != D) return;
-    for (int64_t b = 0; b < B; b++)
-        R[b] = factor((const double (*)[D])(Gram + b*D*D), (const double (*)[D])A, *tol,
-                      (double (*)[D])(N + b*D*D), (double (*)[D])(P + b*D*D));
+    mat A;
+    load(As, 0, A);
+    for (int64_t b = 0; b < B; b++) R[b] = factor(Gram + b*D*D, A, *tol, N + b*D*D, P + b*D*D);
 }
 
 /* backward stage: per sample P = 2N - I, H = A Mbar^T - Mbar A and gA = Gram Mbar with Mbar = -2 N Pbar^T N */
@@ -221,25 +268,26 @@ void NAME(vp_gram_lu_big_bwd)(int64_t B, int64_t d, const double *restrict Gram,
                               double *restrict H, double *restrict gA)
 {
     if (d != D) return;
-    const double (*A)[D] = (const double (*)[D])As;
+    mat A, N, X, W, Mb;
+    load(As, 0, A);
     for (int64_t b = 0; b < B; b++) {
-        const double (*N)[D] = (const double (*)[D])(Ns + b*D*D), (*Pb)[D] = (const double (*)[D])(Pbar + b*D*D);
-        double PbT[D][D], W[D][D], Mb[D][D];
-        double (*Pout)[D] = (double (*)[D])(P + b*D*D), (*Hout)[D] = (double (*)[D])(H + b*D*D);
+        load(Ns + b*D*D, 0, N);
+        load(Pbar + b*D*D, 1, X);
+        mul(N, X, W);  /* W = N Pbar^T */
+        mul(W, N, Mb);  /* Mbar = -2 W N */
+        for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) V(Mb, i)[v] *= MBAR_SCALE;
+        mul(Mb, A, W);  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
         for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) PbT[i][j] = Pb[j][i];
-        mul(N, (const double (*)[D])PbT, W);  /* W = N Pbar^T */
-        mul((const double (*)[D])W, N, Mb);  /* Mbar = -2 W N */
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j < D; j++) Mb[i][j] *= MBAR_SCALE;
-        mul((const double (*)[D])Mb, A, W);  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j <= i; j++) { const double h = -(W[i][j] + W[j][i]); Hout[i][j] = h; Hout[j][i] = h; }
-        mul((const double (*)[D])(Gram + b*D*D), (const double (*)[D])Mb, (double (*)[D])(gA + b*D*D));
+            for (int j = 0; j <= i; j++) { const double h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
+        store(W, H + b*D*D);
+        load(Gram + b*D*D, 0, X);
+        mul(X, Mb, W);  /* gA = Gram Mbar */
+        store(W, gA + b*D*D);
         for (int i = 0; i < D; i++) {
-            for (int j = 0; j < D; j++) Pout[i][j] = 2.0*N[i][j];
-            Pout[i][i] -= 1.0;
+            UNROLL for (int v = 0; v < NV; v++) V(N, i)[v] *= 2.0;
+            N[i][i] -= 1.0;
         }
+        store(N, P + b*D*D);
     }
 }
 """
