@@ -30,6 +30,7 @@ def _rel(y, ref, x):
 
 
 def _build_or_skip(tmp_path, monkeypatch, d, **fault):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("GEOATTN_CACHE", str(tmp_path / "cache"))
     src = tmp_path / "broken_lu_big.c"
     src.write_text(gram_lu_big_c.generate_gram_lu_big_module(**fault))
@@ -96,7 +97,7 @@ def test_gradcheck_in_float64():
     eps: samples the stage cannot bring there take the pivoted solve, on the same backward)."""
     _native_or_skip(17)
     torch.manual_seed(3)
-    x = torch.randn(2, 19, 17, dtype=F64, requires_grad=True)
+    x = torch.randn(1, 18, 17, dtype=F64, requires_grad=True)
     A = skew64(17, 0.2).requires_grad_()
     assert torch.autograd.gradcheck(lambda a, b: vp_gram_closed(a, b, _native_lu_big), (x, A), eps=1e-6,
                                     atol=1e-5, rtol=1e-4)
@@ -203,16 +204,14 @@ def test_explain_names_the_route_and_its_reasons():
     _native_or_skip(32)
     x, A = torch.randn(2, 64, 32), skew64(32, 0.3).float()
     e = K.explain("vp_attention", x, A)
-    assert e.route.name == "gram-lu-bmm"
-    rejected = dict((f"{r.name}/{r.backend}", w) for r, w in e.rejected)
+    assert e.route.name == "gram-lu-bmm/native"
+    rejected = dict((r.name, w) for r, w in e.rejected)
     assert "5 <= d <= 16" in rejected["gram-lu/native"]
-    why = dict((f"{r.name}/{r.backend}", w) for r, w in K.explain("vp_attention", x.double(), A.double(),
-                                                                  method="gram").rejected)
+    why = dict((r.name, w) for r, w in K.explain("vp_attention", x.double(), A.double(), method="gram").rejected)
     assert "float64" in why["gram-lu-bmm/native"]
-    why = dict((f"{r.name}/{r.backend}", w) for r, w in K.explain("vp_attention", torch.randn(2, 80, 65),
-                                                                  skew64(65).float()).rejected)
+    why = dict((r.name, w) for r, w in K.explain("vp_attention", torch.randn(2, 80, 65), skew64(65).float()).rejected)
     assert "17 <= d <= 64" in why["gram-lu-bmm/native"]
-    assert K.explain("vp_attention", torch.randn(2, 64, 64), skew64(64).float()).route.name == "full"
+    assert K.explain("vp_attention", torch.randn(2, 64, 64), skew64(64).float()).route.name == "full/eager"
 
 
 def test_no_native_kernels_leaves_the_eager_routes(monkeypatch):

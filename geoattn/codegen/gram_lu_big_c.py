@@ -27,7 +27,7 @@ __all__ = ["MIN_DIM", "MAX_DIM", "generate_gram_lu_big_module", "target_name"]
 #: the widths the stage serves: past the printed LU kernels' ``d <= 16``, up to 64
 MIN_DIM, MAX_DIM = 17, 64
 
-HEADER = """/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{{-T}} - x for {lo} <= d <= {hi}, one sample at a time.
+HEADER = """/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{{-T}} - x for {lo} <= d <= {hi}, per sample.
 
    DO NOT EDIT: this file is written by `geoattn codegen` (geoattn/codegen/gram_lu_big_c.py); `geoattn codegen
    --check` fails when it is stale. N = M^{{-T}}, M = I + Gram A, by Cholesky and an unpivoted LU of I - K

@@ -1,4 +1,4 @@
-/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{-T} - x for 17 <= d <= 64, one sample at a time.
+/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{-T} - x for 17 <= d <= 64, per sample.
 
    DO NOT EDIT: this file is written by `geoattn codegen` (geoattn/codegen/gram_lu_big_c.py); `geoattn codegen
    --check` fails when it is stale. N = M^{-T}, M = I + Gram A, by Cholesky and an unpivoted LU of I - K
