@@ -109,7 +109,6 @@ def main(argv=None) -> int:
             print(f"{d:<3} {T:>4} {B:>5} {m['new']:7.1f} {m['old']:7.1f} {m['sdpa']:8.1f} {m['new'] / m['sdpa']:9.2f} "
                   f"{m['old'] / m['sdpa']:9.2f} {m['new'] / m['old']:8.2f}")
             if args.split:
-                A = layer.weight if hasattr(layer, "weight") else None
                 A = torch.randn(d, d, dtype=torch.float64) * 0.1
                 A = (A - A.T).contiguous()
                 parts = split_steps(x, A)
