@@ -6,7 +6,8 @@ One thread, float32, unit-normal ``x`` of shape ``(N // T, T, d)``, a default-in
 :class:`geoattn.nn.VolumePreservingAttention`, forward+backward with a dense random incoming gradient; the three
 (the new route, the route it replaces, forced by putting the new one out of range, and SDPA as one head on
 ``(B, T, d)``) timed alternately in one process, the median of ``R`` rounds. ``--split`` also times the new route's
-parts alone: the token products (``torch.bmm``) and the C ``d x d`` stage, forward and backward.
+kernels alone (the fused C kernels, forward and backward), their ``d x d`` stages alone, and the same token products
+as ``torch.bmm`` calls.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from geoattn.kernels import _native, _native_lu_big  # noqa: E402
+from geoattn.kernels import _native_lu_big  # noqa: E402
 from geoattn.nn import VolumePreservingAttention  # noqa: E402
 
 
@@ -48,36 +49,32 @@ def sdpa_step(x, g):
 
 
 def split_steps(x, A):
-    """The route's parts alone: the forward's and backward's token products and C stages."""
+    """The route's kernels and their parts alone: the fused C kernels (token products in C, per sample), the
+    ``d x d`` stages alone, and the same token products as torch.bmm calls (float64 Gram, the rest float32)."""
     B, T, d = x.shape
-    lib = _native_lu_big._library(d)
-    xd = x.double()
-    G = torch.bmm(xd.transpose(1, 2), xd)
-    f64 = dict(dtype=torch.float64)
-    N, P, R, H, gA = (torch.empty(B, d, d, **f64) for _ in range(5))
-    tol = torch.tensor([torch.finfo(torch.float32).eps / 16], **f64)
-    fwd = getattr(lib, f"geoattn_vp_gram_lu_big_fwd_d{d}")
-    bwd = getattr(lib, f"geoattn_vp_gram_lu_big_bwd_d{d}")
     gy = torch.randn_like(x)
-    Pbar = torch.bmm(x.transpose(1, 2), gy).double()
+    _, G, N, _ = _native_lu_big.gram_forward(x, A)
+    xd = x.double()
+    Pbar = (xd.transpose(1, 2) @ gy.double()).contiguous()
+    P, H, _ = _native_lu_big.stage_backward(G, Pbar, N, A)
 
-    def fwd_tokens():
-        xd2 = x.double()
-        torch.bmm(xd2.transpose(1, 2), xd2)
+    def bmm_fwd():
+        x64 = x.double()
+        torch.bmm(x64.transpose(1, 2), x64)
         torch.bmm(x, P.float())
 
-    def bwd_tokens():
+    def bmm_bwd():
         xt = x.transpose(1, 2)
         torch.bmm(xt, x).double(), torch.bmm(xt, gy).double()
         torch.baddbmm(torch.bmm(gy, P.transpose(1, 2).float()), x, H.float())
 
     return {
-        "fwd tokens": fwd_tokens,
-        "fwd stage": lambda: _native._run(fwd, B, d, [(G, True), (A, False), (tol, False), (N, True), (P, True),
-                                                      (R, True)]),
-        "bwd tokens": bwd_tokens,
-        "bwd stage": lambda: _native._run(bwd, B, d, [(G, True), (Pbar, True), (N, True), (A, False), (P, True),
-                                                      (H, True), (gA, True)]),
+        "C fwd": lambda: _native_lu_big.gram_forward(x, A),
+        "C bwd": lambda: _native_lu_big.gram_backward(x, gy, N, A),
+        "stage fwd": lambda: _native_lu_big.stage_forward(G, A),
+        "stage bwd": lambda: _native_lu_big.stage_backward(G, Pbar, N, A),
+        "bmm fwd": bmm_fwd,
+        "bmm bwd": bmm_bwd,
     }
 
 

@@ -34,7 +34,7 @@ def _build_or_skip(tmp_path, monkeypatch, d, **fault):
     monkeypatch.setenv("GEOATTN_CACHE", str(tmp_path / "cache"))
     src = tmp_path / "broken_lu_big.c"
     src.write_text(gram_lu_big_c.generate_gram_lu_big_module(**fault))
-    lib = _native_lu_big.build(d, str(src))
+    lib = _native_lu_big.build(d, "f32", str(src))
     if isinstance(lib, str):
         pytest.skip(f"cannot build: {lib}")
     return lib

@@ -4,11 +4,13 @@
    --check` fails when it is stale. N = M^{-T}, M = I + Gram A, by Cholesky and an unpivoted LU of I - K
    (K = L^T A L skew), the residual, an LU with partial pivoting for the samples it fails, and the backward's
    products [ledger: vp.gram_form, vp.gram_lu_woodbury, vp.gram_lu_vjp]. Compiled at first use by
-   geoattn.kernels._native_lu_big, one library per d (-DGEOATTN_D=<d>); never with -ffast-math.
+   geoattn.kernels._native_lu_big, one library per d and real type (-DGEOATTN_D=<d> -DGEOATTN_F32 or
+   -DGEOATTN_F64); never with -ffast-math.
 */
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #if !defined(GEOATTN_D) || GEOATTN_D < 17 || GEOATTN_D > 64
 #error "compile with -DGEOATTN_D=<d>, 17 <= d <= 64"
@@ -17,7 +19,15 @@
 #define KSIGN -
 #define RETRY 1
 #define MBAR_SCALE (-2.0)
-#define NAME3(a, b) geoattn_##a##_d##b
+#if defined(GEOATTN_F32)
+typedef float real_t;
+#define NAME3(a, b) geoattn_##a##_d##b##_f32
+#elif defined(GEOATTN_F64)
+typedef double real_t;
+#define NAME3(a, b) geoattn_##a##_d##b##_f64
+#else
+#error "compile with -DGEOATTN_F32 or -DGEOATTN_F64"
+#endif
 #define NAME2(a, b) NAME3(a, b)
 #define NAME(a) NAME2(a, D)
 #if defined(__GNUC__) && !defined(__clang__)
@@ -51,13 +61,14 @@ static void store(mat M, double *restrict S)
         for (int j = 0; j < D; j++) S[i*D + j] = M[i][j];
 }
 
-/* C = X Y, RB rows of C at a time in vector accumulators */
-static void mul(mat X, mat Y, mat C)
+/* C = X Y (+ C when add) for X of n padded rows, Y a matrix; RB rows of C at a time in vector accumulators */
+static void mul_n(int n, const double (*restrict X)[DP], mat Y, double (*C)[DP], int add)
 {
     int i = 0;
-    for (; i + RB <= D; i += RB) {
+    for (; i + RB <= n; i += RB) {
         vd acc[RB][NV];
-        UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = (vd){0};
+        UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = add ? V(C, i + r)[v]
+                                                                                                   : (vd){0};
         for (int k = 0; k < D; k++) {
             vd y[NV];
             UNROLL for (int v = 0; v < NV; v++) y[v] = V(Y, k)[v];
@@ -68,15 +79,71 @@ static void mul(mat X, mat Y, mat C)
         }
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) V(C, i + r)[v] = acc[r][v];
     }
-    for (; i < D; i++) {
+    for (; i < n; i++) {
         vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
+        UNROLL for (int v = 0; v < NV; v++) acc[v] = add ? V(C, i)[v] : (vd){0};
         for (int k = 0; k < D; k++) {
             const double a = X[i][k];
             UNROLL for (int v = 0; v < NV; v++) acc[v] += a*V(Y, k)[v];
         }
         UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = acc[v];
     }
+}
+
+static void mul(mat X, mat Y, mat C)
+{
+    mul_n(D, (const double (*)[DP])X, Y, C, 0);
+}
+
+/* C = X^T Y for X and Y of n padded rows (the Gram matrix and Pbar: sums over the tokens) */
+static void mul_tn(int n, const double (*X)[DP], const double (*Y)[DP], mat C)
+{
+    int i = 0;
+    for (; i + RB <= D; i += RB) {
+        vd acc[RB][NV];
+        UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = (vd){0};
+        for (int t = 0; t < n; t++) {
+            vd y[NV];
+            UNROLL for (int v = 0; v < NV; v++) y[v] = V(Y, t)[v];
+            UNROLL for (int r = 0; r < RB; r++) {
+                const double a = X[t][i + r];
+                UNROLL for (int v = 0; v < NV; v++) acc[r][v] += a*y[v];
+            }
+        }
+        UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) V(C, i + r)[v] = acc[r][v];
+    }
+    for (; i < D; i++) {
+        vd acc[NV];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
+        for (int t = 0; t < n; t++) {
+            const double a = X[t][i];
+            UNROLL for (int v = 0; v < NV; v++) acc[v] += a*V(Y, t)[v];
+        }
+        UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = acc[v];
+    }
+}
+
+/* n padded rows aligned to 64 bytes from malloc (C99 has no aligned allocation); *base is what to free */
+static double (*rows(int64_t n, void **base))[DP]
+{
+    *base = malloc(sizeof(double[DP]) * (size_t)n + 64);
+    if (*base == NULL) return NULL;
+    return (double (*)[DP])(((uintptr_t)*base + 63) & ~(uintptr_t)63);
+}
+
+/* the n x D tokens at S into n padded double rows */
+static void load_tokens(const real_t *restrict S, int n, double (*restrict X)[DP])
+{
+    for (int t = 0; t < n; t++) {
+        for (int j = 0; j < D; j++) X[t][j] = S[t*D + j];
+        for (int j = D; j < DP; j++) X[t][j] = 0.0;
+    }
+}
+
+static void store_tokens(const double (*restrict X)[DP], int n, real_t *restrict S)
+{
+    for (int t = 0; t < n; t++)
+        for (int j = 0; j < D; j++) S[t*D + j] = (real_t)X[t][j];
 }
 
 /* Y = X^T */
@@ -143,11 +210,10 @@ static void pivoted(mat MT, mat N)
 
 /* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the residual's largest
    entry; the pivoted form where the residual exceeds tol or is NaN */
-static double factor(const double *restrict Gs, mat A, double tol, double *restrict Ns, double *restrict Ps)
+static double factor(mat G, mat A, double tol, mat N, mat P)
 {
-    mat G, Z, L, W, Bm, U, N;
+    mat Z, L, W, Bm, U;
     double rinv[D];
-    load(Gs, 0, G);
     for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
         vd acc[NV];
         UNROLL for (int v = 0; v < NV; v++) acc[v] = V(G, k)[v];
@@ -210,52 +276,119 @@ static double factor(const double *restrict Gs, mat A, double tol, double *restr
         m = residual(Bm, N);
     }
 #endif
-    store(N, Ns);
     for (int i = 0; i < D; i++) {
-        UNROLL for (int v = 0; v < NV; v++) V(N, i)[v] *= 2.0;
-        N[i][i] -= 1.0;
+        UNROLL for (int v = 0; v < NV; v++) V(P, i)[v] = 2.0*V(N, i)[v];
+        P[i][i] -= 1.0;
     }
-    store(N, Ps);
     return m;
 }
 
+/* the backward's d x d stage: Mbar = -2 N Pbar^T N from PbT = Pbar^T, H = A Mbar^T - Mbar A, gA = Gram Mbar,
+   P = 2N - I; PbT is overwritten */
+static void vjp(mat G, mat PbT, mat N, mat A, mat P, mat H, mat gA)
+{
+    mat W, Mb;
+    mul(N, PbT, W);  /* W = N Pbar^T */
+    mul(W, N, Mb);  /* Mbar = -2 W N */
+    for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) V(Mb, i)[v] *= MBAR_SCALE;
+    mul(Mb, A, W);  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) H[i][j] = -(W[i][j] + W[j][i]);
+        for (int j = D; j < DP; j++) H[i][j] = 0.0;
+    }
+    mul(G, Mb, gA);
+    for (int i = 0; i < D; i++) {
+        UNROLL for (int v = 0; v < NV; v++) V(P, i)[v] = 2.0*V(N, i)[v];
+        P[i][i] -= 1.0;
+    }
+}
+
 /* forward stage: per sample N, P = 2N - I and R (the residual's largest entry) from Gram; As the whole skew matrix,
-   *tol the largest residual entry kept (eps / 16 of the tokens' type); d must equal D */
-void NAME(vp_gram_lu_big_fwd)(int64_t B, int64_t d, const double *restrict Gram, const double *restrict As,
-                              const double *restrict tol, double *restrict N, double *restrict P,
+   *tol the largest residual entry kept (eps / 16 of the tokens' type) */
+void NAME(vp_gram_lu_big_fwd)(int64_t B, int64_t T, const double *restrict Gram, const double *restrict As,
+                              const double *restrict tol, double *restrict Ns, double *restrict Ps,
                               double *restrict R)
 {
-    if (d != D) return;
-    mat A;
+    (void)T;
+    mat A, G, N, P;
     load(As, 0, A);
-    for (int64_t b = 0; b < B; b++) R[b] = factor(Gram + b*D*D, A, *tol, N + b*D*D, P + b*D*D);
+    for (int64_t b = 0; b < B; b++) {
+        load(Gram + b*D*D, 0, G);
+        R[b] = factor(G, A, *tol, N, P);
+        store(N, Ns + b*D*D);
+        store(P, Ps + b*D*D);
+    }
 }
 
 /* backward stage: per sample P = 2N - I, H = A Mbar^T - Mbar A and gA = Gram Mbar with Mbar = -2 N Pbar^T N */
-void NAME(vp_gram_lu_big_bwd)(int64_t B, int64_t d, const double *restrict Gram, const double *restrict Pbar,
-                              const double *restrict Ns, const double *restrict As, double *restrict P,
-                              double *restrict H, double *restrict gA)
+void NAME(vp_gram_lu_big_bwd)(int64_t B, int64_t T, const double *restrict Gram, const double *restrict Pbar,
+                              const double *restrict Ns, const double *restrict As, double *restrict Ps,
+                              double *restrict Hs, double *restrict gAs)
 {
-    if (d != D) return;
-    mat A, N, X, W, Mb;
+    (void)T;
+    mat A, G, X, N, P, H, gA;
     load(As, 0, A);
     for (int64_t b = 0; b < B; b++) {
-        load(Ns + b*D*D, 0, N);
+        load(Gram + b*D*D, 0, G);
         load(Pbar + b*D*D, 1, X);
-        mul(N, X, W);  /* W = N Pbar^T */
-        mul(W, N, Mb);  /* Mbar = -2 W N */
-        for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) V(Mb, i)[v] *= MBAR_SCALE;
-        mul(Mb, A, W);  /* K = Mbar A; H = A Mbar^T - Mbar A = -(K + K^T) as A^T = -A */
-        for (int i = 0; i < D; i++)
-            for (int j = 0; j <= i; j++) { const double h = -(W[i][j] + W[j][i]); W[i][j] = h; W[j][i] = h; }
-        store(W, H + b*D*D);
-        load(Gram + b*D*D, 0, X);
-        mul(X, Mb, W);  /* gA = Gram Mbar */
-        store(W, gA + b*D*D);
-        for (int i = 0; i < D; i++) {
-            UNROLL for (int v = 0; v < NV; v++) V(N, i)[v] *= 2.0;
-            N[i][i] -= 1.0;
-        }
-        store(N, P + b*D*D);
+        load(Ns + b*D*D, 0, N);
+        vjp(G, X, N, A, P, H, gA);
+        store(P, Ps + b*D*D);
+        store(H, Hs + b*D*D);
+        store(gA, gAs + b*D*D);
     }
+}
+
+/* the whole forward per sample, token products included: Gram = x^T x, N, R, y = x (2N - I) (products in double);
+   returns 0, or 1 when the token buffers could not be allocated (nothing written then) */
+int NAME(vp_gram_lu_big_tok_fwd)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict As,
+                                 const double *restrict tol, real_t *restrict y, double *restrict Gram,
+                                 double *restrict Ns, double *restrict R)
+{
+    void *base;
+    double (*X)[DP] = rows(2*T, &base);
+    if (X == NULL) return 1;
+    double (*Y)[DP] = X + T;
+    mat A, G, N, P;
+    load(As, 0, A);
+    for (int64_t b = 0; b < B; b++) {
+        load_tokens(x + b*T*D, (int)T, X);
+        mul_tn((int)T, (const double (*)[DP])X, (const double (*)[DP])X, G);
+        store(G, Gram + b*D*D);
+        R[b] = factor(G, A, *tol, N, P);
+        store(N, Ns + b*D*D);
+        mul_n((int)T, (const double (*)[DP])X, P, Y, 0);
+        store_tokens((const double (*)[DP])Y, (int)T, y + b*T*D);
+    }
+    free(base);
+    return 0;
+}
+
+/* the whole backward per sample: Gram and Pbar^T = Gy^T x, the d x d stage, gx = Gy P^T + x H (products in double),
+   gA = Gram Mbar; returns 0, or 1 when the token buffers could not be allocated */
+int NAME(vp_gram_lu_big_tok_bwd)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
+                                 const double *restrict Ns, const double *restrict As, real_t *restrict gx,
+                                 double *restrict gAs)
+{
+    void *base;
+    double (*X)[DP] = rows(3*T, &base);
+    if (X == NULL) return 1;
+    double (*Gd)[DP] = X + T, (*Out)[DP] = X + 2*T;
+    mat A, G, PbT, N, P, H, gA, PT;
+    load(As, 0, A);
+    for (int64_t b = 0; b < B; b++) {
+        load_tokens(x + b*T*D, (int)T, X);
+        load_tokens(Gy + b*T*D, (int)T, Gd);
+        mul_tn((int)T, (const double (*)[DP])X, (const double (*)[DP])X, G);
+        mul_tn((int)T, (const double (*)[DP])Gd, (const double (*)[DP])X, PbT);
+        load(Ns + b*D*D, 0, N);
+        vjp(G, PbT, N, A, P, H, gA);
+        store(gA, gAs + b*D*D);
+        transpose(P, PT);
+        mul_n((int)T, (const double (*)[DP])Gd, PT, Out, 0);
+        mul_n((int)T, (const double (*)[DP])X, H, Out, 1);
+        store_tokens((const double (*)[DP])Out, (int)T, gx + b*T*D);
+    }
+    free(base);
+    return 0;
 }

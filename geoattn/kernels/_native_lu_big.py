@@ -24,70 +24,93 @@ import torch
 
 from . import _native
 
-__all__ = ["lu_big_status", "gram_forward", "gram_backward", "SOURCE", "MIN_DIM", "MAX_DIM"]
+__all__ = ["lu_big_status", "gram_forward", "gram_backward", "stage_forward", "stage_backward", "SOURCE", "MIN_DIM",
+           "MAX_DIM"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram_lu_big.c")
 #: the widths the stage covers (geoattn.codegen.gram_lu_big_c.MIN_DIM, MAX_DIM)
 MIN_DIM, MAX_DIM = 17, 64
 _lock = threading.Lock()
-_libraries: dict = {}  # d -> CDLL, or the reason it could not be built
+_libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
 
 
-def build(d: int, source: str = SOURCE) -> ctypes.CDLL | str:
-    """Compile (or find in the cache) and load the library of width ``d`` from the C file ``source``; a string says
-    why not. The tests build broken kernels with it."""
-    return _bind(_native.build(d, "f64", source), d, source)
-
-
-def _bind(lib, d: int, source: str) -> ctypes.CDLL | str:
+def build(d: int, real: str = "f32", source: str = SOURCE) -> ctypes.CDLL | str:
+    """Compile (or find in the cache) and load the library of width ``d`` and real type ``real`` (``"f32"``,
+    ``"f64"``) from the C file ``source``; a string says why not. The tests build broken kernels with it."""
+    lib = _native.build(d, real, source)
     if isinstance(lib, str):
         return lib
-    for name in ("vp_gram_lu_big_fwd", "vp_gram_lu_big_bwd"):
-        fn = getattr(lib, f"geoattn_{name}_d{d}", None)
+    for name, restype in (("vp_gram_lu_big_fwd", None), ("vp_gram_lu_big_bwd", None),
+                          ("vp_gram_lu_big_tok_fwd", ctypes.c_int), ("vp_gram_lu_big_tok_bwd", ctypes.c_int)):
+        fn = getattr(lib, f"geoattn_{name}_d{d}_{real}", None)
         if fn is None:
-            return f"{source} has no geoattn_{name}_d{d}"
-        fn.restype = None
+            return f"{source} has no geoattn_{name}_d{d}_{real}"
+        fn.restype = restype
     return lib
 
 
-def _library(d: int) -> ctypes.CDLL | str:
+def _library(d: int, dtype: torch.dtype = torch.float32) -> ctypes.CDLL | str:
     if not MIN_DIM <= d <= MAX_DIM:
         return f"d={d}: the native LU stage covers {MIN_DIM} <= d <= {MAX_DIM}"
+    if dtype not in _native._REALS:
+        return f"{dtype}: the native kernels take float32 or float64 tokens"
+    key = (d, _native._REALS[dtype][0])
     with _lock:
-        if d not in _libraries:
-            _libraries[d] = build(d)
-        return _libraries[d]
+        if key not in _libraries:
+            _libraries[key] = build(*key)
+        return _libraries[key]
 
 
-def lu_big_status(d: int) -> tuple[bool, str]:
-    """Whether the native ``d x d`` stage of width ``d`` can run here, and why not.
+def lu_big_status(d: int, dtype: torch.dtype = torch.float32) -> tuple[bool, str]:
+    """Whether the native kernels of width ``d`` can run here for ``dtype`` tokens, and why not.
 
     Parameters
     ----------
     d : int
         the feature size (17 to 64).
+    dtype : torch.dtype
+        ``torch.float32`` (the layer's float32 and half inputs) or ``torch.float64`` (direct calls).
 
     Returns
     -------
     (bool, str)
-        whether the stage is available, and the reason when it is not (no C compiler, ``GEOATTN_NATIVE=0``, the
-        compiler's error, a ``d`` it does not cover).
+        whether the kernels are available, and the reason when they are not (no C compiler, ``GEOATTN_NATIVE=0``,
+        the compiler's error, a ``d`` or dtype they do not cover).
 
     Examples
     --------
     >>> lu_big_status(16)
     (False, 'd=16: the native LU stage covers 17 <= d <= 64')
     """
-    lib = _library(d)
+    lib = _library(d, dtype)
     return (True, "native kernels built") if not isinstance(lib, str) else (False, lib)
 
 
-def _lib(d: int, library):
-    lib = library if library is not None else _library(d)
+def _lib(d: int, dtype: torch.dtype, library):
+    lib = library if library is not None else _library(d, dtype)
     if isinstance(lib, str):
-        raise RuntimeError(f"Expected the native LU stage to be available. Got: {lib}.")
+        raise RuntimeError(f"Expected the native LU kernels to be available. Got: {lib}.")
     return lib
+
+
+def _fn(lib, name: str, d: int, dtype: torch.dtype):
+    return getattr(lib, f"geoattn_{name}_d{d}_{_native._REALS[dtype][0]}")
+
+
+def _run_checked(fn, B: int, T: int, args: list) -> None:
+    """:func:`geoattn.kernels._native._run` of a fused kernel, which returns 1 when it could not allocate its
+    token buffers."""
+    failed = []
+
+    def call(*a):
+        if fn(*a):
+            failed.append(True)
+
+    _native._run(call, B, T, args)
+    if failed:
+        raise MemoryError(f"Expected the native kernel to allocate its token buffers ({T} tokens). Got a failed "
+                          f"allocation.")
 
 
 def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None = None):
@@ -97,15 +120,13 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
     :math:`|(I + GA)^TN - I|` (NaN when one is). ``library`` is for the tests' broken kernels."""
     _native._check(x, A)
     B, T, d = x.shape
-    lib = _lib(d, library)
-    xd = x.double()
-    G = torch.bmm(xd.transpose(1, 2), xd)
+    lib = _lib(d, x.dtype, library)
     f64 = dict(dtype=torch.float64, device=x.device)
-    N, P, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
+    y = torch.empty_like(x)
+    G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
     tol = torch.tensor([torch.finfo(x.dtype).eps / 16], **f64)
-    _native._run(getattr(lib, f"geoattn_vp_gram_lu_big_fwd_d{d}"), B, d,
-                 [(G, True), (A, False), (tol, False), (N, True), (P, True), (R, True)])
-    y = torch.bmm(x, P.to(x.dtype))
+    _run_checked(_fn(lib, "vp_gram_lu_big_tok_fwd", d, x.dtype), B, T,
+                 [(x, True), (A, False), (tol, False), (y, True), (G, True), (N, True), (R, True)])
     return y, G, N, R
 
 
@@ -116,12 +137,34 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     ``gy``, from the forward's ``N`` (:func:`gram_forward`)."""
     _native._check_backward(x, A, gy, N)
     B, T, d = x.shape
-    lib = _lib(d, library)
-    xt = x.transpose(1, 2)
-    G, Pbar = torch.bmm(xt, x).double(), torch.bmm(xt, gy).double()
-    f64 = dict(dtype=torch.float64, device=x.device)
-    P, H, gA = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64)
-    _native._run(getattr(lib, f"geoattn_vp_gram_lu_big_bwd_d{d}"), B, d,
-                 [(G, True), (Pbar, True), (N, True), (A, False), (P, True), (H, True), (gA, True)])
-    gx = torch.baddbmm(torch.bmm(gy, P.transpose(1, 2).to(x.dtype)), x, H.to(x.dtype))
+    lib = _lib(d, x.dtype, library)
+    gx = torch.empty_like(x)
+    gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+    _run_checked(_fn(lib, "vp_gram_lu_big_tok_bwd", d, x.dtype), B, T,
+                 [(x, True), (gy, True), (N, True), (A, False), (gx, True), (gA, True)])
     return gx, gA
+
+
+def stage_forward(G: torch.Tensor, A: torch.Tensor, dtype: torch.dtype = torch.float32,
+                  library: ctypes.CDLL | None = None):
+    """``(N, P, rmax)`` of the ``d x d`` stage alone from float64 Gram matrices ``G`` ``(B, d, d)`` (residuals held
+    to ``dtype``'s eps / 16): the benchmark's split of the kernels' time."""
+    B, d = G.shape[0], G.shape[-1]
+    lib = _lib(d, dtype, library)
+    f64 = dict(dtype=torch.float64, device=G.device)
+    N, P, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
+    tol = torch.tensor([torch.finfo(dtype).eps / 16], **f64)
+    _native._run(_fn(lib, "vp_gram_lu_big_fwd", d, dtype), B, 0,
+                 [(G, True), (A, False), (tol, False), (N, True), (P, True), (R, True)])
+    return N, P, R
+
+
+def stage_backward(G: torch.Tensor, Pbar: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
+                   dtype: torch.dtype = torch.float32, library: ctypes.CDLL | None = None):
+    """``(P, H, gA)`` of the backward's ``d x d`` stage alone from float64 ``G``, ``Pbar = x^T Gy`` and ``N``."""
+    B, d = G.shape[0], G.shape[-1]
+    lib = _lib(d, dtype, library)
+    P, H, gA = (torch.empty(B, d, d, dtype=torch.float64, device=G.device) for _ in range(3))
+    _native._run(_fn(lib, "vp_gram_lu_big_bwd", d, dtype), B, 0,
+                 [(G, True), (Pbar, True), (N, True), (A, False), (P, True), (H, True), (gA, True)])
+    return P, H, gA
