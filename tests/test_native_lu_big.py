@@ -74,7 +74,27 @@ def test_layer_matches_the_float64_full_form(d, T, scale):
     assert (Aa.grad.double() - a64.grad).abs().max() <= B * tol * (1 + a64.grad.abs().max())
 
 
-@pytest.mark.parametrize("d", [17, 32])
+@pytest.mark.parametrize("d,T", [(40, 41), (64, 80)])
+def test_wide_layers_with_batched_token_products_match_the_float64_full_form(d, T):
+    """Past FUSED_MAX_DIM the token products are torch.bmm calls around the C stage: the same checks."""
+    _native_or_skip(d)
+    assert d > _native_lu_big.FUSED_MAX_DIM
+    torch.manual_seed(d)
+    B = 3
+    x, A, gy = torch.randn(B, T, d), skew64(d, 0.3).float(), torch.randn(B, T, d)
+    assert ROUTE in str(K.explain("vp_attention", x, A))
+    xa, Aa = x.clone().requires_grad_(), A.clone().requires_grad_()
+    K.vp_attention(xa, Aa).backward(gy)
+    x64, a64 = x.double().requires_grad_(), A.double().requires_grad_()
+    ref = full64(x64, a64)
+    ref.backward(gy.double())
+    assert _rel(K.vp_attention(x, A), ref.detach(), x) <= 8 * T * EPS32
+    tol = 64 * T * EPS32
+    assert (xa.grad.double() - x64.grad).abs().max() <= tol * (1 + x64.grad.abs().max())
+    assert (Aa.grad.double() - a64.grad).abs().max() <= B * tol * (1 + a64.grad.abs().max())
+
+
+@pytest.mark.parametrize("d", [17, 32, 48])
 def test_stage_outputs_and_residual(d):
     """N is (I + GA)^{-T} within the residual the stage reports, and that residual is the true one."""
     _native_or_skip(d)
