@@ -92,15 +92,16 @@ static void store(mat M, double *restrict S)
         for (int j = 0; j < D; j++) S[i*D + j] = M[i][j];
 }
 
-/* C = X Y (+ C when add) for X of n padded rows, Y a matrix; RB rows of C at a time in vector accumulators */
-static void mul_n(int n, const double (*restrict X)[DP], mat Y, double (*C)[DP], int add)
+/* C = X Y (+ C when add) for X of n padded rows, Y a matrix; RB rows of C at a time in vector accumulators; upper
+   says X is upper triangular (the sums of a block of rows start at its first row) */
+static void mul_n(int n, const double (*restrict X)[DP], mat Y, double (*C)[DP], int add, int upper)
 {
     int i = 0;
     for (; i + RB <= n; i += RB) {
         vd acc[RB][NV];
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = add ? V(C, i + r)[v]
                                                                                                    : (vd){0};
-        for (int k = 0; k < D; k++) {
+        for (int k = upper ? i : 0; k < D; k++) {
             vd y[NV];
             UNROLL for (int v = 0; v < NV; v++) y[v] = V(Y, k)[v];
             UNROLL for (int r = 0; r < RB; r++) {
@@ -113,7 +114,7 @@ static void mul_n(int n, const double (*restrict X)[DP], mat Y, double (*C)[DP],
     for (; i < n; i++) {
         vd acc[NV];
         UNROLL for (int v = 0; v < NV; v++) acc[v] = add ? V(C, i)[v] : (vd){0};
-        for (int k = 0; k < D; k++) {
+        for (int k = upper ? i : 0; k < D; k++) {
             const double a = X[i][k];
             UNROLL for (int v = 0; v < NV; v++) acc[v] += a*V(Y, k)[v];
         }
@@ -123,7 +124,7 @@ static void mul_n(int n, const double (*restrict X)[DP], mat Y, double (*C)[DP],
 
 static void mul(mat X, mat Y, mat C)
 {
-    mul_n(D, (const double (*)[DP])X, Y, C, 0);
+    mul_n(D, (const double (*)[DP])X, Y, C, 0, 0);
 }
 
 /* C = X^T Y for X and Y of n padded rows (the Gram matrix and Pbar: sums over the tokens) */
@@ -261,7 +262,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     }
     transpose(Z, L);
     mul(A, L, W);  /* W = A L */
-    mul(Z, W, Bm);  /* K = L^T A L; Bm = I - K, skew part of K only */
+    mul_n(D, (const double (*)[DP])Z, W, Bm, 0, 1);  /* K = L^T A L (Z = L^T upper); Bm = I - K from K's upper part */
     for (int i = 0; i < D; i++) {
         for (int j = i + 1; j < D; j++) { Bm[i][j] = KSIGN Bm[i][j]; Bm[j][i] = -Bm[i][j]; }
         Bm[i][i] = 1.0;
@@ -388,7 +389,7 @@ int NAME(vp_gram_lu_big_tok_fwd)(int64_t B, int64_t T, const real_t *restrict x,
         store(G, Gram + b*D*D);
         R[b] = factor(G, A, *tol, N, P);
         store(N, Ns + b*D*D);
-        mul_n((int)T, (const double (*)[DP])X, P, Y, 0);
+        mul_n((int)T, (const double (*)[DP])X, P, Y, 0, 0);
         store_tokens((const double (*)[DP])Y, (int)T, y + b*T*D);
     }
     free(base);
@@ -416,8 +417,8 @@ int NAME(vp_gram_lu_big_tok_bwd)(int64_t B, int64_t T, const real_t *restrict x,
         vjp(G, PbT, N, A, P, H, gA);
         store(gA, gAs + b*D*D);
         transpose(P, PT);
-        mul_n((int)T, (const double (*)[DP])Gd, PT, Out, 0);
-        mul_n((int)T, (const double (*)[DP])X, H, Out, 1);
+        mul_n((int)T, (const double (*)[DP])Gd, PT, Out, 0, 0);
+        mul_n((int)T, (const double (*)[DP])X, H, Out, 1, 0);
         store_tokens((const double (*)[DP])Out, (int)T, gx + b*T*D);
     }
     free(base);
