@@ -11,6 +11,19 @@ to the Gram matrix it is given; the rest in the tokens' type). Libraries are bui
 :func:`gram_backward` take and return the same arrays as those of :mod:`geoattn.kernels._native_lu`, so the layer
 runs them through the same autograd function, residual check and per-sample fallbacks
 (:func:`geoattn.kernels._gram.vp_gram_closed`).
+
+Note [native LU stage past d = 16]
+----------------------------------
+Measured with ``benchmarks/lu_big_ab.py`` (one thread, float32, 65,536 unit-normal tokens, a default-initialised
+layer, forward+backward with a dense incoming gradient, this route, ``gram-solve/eager`` and SDPA as one head timed
+alternately in one process, on a machine shared with other work: load average about 7 on 2 cores, so absolute
+times run 2 to 4 times those of a quiet machine and vary by up to 2x between runs). Against SDPA, new (old route):
+d = 32, T = 64: 1.10x (3.60x); T = 256: 0.29x (1.56x); d = 64, T = 256: 0.68x (2.11x). Split at d = 32, T = 64
+(B = 1024): the fused forward 31 ms of which the ``d x d`` stage 24 ms, the fused backward 28 ms of which the stage
+17 ms; at T = 256 the token products are most of the time. The forward stage is about 5.5 d^3 multiply-adds per
+sample (Cholesky, ``AL``, half of ``L^TAL``, the unpivoted LU and its two solves, ``VZ``) plus the residual's
+2 d^3 (``I - AG`` and ``(I - AG)N``); a first version with scalar loops the compiler vectorised took about twice
+as long as the padded rows of eight-double vectors with blocks of rows in registers.
 """
 
 from __future__ import annotations
