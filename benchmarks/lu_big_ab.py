@@ -1,4 +1,4 @@
-r"""The Cayley layer at 17 <= d <= 64: the route ``gram-lu-bmm/native`` against ``gram-solve/eager`` and SDPA.
+r"""The Cayley layer at 17 <= d <= 64: the route ``gram-lu-wide/native`` against ``gram-solve/eager`` and SDPA.
 
     python benchmarks/lu_big_ab.py [--tokens N] [--lengths T ...] [--dims D ...] [--reps R] [--split]
 

@@ -24,9 +24,9 @@ in :mod:`geoattn.kernels._lowrank`):
    ``vp.gram_lu_vjp`` from the forward's ``N``;
 5. ``gram-lu/eager``: the Gram form with the structure-of-arrays LU and its explicit backward
    (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
-5b. ``gram-lu-bmm/native``: the Gram form for ``17 <= d <= 64`` with the token products as ``torch.bmm`` and the
-   per-sample ``d x d`` stage in C (:mod:`geoattn.kernels._native_lu_big`: ``N`` by Cholesky and an LU of ``I - K``
-   without pivoting, ``vp.gram_lu_woodbury``, partial pivoting for the samples whose residual fails; the backward
+5b. ``gram-lu-wide/native``: the Gram form for ``17 <= d <= 64`` with the per-sample ``d x d`` stage in C, the
+   token products in the same C call up to ``d = 32`` and ``torch.bmm`` above (:mod:`geoattn.kernels._native_lu_big`:
+   ``N`` by Cholesky and an LU of ``I - K`` without pivoting, ``vp.gram_lu_woodbury``, partial pivoting for the samples whose residual fails; the backward
    ``vp.gram_lu_vjp``), one weighting, float32 or half inputs, CPU, ``T > d``;
 6. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
@@ -313,7 +313,7 @@ VP_ATTENTION = register_operation(Operation(
         Route("gram-lu", EAGER.name, _gram_lu, _checked(lambda c: vp_gram_lu(c.x, c.A)),
               per_sample="residual check failed: a LAPACK d x d solve; " + _GRAM_PER_SAMPLE,
               claims=("vp.gram_form", "vp.push_through_invertible")),
-        Route("gram-lu-bmm", NATIVE.name, _gram_lu_big_native,
+        Route("gram-lu-wide", NATIVE.name, _gram_lu_big_native,
               _checked(lambda c: vp_gram_closed(c.x, c.A, _native_lu_big)),
               per_sample="residual check failed (a zero or non-finite pivot included): a pivoted d x d solve; "
               + _GRAM_PER_SAMPLE,
