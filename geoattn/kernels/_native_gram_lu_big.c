@@ -304,8 +304,8 @@ static void vjp(mat G, mat PbT, mat N, mat A, mat P, mat H, mat gA)
     }
 }
 
-/* forward stage: per sample N, P = 2N - I and R (the residual's largest entry) from Gram; As the whole skew matrix,
-   *tol the largest residual entry kept (eps / 16 of the tokens' type) */
+/* forward stage: per sample N, P = 2N - I and R (the residual's largest entry) from Gram; As the whole
+   skew matrix, *tol the largest residual entry kept (eps / 16 of the tokens' type) */
 void NAME(vp_gram_lu_big_fwd)(int64_t B, int64_t T, const double *restrict Gram, const double *restrict As,
                               const double *restrict tol, double *restrict Ns, double *restrict Ps,
                               double *restrict R)

@@ -26,7 +26,8 @@ in :mod:`geoattn.kernels._lowrank`):
    (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
 5b. ``gram-lu-wide/native``: the Gram form for ``17 <= d <= 64`` with the per-sample ``d x d`` stage in C, the
    token products in the same C call up to ``d = 32`` and ``torch.bmm`` above (:mod:`geoattn.kernels._native_lu_big`:
-   ``N`` by Cholesky and an LU of ``I - K`` without pivoting, ``vp.gram_lu_woodbury``, partial pivoting for the samples whose residual fails; the backward
+   ``N`` by Cholesky and an LU of ``I - K`` without pivoting, ``vp.gram_lu_woodbury``, partial pivoting for the
+   samples whose residual fails; the backward
    ``vp.gram_lu_vjp``), one weighting, float32 or half inputs, CPU, ``T > d``;
 6. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
