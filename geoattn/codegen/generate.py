@@ -12,6 +12,7 @@ from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, n
 from ..symbolic.native_table import TRITON_KERNELS, triton_hash
 from .gram_exp_c import generate_gram_exp_module, target_name as gram_exp_target_name
 from .gram_lu_c import generate_gram_lu_module, target_name as gram_lu_target_name
+from .gram_lu_big_c import generate_gram_lu_big_module, target_name as gram_lu_big_target_name
 from .cayley_solve_c import generate_cayley_solve_module, target_name as cayley_solve_target_name
 from .gram_exp_triton import TARGET as EXP_TRITON_TARGET, generate_triton_exp_module
 from .gram_lu_triton import TARGET as LU_TRITON_TARGET, generate_triton_lu_module
@@ -289,6 +290,7 @@ def _outputs(path, native_path, triton_dir, ledger_path):
         native = native_path or native_target_path()
         out.append((native, generate_native_module))
         out.append((os.path.join(os.path.dirname(native), gram_lu_target_name()), generate_gram_lu_module))
+        out.append((os.path.join(os.path.dirname(native), gram_lu_big_target_name()), generate_gram_lu_big_module))
         out.append((os.path.join(os.path.dirname(native), cayley_solve_target_name()), generate_cayley_solve_module))
         out.append((os.path.join(os.path.dirname(native), gram_exp_target_name()), generate_gram_exp_module))
     if triton_dir is not False:

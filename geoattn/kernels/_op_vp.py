@@ -28,6 +28,11 @@ in :mod:`geoattn.kernels._lowrank`):
    ``vp.gram_lu_vjp`` from the forward's ``N``;
 5. ``gram-lu/eager``: the Gram form with the structure-of-arrays LU and its explicit backward
    (:mod:`geoattn.kernels._gram_lu`) for ``4 < d <= 16`` and ``T >= 32``;
+5b. ``gram-lu-wide/native``: the Gram form for ``17 <= d <= 64`` with the per-sample ``d x d`` stage in C, the
+   token products in the same C call up to ``d = 32`` and ``torch.bmm`` above (:mod:`geoattn.kernels._native_lu_big`:
+   ``N`` by Cholesky and an LU of ``I - K`` without pivoting, ``vp.gram_lu_woodbury``, partial pivoting for the
+   samples whose residual fails; the backward
+   ``vp.gram_lu_vjp``), one weighting, float32 or half inputs, CPU, ``T > d``;
 6. ``gram-solve/eager``: the Gram form with a pivoted float64 solve (``vp.gram_form``), the Cayley layer's float32
    and half inputs otherwise (not on MPS, which has no float64);
 7. ``gram-exp/native``: the exponential's Gram form as C kernels for ``3 <= d <= 16``
@@ -68,7 +73,7 @@ from ._gram_exp_closed import CLOSED_EXP_DIMS, gram_exp_closed_reason, vp_gram_e
 from ._gram_lu import lu_reason, vp_gram_lu
 from ._lowrank import ACTIVATIONS, METHODS, vp_full, vp_lowrank
 from ._native import native_status
-from . import _native_exp, _native_lu
+from . import _native_exp, _native_lu, _native_lu_big
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
 __all__ = ["vp_attention", "VP_ATTENTION"]
@@ -146,6 +151,28 @@ def _gram_lu_native(c: Call) -> str | None:
     if _dual(c.x) or _dual(c.A):
         return "a forward-mode tangent: the native kernels have no jvp"
     ok, reason = _native_lu.lu_native_status(c.d, native_dtype(c.x))
+    return None if ok else reason
+
+
+def _gram_lu_big_native(c: Call) -> str | None:
+    why = _gram(c)
+    if why is not None:
+        return why
+    if c.dtype == torch.float64:
+        return "float64 input: its residual check is held to the input's eps, which a float64 LU cannot meet"
+    if c.device.type != "cpu":
+        return f"device {c.device.type}: the native stage runs on the CPU"
+    if not _native_lu_big.MIN_DIM <= c.d <= _native_lu_big.MAX_DIM:
+        return f"d={c.d}: the native LU stage covers {_native_lu_big.MIN_DIM} <= d <= {_native_lu_big.MAX_DIM}"
+    if c.A.dim() != 2:
+        return "a batched weighting A: the native stage takes one A for the whole batch"
+    if c.x.numel() == 0:
+        return "an empty input"
+    if c.traced:
+        return "traced (torch.func, torch.compile or meta): the residual check branches on the data"
+    if _dual(c.x) or _dual(c.A):
+        return "a forward-mode tangent: the native stage has no jvp"
+    ok, reason = _native_lu_big.lu_big_status(c.d)
     return None if ok else reason
 
 
@@ -320,6 +347,11 @@ VP_ATTENTION = register_operation(Operation(
         Route("gram-lu", EAGER.name, _gram_lu, _checked(lambda c: vp_gram_lu(c.x, c.A)),
               per_sample="residual check failed: a LAPACK d x d solve; " + _GRAM_PER_SAMPLE,
               claims=("vp.gram_form", "vp.push_through_invertible")),
+        Route("gram-lu-wide", NATIVE.name, _gram_lu_big_native,
+              _checked(lambda c: vp_gram_closed(c.x, c.A, _native_lu_big)),
+              per_sample="residual check failed (a zero or non-finite pivot included): a pivoted d x d solve; "
+              + _GRAM_PER_SAMPLE,
+              claims=("vp.gram_form", "vp.push_through_invertible", "vp.gram_lu_woodbury", "vp.gram_lu_vjp")),
         Route("gram-solve", EAGER.name, _gram, _checked(lambda c: vp_gram_solve(c.x, c.A)),
               per_sample=_GRAM_PER_SAMPLE, claims=("vp.gram_form", "vp.push_through")),
         Route("gram-exp", NATIVE.name, _gram_exp_native, _checked(lambda c: _native_exp.vp_gram_exp_native(c.x, c.A)),

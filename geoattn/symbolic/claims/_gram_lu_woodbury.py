@@ -1,7 +1,8 @@
 r"""The claim ``vp.gram_lu_woodbury``: the pivot-free form of ``N = (I + GA)^{-T}`` in the native LU kernels.
 
 The native LU kernels (:mod:`geoattn.kernels._native_lu`, the ``d x d`` stage of
-:mod:`geoattn.codegen.gram_lu_stage`) factor :math:`G = x^Tx = FF^T` (Cholesky, ``F`` lower triangular, a column
+:mod:`geoattn.codegen.gram_lu_stage`, for ``5 <= d <= 16``) and the native ``d x d`` stage for ``17 <= d <= 64``
+(:mod:`geoattn.kernels._native_lu_big`, :mod:`geoattn.codegen.gram_lu_big_c`) factor :math:`G = x^Tx = FF^T` (Cholesky, ``F`` lower triangular, a column
 set to zero where its pivot is not positive) and compute
 
 .. math:: N = I + VZ, \qquad V = AF, \qquad (I - K)Z = F^T, \qquad K = F^TAF,
@@ -11,7 +12,10 @@ which is :math:`(I + FF^TA)^{-T}` for every square ``F`` and skew ``A`` (the pus
 ``K`` is skew, so :math:`I - K` is invertible for every real ``F`` and its symmetric part is ``I``: Gaussian
 elimination without pivoting meets pivots of real part at least 1. The claim's residual is
 :math:`(I + FF^TA)^T N - I` with ``F`` a general square matrix (so every rank of ``G`` is covered) and ``A``
-skew; the negative control flips the sign of ``K`` (the kernels' fault flag prints the same mistake).
+skew; the negative control flips the sign of ``K`` (both generators' fault flag prints the same mistake).
+Certified at ``d = 5, 8, 12``: the identity is one rational identity of symbolic size, and the exact evaluation at
+``d = 12`` (two points) adds about a second; larger sizes grow as ``d^3`` big-rational operations with numerators
+of degree ``3d + 3`` and add nothing the smaller ones do not test.
 """
 
 from __future__ import annotations
@@ -64,19 +68,20 @@ def make_woodbury_claim(k_sign: int = -1, claim_id: str = "vp.gram_lu_woodbury",
         statement="For skew A and any square F (G = F F^T, e.g. a Cholesky factor of x^T x with zero columns where "
         "x is rank-deficient): with K = F^T A F (skew), V = A F and Z = (I - K)^{-1} F^T, N = I + V Z is "
         "(I + G A)^{-T}: the forward of the native LU kernels for 5 <= d <= 16, whose I - K has symmetric part I "
-        "and is factored without pivoting.",
+        "and is factored without pivoting, and of the native d x d stage for 17 <= d <= 64.",
         latex=r"(I + FF^TA)^{-T} = I + AF(I - F^TAF)^{-1}F^T \quad (A^T = -A)",
-        source="kernels of geoattn.kernels._native_lu (geoattn.codegen.gram_lu_stage, gram_lu_factor_fast)",
+        source="kernels of geoattn.kernels._native_lu (geoattn.codegen.gram_lu_stage, gram_lu_factor_fast) and "
+        "geoattn.kernels._native_lu_big (geoattn.codegen.gram_lu_big_c, factor)",
         expected=expected,
         checker=Policy(
             identity=woodbury_identity(k_sign),
             search=at_sizes({"d": 5}),
             points=1,
-            certify=at_sizes({"d": 5}, {"d": 8}),
+            certify=at_sizes({"d": 5}, {"d": 8}, {"d": 12}),
             certify_points=2,
             degree_bound=woodbury_degree_bound,
             certify_method="exact evaluation of (I + F F^T A)^T N - I over the rationals at random integer F "
-            "(general) and A (skew), d = 5 and d = 8",
+            "(general) and A (skew), d = 5, 8 and 12",
         ),
         notes="det(I - K) >= 1 for real F since K is skew, so every point is valid. The kernels keep the residual "
         "check of the pivoted form on the N this gives, and recompute with partial pivoting any sample whose "
