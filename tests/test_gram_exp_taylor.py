@@ -80,11 +80,13 @@ def test_exponential_and_adjoint_against_matrix_exp():
     ref = torch.linalg.matrix_exp(Mr)
     gE = torch.randn_like(M)
     (gref,) = torch.autograd.grad(ref, Mr, gE)
-    tol = 64 * d * eps(F64)
+    # each squaring can double the relative error: per sample 2^s times the rounding of one product chain
+    tol = 64 * d * eps(F64) * 2.0 ** t.shift.to(F64)[:, None, None]
     scale = ref.detach().abs().amax((-2, -1), keepdim=True)
-    assert bool(((t.E - ref.detach()).abs() <= tol * scale * 2 ** t.shift.max()).all())
+    assert bool(((t.E - ref.detach()).abs() <= tol * scale).all())
     g = taylor_exp_adjoint(t, gE)
-    assert ((g - gref).abs().max() / gref.abs().max()).item() <= tol * 2 ** t.shift.max().item()
+    gscale = gref.abs().amax((-2, -1), keepdim=True)
+    assert bool(((g - gref).abs() <= tol * gscale).all())
 
 
 def test_shift_is_the_least_power_of_two():

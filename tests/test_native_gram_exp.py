@@ -50,6 +50,9 @@ def test_generated_source_is_up_to_date():
     with open(_native_exp.SOURCE) as fh:
         assert fh.read() == gram_exp_c.generate_gram_exp_module()
     assert (gram_exp_c.MIN_DIM, gram_exp_c.MAX_DIM) == (_native_exp.MIN_DIM, _native_exp.MAX_DIM)
+    from geoattn.kernels import _triton  # imports without triton installed
+
+    assert _triton.EXP_DIMS == range(gram_exp_c.MIN_DIM, gram_exp_c.MAX_DIM + 1)
 
 
 def test_status_and_bad_arguments_say_why():

@@ -177,6 +177,9 @@ class _VPGramClosed(torch.autograd.Function):
             xn = _native_tokens(x)
             G = {"G": ctx.saved_tensors[4]} if ctx.gram else {}
             gx, gA = ctx.native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As, **G)
+            finite = _finite_samples(x)
+            if not bool(finite.all()):
+                gA = torch.where(finite[:, None, None], gA, torch.zeros((), dtype=gA.dtype, device=gA.device))
             gAs = gA.sum(0)
             return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None
         _, _, xs, G, N, P, As = ctx.saved_tensors
@@ -190,6 +193,10 @@ class _VPGramClosed(torch.autograd.Function):
             Mbar, H = gen.vp_gram_closed_vjp(N, (xs.mT @ gys).permute(1, 2, 0).contiguous(), As)
             gx = torch.baddbmm(gys @ P.permute(2, 1, 0).contiguous(), xs, H.permute(2, 0, 1).contiguous()).to(gy.dtype)
         d, B = G.shape[0], G.shape[2]
+        finite = _finite_samples(x)
+        if not bool(finite.all()):
+            zero = torch.zeros((), dtype=G.dtype, device=G.device)
+            G, Mbar = torch.where(finite, G, zero), torch.where(finite, Mbar, zero)
         gAs = G.reshape(d, d * B) @ Mbar.permute(0, 2, 1).reshape(d * B, d)  # sum over the batch of G Mbar
         return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype), None
 
@@ -223,12 +230,31 @@ def _flat_batch(x: torch.Tensor, A: torch.Tensor):
 
 
 def _qr_for_failed(y: torch.Tensor, ok: torch.Tensor, xb: torch.Tensor, Ab: torch.Tensor, activation: str):
-    """``y`` with the samples where ``ok`` is False recomputed by the QR form in float64, each on its own."""
+    """``y`` with the samples where ``ok`` is False recomputed by the QR form in float64, each on its own; a failed
+    sample with a non-finite entry (in ``x``, or in its own ``A``) is NaN throughout instead, a constant: the QR
+    form would return no more and send NaN into the gradient of a shared ``A`` even where the sample's incoming
+    gradient is zero."""
     if bool(ok.all()):
         return y
     idx = (~ok).nonzero().squeeze(-1)
+    with torch.no_grad():
+        finite = torch.isfinite(xb.index_select(0, idx)).flatten(1).all(1)
+        if Ab.dim() == 3:
+            finite &= torch.isfinite(Ab.index_select(0, idx)).flatten(1).all(1)
+    if not bool(finite.all()):
+        nan = torch.full((), float("nan"), dtype=y.dtype, device=y.device)
+        y = y.index_put((idx[~finite],), nan.expand((int((~finite).sum()),) + y.shape[1:]))
+        idx = idx[finite]
+        if idx.numel() == 0:
+            return y
     Ai = Ab if Ab.dim() == 2 else Ab[idx]
     return y.index_put((idx,), vp_lowrank(xb[idx].double(), Ai.double(), activation).to(y.dtype))
+
+
+def _finite_samples(x: torch.Tensor) -> torch.Tensor:
+    """Per sample of ``x`` (``(B, T, d)``): whether every entry is finite; the samples whose kernel gradients enter
+    the sum over the batch of a shared ``A`` (a non-finite sample's output is NaN and its own)."""
+    return torch.isfinite(x).flatten(1).all(1)
 
 
 def _skew64(A: torch.Tensor) -> torch.Tensor:
@@ -265,6 +291,12 @@ def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, native) -> torch.Tensor:
     xb = x.reshape(-1, *shape[-2:])
     y, _, sq = _VPGramClosed.apply(xb, A, native)
     big = sq * _skew64(A.detach()).norm() > GRAM_MAX_SCALE
+    lost = ~torch.isfinite(sq)  # a non-finite entry: NaN throughout, a constant (see _qr_for_failed)
+    if bool(lost.any()):
+        idx = lost.nonzero().squeeze(-1)
+        nan = torch.full((), float("nan"), dtype=y.dtype, device=y.device)
+        y = y.index_put((idx,), nan.expand((idx.numel(),) + y.shape[1:]))
+        big &= ~lost
     if bool(big.any()):
         idx = big.nonzero().squeeze(-1)
         y = y.index_put((idx,), vp_gram_solve(xb[idx], A))

@@ -32,9 +32,9 @@ import torch
 
 from . import _generated as gen
 from ._batched_solve import soa_lu, soa_lu_solve
-from ._gram import GRAM_MAX_SCALE, CLOSED_MAX_DIM, _dual, _flat_batch, _skew64, residual_tolerance
+from ._gram import (GRAM_MAX_SCALE, CLOSED_MAX_DIM, _dual, _finite_samples, _flat_batch, _qr_for_failed, _skew64,
+                    residual_tolerance)
 from ._functions import _traced
-from ._lowrank import vp_lowrank
 
 __all__ = ["vp_gram_lu", "lu_reason", "LU_MAX_DIM", "LU_MIN_T"]
 
@@ -121,6 +121,9 @@ class _VPGramLU(torch.autograd.Function):
         gG = gM @ As.mT
         gA = G @ gM
         if A.dim() == 2:
+            finite = _finite_samples(x)
+            if not bool(finite.all()):  # a non-finite sample's output is NaN and its own (_qr_for_failed)
+                gA = torch.where(finite[:, None, None], gA, torch.zeros((), dtype=gA.dtype, device=gA.device))
             gA = gA.sum(0)
         gx = torch.baddbmm(gyd @ P.mT, xd, gG + gG.mT)
         return gx.to(x.dtype), (0.5 * (gA - gA.mT)).to(A.dtype)
@@ -146,10 +149,7 @@ def vp_gram_lu(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     if not bool(big.any()):
         return _VPGramLU.apply(xb, Ab).reshape(batch + (T, d))
     small = (~big).nonzero().squeeze(-1)
-    large = big.nonzero().squeeze(-1)
-    As_big = _skew64(Ab if A.dim() == 2 else Ab[large])
     out = torch.empty(xb.shape, dtype=x.dtype, device=x.device)
     if small.numel():
         out = out.index_put((small,), _VPGramLU.apply(xb[small], Ab if A.dim() == 2 else Ab[small]))
-    out = out.index_put((large,), vp_lowrank(xb[large].double(), As_big, "cayley").to(x.dtype))
-    return out.reshape(batch + (T, d))
+    return _qr_for_failed(out, ~big, xb, Ab, "cayley").reshape(batch + (T, d))

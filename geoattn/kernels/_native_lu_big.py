@@ -35,6 +35,7 @@ import threading
 import torch
 
 from . import _native
+from ._gram import residual_tolerance
 
 __all__ = ["lu_big_status", "gram_forward", "gram_backward", "stage_forward", "stage_backward", "SOURCE", "MIN_DIM",
            "MAX_DIM"]
@@ -48,6 +49,9 @@ MIN_DIM, MAX_DIM = 17, 64
 #: 50 ms (stage + bmm), backward 43 against 46; T = 256: 24 against 31, 33 against 34; d = 64, T = 256: 91 against
 #: 80, 116 against 87 (the C products of 64 columns are bound by loads of their rows)
 FUSED_MAX_DIM = 32
+#: the backward takes the forward's float64 Gram matrices (geoattn.kernels._gram reads this), so the unfused path
+#: does not recompute them from the tokens in their own type
+SAVED_GRAM = True
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
 
@@ -55,16 +59,9 @@ _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
 def build(d: int, real: str = "f32", source: str = SOURCE) -> ctypes.CDLL | str:
     """Compile (or find in the cache) and load the library of width ``d`` and real type ``real`` (``"f32"``,
     ``"f64"``) from the C file ``source``; a string says why not. The tests build broken kernels with it."""
-    lib = _native.build(d, real, source)
-    if isinstance(lib, str):
-        return lib
-    for name, restype in (("vp_gram_lu_big_fwd", None), ("vp_gram_lu_big_bwd", None),
-                          ("vp_gram_lu_big_tok_fwd", ctypes.c_int), ("vp_gram_lu_big_tok_bwd", ctypes.c_int)):
-        fn = getattr(lib, f"geoattn_{name}_d{d}_{real}", None)
-        if fn is None:
-            return f"{source} has no geoattn_{name}_d{d}_{real}"
-        fn.restype = restype
-    return lib
+    return _native.bind(_native.build(d, real, source), d, real, source,
+                        {"vp_gram_lu_big_fwd": None, "vp_gram_lu_big_bwd": None,
+                         "vp_gram_lu_big_tok_fwd": ctypes.c_int, "vp_gram_lu_big_tok_bwd": ctypes.c_int})
 
 
 def _library(d: int, dtype: torch.dtype = torch.float32) -> ctypes.CDLL | str:
@@ -146,23 +143,29 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
         return torch.bmm(x, P.to(x.dtype)), G, N, R
     y = torch.empty_like(x)
     G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
-    tol = torch.tensor([torch.finfo(x.dtype).eps / 16], **f64)
+    tol = torch.tensor([residual_tolerance(x.dtype)], **f64)
     _run_checked(_fn(lib, "vp_gram_lu_big_tok_fwd", d, x.dtype), B, T,
                  [(x, True), (A, False), (tol, False), (y, True), (G, True), (N, True), (R, True)])
     return y, G, N, R
 
 
 def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
-                  library: ctypes.CDLL | None = None):
+                  library: ctypes.CDLL | None = None, G: torch.Tensor | None = None):
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64
     ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient
-    ``gy``, from the forward's ``N`` (:func:`gram_forward`)."""
+    ``gy``, from the forward's ``N`` and, above ``FUSED_MAX_DIM``, its float64 Gram matrices ``G`` (computed here in
+    float64 when not given; the fused kernels recompute them in double from the tokens)."""
     _native._check_backward(x, A, gy, N)
     B, T, d = x.shape
     lib = _lib(d, x.dtype, library)
     if d > FUSED_MAX_DIM:
         xt = x.transpose(1, 2)
-        G, Pbar = torch.bmm(xt, x).double(), torch.bmm(xt, gy).double()
+        if G is None:
+            xd = x.double()
+            G = torch.bmm(xd.transpose(1, 2), xd)
+        else:
+            _check_stage("G", G, B, d)
+        Pbar = torch.bmm(xt, gy).double()
         P, H, gA = stage_backward(G, Pbar, N, A, x.dtype, lib)
         return torch.baddbmm(torch.bmm(gy, P.transpose(1, 2).to(x.dtype)), x, H.to(x.dtype)), gA
     gx = torch.empty_like(x)
@@ -172,15 +175,26 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     return gx, gA
 
 
+def _check_stage(name: str, t: torch.Tensor, B: int | None, d: int) -> None:
+    """The stage reads ``t`` through a raw pointer: contiguous float64 on the CPU, ``(B, d, d)`` (``(d, d)`` when
+    ``B`` is None)."""
+    shape = (d, d) if B is None else (B, d, d)
+    if tuple(t.shape) != shape or t.dtype != torch.float64 or not t.is_contiguous() or t.device.type != "cpu":
+        raise ValueError(f"Expected {name} as a contiguous float64 CPU tensor of shape {shape}. Got shape "
+                         f"{tuple(t.shape)}, {t.dtype}, contiguous={t.is_contiguous()}, device {t.device}.")
+
+
 def stage_forward(G: torch.Tensor, A: torch.Tensor, dtype: torch.dtype = torch.float32,
                   library: ctypes.CDLL | None = None):
     """``(N, P, rmax)`` of the ``d x d`` stage alone from float64 Gram matrices ``G`` ``(B, d, d)`` (residuals held
     to ``dtype``'s eps / 16): the benchmark's split of the kernels' time."""
     B, d = G.shape[0], G.shape[-1]
+    _check_stage("G", G, B, d)
+    _check_stage("A", A, None, d)
     lib = _lib(d, dtype, library)
     f64 = dict(dtype=torch.float64, device=G.device)
     N, P, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
-    tol = torch.tensor([torch.finfo(dtype).eps / 16], **f64)
+    tol = torch.tensor([residual_tolerance(dtype)], **f64)
     _native._run(_fn(lib, "vp_gram_lu_big_fwd", d, dtype), B, 0,
                  [(G, True), (A, False), (tol, False), (N, True), (P, True), (R, True)])
     return N, P, R
@@ -190,6 +204,9 @@ def stage_backward(G: torch.Tensor, Pbar: torch.Tensor, N: torch.Tensor, A: torc
                    dtype: torch.dtype = torch.float32, library: ctypes.CDLL | None = None):
     """``(P, H, gA)`` of the backward's ``d x d`` stage alone from float64 ``G``, ``Pbar = x^T Gy`` and ``N``."""
     B, d = G.shape[0], G.shape[-1]
+    for name, t in (("G", G), ("Pbar", Pbar), ("N", N)):
+        _check_stage(name, t, B, d)
+    _check_stage("A", A, None, d)
     lib = _lib(d, dtype, library)
     P, H, gA = (torch.empty(B, d, d, dtype=torch.float64, device=G.device) for _ in range(3))
     _native._run(_fn(lib, "vp_gram_lu_big_bwd", d, dtype), B, 0,

@@ -49,9 +49,9 @@ _STEPS = -(-(DEGREE + 1) // BLOCKS)
 _COEF = [1.0 / math.factorial(k) if k <= DEGREE else 0.0 for k in range(BLOCKS * _STEPS)]
 
 
-def _coefficients(dtype: torch.dtype) -> torch.Tensor:
+def _coefficients(dtype: torch.dtype, device=None) -> torch.Tensor:
     """The Taylor coefficients as a ``(steps, BLOCKS)`` matrix: row ``j`` holds ``c_(BLOCKS j + i)``."""
-    return torch.tensor(_COEF, dtype=dtype).view(_STEPS, BLOCKS)
+    return torch.tensor(_COEF, dtype=dtype, device=device).view(_STEPS, BLOCKS)
 
 
 class TaylorExp:
@@ -105,7 +105,7 @@ def taylor_exp(M: torch.Tensor) -> TaylorExp:
         raise ValueError(f"Expected a float64 tensor of shape (n, d, d). Got {M.dtype} of shape {tuple(M.shape)}.")
     s, failed = _shifts(M)
     if bool(failed.any()):
-        M = torch.where(failed[:, None, None], torch.zeros((), dtype=M.dtype), M)
+        M = torch.where(failed[:, None, None], torch.zeros((), dtype=M.dtype, device=M.device), M)
     order = inverse = None
     if s.numel() and bool((s != s[0]).any()):
         order = torch.argsort(s, descending=True, stable=True)
@@ -115,23 +115,23 @@ def taylor_exp(M: torch.Tensor) -> TaylorExp:
     counts = [int(c) for c in (s[None, :] > torch.arange(top)[:, None]).sum(1)] if top else []
     n, d = M.shape[0], M.shape[-1]
     # every product writes into a preallocated buffer (out= or in place): measured faster than fresh results
-    P = torch.empty(BLOCKS, n, d, d, dtype=M.dtype)
-    torch.mul(M, torch.ldexp(torch.ones((), dtype=M.dtype), -s.to(M.dtype))[:, None, None], out=P[0])
+    P = torch.empty(BLOCKS, n, d, d, dtype=M.dtype, device=M.device)
+    torch.mul(M, torch.ldexp(torch.ones((), dtype=M.dtype, device=M.device), -s.to(M.dtype))[:, None, None], out=P[0])
     for k in range(1, BLOCKS):
         torch.bmm(P[k - 1], P[0], out=P[k])
     # B_j = sum_i c_(4j+i) X^i for every j in one product of the coefficients with the stacked powers, then the
     # Horner steps S_j = S_(j+1) X^4 + B_j in place
-    H = torch.empty(_STEPS, n, d, d, dtype=M.dtype)
+    H = torch.empty(_STEPS, n, d, d, dtype=M.dtype, device=M.device)
     for j in range(_STEPS):
         c = _COEF[BLOCKS * j:BLOCKS * (j + 1)]
         torch.mul(P[0], c[1], out=H[j])
         for i in range(2, BLOCKS):
             if c[i]:
                 H[j].add_(P[i - 1], alpha=c[i])
-    H.diagonal(dim1=-2, dim2=-1).add_(_coefficients(M.dtype)[:, :1, None])
+    H.diagonal(dim1=-2, dim2=-1).add_(_coefficients(M.dtype, M.device)[:, :1, None])
     for j in range(_STEPS - 2, -1, -1):
         H[j].baddbmm_(H[j + 1], P[-1])
-    Y = torch.empty(top, n, d, d, dtype=M.dtype) if top else None
+    Y = torch.empty(top, n, d, d, dtype=M.dtype, device=M.device) if top else None
     squares = [H[0]] + ([Y[k] for k in range(top)] if top else [])
     for k, m in enumerate(counts):
         torch.bmm(squares[k][:m], squares[k][:m], out=squares[k + 1][:m])
@@ -197,8 +197,8 @@ def taylor_exp_adjoint(t: TaylorExp, gE: torch.Tensor, *, drop_square_transpose:
         gP[k - 1].baddbmm_(gP[k], X.mT)
         gP[0].baddbmm_(P[k - 1].mT, gP[k])
     gP = gP[0]
-    gM = gP.mul_(torch.ldexp(torch.ones((), dtype=gP.dtype), -t.shift.to(gP.dtype))[:, None, None])
+    gM = gP.mul_(torch.ldexp(torch.ones((), dtype=gP.dtype, device=gP.device), -t.shift.to(gP.dtype))[:, None, None])
     gM = gM if t.inverse is None else gM[t.inverse]
     if bool(t.failed.any()):
-        gM = torch.where(t.failed[:, None, None], torch.zeros((), dtype=gM.dtype), gM)
+        gM = torch.where(t.failed[:, None, None], torch.zeros((), dtype=gM.dtype, device=gM.device), gM)
     return gM

@@ -1,0 +1,54 @@
+"""A sample with a non-finite entry leaves the gradient of a shared weighting finite, on every Gram route: its
+output is NaN and its own (geoattn.kernels._gram._qr_for_failed), its kernel gradients stay out of the sum over the
+batch, and the weighting's gradient is that of the other samples (up to the sum's rounding)."""
+
+import contextlib
+
+import pytest
+import torch
+
+import geoattn.kernels as K
+
+CASES = [  # (d, T, activation, the route the case is about)
+    (3, 16, "cayley", "gram-closed/native"),
+    (8, 16, "cayley", "gram-lu/native"),
+    (20, 40, "cayley", "gram-lu-wide/native"),
+    (8, 40, "cayley", "gram-lu/eager"),
+    (8, 16, "exp", "gram-exp/native"),
+    (20, 40, "exp", "gram-exp/eager"),
+]
+
+
+def _weight(d, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(d, d, generator=g) / d
+    return (w - w.T).float()
+
+
+@pytest.mark.parametrize("d,T,activation,route", CASES)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("zero_gradient", [True, False])
+def test_a_non_finite_sample_leaves_the_shared_gradient_finite(d, T, activation, route, bad, zero_gradient):
+    torch.manual_seed(d + T)
+    B, k = 5, 2
+    x, gy = torch.randn(B, T, d), torch.randn(B, T, d)
+    x[k, 1, 0] = bad
+    if zero_gradient:
+        gy[k] = 0
+    forced = route == "gram-lu/eager"  # the native kernels serve this shape unless the backend is forced
+    A = _weight(d).requires_grad_()
+    with K.backend("eager") if forced else contextlib.nullcontext():
+        e = K.explain("vp_attention", x, A, activation=activation)
+        if e.route is None or e.route.name != route:
+            pytest.skip(f"{route} does not serve here: {e.route.name if e.route else None}")
+        y = K.vp_attention(x, A, activation=activation)
+        (gA,) = torch.autograd.grad(y, A, gy)
+        keep = torch.arange(B) != k
+        A2 = A.detach().clone().requires_grad_()
+        y2 = K.vp_attention(x[keep], A2, activation=activation)
+        (gA2,) = torch.autograd.grad(y2, A2, gy[keep])
+    assert bool(y[k].isnan().all()) and torch.equal(y[keep], y2)
+    assert bool(gA.isfinite().all())
+    tol = 8 * B * torch.finfo(torch.float32).eps * float(gA2.abs().max())
+    assert float((gA - gA2).abs().max()) <= tol
+
