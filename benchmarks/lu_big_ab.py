@@ -34,6 +34,7 @@ def _clock(fn) -> float:
 
 
 def layer_step(layer, x, g):
+    """A closure running one forward+backward of ``layer`` at ``x`` with the incoming gradient ``g``."""
     def go():
         xr = x.detach().requires_grad_()
         layer(xr).backward(g)
@@ -41,6 +42,7 @@ def layer_step(layer, x, g):
 
 
 def sdpa_step(x, g):
+    """A closure running one forward+backward of SDPA (one head, q = k = v = x) with the incoming gradient ``g``."""
     def go():
         xr = x.detach().requires_grad_()
         h = xr.unsqueeze(1)
@@ -79,6 +81,7 @@ def split_steps(x, A):
 
 
 def main(argv=None) -> int:
+    """Time the route, the old route and SDPA alternately and print the table; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=65536)
     parser.add_argument("--lengths", type=int, nargs="+", default=[64, 256])

@@ -1,8 +1,8 @@
 r"""The C source of the Gram form's ``d x d`` stage for ``17 <= d <= 64``, one sample at a time.
 
-Past ``d = 16`` the token products (``Gram = x^T x``, ``y = xP``, ``Pbar = x^T\bar y``, ``gx = \bar yP^T + xH``)
-are batched products of matrices large enough for torch's ``bmm`` (:mod:`geoattn.kernels._native_lu_big`); what is
-left for C is the per-sample ``d x d`` work that a batched LAPACK call does slowly (one small factorisation per
+Past ``d = 32`` (``FUSED_MAX_DIM`` of :mod:`geoattn.kernels._native_lu_big`) the token products (``Gram = x^T x``,
+``y = xP``, ``Pbar = x^T\bar y``, ``gx = \bar yP^T + xH``) are batched products of matrices large enough for
+torch's ``bmm``; up to it they run in C in the same call as the stage, one sample at a time. What is left for C is the per-sample ``d x d`` work that a batched LAPACK call does slowly (one small factorisation per
 call, with its overhead):
 
 * forward (``vp_gram_lu_big_fwd``): the Cholesky factor ``L`` of ``Gram`` (a column set to zero where its pivot is

@@ -19,7 +19,7 @@ Forward: ``G`` and ``E`` are computed in float64 and ``y`` is cast back to ``x``
 
 where :math:`L_{\exp}(X, \cdot)` is the Fréchet derivative of ``exp`` at ``X``. ``E`` is computed by the native
 kernels' algorithm in batched products (:mod:`geoattn.kernels._taylor_exp`, Note [batched Taylor exponential]:
-per sample the least ``s`` with :math:`\min(\|2^{-s}M\|_1, \|2^{-s}M\|_F) \le 1`, the degree-18 Taylor
+per sample the least ``s`` with :math:`\min(\|2^{-s}M\|_1, \|2^{-s}M\|_F) \le 49/64`, the degree-16 Taylor
 polynomial by Paterson--Stockmeyer, ``s`` squarings; ledger ``vp.gram_exp_native_truncation``), and
 :math:`\bar M` by its reverse mode from the forward's stored powers, Horner iterates and squaring inputs (ledger
 ``vp.gram_exp_native_reverse``): the exact gradient of the computed ``E``, equal to :math:`L_{\exp}(M^T, \bar E)` up
@@ -30,8 +30,9 @@ its own derivative), still without a ``T x T`` matrix.
 Measured before the batched Taylor form (``torch.linalg.matrix_exp`` forward, the Fréchet derivative read off one
 ``2d x 2d`` block exponential per sample), one thread, float32, B*T = 65,536 unit-normal tokens, default weighting,
 forward+backward against SDPA in the same run (benchmarks/results/layers-tokens-cpu.txt): d = 32, T = 64: 23x
-(808 ms; of it about 850 ms of the block exponential alone in a separate profile against 98 ms of the forward's
-``matrix_exp`` and 2 ms per token product); d = 32, T = 256: 1.79x; d = 64, T = 256: 6.3x. The figures after are
+(808 ms); a separate profile of the same size on a loaded machine timed the block exponential at about 850 ms
+against 98 ms for the forward's ``matrix_exp`` and 2 ms per token product, so the backward's block exponential was
+nearly all of it; d = 32, T = 256: 1.79x; d = 64, T = 256: 6.3x. The figures after are
 in Note [batched Taylor exponential].
 
 Note [structure check of the exponential Gram form]

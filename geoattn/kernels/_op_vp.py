@@ -47,7 +47,7 @@ in :mod:`geoattn.kernels._lowrank`):
    and half inputs (Note [closed-form exponential Gram form] in :mod:`geoattn.kernels._gram_exp_closed`);
 9. ``gram-exp/eager``: the exponential's Gram form :math:`y = x\exp(-Ax^Tx)` (``vp.exp_push_through``,
    ``vp.gram_exp_vjp``), float32 and half inputs, ``d > 4``: the native kernels' scaling and squaring of the
-   degree-18 Taylor polynomial and its reverse mode (``vp.gram_exp_native_truncation``,
+   degree-16 Taylor polynomial and its reverse mode (``vp.gram_exp_native_truncation``,
    ``vp.gram_exp_native_reverse``) in batched float64 products (Note [batched Taylor exponential] in
    :mod:`geoattn.kernels._taylor_exp`; Note [Gram form of the exponential] in :mod:`geoattn.kernels._gram_exp`);
 10. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
