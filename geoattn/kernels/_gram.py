@@ -141,6 +141,7 @@ class _VPGramClosed(torch.autograd.Function):
             ctx.gram = bool(getattr(ctx.native, "SAVED_GRAM", False))
             ctx.save_for_backward(x, A, N, As, *([G] if ctx.gram else []))
             sq = G.diagonal(dim1=-2, dim2=-1).sum(-1)
+            ctx.finite = torch.isfinite(sq)  # |x|_F^2 of a finite sample is finite in double
             ctx.mark_non_differentiable(ok, sq)
             return y.to(x.dtype), ok, sq
         As = As[..., None]  # (d, d, 1)
@@ -158,6 +159,7 @@ class _VPGramClosed(torch.autograd.Function):
         ctx.soa = soa
         ctx.save_for_backward(x, A, xs, G, N, P, As)
         sq = gen.soa_tr(G)
+        ctx.finite = torch.isfinite(sq)
         ctx.mark_non_differentiable(ok, sq)
         return y, ok, sq
 
@@ -177,7 +179,7 @@ class _VPGramClosed(torch.autograd.Function):
             xn = _native_tokens(x)
             G = {"G": ctx.saved_tensors[4]} if ctx.gram else {}
             gx, gA = ctx.native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As, **G)
-            finite = _finite_samples(x)
+            finite = ctx.finite
             if not bool(finite.all()):
                 gA = torch.where(finite[:, None, None], gA, torch.zeros((), dtype=gA.dtype, device=gA.device))
             gAs = gA.sum(0)
@@ -193,7 +195,7 @@ class _VPGramClosed(torch.autograd.Function):
             Mbar, H = gen.vp_gram_closed_vjp(N, (xs.mT @ gys).permute(1, 2, 0).contiguous(), As)
             gx = torch.baddbmm(gys @ P.permute(2, 1, 0).contiguous(), xs, H.permute(2, 0, 1).contiguous()).to(gy.dtype)
         d, B = G.shape[0], G.shape[2]
-        finite = _finite_samples(x)
+        finite = ctx.finite
         if not bool(finite.all()):
             zero = torch.zeros((), dtype=G.dtype, device=G.device)
             G, Mbar = torch.where(finite, G, zero), torch.where(finite, Mbar, zero)
@@ -251,10 +253,12 @@ def _qr_for_failed(y: torch.Tensor, ok: torch.Tensor, xb: torch.Tensor, Ab: torc
     return y.index_put((idx,), vp_lowrank(xb[idx].double(), Ai.double(), activation).to(y.dtype))
 
 
-def _finite_samples(x: torch.Tensor) -> torch.Tensor:
-    """Per sample of ``x`` (``(B, T, d)``): whether every entry is finite; the samples whose kernel gradients enter
-    the sum over the batch of a shared ``A`` (a non-finite sample's output is NaN and its own)."""
-    return torch.isfinite(x).flatten(1).all(1)
+def _finite_samples(G: torch.Tensor) -> torch.Tensor:
+    """Per sample of the float64 Gram matrices ``G`` (``(B, d, d)``): whether the sample's tokens are finite
+    (:math:`\mathrm{Tr}\,G = \|x\|_F^2` is finite in double exactly then); the samples whose kernel gradients enter
+    the sum over the batch of a shared ``A`` (a non-finite sample's output is NaN and its own). One pass over
+    ``B d`` numbers, not over the tokens."""
+    return torch.isfinite(G.diagonal(dim1=-2, dim2=-1).sum(-1))
 
 
 def _skew64(A: torch.Tensor) -> torch.Tensor:

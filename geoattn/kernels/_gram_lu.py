@@ -121,7 +121,7 @@ class _VPGramLU(torch.autograd.Function):
         gG = gM @ As.mT
         gA = G @ gM
         if A.dim() == 2:
-            finite = _finite_samples(x)
+            finite = _finite_samples(G)
             if not bool(finite.all()):  # a non-finite sample's output is NaN and its own (_qr_for_failed)
                 gA = torch.where(finite[:, None, None], gA, torch.zeros((), dtype=gA.dtype, device=gA.device))
             gA = gA.sum(0)
