@@ -6,7 +6,7 @@ import torch
 
 from geoattn import kernels as K
 from geoattn.errors import ShapeError
-from geoattn.kernels import _batched_solve, _gram_lu
+from geoattn.kernels import _batched_solve, _gram, _gram_lu
 from geoattn.kernels._batched_solve import batched_solve, soa_lu, soa_lu_solve
 from geoattn.kernels._gram_lu import vp_gram_lu
 
@@ -222,8 +222,8 @@ def test_layer_is_per_sample_and_a_nan_sample_stays_nan():
 
 def test_large_samples_take_the_qr_form(monkeypatch):
     calls = []
-    real = _gram_lu.vp_lowrank
-    monkeypatch.setattr(_gram_lu, "vp_lowrank", lambda *a: calls.append(a[0].shape[0]) or real(*a))
+    real = _gram.vp_lowrank  # the QR form of the failed samples (_gram._qr_for_failed)
+    monkeypatch.setattr(_gram, "vp_lowrank", lambda *a: calls.append(a[0].shape[0]) or real(*a))
     gen = torch.Generator().manual_seed(7)
     x = torch.randn(4, 30, 6, generator=gen)
     x[1] *= 300  # |x|_F^2 |A|_F > 1e6

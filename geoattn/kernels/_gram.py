@@ -254,7 +254,7 @@ def _qr_for_failed(y: torch.Tensor, ok: torch.Tensor, xb: torch.Tensor, Ab: torc
 
 
 def _finite_samples(G: torch.Tensor) -> torch.Tensor:
-    """Per sample of the float64 Gram matrices ``G`` (``(B, d, d)``): whether the sample's tokens are finite
+    r"""Per sample of the float64 Gram matrices ``G`` (``(B, d, d)``): whether the sample's tokens are finite
     (:math:`\mathrm{Tr}\,G = \|x\|_F^2` is finite in double exactly then); the samples whose kernel gradients enter
     the sum over the batch of a shared ``A`` (a non-finite sample's output is NaN and its own). One pass over
     ``B d`` numbers, not over the tokens."""
