@@ -68,11 +68,27 @@ def native_or_skip(d, dtype):
         pytest.skip(f"the native kernels cannot run here: {why}")
 
 
-def full64(x, A):
-    """The T x T form in float64 (an independent reference: it solves a T x T system)."""
+def full64(x, A, activation="cayley"):
+    """The T x T form in float64 (an independent reference: it solves a T x T system, or forms exp of it)."""
     import geoattn.kernels as K
 
-    return K.vp_attention(x.double(), A.double(), method="full")
+    return K.vp_attention(x.double(), A.double(), activation=activation, method="full")
+
+
+def assert_layer_matches_full64(x, A, y, gx, gA, g, activation="cayley"):
+    """The layer's output and its gradients in ``x`` and ``A`` for the incoming gradient ``g`` against
+    :func:`full64` with autograd: the output to ``8 T eps32`` of each column's norm, the gradients to ``64 T eps32``
+    (``A``'s also times the batch, whose sum it is)."""
+    import torch
+
+    x64, A64 = x.double().requires_grad_(), A.double().requires_grad_()
+    y64 = full64(x64, 0.5 * (A64 - A64.mT), activation)
+    rx, rA = torch.autograd.grad(y64, (x64, A64), g.double())
+    T, B, e = x.shape[-2], x.shape[0], eps(torch.float32)
+    assert ((y.double() - y64.detach()).abs() / x.double().norm(dim=-2, keepdim=True)).max() <= 8 * T * e
+    tol = 64 * T * e
+    assert (gx.double() - rx).abs().max() <= tol * (1 + rx.abs().max())
+    assert (gA.double() - rA).abs().max() <= tol * B * (1 + rA.abs().max())
 
 
 def eps(dtype):

@@ -13,7 +13,7 @@ import torch
 pytest.importorskip("triton")
 
 import geoattn.kernels as K  # noqa: E402
-from conftest import eps, full64, skew64  # noqa: E402
+from conftest import assert_layer_matches_full64, eps, full64, skew64  # noqa: E402
 from geoattn.codegen import generate, gram_lu_c, gram_lu_triton  # noqa: E402
 from geoattn.errors import CodegenError  # noqa: E402
 from geoattn.errors import BackendError  # noqa: E402
@@ -40,20 +40,8 @@ def layer(x, A, backend, g=None):
     return y.detach(), x.grad, A.grad, g
 
 
-def reference(x, A, g):
-    """The float64 T x T form's output and its gradients in x and A for the incoming gradient g."""
-    x64, A64 = x.double().requires_grad_(), A.double().requires_grad_()
-    y64 = full64(x64, 0.5 * (A64 - A64.mT))
-    return (y64.detach(), *torch.autograd.grad(y64, (x64, A64), g.double()))
-
-
 def assert_matches_reference(x, A, y, gx, gA, g):
-    T, B = x.shape[-2], x.shape[0]
-    y64, rx, rA = reference(x, A, g)
-    assert ((y.double() - y64).abs() / x.double().norm(dim=-2, keepdim=True)).max() <= 8 * T * EPS32
-    tol = 64 * T * EPS32
-    assert (gx.double() - rx).abs().max() <= tol * (1 + rx.abs().max())
-    assert (gA.double() - rA).abs().max() <= tol * B * (1 + rA.abs().max())
+    assert_layer_matches_full64(x, A, y, gx, gA, g, "cayley")
 
 
 # -- the generator ---------------------------------------------------------------------------------------------------
