@@ -1,6 +1,7 @@
-"""A sample with a non-finite entry leaves the gradient of a shared weighting finite, on every Gram route: its
-output is NaN and its own (geoattn.kernels._gram._qr_for_failed), its kernel gradients stay out of the sum over the
-batch, and the weighting's gradient is that of the other samples (up to the sum's rounding)."""
+"""A sample with a non-finite entry leaves the gradient of a shared weighting finite, on every route of the VP
+layer: its output is NaN and its own (geoattn.kernels._gram._qr_for_failed, _gram.nan_isolated), its kernel gradients
+stay out of the sum over the batch, and the weighting's gradient is that of the other samples (up to the sum's
+rounding)."""
 
 import contextlib
 
@@ -9,13 +10,18 @@ import torch
 
 import geoattn.kernels as K
 
-CASES = [  # (d, T, activation, the route the case is about)
+CASES = [  # (d, T, activation, the route the case is about); float32 and one (d, d) weighting unless named
     (3, 16, "cayley", "gram-closed/native"),
     (8, 16, "cayley", "gram-lu/native"),
     (20, 40, "cayley", "gram-lu-wide/native"),
     (8, 40, "cayley", "gram-lu/eager"),
     (8, 16, "exp", "gram-exp/native"),
     (20, 40, "exp", "gram-exp/eager"),
+    (20, 40, "cayley", "gram-solve/eager"),  # the weighting (1, d, d): broadcast over the batch
+    (8, 6, "cayley", "full/eager"),
+    (8, 6, "exp", "full/eager"),
+    (8, 16, "cayley", "lowrank/eager"),  # float64
+    (8, 16, "exp", "lowrank/eager"),
 ]
 
 
@@ -31,12 +37,14 @@ def _weight(d, seed=0):
 def test_a_non_finite_sample_leaves_the_shared_gradient_finite(d, T, activation, route, bad, zero_gradient):
     torch.manual_seed(d + T)
     B, k = 5, 2
-    x, gy = torch.randn(B, T, d), torch.randn(B, T, d)
+    dtype = torch.float64 if route == "lowrank/eager" else torch.float32
+    x, gy = torch.randn(B, T, d, dtype=dtype), torch.randn(B, T, d, dtype=dtype)
     x[k, 1, 0] = bad
     if zero_gradient:
         gy[k] = 0
     forced = route == "gram-lu/eager"  # the native kernels serve this shape unless the backend is forced
-    A = _weight(d).requires_grad_()
+    A = _weight(d).to(dtype)
+    A = (A[None] if route == "gram-solve/eager" else A).requires_grad_()
     with K.backend("eager") if forced else contextlib.nullcontext():
         e = K.explain("vp_attention", x, A, activation=activation)
         if e.route is None or e.route.name != route:
@@ -49,6 +57,6 @@ def test_a_non_finite_sample_leaves_the_shared_gradient_finite(d, T, activation,
         (gA2,) = torch.autograd.grad(y2, A2, gy[keep])
     assert bool(y[k].isnan().all()) and torch.equal(y[keep], y2)
     assert bool(gA.isfinite().all())
-    tol = 8 * B * torch.finfo(torch.float32).eps * float(gA2.abs().max())
+    tol = 8 * B * torch.finfo(dtype).eps * float(gA2.abs().max())
     assert float((gA - gA2).abs().max()) <= tol
 

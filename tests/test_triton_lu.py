@@ -194,11 +194,17 @@ def test_backward_against_a_float64_finite_difference():
     def f(t):
         return (g.double() * full64(x.double() + t * dx, A.double() + t * dA)).sum()
 
-    fd = (f(h) - f(-h)) / (2 * h)
+    fd, fd2 = (f(h) - f(-h)) / (2 * h), (f(2 * h) - f(-2 * h)) / (4 * h)
     kernel = (gx.double() * dx).sum() + (gA.double() * dA).sum()
     scale = gx.double().abs().sum() * dx.abs().max() + gA.double().abs().sum() * dA.abs().max()
-    # the kernel's float32 rounding (T*eps per entry), and the difference's truncation (h^2) and rounding (eps/h)
-    assert (kernel - fd).abs() <= 16 * T * EPS32 * scale + 1e3 * (h**2 + eps(F64) / h) * fd.abs().clamp(min=1)
+    # the kernel's float32 rounding (T*eps per entry); the central difference's truncation, h^2 f3 / 6 with f3 the
+    # third derivative, estimated by Richardson from the step 2h (fd2 - fd = 3 h^2 f3 / 6 + O(h^4)), twice for
+    # safety; its rounding, eps |f| / h, with |f| bounded by the sum of the absolute terms and a factor T d for
+    # the float64 T x T solve
+    terms = (g.double() * full64(x.double(), A.double())).abs().sum()
+    truncation = 2 * (fd2 - fd).abs() / 3
+    rounding = T * d * eps(F64) * terms / h
+    assert (kernel - fd).abs() <= 16 * T * EPS32 * scale + truncation + rounding
 
 
 def test_a_nan_or_huge_sample_does_not_touch_its_neighbours():

@@ -53,8 +53,8 @@ from . import _native
 from ._functions import _traced, _under_functorch
 from ._lowrank import vp_lowrank
 
-__all__ = ["closed_form_reason", "residual_tolerance", "vp_gram_closed", "vp_gram_solve", "GRAM_MAX_SCALE",
-           "CLOSED_MAX_DIM"]
+__all__ = ["closed_form_reason", "residual_tolerance", "vp_gram_closed", "vp_gram_solve", "nan_isolated",
+           "GRAM_MAX_SCALE", "CLOSED_MAX_DIM"]
 
 #: samples with |x|_F^2 |A|_F above this take the QR form in the Gram routes (Note [why QR and not the Gram matrix]
 #: in geoattn.kernels._lowrank)
@@ -253,6 +253,30 @@ def _qr_for_failed(y: torch.Tensor, ok: torch.Tensor, xb: torch.Tensor, Ab: torc
     return y.index_put((idx,), vp_lowrank(xb[idx].double(), Ai.double(), activation).to(y.dtype))
 
 
+def nan_isolated(form, x: torch.Tensor, A: torch.Tensor, *args) -> torch.Tensor:
+    """``form(x, A, *args)`` with every sample that has a non-finite entry (in ``x``, or in its own ``A``) left out
+    and NaN throughout in the result, a constant: for the eager forms (the ``T x T`` form, the low-rank form) whose
+    autograd would otherwise send NaN from such a sample into the gradient of a shared ``A``. One pass over the
+    tokens, taken by routes that cost far more than it."""
+    if x.numel() == 0 or _traced(x) or _traced(A):
+        return form(x, A, *args)
+    with torch.no_grad():
+        finite = torch.isfinite(x).flatten(-2).all(-1)
+        if A.dim() > 2:
+            finite = finite & torch.isfinite(A).flatten(-2).all(-1)
+    if bool(finite.all()):
+        return form(x, A, *args)
+    batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])
+    T, d = x.shape[-2:]
+    keep = finite.expand(batch).reshape(-1)
+    xb = x.expand(batch + (T, d)).reshape(-1, T, d)
+    Ab = A if A.dim() == 2 else A.expand(batch + (d, d)).reshape(-1, d, d)[keep]
+    out = torch.full(xb.shape, float("nan"), dtype=x.dtype, device=x.device)
+    if bool(keep.any()):
+        out = out.index_put((keep,), form(xb[keep], Ab, *args))
+    return out.reshape(batch + (T, d))
+
+
 def _finite_samples(G: torch.Tensor) -> torch.Tensor:
     r"""Per sample of the float64 Gram matrices ``G`` (``(B, d, d)``): whether the sample's tokens are finite
     (:math:`\mathrm{Tr}\,G = \|x\|_F^2` is finite in double exactly then); the samples whose kernel gradients enter
@@ -310,21 +334,27 @@ def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, native) -> torch.Tensor:
 def vp_gram_solve(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     """The Gram form with a pivoted solve, computed in float64 and differentiated by autograd; per sample, inputs
     too large for it (``|x|_F^2 |A|_F > GRAM_MAX_SCALE``) take the QR form in float64 (Note [why QR and not the
-    Gram matrix])."""
+    Gram matrix]); a sample with a non-finite entry (in ``x`` or its own ``A``) is NaN throughout, a constant, so
+    that it sends nothing into the gradient of a shared ``A``."""
     xd, Ad = x.double(), A.double()
     Ad = 0.5 * (Ad - Ad.mT)  # the forms use the skew part of A, so the gradient in A is skew too
     if xd.numel() == 0 or _traced(x) or _traced(A):
         return gen.vp_gram_cayley(xd, Ad).to(x.dtype)
     scale = (xd.detach() * xd.detach()).sum((-2, -1)) * Ad.detach().norm(dim=(-2, -1))
     big = scale > GRAM_MAX_SCALE
-    if not bool(big.any()):
+    lost = ~torch.isfinite(scale)  # a non-finite entry: NaN throughout, a constant (see _qr_for_failed)
+    if not bool((big | lost).any()):
         return gen.vp_gram_cayley(xd, Ad).to(x.dtype)
     batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])
     T, d = x.shape[-2:]
     xb = xd.expand(batch + (T, d)).reshape(-1, T, d)
     Ab = Ad.expand(batch + (d, d)).reshape(-1, d, d)
-    big = big.expand(batch).reshape(-1)
-    out = torch.empty(xb.shape, dtype=torch.float64, device=x.device)
-    out = out.index_put((~big,), gen.vp_gram_cayley(xb[~big], Ab[~big]))
-    out = out.index_put((big,), vp_lowrank(xb[big], Ab[big], "cayley"))
+    big, lost = big.expand(batch).reshape(-1), lost.expand(batch).reshape(-1)
+    big &= ~lost
+    small = ~(big | lost)
+    out = torch.full(xb.shape, float("nan"), dtype=torch.float64, device=x.device)
+    if bool(small.any()):
+        out = out.index_put((small,), gen.vp_gram_cayley(xb[small], Ab[small]))
+    if bool(big.any()):
+        out = out.index_put((big,), vp_lowrank(xb[big], Ab[big], "cayley"))
     return out.reshape(batch + (T, d)).to(x.dtype)

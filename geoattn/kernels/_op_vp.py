@@ -67,7 +67,8 @@ from . import _triton
 from ._backends import EAGER, NATIVE, TRITON
 from ._checks import check_skew, check_tokens_and_weighting, half_in_float32
 from ._functions import _traced
-from ._gram import GRAM_MAX_SCALE, _dual, closed_form_reason, native_dtype, vp_gram_closed, vp_gram_solve
+from ._gram import (GRAM_MAX_SCALE, _dual, closed_form_reason, nan_isolated, native_dtype, vp_gram_closed,
+                    vp_gram_solve)
 from ._gram_exp import gram_exp_reason, vp_gram_exp
 from ._gram_exp_closed import CLOSED_EXP_DIMS, gram_exp_closed_reason, vp_gram_exp_closed
 from ._gram_lu import lu_reason, vp_gram_lu
@@ -332,7 +333,7 @@ VP_ATTENTION = register_operation(Operation(
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_vjp", "vp.gram_exp_native_truncation",
                       "vp.gram_exp_native_reverse")),
-        Route("full", EAGER.name, _full, _checked(lambda c: vp_full(c.x, c.A, c.activation)),
+        Route("full", EAGER.name, _full, _checked(lambda c: nan_isolated(vp_full, c.x, c.A, c.activation)),
               claims=("cayley.orthogonal", "exp.orthogonal")),
         Route("gram-closed", NATIVE.name, _gram_closed_native, _checked(lambda c: vp_gram_closed(c.x, c.A, True)),
               per_sample="residual check failed: a pivoted d x d solve; " + _GRAM_PER_SAMPLE,
@@ -366,7 +367,8 @@ VP_ATTENTION = register_operation(Operation(
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_vjp", "vp.gram_exp_native_truncation",
                       "vp.gram_exp_native_reverse")),
-        Route("lowrank", EAGER.name, _lowrank, _checked(lambda c: vp_lowrank(c.x, c.A, c.activation)),
+        Route("lowrank", EAGER.name, _lowrank,
+              _checked(lambda c: nan_isolated(vp_lowrank, c.x, c.A, c.activation)),
               per_sample="the d x d factor's own per-sample choices (large norms: the eigendecomposition)",
               claims=("vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp")),
     ),

@@ -53,12 +53,7 @@ def flash_reason(z: torch.Tensor, A: torch.Tensor, activation: str) -> str | Non
 def _setup(x: torch.Tensor):
     B, T, n = x.shape
     bm, bn = BLOCKS["cuda" if x.device.type == "cuda" else "cpu"]
-    return B, T, n, bm, bn, max(16, _next_pow2(n))
-
-
-def _next_pow2(n: int) -> int:
-    """The smallest power of two ``>= n`` (``n >= 1``)."""
-    return 1 << (n - 1).bit_length()
+    return B, T, n, bm, bn, max(16, _triton.next_pow2(n))
 
 
 def _check(name: str, t: torch.Tensor, like: torch.Tensor, dtypes) -> None:

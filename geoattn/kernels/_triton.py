@@ -34,7 +34,7 @@ import torch
 from . import _generated as gen
 
 __all__ = ["triton_status", "interpreting", "kernels", "gram_forward", "gram_backward", "cayley_forward",
-           "cayley_backward", "cayley_small", "written_kernels", "gram_lu_forward", "gram_lu_backward", "lu_shape",
+           "cayley_backward", "cayley_small", "written_kernels", "gram_lu_forward", "gram_lu_backward", "lu_shape", "next_pow2",
            "gram_exp_forward", "gram_exp_backward", "LU", "BLOCK", "FUNCTIONS", "TRITON_ONLY", "LU_DIMS",
            "EXP_DIMS", "REALS", "EXP_REALS"]
 
@@ -123,6 +123,11 @@ def kernels(name: str | None = None, d: int | None = None, *, path: str | None =
     return _loaded[key]
 
 
+def next_pow2(n: int) -> int:
+    """The smallest power of two ``>= n`` (``n >= 1``): the padded sizes of the Triton kernels' blocks."""
+    return 1 << (n - 1).bit_length()
+
+
 def lu_shape(d: int, device_type: str) -> tuple[int, int]:
     """The padded width and the samples per program of the LU kernels at width ``d``.
 
@@ -140,7 +145,7 @@ def lu_shape(d: int, device_type: str) -> tuple[int, int]:
         least 8) so that one program's ``(BLOCK, DP, DP)`` float64 blocks stay near 2,048 entries (a choice that no
         GPU timing in the benchmark results has tuned yet); elsewhere ``BLOCK["cpu"]``.
     """
-    dp = max(2, 1 << (d - 1).bit_length())
+    dp = max(2, next_pow2(d))
     return dp, (max(8, 2048 // (dp * dp)) if device_type == "cuda" else BLOCK["cpu"])
 
 
