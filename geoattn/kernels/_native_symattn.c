@@ -3,8 +3,9 @@
 
    DO NOT EDIT: this file is written by `geoattn codegen` (geoattn/codegen/symattn_c.py); `geoattn codegen
    --check` fails when it is stale. One sample at a time, VL rows side by side
-   [ledger: symattn.sdpa_form, symattn.dense_vjp, symattn.native_vjp]. Compiled at first use by geoattn.kernels._native_symattn, one library per n and real type (-DGEOATTN_D=<n> -DGEOATTN_F32 or
-   -DGEOATTN_F64); never with -ffast-math.
+   [ledger: symattn.sdpa_form, symattn.dense_vjp, symattn.native_vjp].
+   Compiled at first use by geoattn.kernels._native_symattn, one library per n and real type (-DGEOATTN_D=<n>
+   -DGEOATTN_F32 or -DGEOATTN_F64); never with -ffast-math.
 */
 
 #include <math.h>
@@ -208,12 +209,12 @@ void GEOATTN_NAME(symattn_bwd)(int64_t B, int64_t T, const real_t *zs, const rea
                                const real_t *Us, const double *Ls, real_t *hs, real_t *ys)
 {
     int64_t TP = (T + VL - 1) / VL * VL;
-    real_t *a = malloc(sizeof(real_t) * (size_t)(T * N + 2 * N * TP));
+    real_t *a = malloc(sizeof(real_t) * (size_t)(T * N + 2 * N * TP + 3 * T * VL));
     if (a == NULL) {
         for (int64_t x = 0; x < B * T * N; x++) hs[x] = ys[x] = NAN;
         return;
     }
-    real_t *aT = a + T * N, *VT = aT + N * TP;
+    real_t *aT = a + T * N, *VT = aT + N * TP, *buf = VT + N * TP;
     for (int64_t b = 0; b < B; b++) {
         const real_t *z = zs + b * T * N, *V = Vs + b * T * N, *U = Us + b * T * N;
         real_t *h = hs + b * T * N, *y = ys + b * T * N;
@@ -223,11 +224,11 @@ void GEOATTN_NAME(symattn_bwd)(int64_t B, int64_t T, const real_t *zs, const rea
         prepare(T, TP, z, A, a, aT);
         transpose(T, TP, V, VT);
         for (int64_t ib = 0; ib < TP; ib += VL) {
-            vr aI[N], VI[N], hI[N], yI[N];
+            /* two passes over the columns keep each pass's vectors in registers: the weights, then the sums */
+            vr aI[N], VI[N];
             for (int k = 0; k < N; k++) {
                 aI[k] = load(aT + k * TP + ib);
                 VI[k] = load(VT + k * TP + ib);
-                hI[k] = yI[k] = splat(0);
             }
             for (int64_t j = 0; j < T; j++) {
                 const real_t *zj = z + j * N, *aj = a + j * N, *Vj = V + j * N;
@@ -239,6 +240,15 @@ void GEOATTN_NAME(symattn_bwd)(int64_t B, int64_t T, const real_t *zs, const rea
                 }
                 vr g = vexp(c - Lv);
                 vr g1 = g * (t1 - sv), g2 = g * (t2 - sv);
+                memcpy(buf + 3 * j * VL, &g, sizeof g);
+                memcpy(buf + (3 * j + 1) * VL, &g1, sizeof g);
+                memcpy(buf + (3 * j + 2) * VL, &g2, sizeof g);
+            }
+            vr hI[N], yI[N];
+            for (int k = 0; k < N; k++) hI[k] = yI[k] = splat(0);
+            for (int64_t j = 0; j < T; j++) {
+                const real_t *zj = z + j * N, *aj = a + j * N, *Vj = V + j * N;
+                vr g = load(buf + 3 * j * VL), g1 = load(buf + (3 * j + 1) * VL), g2 = load(buf + (3 * j + 2) * VL);
                 for (int k = 0; k < N; k++) {
                     hI[k] += g * splat(Vj[k]) + g1 * splat(zj[k]);
                     yI[k] += g2 * splat(aj[k]);
