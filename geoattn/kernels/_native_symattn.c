@@ -167,19 +167,23 @@ void GEOATTN_NAME(symattn_fwd)(int64_t B, int64_t T, const real_t *zs, const rea
         prepare(T, TP, z, A, a, aT);
         for (int64_t ib = 0; ib < TP; ib += VL) {
             vr aI[N];
+            #pragma GCC unroll 16
             for (int k = 0; k < N; k++) aI[k] = load(aT + k * TP + ib);
             vr m = splat(-INFINITY);
             for (int64_t j = 0; j < T; j++) {
                 vr s = aI[0] * splat(z[j * N]);
+                #pragma GCC unroll 16
                 for (int k = 1; k < N; k++) s += aI[k] * splat(z[j * N + k]);
                 memcpy(buf + j * VL, &s, sizeof s);
                 m = sel(s > m, s, m);
             }
             vr l = splat(0), acc[N];
+            #pragma GCC unroll 16
             for (int k = 0; k < N; k++) acc[k] = splat(0);
             for (int64_t j = 0; j < T; j++) {
                 vr e = vexp(load(buf + j * VL) - m);
                 l += e;
+                #pragma GCC unroll 16
                 for (int k = 0; k < N; k++) acc[k] += e * splat(a[j * N + k]);
             }
             for (int q = 0; q < VL && ib + q < T; q++) {
@@ -226,14 +230,14 @@ void GEOATTN_NAME(symattn_bwd)(int64_t B, int64_t T, const real_t *zs, const rea
         for (int64_t ib = 0; ib < TP; ib += VL) {
             /* two passes over the columns keep each pass's vectors in registers: the weights, then the sums */
             vr aI[N], VI[N];
-            for (int k = 0; k < N; k++) {
+                        for (int k = 0; k < N; k++) {
                 aI[k] = load(aT + k * TP + ib);
                 VI[k] = load(VT + k * TP + ib);
             }
             for (int64_t j = 0; j < T; j++) {
                 const real_t *zj = z + j * N, *aj = a + j * N, *Vj = V + j * N;
                 vr c = aI[0] * splat(zj[0]), t1 = VI[0] * splat(aj[0]), t2 = aI[0] * splat(Vj[0]);
-                for (int k = 1; k < N; k++) {
+                                for (int k = 1; k < N; k++) {
                     c += aI[k] * splat(zj[k]);
                     t1 += VI[k] * splat(aj[k]);
                     t2 += aI[k] * splat(Vj[k]);
@@ -245,11 +249,11 @@ void GEOATTN_NAME(symattn_bwd)(int64_t B, int64_t T, const real_t *zs, const rea
                 memcpy(buf + (3 * j + 2) * VL, &g2, sizeof g);
             }
             vr hI[N], yI[N];
-            for (int k = 0; k < N; k++) hI[k] = yI[k] = splat(0);
+                        for (int k = 0; k < N; k++) hI[k] = yI[k] = splat(0);
             for (int64_t j = 0; j < T; j++) {
                 const real_t *zj = z + j * N, *aj = a + j * N, *Vj = V + j * N;
                 vr g = load(buf + 3 * j * VL), g1 = load(buf + (3 * j + 1) * VL), g2 = load(buf + (3 * j + 2) * VL);
-                for (int k = 0; k < N; k++) {
+                                for (int k = 0; k < N; k++) {
                     hI[k] += g * splat(Vj[k]) + g1 * splat(zj[k]);
                     yI[k] += g2 * splat(aj[k]);
                 }

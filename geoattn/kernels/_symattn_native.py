@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import torch
 
+from . import _native
 from ._functions import _under_functorch
 from ._native_symattn import MAX_N, native_backward, native_forward, symattn_native_status
 from ._symattn import SYMATTN_ACTIVATIONS
@@ -60,6 +61,8 @@ def native_reason(z: torch.Tensor, A: torch.Tensor, activation: str) -> str | No
         return f"A batched (shape {tuple(A.shape)}): the route takes one (n, n) weighting"
     if not torch.equal(A, A.mT):
         return "A is not symmetric: the update is G z A^T + G^T z A, not 2 G z A"
+    if not _native.enabled():
+        return "GEOATTN_NATIVE=0 in the environment"
     ok, why = symattn_native_status(n, z.dtype)
     return None if ok else why
 
