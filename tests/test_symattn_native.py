@@ -147,7 +147,7 @@ def _broken(tmp_path, fault, n, real):
 
 
 def test_broken_exponential_is_caught(tmp_path):
-    """Negative control: the kernel's exponential without its 2^k factor misses the forward comparison the real one passes."""
+    """Negative control: the kernel's exponential without its 2^k factor misses the forward comparison."""
     z, A, V = _inputs(2, 70, 4, F32, seed=5)
     want = _reference(z, A, V, "matrix_softmax")[0]
     good, _ = NS.native_forward(z, A, False)
