@@ -126,6 +126,8 @@ CLAIMS = {
     "symattn.sdpa_vjp.without_lse": ("symattn", "refuted"),
     "symattn.dense_vjp": ("symattn", "checked"),
     "symattn.dense_vjp.unshifted": ("symattn", "refuted"),
+    "symattn.native_vjp": ("symattn", "checked"),
+    "symattn.native_vjp.unhalved": ("symattn", "refuted"),
 }
 
 #: every claim id of the ledger

@@ -8,6 +8,7 @@ import torch
 from geoattn import kernels as K
 from geoattn.kernels import _symattn_dense as D
 from geoattn.kernels import _symattn_sdpa as S
+from geoattn.kernels._native_symattn import symattn_native_status
 from geoattn.kernels._symattn_dense import DENSE_MAX_T
 from geoattn.nn import SymplecticAttention
 
@@ -52,7 +53,8 @@ def _errors(got, want):
     return [((h.to(F64) - w).abs().max() / (1 + w.abs().max())).item() for h, w in zip(got, want)]
 
 
-def test_route_table():
+def test_route_table(monkeypatch):
+    monkeypatch.setenv("GEOATTN_NATIVE", "0")  # the sdpa route (the native one: tests/test_symattn_native.py)
     x, A, _ = _inputs(2, T_SDPA, 3, F32)
     assert K.explain("symattn_shear", x, A).route.name == "sdpa/eager"
     short = K.explain("symattn_shear", x[:, :16], A)
@@ -70,8 +72,10 @@ def test_route_table():
 @pytest.mark.parametrize("dtype", [F32, F64])
 @pytest.mark.parametrize("T,n,rank", [(T_SDPA, 2, None), (T_SDPA, 8, None), (T_SDPA, 3, 2), (T_SDPA + 20, 5, None),
                                       (16, 3, None), (16, 4, 1), (DENSE_MAX_T, 2, None), (3, 5, None)])
-def test_against_the_composition(act, update, sign, dtype, T, n, rank):
-    """Both one-call routes: sdpa (``T > 64``) and dense (``n < T``, ``n > T``, rank-deficient halves)."""
+def test_against_the_composition(act, update, sign, dtype, T, n, rank, monkeypatch):
+    """Both one-call routes: sdpa (``T > 64``, the native kernel switched off) and dense (``n < T``, ``n > T``,
+    rank-deficient halves)."""
+    monkeypatch.setenv("GEOATTN_NATIVE", "0")
     x, A, G = _inputs(3, T, n, dtype, seed=T + n, rank=rank)
     route = "dense/eager" if T <= DENSE_MAX_T else "sdpa/eager"
     assert K.explain("symattn_shear", x, A, act, update, sign).route.name == route
@@ -132,6 +136,7 @@ def test_batch_independence(bad, T):
 def test_a_dropped_sign_in_the_backward_is_caught(monkeypatch):
     """Negative control: with the sign left off the update's gradient (a fault injected into the backward) the
     comparison that the function passes fails."""
+    monkeypatch.setenv("GEOATTN_NATIVE", "0")  # the sdpa route's backward is the one patched
     x, A, G = _inputs(2, T_SDPA, 3, F64, seed=4)
     want = _composed(x, A, G, "matrix_softmax", "p", -1.0)
     assert max(_errors(_shear(x, A, G, "matrix_softmax", "p", -1.0), want)) <= _tol(F64, T_SDPA, 3)
@@ -165,7 +170,8 @@ def test_layer_takes_the_shear_and_inverts(T):
     layer = SymplecticAttention(6, update="q", dtype=F64)
     x = torch.randn(3, T, 6, dtype=F64)
     form = layer.explain(x).route.form
-    assert form == ("dense" if T <= DENSE_MAX_T else "sdpa")
+    long_form = "native" if symattn_native_status(3, F64)[0] else "sdpa"
+    assert form == ("dense" if T <= DENSE_MAX_T else long_form)
     assert K.explain("symattn_shear", x, layer.weighting(), update="q").route.form == form
     y = layer(x)
     assert torch.equal(y[..., 3:], x[..., 3:])

@@ -14,6 +14,7 @@ from ._symattn import SYMATTN_ACTIVATIONS, symattn_forward, symattn_potential_va
 from ._symattn_flash import flash_reason, symattn_flash
 from ._symattn_dense import dense_reason, shear_dense, symattn_dense
 from ._symattn_fused import symattn_fused
+from ._symattn_native import native_reason, shear_native, symattn_native
 from ._symattn_sdpa import sdpa_reason, shear_sdpa, symattn_sdpa
 from .dispatch import Call, Operation, Route, dispatch, explain, register_operation
 
@@ -64,6 +65,16 @@ def _sdpa_when(c: Call) -> str | None:
     return sdpa_reason(c.z, c.A, c.activation)
 
 
+def _native_when(c: Call) -> str | None:
+    """The ``native`` route: the compiled kernel for a symmetric weighting, the softmaxes over all entries, CPU,
+    ``T`` of at least :data:`~geoattn.kernels._symattn_native.NATIVE_MIN_T`."""
+    if c.traced:
+        return "traced (torch.func transform, torch.compile or meta tensors): the generated forward is traced"
+    if _dual(c.z) or _dual(c.A):
+        return "a forward-mode tangent: the route has no jvp"
+    return native_reason(c.z, c.A, c.activation)
+
+
 def _dense_when(c: Call) -> str | None:
     """The ``dense`` route: a short sequence, a symmetric weighting, the softmaxes over all entries, CPU."""
     if c.traced:
@@ -84,6 +95,9 @@ SYMATTN_UPDATE = register_operation(Operation(
      Route("flash", TRITON.name, _flash_when, lambda c: symattn_flash(c.z, c.A, c.activation), per_sample="",
            claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.sdpa_vjp",
                    "symattn.transpose_invariant")),
+     Route("native", EAGER.name, _native_when, lambda c: symattn_native(c.z, c.A, c.activation),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.dense_vjp",
+                                  "symattn.native_vjp")),
      Route("dense", EAGER.name, _dense_when, lambda c: symattn_dense(c.z, c.A, c.activation),
            per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.dense_vjp")),
      Route("sdpa", EAGER.name, _sdpa_when, lambda c: symattn_sdpa(c.z, c.A, c.activation),
@@ -132,7 +146,11 @@ def _shear_composed(c: Call) -> torch.Tensor:
 
 SYMATTN_SHEAR = register_operation(Operation(
     "symattn_shear", _bind_shear,
-    (Route("dense", EAGER.name, _shear_when("dense"),
+    (Route("native", EAGER.name, _shear_when("native"),
+           lambda c: shear_native(c.x, c.A, c.activation, c.update == "p", c.sign),
+           per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.dense_vjp",
+                                  "symattn.native_vjp")),
+     Route("dense", EAGER.name, _shear_when("dense"),
            lambda c: shear_dense(c.x, c.A, c.activation, c.update == "p", c.sign),
            per_sample="", claims=("symattn.potential_gradient", "symattn.sdpa_form", "symattn.dense_vjp")),
      Route("sdpa", EAGER.name, _shear_when("sdpa"),

@@ -43,6 +43,7 @@ from ._symattn_exact import (
 from ._sources import gml_file
 from ._symattn_dense_exact import dense_vjp_residual
 from ._symattn_fused_exact import fused_vjp_residual
+from ._symattn_native_exact import native_vjp_residual
 from ._symattn_sdpa_exact import sdpa_form_residual, sdpa_vjp_residual, transpose_residual
 
 __all__ = ["CLAIMS", "gradient_derivation", "symmetric_gradient_derivation", "shear_derivation"]
@@ -411,5 +412,35 @@ CLAIMS = [
                           search=at_sizes({"n": 1, "T": 2}),
                           residual=dense_vjp_residual(fault="unshifted", symbolic_v=False)),
         notes="Every entry of the softmax over all entries depends on every entry of C through the normaliser.",
+    ),
+    Claim(
+        id="symattn.native_vjp",
+        title="backward of the native kernel, row by row",
+        statement="If A is symmetric, with a = zA, G the softmax over all entries of C = az^T, U = 2Ga, "
+        "s = (1/2) sum_i V_i . U_i, h_i = sum_j G_ij (V_j + (V_i . a_j - s) z_j) and "
+        "y_i = sum_j G_ij (a_i . V_j - s) a_j: d<V, U>/dz = 2 (y + hA) and d<V, U>/dA = z^T h + h^T z.",
+        latex=r"s = \tfrac12\langle V, U\rangle,\ h_i = \sum_j G_{ij}(V_j + (V_i\cdot a_j - s)z_j),\ "
+        r"y_i = \sum_j G_{ij}(a_i\cdot V_j - s)a_j \implies \partial_z\langle V, U\rangle = 2(y + hA),\ "
+        r"\partial_A\langle V, U\rangle = z^Th + h^Tz",
+        source="corrected form of symattn.native_vjp.unhalved",
+        corrects="symattn.native_vjp.unhalved",
+        expected=Level.CHECKED,
+        checker=ExpPolicy(name="native VJP - d<V, U>", structure="symmetric",
+                          exact=at_sizes({"n": 1, "T": 2}, {"n": 2, "T": 2}), residual=native_vjp_residual()),
+        notes="Note [native symplectic attention]: the compiled kernel's rows of symattn.dense_vjp, using G = G^T "
+        "and <G, V a^T> = <V, U>/2. Checked exactly at (n, T) = (1, 2) and (2, 2) only; tests/test_symattn_native.py "
+        "compares the kernel in float32 and float64 with autograd of the T x T form up to T = 300.",
+    ),
+    Claim(
+        id="symattn.native_vjp.unhalved",
+        title="backward of the native kernel with the whole pairing as its shift",
+        statement="The backward of symattn.native_vjp holds with s = sum_i V_i . U_i.",
+        latex=r"s = \langle V, U\rangle",
+        source="geoattn.kernels (the native route of symattn_update: why the shift is half the pairing)",
+        expected=Level.REFUTED,
+        checker=ExpPolicy(name="native VJP (unhalved shift) - d<V, U>", structure="symmetric",
+                          search=at_sizes({"n": 1, "T": 2}),
+                          residual=native_vjp_residual(fault="unhalved", symbolic_v=False)),
+        notes="U = 2Ga, so <G, V a^T> is half the pairing of V with U.",
     ),
 ]
