@@ -39,6 +39,12 @@ __all__ = ["LANES", "TOKEN_CHUNK", "REAL_TYPES", "REAL_PRELUDE", "c_function_nam
 LANES = 8
 #: tokens per tile (Note [lanes])
 TOKEN_CHUNK = 32
+#: sums of a reduction kept in vector registers during one pass over a tile (Note [register sums])
+REGISTER_SUMS = 16
+#: the block-scope C type of one value in every lane: a GCC/Clang vector of ``LANES`` doubles that may alias the
+#: lane arrays and needs only their 8-byte alignment
+LANES_TYPE = ("typedef double geoattn_lanes_t __attribute__((vector_size(LANES*sizeof(double)), aligned(8), "
+              "may_alias));")
 #: suffix -> C type of the token-sized arrays; a function is printed once, with ``real_t`` and
 #: ``GEOATTN_NAME(...)``, and compiled for one of them (``-DGEOATTN_F32`` or ``-DGEOATTN_F64``)
 REAL_TYPES = {"f32": "float", "f64": "double"}
@@ -107,13 +113,12 @@ class _Function:
         outputs = set(spec.sample_outputs) | set(spec.maxabs_outputs)
         rowmap_atoms = prog.rowmap_atoms()
         body: list[str] = []
-        # phase 1: reductions over the tokens
-        red_lines = []
+        # phase 1: reductions over the tokens, in groups of accumulators held in registers (Note [register sums])
         for b in prog.phase("reduction"):
             for s, _ in b.pairs:
                 self._lane(s)
                 body.append(f"for (int l = 0; l < LANES; l++) {s}[l] = 0.0;")
-            red_lines += self._assign(b, lambda s, c: f"{s}[l] += {c};")
+        red_lines = self._reduction_groups(prog.phase("reduction"))
         # phase 2: the small bindings, one loop over the lanes
         small_lines = []
         for b in prog.phase("small"):
@@ -157,6 +162,8 @@ class _Function:
         if "*/" in spec.doc:
             raise CodegenError(f"Expected a kernel doc without '*/' (it is printed as a C comment). Got {spec.doc!r}.")
         out = [f"/* {spec.doc} */", f"void GEOATTN_NAME({spec.name}_d{d})({', '.join(params)})", "{"]
+        if self.program.phase("reduction"):
+            out.append(ind + LANES_TYPE)
         out += block(self.consts, 1)
         out += block([f"double tile_{n}[TOKEN_CHUNK*{d}*LANES];" for n in spec.token_inputs], 1)
         out += block(sorted(set(self.decls), key=self.decls.index), 1)
@@ -180,7 +187,8 @@ class _Function:
                      *block(lane_lines, 5), ind * 4 + "}", *after, ind * 3 + "}", ind * 2 + "}"])
 
         if phase["reduction"]:
-            out += token_loop(block(load, 3), red_lines)
+            out += [ind * 2 + "for (int64_t c = 0; c < nchunks; c++) {", *block(load, 3), *block(red_lines, 3),
+                    ind * 2 + "}"]
         if small_lines:
             out.append(ind * 2 + "for (int l = 0; l < LANES; l++) {")
             out += block(small_lines, 3)
@@ -215,6 +223,38 @@ class _Function:
         out.append(ind + "}")
         out.append("}")
         return "\n".join(out) + "\n"
+
+    def _reduction_groups(self, bindings) -> list[str]:
+        """The reductions' statements for one tile: per group of at most :data:`REGISTER_SUMS` sums, the sums
+        loaded into vector locals, one pass over the tile's tokens, the sums stored back (Note [register sums])."""
+        results, temps = [], []
+        for b in bindings:
+            temps += b.temps
+            results += b.results
+        vnames = dict(self.names)
+        loads = {}  # token entry symbol -> (its vector local, the pointer expression of its row)
+        for name, row in self.program.tokens.items():
+            for j, sym in enumerate(row):
+                loads[sym] = f"v_{name}_{j}", f"tile_{name} + ({j} + {self.d}*tt)*LANES"
+                vnames[sym] = loads[sym][0]
+        for t, _ in temps:
+            vnames[t] = str(t)
+        lines = []
+        for g in range(0, len(results), REGISTER_SUMS):
+            group = results[g:g + REGISTER_SUMS]
+            codes = [_ScalarC(vnames).doprint(e) for _, e in group]
+            used = set().union(*(e.free_symbols for _, e in group), *(e.free_symbols for _, e in temps))
+            lines.append("{")
+            lines += [f"    geoattn_lanes_t acc{k} = *(const geoattn_lanes_t *){s};" for k, (s, _) in enumerate(group)]
+            lines.append("    for (int64_t tt = 0; tt < nt; tt++) {")
+            lines += [f"        const geoattn_lanes_t {v} = *(const geoattn_lanes_t *)({ptr});"
+                      for sym, (v, ptr) in loads.items() if sym in used]
+            lines += [f"        const geoattn_lanes_t {t} = {_ScalarC(vnames).doprint(e)};" for t, e in temps]
+            lines += [f"        acc{k} = acc{k} + {c};" for k, c in enumerate(codes)]
+            lines.append("    }")
+            lines += [f"    *(geoattn_lanes_t *){s} = acc{k};" for k, (s, _) in enumerate(group)]
+            lines.append("}")
+        return lines
 
     def _tile_load(self) -> list[str]:
         """Copy tokens ``t0 .. t0 + nt`` of the block's samples into the tiles (first line: ``t0`` and ``nt``)."""

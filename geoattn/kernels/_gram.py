@@ -177,12 +177,21 @@ class _VPGramClosed(torch.autograd.Function):
         if ctx.native is not None:
             N, As = ctx.saved_tensors[2:4]
             xn = _native_tokens(x)
-            G = {"G": ctx.saved_tensors[4]} if ctx.gram else {}
-            gx, gA = ctx.native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As, **G)
+            kw = {"G": ctx.saved_tensors[4]} if ctx.gram else {}
+            taken = []  # temporaries that never leave this call (Note [reused scratch] in geoattn.kernels._native)
+            gyn = gy.to(xn.dtype)
+            if getattr(ctx.native, "GA_OUT", False):
+                kw["gA_out"] = _native.scratch(N.shape, torch.float64)
+                taken.append(kw["gA_out"])
+                if not gyn.is_contiguous():  # the expanded gradient of out.sum()
+                    taken.append(_native.scratch(gyn.shape, gyn.dtype).copy_(gyn))
+                    gyn = taken[-1]
+            gx, gA = ctx.native.gram_backward(xn, gyn.contiguous(), N, As, **kw)
             finite = ctx.finite
             if not bool(finite.all()):
                 gA = torch.where(finite[:, None, None], gA, torch.zeros((), dtype=gA.dtype, device=gA.device))
             gAs = gA.sum(0)
+            _native.release(*taken)
             return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None
         _, _, xs, G, N, P, As = ctx.saved_tensors
         if ctx.soa:

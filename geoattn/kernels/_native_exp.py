@@ -125,7 +125,7 @@ def _constants(A: torch.Tensor) -> torch.Tensor:
     return torch.tensor([float(A.norm()), GRAM_MAX_SCALE], dtype=torch.float64)
 
 
-def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None = None):
+def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None = None, out: tuple | None = None):
     r"""``(y, Gram, E, R)`` for ``x`` of shape ``(B, T, d)`` (contiguous, float32 or float64, CPU) and skew ``A``
     (float64 ``(d, d)``, both triangles).
 
@@ -135,6 +135,9 @@ def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | No
     A : Tensor ``(d, d)``
     library : ctypes.CDLL, optional
         a library to call instead of the one built from :data:`SOURCE` (the tests' broken kernels)
+    out : tuple of Tensor, optional
+        ``(Gram, E)``: contiguous float64 ``(B, d, d)`` tensors to write them into (the layer's reused scratch,
+        Note [reused scratch] in :mod:`geoattn.kernels._native`)
 
     Returns
     -------
@@ -148,13 +151,19 @@ def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | No
     lib = _lib(d, x.dtype, library)
     y = torch.empty_like(x)
     f64 = dict(dtype=torch.float64, device=x.device)
-    G, E, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
+    G, E = out if out is not None else (torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64))
+    for name, t in (("G", G), ("E", E)):
+        if t.shape != (B, d, d) or t.dtype != torch.float64 or not t.is_contiguous():
+            raise ValueError(f"Expected {name} contiguous, float64, of shape {(B, d, d)}. Got {t.dtype} "
+                             f"{tuple(t.shape)}{'' if t.is_contiguous() else ', not contiguous'}.")
+    R = torch.empty(B, **f64)
     _native._run(getattr(lib, f"geoattn_vp_gram_exp_fwd_d{d}_{_native._REALS[x.dtype][0]}"), B, T,
                  [(x, True), (A, False), (_constants(A), False), (y, True), (G, True), (E, True), (R, True)])
     return y, G, E, R
 
 
-def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None = None):
+def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None = None,
+                      gA_out: torch.Tensor | None = None):
     r"""``(gx, gA)`` for the incoming gradient ``gy`` (``x``'s shape and dtype, contiguous).
 
     Parameters
@@ -162,6 +171,8 @@ def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, librar
     x, gy : Tensor ``(B, T, d)``
     A : Tensor ``(d, d)``, float64
     library : ctypes.CDLL, optional
+    gA_out : Tensor ``(B, d, d)``, optional
+        a contiguous float64 tensor to write the per-sample gradient into (the layer's reused scratch)
 
     Returns
     -------
@@ -176,7 +187,10 @@ def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, librar
     B, T, d = x.shape
     lib = _lib(d, x.dtype, library)
     gx = torch.empty_like(x)
-    gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+    gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device) if gA_out is None else gA_out
+    if gA.shape != (B, d, d) or gA.dtype != torch.float64 or not gA.is_contiguous():
+        raise ValueError(f"Expected gA_out contiguous, float64, of shape {(B, d, d)}. Got {gA.dtype} "
+                         f"{tuple(gA.shape)}{'' if gA.is_contiguous() else ', not contiguous'}.")
     fn = getattr(lib, f"geoattn_vp_gram_exp_bwd_d{d}_{_native._REALS[x.dtype][0]}")
     failed = []
     _native._run(lambda *a: failed.append(fn(*a)), B, T, [(x, True), (gy, True), (A, False), (gx, True), (gA, True)])
@@ -194,7 +208,10 @@ class _VPGramExpNative(torch.autograd.Function):
     def forward(ctx, x, A, kernels):
         As = _skew64(A).contiguous()
         xn = x.to(native_dtype(x)).contiguous()
-        y, _, _, R = kernels.gram_exp_forward(xn, As)
+        B, _, d = xn.shape
+        taken = [_native.scratch((B, d, d), torch.float64) for _ in range(2)] if kernels is _THIS else []
+        y, _, _, R = kernels.gram_exp_forward(xn, As, *([tuple(taken)] if taken else []))
+        _native.release(*taken)  # Gram and E never leave this call (Note [reused scratch] in _native)
         ok = R <= exp_residual_tolerance(x.dtype, x.shape[-1])
         ctx.kernels = kernels
         ctx.save_for_backward(x, A, ok)
@@ -209,18 +226,26 @@ class _VPGramExpNative(torch.autograd.Function):
             _, pullback = torch.func.vjp(lambda a, b: _gram_exp_form(a, b, ok), x, A)
             return (*pullback(gy), None)
         xn = x.to(native_dtype(x)).contiguous()
-        gx, gA = ctx.kernels.gram_exp_backward(xn, gy.to(xn.dtype).contiguous(), _skew64(A).contiguous())
+        gyn, taken = gy.to(xn.dtype), []
+        if ctx.kernels is _THIS:  # temporaries that never leave this call (Note [reused scratch] in _native)
+            taken.append(_native.scratch((xn.shape[0],) + A.shape, torch.float64))
+            if not gyn.is_contiguous():  # the expanded gradient of out.sum()
+                taken.append(_native.scratch(gyn.shape, gyn.dtype).copy_(gyn))
+                gyn = taken[-1]
+        gx, gA = ctx.kernels.gram_exp_backward(xn, gyn.contiguous(), _skew64(A).contiguous(), *taken[:1])
         if not bool(ok.all()):
             zero = torch.zeros((), dtype=gx.dtype)
             gx = torch.where(ok[:, None, None], gx, zero)
             gA = torch.where(ok[:, None, None], gA, torch.zeros((), dtype=gA.dtype))
         gAs = gA.sum(0)
+        _native.release(*taken)
         return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None
 
 
 #: this module's kernels as the namespace _VPGramExpNative takes (looked up at each call)
-_THIS = types.SimpleNamespace(gram_exp_forward=lambda x, A: gram_exp_forward(x, A),
-                              gram_exp_backward=lambda x, g, A: gram_exp_backward(x, g, A))
+_THIS = types.SimpleNamespace(gram_exp_forward=lambda x, A, out=None: gram_exp_forward(x, A, out=out),
+                              gram_exp_backward=lambda x, g, A, gA_out=None: gram_exp_backward(x, g, A,
+                                                                                               gA_out=gA_out))
 #: the Triton kernels (:func:`geoattn.kernels._triton.gram_exp_forward`) as that namespace, with this layer's bound
 TRITON = types.SimpleNamespace(
     gram_exp_forward=lambda x, A: _triton.gram_exp_forward(x, A, max_scale=GRAM_MAX_SCALE),

@@ -69,6 +69,7 @@ typedef double real_t;
 /* The closed-form Gram layer's forward for d <= 4: Gram = x^T x, N = (I + Gram A)^{-T} in closed form, the largest entry of its residual R = (I + Gram A)^T N - I, and y = x (2N - I). */
 void GEOATTN_NAME(vp_gram_fwd_d1)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
+    typedef double geoattn_lanes_t __attribute__((vector_size(LANES*sizeof(double)), aligned(8), may_alias));
     double tile_x[TOKEN_CHUNK*1*LANES];
     double Gram_0_0[LANES];
     double row_y[1][LANES];
@@ -85,10 +86,13 @@ void GEOATTN_NAME(vp_gram_fwd_d1)(int64_t B, int64_t T, const real_t *restrict x
             }
             for (int64_t tt = 0; tt < nt*1; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l]);
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 1*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
                 }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
             }
         }
         for (int l = 0; l < nl; l++) {
@@ -127,6 +131,7 @@ void GEOATTN_NAME(vp_gram_fwd_d1)(int64_t B, int64_t T, const real_t *restrict x
 /* The closed-form Gram layer's backward for d <= 4: x_bar = y_bar P^T + x H and the per-sample Gram M_bar (A_bar is the skew part of its sum over the batch), from x, y_bar and the forward's N. */
 void GEOATTN_NAME(vp_gram_bwd_d1)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
+    typedef double geoattn_lanes_t __attribute__((vector_size(LANES*sizeof(double)), aligned(8), may_alias));
     double tile_x[TOKEN_CHUNK*1*LANES];
     double tile_Gy[TOKEN_CHUNK*1*LANES];
     double N_0_0[LANES];
@@ -157,11 +162,17 @@ void GEOATTN_NAME(vp_gram_bwd_d1)(int64_t B, int64_t T, const real_t *restrict x
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*1; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l]);
-                    Pbar_0_0[l] += tile_Gy[(0 + 1*tt)*LANES + l]*tile_x[(0 + 1*tt)*LANES + l];
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 1*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 1*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_Gy_0*v_x_0;
                 }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_0 = acc1;
             }
         }
         for (int l = 0; l < LANES; l++) {
@@ -266,6 +277,7 @@ void GEOATTN_NAME(cayley_vjp_d1)(int64_t B, int64_t T, const real_t *restrict La
 /* The closed-form Gram layer's forward for d <= 4: Gram = x^T x, N = (I + Gram A)^{-T} in closed form, the largest entry of its residual R = (I + Gram A)^T N - I, and y = x (2N - I). */
 void GEOATTN_NAME(vp_gram_fwd_d2)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
+    typedef double geoattn_lanes_t __attribute__((vector_size(LANES*sizeof(double)), aligned(8), may_alias));
     const double A_1_0 = A[2];
     double tile_x[TOKEN_CHUNK*2*LANES];
     double Gram_0_0[LANES];
@@ -299,12 +311,20 @@ void GEOATTN_NAME(vp_gram_fwd_d2)(int64_t B, int64_t T, const real_t *restrict x
             }
             for (int64_t tt = 0; tt < nt*2; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l]);
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 2*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 2*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + (v_x_1*v_x_1);
                 }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_1_1 = acc2;
             }
         }
         for (int l = 0; l < LANES; l++) {
@@ -390,6 +410,7 @@ void GEOATTN_NAME(vp_gram_fwd_d2)(int64_t B, int64_t T, const real_t *restrict x
 /* The closed-form Gram layer's backward for d <= 4: x_bar = y_bar P^T + x H and the per-sample Gram M_bar (A_bar is the skew part of its sum over the batch), from x, y_bar and the forward's N. */
 void GEOATTN_NAME(vp_gram_bwd_d2)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
+    typedef double geoattn_lanes_t __attribute__((vector_size(LANES*sizeof(double)), aligned(8), may_alias));
     const double A_1_0 = A[2];
     double tile_x[TOKEN_CHUNK*2*LANES];
     double tile_Gy[TOKEN_CHUNK*2*LANES];
@@ -446,16 +467,34 @@ void GEOATTN_NAME(vp_gram_bwd_d2)(int64_t B, int64_t T, const real_t *restrict x
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*2; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l]);
-                    Pbar_0_0[l] += tile_Gy[(0 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l];
-                    Pbar_0_1[l] += tile_Gy[(1 + 2*tt)*LANES + l]*tile_x[(0 + 2*tt)*LANES + l];
-                    Pbar_1_0[l] += tile_Gy[(0 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
-                    Pbar_1_1[l] += tile_Gy[(1 + 2*tt)*LANES + l]*tile_x[(1 + 2*tt)*LANES + l];
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 2*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 2*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 2*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 2*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + (v_x_1*v_x_1);
+                    acc3 = acc3 + v_Gy_0*v_x_0;
+                    acc4 = acc4 + v_Gy_1*v_x_0;
+                    acc5 = acc5 + v_Gy_0*v_x_1;
+                    acc6 = acc6 + v_Gy_1*v_x_1;
                 }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_1_1 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_0 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc6;
             }
         }
         for (int l = 0; l < LANES; l++) {
@@ -645,6 +684,7 @@ void GEOATTN_NAME(cayley_vjp_d2)(int64_t B, int64_t T, const real_t *restrict La
 /* The closed-form Gram layer's forward for d <= 4: Gram = x^T x, N = (I + Gram A)^{-T} in closed form, the largest entry of its residual R = (I + Gram A)^T N - I, and y = x (2N - I). */
 void GEOATTN_NAME(vp_gram_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
+    typedef double geoattn_lanes_t __attribute__((vector_size(LANES*sizeof(double)), aligned(8), may_alias));
     const double A_1_0 = A[3];
     const double A_2_0 = A[6];
     const double A_2_1 = A[7];
@@ -701,15 +741,30 @@ void GEOATTN_NAME(vp_gram_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x
             }
             for (int64_t tt = 0; tt < nt*3; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l]);
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 3*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + (v_x_1*v_x_1);
+                    acc4 = acc4 + v_x_1*v_x_2;
+                    acc5 = acc5 + (v_x_2*v_x_2);
                 }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_1_1 = acc3;
+                *(geoattn_lanes_t *)Gram_1_2 = acc4;
+                *(geoattn_lanes_t *)Gram_2_2 = acc5;
             }
         }
         for (int l = 0; l < LANES; l++) {
@@ -851,6 +906,7 @@ void GEOATTN_NAME(vp_gram_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x
 /* The closed-form Gram layer's backward for d <= 4: x_bar = y_bar P^T + x H and the per-sample Gram M_bar (A_bar is the skew part of its sum over the batch), from x, y_bar and the forward's N. */
 void GEOATTN_NAME(vp_gram_bwd_d3)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
+    typedef double geoattn_lanes_t __attribute__((vector_size(LANES*sizeof(double)), aligned(8), may_alias));
     const double A_1_0 = A[3];
     const double A_2_0 = A[6];
     const double A_2_1 = A[7];
@@ -948,24 +1004,60 @@ void GEOATTN_NAME(vp_gram_bwd_d3)(int64_t B, int64_t T, const real_t *restrict x
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*3; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l]);
-                    Pbar_0_0[l] += tile_Gy[(0 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
-                    Pbar_0_1[l] += tile_Gy[(1 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
-                    Pbar_0_2[l] += tile_Gy[(2 + 3*tt)*LANES + l]*tile_x[(0 + 3*tt)*LANES + l];
-                    Pbar_1_0[l] += tile_Gy[(0 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
-                    Pbar_1_1[l] += tile_Gy[(1 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
-                    Pbar_1_2[l] += tile_Gy[(2 + 3*tt)*LANES + l]*tile_x[(1 + 3*tt)*LANES + l];
-                    Pbar_2_0[l] += tile_Gy[(0 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Pbar_2_1[l] += tile_Gy[(1 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
-                    Pbar_2_2[l] += tile_Gy[(2 + 3*tt)*LANES + l]*tile_x[(2 + 3*tt)*LANES + l];
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc8 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc9 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc10 = *(const geoattn_lanes_t *)Pbar_1_1;
+                geoattn_lanes_t acc11 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc12 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc13 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc14 = *(const geoattn_lanes_t *)Pbar_2_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 3*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + (v_x_1*v_x_1);
+                    acc4 = acc4 + v_x_1*v_x_2;
+                    acc5 = acc5 + (v_x_2*v_x_2);
+                    acc6 = acc6 + v_Gy_0*v_x_0;
+                    acc7 = acc7 + v_Gy_1*v_x_0;
+                    acc8 = acc8 + v_Gy_2*v_x_0;
+                    acc9 = acc9 + v_Gy_0*v_x_1;
+                    acc10 = acc10 + v_Gy_1*v_x_1;
+                    acc11 = acc11 + v_Gy_2*v_x_1;
+                    acc12 = acc12 + v_Gy_0*v_x_2;
+                    acc13 = acc13 + v_Gy_1*v_x_2;
+                    acc14 = acc14 + v_Gy_2*v_x_2;
                 }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_1_1 = acc3;
+                *(geoattn_lanes_t *)Gram_1_2 = acc4;
+                *(geoattn_lanes_t *)Gram_2_2 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc7;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc8;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc9;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc10;
+                *(geoattn_lanes_t *)Pbar_1_2 = acc11;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc12;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc13;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc14;
             }
         }
         for (int l = 0; l < LANES; l++) {
@@ -1288,6 +1380,7 @@ void GEOATTN_NAME(cayley_vjp_d3)(int64_t B, int64_t T, const real_t *restrict La
 /* The closed-form Gram layer's forward for d <= 4: Gram = x^T x, N = (I + Gram A)^{-T} in closed form, the largest entry of its residual R = (I + Gram A)^T N - I, and y = x (2N - I). */
 void GEOATTN_NAME(vp_gram_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A, real_t *restrict y, double *restrict Gram, double *restrict N, double *restrict R)
 {
+    typedef double geoattn_lanes_t __attribute__((vector_size(LANES*sizeof(double)), aligned(8), may_alias));
     const double A_1_0 = A[4];
     const double A_2_0 = A[8];
     const double A_3_0 = A[12];
@@ -1376,19 +1469,43 @@ void GEOATTN_NAME(vp_gram_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x
             }
             for (int64_t tt = 0; tt < nt*4; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l]);
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc8 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc9 = *(const geoattn_lanes_t *)Gram_3_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 4*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + (v_x_1*v_x_1);
+                    acc5 = acc5 + v_x_1*v_x_2;
+                    acc6 = acc6 + v_x_1*v_x_3;
+                    acc7 = acc7 + (v_x_2*v_x_2);
+                    acc8 = acc8 + v_x_2*v_x_3;
+                    acc9 = acc9 + (v_x_3*v_x_3);
                 }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_1_1 = acc4;
+                *(geoattn_lanes_t *)Gram_1_2 = acc5;
+                *(geoattn_lanes_t *)Gram_1_3 = acc6;
+                *(geoattn_lanes_t *)Gram_2_2 = acc7;
+                *(geoattn_lanes_t *)Gram_2_3 = acc8;
+                *(geoattn_lanes_t *)Gram_3_3 = acc9;
             }
         }
         for (int l = 0; l < LANES; l++) {
@@ -1604,6 +1721,7 @@ void GEOATTN_NAME(vp_gram_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x
 /* The closed-form Gram layer's backward for d <= 4: x_bar = y_bar P^T + x H and the per-sample Gram M_bar (A_bar is the skew part of its sum over the batch), from x, y_bar and the forward's N. */
 void GEOATTN_NAME(vp_gram_bwd_d4)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict N, const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
+    typedef double geoattn_lanes_t __attribute__((vector_size(LANES*sizeof(double)), aligned(8), may_alias));
     const double A_1_0 = A[4];
     const double A_2_0 = A[8];
     const double A_3_0 = A[12];
@@ -1758,35 +1876,106 @@ void GEOATTN_NAME(vp_gram_bwd_d4)(int64_t B, int64_t T, const real_t *restrict x
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*4; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
-            for (int64_t tt = 0; tt < nt; tt++) {
-                for (int l = 0; l < LANES; l++) {
-                    Gram_0_0[l] += (tile_x[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l]);
-                    Gram_0_1[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Gram_0_2[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Gram_0_3[l] += tile_x[(0 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_1_1[l] += (tile_x[(1 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l]);
-                    Gram_1_2[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Gram_1_3[l] += tile_x[(1 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_2_2[l] += (tile_x[(2 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l]);
-                    Gram_2_3[l] += tile_x[(2 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Gram_3_3[l] += (tile_x[(3 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l]);
-                    Pbar_0_0[l] += tile_Gy[(0 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
-                    Pbar_0_1[l] += tile_Gy[(1 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
-                    Pbar_0_2[l] += tile_Gy[(2 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
-                    Pbar_0_3[l] += tile_Gy[(3 + 4*tt)*LANES + l]*tile_x[(0 + 4*tt)*LANES + l];
-                    Pbar_1_0[l] += tile_Gy[(0 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Pbar_1_1[l] += tile_Gy[(1 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Pbar_1_2[l] += tile_Gy[(2 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Pbar_1_3[l] += tile_Gy[(3 + 4*tt)*LANES + l]*tile_x[(1 + 4*tt)*LANES + l];
-                    Pbar_2_0[l] += tile_Gy[(0 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Pbar_2_1[l] += tile_Gy[(1 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Pbar_2_2[l] += tile_Gy[(2 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Pbar_2_3[l] += tile_Gy[(3 + 4*tt)*LANES + l]*tile_x[(2 + 4*tt)*LANES + l];
-                    Pbar_3_0[l] += tile_Gy[(0 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Pbar_3_1[l] += tile_Gy[(1 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Pbar_3_2[l] += tile_Gy[(2 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
-                    Pbar_3_3[l] += tile_Gy[(3 + 4*tt)*LANES + l]*tile_x[(3 + 4*tt)*LANES + l];
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc8 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc9 = *(const geoattn_lanes_t *)Gram_3_3;
+                geoattn_lanes_t acc10 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc11 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc12 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc13 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc14 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc15 = *(const geoattn_lanes_t *)Pbar_1_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 4*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + (v_x_1*v_x_1);
+                    acc5 = acc5 + v_x_1*v_x_2;
+                    acc6 = acc6 + v_x_1*v_x_3;
+                    acc7 = acc7 + (v_x_2*v_x_2);
+                    acc8 = acc8 + v_x_2*v_x_3;
+                    acc9 = acc9 + (v_x_3*v_x_3);
+                    acc10 = acc10 + v_Gy_0*v_x_0;
+                    acc11 = acc11 + v_Gy_1*v_x_0;
+                    acc12 = acc12 + v_Gy_2*v_x_0;
+                    acc13 = acc13 + v_Gy_3*v_x_0;
+                    acc14 = acc14 + v_Gy_0*v_x_1;
+                    acc15 = acc15 + v_Gy_1*v_x_1;
                 }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_1_1 = acc4;
+                *(geoattn_lanes_t *)Gram_1_2 = acc5;
+                *(geoattn_lanes_t *)Gram_1_3 = acc6;
+                *(geoattn_lanes_t *)Gram_2_2 = acc7;
+                *(geoattn_lanes_t *)Gram_2_3 = acc8;
+                *(geoattn_lanes_t *)Gram_3_3 = acc9;
+                *(geoattn_lanes_t *)Pbar_0_0 = acc10;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc11;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc12;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc13;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc14;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc15;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_1;
+                geoattn_lanes_t acc8 = *(const geoattn_lanes_t *)Pbar_3_2;
+                geoattn_lanes_t acc9 = *(const geoattn_lanes_t *)Pbar_3_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 4*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_1;
+                    acc1 = acc1 + v_Gy_3*v_x_1;
+                    acc2 = acc2 + v_Gy_0*v_x_2;
+                    acc3 = acc3 + v_Gy_1*v_x_2;
+                    acc4 = acc4 + v_Gy_2*v_x_2;
+                    acc5 = acc5 + v_Gy_3*v_x_2;
+                    acc6 = acc6 + v_Gy_0*v_x_3;
+                    acc7 = acc7 + v_Gy_1*v_x_3;
+                    acc8 = acc8 + v_Gy_2*v_x_3;
+                    acc9 = acc9 + v_Gy_3*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_1_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_1 = acc7;
+                *(geoattn_lanes_t *)Pbar_3_2 = acc8;
+                *(geoattn_lanes_t *)Pbar_3_3 = acc9;
             }
         }
         for (int l = 0; l < LANES; l++) {

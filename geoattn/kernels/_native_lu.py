@@ -48,7 +48,7 @@ import torch
 
 from . import _native
 
-__all__ = ["lu_native_status", "gram_forward", "gram_backward", "SOURCE", "MIN_DIM", "MAX_DIM", "SAVED_GRAM"]
+__all__ = ["lu_native_status", "gram_forward", "gram_backward", "SOURCE", "MIN_DIM", "MAX_DIM", "SAVED_GRAM", "GA_OUT"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram_lu.c")
@@ -57,6 +57,9 @@ MIN_DIM, MAX_DIM = 5, 16
 #: :func:`gram_backward` takes the forward's Gram matrices (``G=``): the layer saves them for its backward, whose
 #: pass over the tokens then computes ``Pbar = x^T Gy`` alone
 SAVED_GRAM = True
+#: :func:`gram_backward` writes the per-sample gradient into a tensor the layer hands it (``gA_out=``): reused
+#: scratch (Note [reused scratch] in :mod:`geoattn.kernels._native`)
+GA_OUT = True
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
 
@@ -130,12 +133,15 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
 
 
 def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
-                  library: ctypes.CDLL | None = None, G: torch.Tensor | None = None):
+                  library: ctypes.CDLL | None = None, G: torch.Tensor | None = None,
+                  gA_out: torch.Tensor | None = None):
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64
     ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient
     ``gy``, from the forward's ``N`` and Gram matrices ``G`` (:func:`gram_forward`; float64 ``(B, d, d)``,
     contiguous). Without ``G`` the Gram matrices are first computed by the forward's pass over the tokens (the
-    same printed kernel, so the same values); the layer passes the forward's (:data:`SAVED_GRAM`)."""
+    same printed kernel, so the same values); the layer passes the forward's (:data:`SAVED_GRAM`). ``gA_out``: a
+    contiguous float64 ``(B, d, d)`` tensor the kernel writes ``gA`` into (the layer's reused scratch,
+    :data:`GA_OUT`)."""
     _native._check_backward(x, A, gy, N)
     B, T, d = x.shape
     lib = _lib(d, x.dtype, library)
@@ -147,7 +153,13 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
         raise ValueError(f"Expected G (the forward's Gram matrices) contiguous, float64, of shape {(B, d, d)}. "
                          f"Got {G.dtype} {tuple(G.shape)}{'' if G.is_contiguous() else ', not contiguous'}.")
     gx = torch.empty_like(x)
-    gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+    if gA_out is None:
+        gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+    elif gA_out.shape != (B, d, d) or gA_out.dtype != torch.float64 or not gA_out.is_contiguous():
+        raise ValueError(f"Expected gA_out contiguous, float64, of shape {(B, d, d)}. Got {gA_out.dtype} "
+                         f"{tuple(gA_out.shape)}{'' if gA_out.is_contiguous() else ', not contiguous'}.")
+    else:
+        gA = gA_out
     _native._run(getattr(lib, f"geoattn_vp_gram_lu_bwd_d{d}_{real}"), B, T,
                  [(x, True), (gy, True), (G, True), (N, True), (A, False), (gx, True), (gA, True)])
     return gx, gA
