@@ -1,0 +1,110 @@
+r"""The float64 route of ``exp_skew``: the batched scaling and squaring of :mod:`geoattn.kernels._taylor_exp`.
+
+Note [exp_skew in float64]
+--------------------------
+Under ``method="auto"`` a float64 input of size :math:`T \ge` ``MIN_T`` takes :func:`exp_skew_batched`: per sample
+the algorithm of the native exponential stage (Note [batched Taylor exponential]: the least ``s`` with
+:math:`\min(\|2^{-s}S\|_1, \|2^{-s}S\|_F) \le \theta = 49/64`, the degree-16 Taylor polynomial by
+Paterson--Stockmeyer, ``s`` squarings, and the exact reverse mode of the computed result), so the ledger's
+``vp.gram_exp_native_truncation`` and ``vp.gram_exp_native_reverse`` cover it as they cover that stage. Against
+the ``taylor`` path it replaces (``max(\|S\|_1, \|S\|_\infty) \le 1/2``, one Newton--Schulz step past three
+squarings) it takes one squaring fewer at the norms of random skew matrices (the Frobenius norm and the larger
+:math:`\theta`), no polishing step, products into preallocated buffers and no work for a sample past its own ``s``
+(the batch is ordered by ``s``). The backward returns the same gradient as the ``taylor`` path: the adjoint of
+the Frechet derivative, not projected on skew matrices (as ``torch.linalg.matrix_exp`` with autograd).
+
+The per-sample decisions of ``taylor-or-eigh`` are kept: a sample of :math:`\max(\|S\|_1, \|S\|_\infty) >`
+``TAYLOR_MAX_NORM`` takes the eigendecomposition (Note [large norms]); a non-finite sample gets NaN in its result and
+its gradient and reaches no other sample. The orthogonality defect grows with the norm through the squarings:
+measured at 4,096 samples scaled to :math:`\max(\|S\|_1, \|S\|_\infty) = fT`, its largest value was 9-17 T eps at
+f = 8 and 18-30 T eps at f = 16 (T = 8, 12, 16, 32), and 104 T eps at T = 8, norm 511, past the ``64 T eps`` bar.
+A sample of norm above ``POLISH_PER_T T = 16 T`` (none at T >= 32, where that is ``TAYLOR_MAX_NORM``) therefore
+gets one Newton--Schulz step, which squares its defect; the backward treats that step as the identity, an error
+of the size of the defect it removes (as the ``taylor`` path does past three squarings). A graph of the backward (``create_graph``) takes the block-exponential
+identity of Note [exp_skew backward].
+
+Measured on one thread, B = 1024 (exploration) and 4096 (the benchmark), unit-normal skew entries times 0.1, 1 and
+3, forward+backward with a dense incoming gradient against ``torch.linalg.matrix_exp`` and autograd, alternating in
+one run, on a machine shared with other work: see the figures in the commit that added this route and in
+``benchmarks/results``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._exp import TAYLOR_MAX_NORM, _ExpSkewEigh, _exp_frechet_adjoint, _norms
+from ._functions import _newton_schulz
+from ._taylor_exp import taylor_exp, taylor_exp_adjoint
+
+__all__ = ["MIN_T", "POLISH_PER_T", "exp_skew_batched"]
+
+#: the least size the float64 route serves (below it the ``taylor-or-eigh`` route measured as fast or faster)
+MIN_T = 8
+#: samples of max(||S||_1, ||S||_inf) above this times T get one Newton--Schulz step (Note [exp_skew in float64])
+POLISH_PER_T = 16
+
+
+class _ExpSkewBatched(torch.autograd.Function):
+    """``exp(S)`` of ``(n, T, T)`` float64 ``S`` by :func:`taylor_exp`; backward :func:`taylor_exp_adjoint`."""
+
+    @staticmethod
+    def forward(ctx, s, polish):
+        t = taylor_exp(s)
+        e, t.E = t.E, None  # the record keeps no reference to the output (no cycle through ctx)
+        ctx.record = t
+        ctx.save_for_backward(s)
+        if bool(polish.any()):
+            idx = polish.nonzero().squeeze(-1)
+            e = e.index_copy(0, idx, _newton_schulz(e[idx]))
+        if bool(t.failed.any()):
+            e = torch.where(t.failed[:, None, None], torch.full((), float("nan"), dtype=e.dtype, device=e.device), e)
+        return e
+
+    @staticmethod
+    def backward(ctx, grad):
+        (s,) = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            return _exp_frechet_adjoint(s, grad), None
+        t = ctx.record
+        g = taylor_exp_adjoint(t, grad.contiguous())
+        if bool(t.failed.any()):
+            g = torch.where(t.failed[:, None, None], torch.full((), float("nan"), dtype=g.dtype, device=g.device), g)
+        return g, None
+
+
+def exp_skew_batched(S: torch.Tensor) -> torch.Tensor:
+    r""":math:`\exp(S)` of float64 skew ``S`` per sample (Note [exp_skew in float64]): the batched Taylor scheme
+    up to ``TAYLOR_MAX_NORM``, the eigendecomposition above.
+
+    Parameters
+    ----------
+    S : Tensor ``(..., T, T)``, float64, skew-symmetric (not checked here)
+
+    Returns
+    -------
+    Tensor ``(..., T, T)``
+        the exponentials; NaN for a sample with a non-finite entry
+
+    Examples
+    --------
+    >>> S = torch.randn(3, 8, 8, dtype=torch.float64); S = S - S.mT
+    >>> torch.allclose(exp_skew_batched(S), torch.linalg.matrix_exp(S))
+    True
+    """
+    if S.dtype != torch.float64 or S.dim() < 2 or S.shape[-1] != S.shape[-2]:
+        raise ValueError(f"Expected a float64 tensor of shape (..., T, T). Got {S.dtype} of shape {tuple(S.shape)}.")
+    shape = S.shape
+    flat = S.reshape(-1, *shape[-2:])
+    norm = _norms(flat)
+    big = torch.isfinite(norm) & (norm > TAYLOR_MAX_NORM)
+    polish = torch.isfinite(norm) & (norm > POLISH_PER_T * shape[-1])
+    if not bool(big.any()):
+        return _ExpSkewBatched.apply(flat, polish).reshape(shape)
+    if bool(big.all()):
+        return _ExpSkewEigh.apply(flat)[0].reshape(shape)
+    small_idx, big_idx = (~big).nonzero().squeeze(-1), big.nonzero().squeeze(-1)
+    parts = torch.cat([_ExpSkewBatched.apply(flat[small_idx], polish[small_idx]),
+                       _ExpSkewEigh.apply(flat[big_idx])[0]])
+    order = torch.argsort(torch.cat([small_idx, big_idx]))
+    return parts[order].reshape(shape)
