@@ -6,8 +6,8 @@ CUDA: the closed form ``exp_skew.hodge_form`` as a printed Triton kernel, Note [
 polynomial), ``eigh/eager`` (``method="eigh"``, and every call traced by ``torch.func``, ``torch.compile`` or on the
 meta device), ``taylor-batched/eager`` (``method="auto"``, float64, ``T >= 8``: the batched scaling and squaring of
 the native exponential stage, per sample up to norm 512, the eigendecomposition above; Note [exp_skew in float64] in
-:mod:`geoattn.kernels._exp_batched`), ``taylor-or-eigh/eager`` (``method="auto"``: per sample, Taylor up to norm 512, the
-eigendecomposition above; Note [large norms] in :mod:`geoattn.kernels._exp`).
+:mod:`geoattn.kernels._exp_batched`), ``taylor-or-eigh/eager`` (``method="auto"``: per sample, Taylor up to norm
+512, the eigendecomposition above; Note [large norms] in :mod:`geoattn.kernels._exp`).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def _batched(c: Call) -> str | None:
     if c.S.dtype != torch.float64:
         return f"{c.S.dtype}: the batched degree-16 scheme is float64's"
     if c.S.shape[-1] < BATCHED_MIN_T:
-        return f"T={c.S.shape[-1]} < {BATCHED_MIN_T}: the taylor-or-eigh route is as fast there"
+        return f"T={c.S.shape[-1]} < {BATCHED_MIN_T}: not measured there"
     if c.traced:
         return "traced (torch.func, torch.compile or meta): the number of squarings depends on the data"
     return None
@@ -156,7 +156,10 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
       squarings would cost orthogonality (Note [large norms]); ``"eigh"``
       for the whole batch inside ``torch.func`` transforms (``vmap``,
       ``jacrev``), under ``torch.compile`` and on the meta device, where the
-      number of squarings may not depend on the data.
+      number of squarings may not depend on the data. In float64 with
+      ``T >= 8`` the Taylor samples take the batched degree-16 scheme of the
+      native exponential stage instead, with its exact reverse mode (route
+      ``taylor-batched``, Note [exp_skew in float64]).
 
     Each sample has its own number of squarings, so its result does not depend
     on the rest of the batch (Note [scaling and squaring]). Double backward is
