@@ -9,7 +9,7 @@ Paterson--Stockmeyer, ``s`` squarings, and the exact reverse mode of the compute
 ``vp.gram_exp_native_truncation`` and ``vp.gram_exp_native_reverse`` cover it as they cover that stage. Against
 the ``taylor`` path it replaces (``max(\|S\|_1, \|S\|_\infty) \le 1/2``, one Newton--Schulz step past three
 squarings) it takes one squaring fewer at the norms of random skew matrices (the Frobenius norm and the larger
-:math:`\theta`), no polishing step below norm ``16 T``, products into preallocated buffers and no work for a
+:math:`\theta`), no polishing step below norm ``8 T``, products into preallocated buffers and no work for a
 sample past its own ``s`` (the batch is ordered by ``s``). The backward returns the same gradient as the
 ``taylor`` path: the adjoint of the Frechet derivative, not projected on skew matrices (as
 ``torch.linalg.matrix_exp`` with autograd).
@@ -17,11 +17,13 @@ sample past its own ``s`` (the batch is ordered by ``s``). The backward returns 
 The per-sample decisions of ``taylor-or-eigh`` are kept: a sample of :math:`\max(\|S\|_1, \|S\|_\infty) >`
 ``TAYLOR_MAX_NORM`` takes the eigendecomposition (Note [large norms]); a non-finite sample gets NaN in its result and
 its gradient and reaches no other sample. The orthogonality defect grows with the norm through the squarings:
-measured at 4,096 samples scaled to :math:`\max(\|S\|_1, \|S\|_\infty) = fT`, its largest value was 9-17 T eps at
-f = 8 and 18-30 T eps at f = 16 (T = 8, 12, 16, 32), and 104 T eps at T = 8, norm 511, past the ``64 T eps`` bar.
-A sample of norm above ``POLISH_PER_T T = 16 T`` (none at T >= 32, where that is ``TAYLOR_MAX_NORM``) therefore
-gets one Newton--Schulz step, which squares its defect; the backward treats that step as the identity, an error
-of the size of the defect it removes (as the ``taylor`` path does past three squarings). A graph of the backward
+measured at 4,096 samples scaled to :math:`\max(\|S\|_1, \|S\|_\infty) = fT`, its largest value was 9-19 T eps at
+f = 8 and 18-41 T eps at f = 16 (T = 2 to 16 and 32; 41 at T = 4), and 104 T eps at T = 8, norm 511, past the
+``64 T eps`` bar. A sample of norm above ``POLISH_PER_T T = 8 T`` therefore gets one Newton--Schulz step, which
+squares its defect (measured after it: at most 1 T eps); the backward treats that step as the identity, an error
+of the size of the defect it removes (as the ``taylor`` path does past three squarings). Of the benchmark's
+4,096 random skew matrices with entries 3 times unit-normal, none takes the step at T >= 8 and one or two at
+T = 3, 4. A graph of the backward
 (``create_graph``) takes the block-exponential identity of Note [exp_skew backward].
 
 Measured on one thread, B = 4096, unit-normal skew entries times 0.1, 1 and 3, forward+backward against
@@ -30,7 +32,8 @@ work (load 5-10 on two cores; benchmarks/results/exp-skew-f64-cpu.txt): dense gr
 0.23-0.28 (12), 0.20-0.25 (16), 0.24-0.35 (32); ``out.sum()`` 0.19-0.36; the previous default at T = 32 measured
 0.53-0.71 on a quiet machine, and this route took 0.49-0.56 of its time in an A/B run. The forward alone is about
 as fast as ``matrix_exp``'s (0.86-1.06): the gain is the backward, which reuses the forward's record instead of a
-``2T x 2T`` exponential. Sizes below ``MIN_T = 8`` were not measured and keep the ``taylor-or-eigh`` route.
+``2T x 2T`` exponential. Against the previous default in an A/B run (B = 4096, forward+backward): 0.74-0.88
+(T = 2), 0.72-0.91 (3), 0.61-0.80 (4), 0.75-0.81 (6), 0.49-0.56 (32).
 """
 
 from __future__ import annotations
@@ -43,10 +46,10 @@ from ._taylor_exp import taylor_exp, taylor_exp_adjoint
 
 __all__ = ["MIN_T", "POLISH_PER_T", "exp_skew_batched"]
 
-#: the least size the float64 route serves (smaller sizes, not measured, keep the ``taylor-or-eigh`` route)
-MIN_T = 8
+#: the least size the float64 route serves (``T = 1`` keeps the ``taylor-or-eigh`` route: nothing to gain)
+MIN_T = 2
 #: samples of max(||S||_1, ||S||_inf) above this times T get one Newton--Schulz step (Note [exp_skew in float64])
-POLISH_PER_T = 16
+POLISH_PER_T = 8
 
 
 class _ExpSkewBatched(torch.autograd.Function):
