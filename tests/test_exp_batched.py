@@ -157,6 +157,10 @@ def test_route_table_and_reasons():
     assert K.explain("exp_skew", s.float()).route.name == "taylor-or-eigh/eager"
     assert "T=1 < 2" in str(K.explain("exp_skew", skews(2, 1, 1.0, 9)))
     assert K.explain("exp_skew", s.to("meta")).route.form == "eigh"
+    from geoattn.kernels import _op_exp
+    from geoattn.kernels.dispatch import Call
+    on_cuda = Call(S=s, method="auto", check=True, device=torch.device("cuda"), traced=False)
+    assert _op_exp._batched(on_cuda) == "cuda: measured on the CPU only"
     assert K.explain("exp_skew", s, method="taylor").route.form == "taylor"
     with pytest.raises(ValueError, match="Expected S to be skew-symmetric"):
         K.exp_skew(s + torch.eye(8, dtype=F64))

@@ -2,7 +2,7 @@ r"""The float64 route of ``exp_skew``: the batched scaling and squaring of :mod:
 
 Note [exp_skew in float64]
 --------------------------
-Under ``method="auto"`` a float64 input of size :math:`T \ge` ``MIN_T`` takes :func:`exp_skew_batched`: per sample
+Under ``method="auto"`` a float64 CPU input of size :math:`T \ge` ``MIN_T`` takes :func:`exp_skew_batched`: per sample
 the algorithm of the native exponential stage (Note [batched Taylor exponential]: the least ``s`` with
 :math:`\min(\|2^{-s}S\|_1, \|2^{-s}S\|_F) \le \theta = 49/64`, the degree-16 Taylor polynomial by
 Paterson--Stockmeyer, ``s`` squarings, and the exact reverse mode of the computed result), so the ledger's

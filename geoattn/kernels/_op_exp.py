@@ -4,10 +4,10 @@ Routes, in order: ``empty`` (``T = 0``), ``closed-small/triton`` (``T <= 4``, ``
 CUDA: the closed form ``exp_skew.hodge_form`` as a printed Triton kernel, Note [exp_skew Triton kernel] in
 :mod:`geoattn.kernels._exp_triton`), ``taylor/eager`` (``method="taylor"``: scaling and squaring of a Taylor
 polynomial), ``eigh/eager`` (``method="eigh"``, and every call traced by ``torch.func``, ``torch.compile`` or on the
-meta device), ``taylor-batched/eager`` (``method="auto"``, float64, ``T >= 2``: the batched scaling and squaring of
-the native exponential stage, per sample up to norm 512, the eigendecomposition above; Note [exp_skew in float64] in
-:mod:`geoattn.kernels._exp_batched`), ``taylor-or-eigh/eager`` (``method="auto"``: per sample, Taylor up to norm
-512, the eigendecomposition above; Note [large norms] in :mod:`geoattn.kernels._exp`).
+meta device), ``taylor-batched/eager`` (``method="auto"``, float64 on the CPU, ``T >= 2``: the batched scaling
+and squaring of the native exponential stage, per sample up to norm 512, the eigendecomposition above; Note
+[exp_skew in float64] in :mod:`geoattn.kernels._exp_batched`), ``taylor-or-eigh/eager`` (``method="auto"``: per
+sample, Taylor up to norm 512, the eigendecomposition above; Note [large norms] in :mod:`geoattn.kernels._exp`).
 """
 
 from __future__ import annotations
@@ -93,6 +93,8 @@ def _batched(c: Call) -> str | None:
         return f"{c.S.dtype}: the batched degree-16 scheme is float64's"
     if c.S.shape[-1] < BATCHED_MIN_T:
         return f"T={c.S.shape[-1]} < {BATCHED_MIN_T}: nothing to square"
+    if c.device.type != "cpu":
+        return f"{c.device.type}: measured on the CPU only"
     if c.traced:
         return "traced (torch.func, torch.compile or meta): the number of squarings depends on the data"
     return None
@@ -156,7 +158,7 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
       squarings would cost orthogonality (Note [large norms]); ``"eigh"``
       for the whole batch inside ``torch.func`` transforms (``vmap``,
       ``jacrev``), under ``torch.compile`` and on the meta device, where the
-      number of squarings may not depend on the data. In float64 with
+      number of squarings may not depend on the data. On the CPU in float64 with
       ``T >= 2`` the Taylor samples take the batched degree-16 scheme of the
       native exponential stage instead, with its exact reverse mode (route
       ``taylor-batched``, Note [exp_skew in float64]).
