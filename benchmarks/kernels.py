@@ -119,10 +119,17 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", help="write the results to PATH")
     parser.add_argument("--only", choices=["cayley", "exp_skew"], help="one kernel only")
+    parser.add_argument("--dtypes", nargs="+", choices=["float32", "float64"], default=["float32", "float64"],
+                        help="the real types measured")
+    parser.add_argument("--sizes", nargs="+", type=int, help="the sizes T (default 8 12 16 32; --quick: 8 16)")
+    parser.add_argument("--scales", nargs="+", type=float, help="the entry scales (default 0.1 1 3)")
+    parser.add_argument("--reps", type=int, help="repetitions per case (default 15, or 7 for large cases)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     batches = [256] if args.quick else [4096]
-    sizes = (8, 16) if args.quick else (8, 12, 16, 32)
+    sizes = args.sizes or ((8, 16) if args.quick else (8, 12, 16, 32))
+    scales = args.scales or SCALES
+    dtypes = [getattr(torch, name) for name in args.dtypes]
     rows = []
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {platform.processor() or platform.machine()}")
     header = (f"{'kernel':8s} {'dtype':8s} {'B':>5s} {'T':>3s} {'scale':>5s} {'fwd ms':>9s} {'naive':>9s} {'ratio':>6s} {'f+b ms':>9s} "
@@ -132,11 +139,11 @@ def main(argv=None) -> int:
     for kname, kernel, naive in (("cayley", K.cayley, naive_cayley), ("exp_skew", fast_exp, torch.linalg.matrix_exp)):
         if args.only and kname != args.only:
             continue
-        for dtype in (torch.float32, torch.float64):
+        for dtype in dtypes:
             for B in batches:
                 for T in sizes:
-                    for scale in SCALES:
-                        reps = 1 if args.quick else (15 if B * T * T < 300_000 else 7)
+                    for scale in scales:
+                        reps = args.reps or (1 if args.quick else (15 if B * T * T < 300_000 else 7))
                         r = case(kernel, naive, B, T, dtype, reps, scale)
                         r.update(kernel_name=kname, dtype=str(dtype).replace("torch.", ""), B=B, T=T, scale=scale,
                                  **served(kname, B, T, dtype, scale))

@@ -553,8 +553,9 @@ def test_method_choices_return_their_reasons():
     was not taken)."""
     S = torch.randn(2, 4, 4, dtype=torch.float64)
     S = S - S.mT
-    e = K.explain("exp_skew", S)
+    e = K.explain("exp_skew", S.float())
     assert e.route.form == "taylor-or-eigh" and "512" in e.reason
+    assert K.explain("exp_skew", S).route.form == "taylor-batched"
     e = K.explain("exp_skew", S.to("meta"))
     assert e.route.form == "eigh"
     assert K.explain("exp_skew", S, method="taylor").route.form == "taylor"

@@ -4,8 +4,10 @@ Routes, in order: ``empty`` (``T = 0``), ``closed-small/triton`` (``T <= 4``, ``
 CUDA: the closed form ``exp_skew.hodge_form`` as a printed Triton kernel, Note [exp_skew Triton kernel] in
 :mod:`geoattn.kernels._exp_triton`), ``taylor/eager`` (``method="taylor"``: scaling and squaring of a Taylor
 polynomial), ``eigh/eager`` (``method="eigh"``, and every call traced by ``torch.func``, ``torch.compile`` or on the
-meta device), ``taylor-or-eigh/eager`` (``method="auto"``: per sample, Taylor up to norm 512, the
-eigendecomposition above; Note [large norms] in :mod:`geoattn.kernels._exp`).
+meta device), ``taylor-batched/eager`` (``method="auto"``, float64 on the CPU, ``T >= 2``: the batched scaling
+and squaring of the native exponential stage, per sample up to norm 512, the eigendecomposition above; Note
+[exp_skew in float64] in :mod:`geoattn.kernels._exp_batched`), ``taylor-or-eigh/eager`` (``method="auto"``: per
+sample, Taylor up to norm 512, the eigendecomposition above; Note [large norms] in :mod:`geoattn.kernels._exp`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from . import _triton
 from ._backends import EAGER, TRITON
 from ._checks import check_skew, check_square, half_in_float32
 from ._exp import EXP_CLOSED_MAX, TAYLOR_MAX_NORM, run_exp_skew
+from ._exp_batched import MIN_T as BATCHED_MIN_T
+from ._exp_batched import exp_skew_batched
 from ._functions import _traced
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
@@ -82,6 +86,26 @@ def _run_closed_triton(c: Call) -> torch.Tensor:
     return exp_skew_small(c.S)
 
 
+def _batched(c: Call) -> str | None:
+    if c.method != "auto":
+        return f"method {c.method!r}"
+    if c.S.dtype != torch.float64:
+        return f"{c.S.dtype}: the batched degree-16 scheme is float64's"
+    if c.S.shape[-1] < BATCHED_MIN_T:
+        return f"T={c.S.shape[-1]} < {BATCHED_MIN_T}: nothing to square"
+    if c.device.type != "cpu":
+        return f"{c.device.type}: measured on the CPU only"
+    if c.traced:
+        return "traced (torch.func, torch.compile or meta): the number of squarings depends on the data"
+    return None
+
+
+def _run_batched(c: Call) -> torch.Tensor:
+    if c.check:
+        check_skew("S", c.S)
+    return exp_skew_batched(c.S)
+
+
 EXP_SKEW = register_operation(Operation(
     "exp_skew",
     _bind,
@@ -95,6 +119,11 @@ EXP_SKEW = register_operation(Operation(
               claims=("exp_skew.taylor_form", "exp_skew.taylor_remainder", "exp_skew.scaling_squaring",
                       "exp_skew.taylor_vjp", "exp_skew.square_vjp")),
         Route("eigh", EAGER.name, _requested("eigh"), _checked("eigh"), claims=("exp_skew.eigh_form", "exp_skew.vjp")),
+        Route("taylor-batched", EAGER.name, _batched, _run_batched,
+              per_sample=f"Taylor up to norm {TAYLOR_MAX_NORM:g}, the eigendecomposition above (Note [large norms]); "
+                         "non-finite samples NaN",
+              claims=("vp.gram_exp_native_truncation", "vp.gram_exp_native_reverse", "exp_skew.eigh_form",
+                      "exp_skew.vjp")),
         Route("taylor-or-eigh", EAGER.name, lambda c: None, _checked("auto"),
               per_sample=f"Taylor up to norm {TAYLOR_MAX_NORM:g}, the eigendecomposition above (Note [large norms])",
               claims=("exp_skew.taylor_form", "exp_skew.eigh_form")),
@@ -129,7 +158,10 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
       squarings would cost orthogonality (Note [large norms]); ``"eigh"``
       for the whole batch inside ``torch.func`` transforms (``vmap``,
       ``jacrev``), under ``torch.compile`` and on the meta device, where the
-      number of squarings may not depend on the data.
+      number of squarings may not depend on the data. On the CPU in float64 with
+      ``T >= 2`` the Taylor samples take the batched degree-16 scheme of the
+      native exponential stage instead, with its exact reverse mode (route
+      ``taylor-batched``, Note [exp_skew in float64]).
 
     Each sample has its own number of squarings, so its result does not depend
     on the rest of the batch (Note [scaling and squaring]). Double backward is
