@@ -94,9 +94,15 @@ def test_wide_layers_with_batched_token_products_match_the_float64_full_form(d, 
     assert (Aa.grad.double() - a64.grad).abs().max() <= B * tol * (1 + a64.grad.abs().max())
 
 
-@pytest.mark.parametrize("d", [17, 32, 48])
+def _probes(d):
+    return torch.tensor(gram_lu_big_c.probe_signs()[:d], dtype=F64)
+
+
+@pytest.mark.parametrize("d", [17, 32, 48, 64])
 def test_stage_outputs_and_residual(d):
-    """N is (I + GA)^{-T} within the residual the stage reports, and that residual is the true one."""
+    """N is (I + GA)^{-T} within the tolerance, and the residual the stage reports is the true one on the probes
+    (vp.gram_probe_residual): max |R V| of R = (I + GA)^T N - I, which lies between max |R| (in practice) and
+    d max |R|."""
     _native_or_skip(d)
     torch.manual_seed(d)
     T = d + 9
@@ -104,10 +110,36 @@ def test_stage_outputs_and_residual(d):
     y, G, N, rmax = _native_lu_big.gram_forward(x, A)
     eye = torch.eye(d, dtype=F64)
     M = eye + G @ A
-    Rtrue = (M.mT @ N - eye).abs().amax((-2, -1))
+    R = M.mT @ N - eye
+    Rtrue = R.abs().amax((-2, -1))
     assert (Rtrue <= EPS32 / 16).all()
     scale = 1 + torch.linalg.matrix_norm(M) * torch.linalg.matrix_norm(N)
-    assert ((rmax - Rtrue).abs() <= 16 * d * torch.finfo(F64).eps * scale).all()
+    on_probes = (R @ _probes(d)).abs().amax((-2, -1))
+    assert ((rmax - on_probes).abs() <= 16 * d * torch.finfo(F64).eps * scale).all()
+    assert (rmax <= d * Rtrue + 16 * d * torch.finfo(F64).eps * scale).all()
+
+
+def test_probes_are_signs_and_each_entry_of_a_residual_shows():
+    """The probe table holds signs only, its eight columns differ, and every single-entry residual shows in full
+    on them (|r_ij v_jl| = |r_ij|): the property the check's guarantee rests on."""
+    V = _probes(gram_lu_big_c.MAX_DIM)
+    assert V.shape == (64, 8) and torch.equal(V.abs(), torch.ones_like(V))
+    assert len({tuple(c) for c in V.mT.tolist()}) == 8
+    R = torch.zeros(64, 64, dtype=F64)
+    R[5, 40] = 3e-8
+    assert float((R @ V).abs().max()) == 3e-8
+
+
+def test_negative_control_the_probe_check_catches_a_wrong_n(tmp_path, monkeypatch):
+    """A fault of one sign (I + K) in the unpivoted form at d = 64 and d = 17, retry off: the probe residual rejects
+    every sample."""
+    for d in (17, 64):
+        _native_or_skip(d)
+        torch.manual_seed(d + 1)
+        x, A = torch.randn(3, d + 5, d), skew64(d, 0.3)
+        exposed = _build_or_skip(tmp_path / f"d{d}", monkeypatch, d, fault_fast=True, retry=False)
+        _, G, N, R = _native_lu_big.gram_forward(x, A, library=exposed)
+        assert (~(R <= EPS32 / 16)).all()
     assert torch.equal(G, x.double().mT @ x.double()) or (G - x.double().mT @ x.double()).abs().max() <= (
         4 * T * torch.finfo(F64).eps * G.abs().max())
 

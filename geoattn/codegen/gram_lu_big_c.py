@@ -2,15 +2,18 @@ r"""The C source of the Gram form's ``d x d`` stage for ``17 <= d <= 64``, one s
 
 Past ``d = 32`` (``FUSED_MAX_DIM`` of :mod:`geoattn.kernels._native_lu_big`) the token products (``Gram = x^T x``,
 ``y = xP``, ``Pbar = x^T\bar y``, ``gx = \bar yP^T + xH``) are batched products of matrices large enough for
-torch's ``bmm``; up to it they run in C in the same call as the stage, one sample at a time. What is left for C is the per-sample ``d x d`` work that a batched LAPACK call does slowly (one small factorisation per
-call, with its overhead):
+torch's ``bmm``; up to it they run in C in the same call as the stage, one sample at a time. What is left for C
+is the per-sample ``d x d`` work that a batched LAPACK call does slowly (one small factorisation per call, with its
+overhead):
 
 * forward (``vp_gram_lu_big_fwd``): the Cholesky factor ``L`` of ``Gram`` (a column set to zero where its pivot is
   not positive), ``V = AL``, the skew ``K = L^TV``, the LU factors of ``I - K`` without pivoting (every pivot is at
   least 1: its symmetric part is ``I``), ``N = I + V(I - K)^{-1}L^T`` (ledger ``vp.gram_lu_woodbury``), ``P = 2N - I``
-  and the largest residual entry :math:`|(I + GA)^TN - I|` (NaN when one is); a sample whose residual exceeds the
-  token type's tolerance (``eps / 16``, as :func:`geoattn.kernels._gram.residual_tolerance`) or is NaN is
-  recomputed by an LU with partial pivoting of :math:`M^T = I - AG`, whose ``N`` and residual it returns;
+  and the largest entry of the residual :math:`R = (I + GA)^TN - I` on eight fixed sign vectors, :math:`|RV|`
+  (NaN when one is; ``V`` from :func:`probe_signs`, ledger ``vp.gram_probe_residual``: three matrix-vector passes
+  in place of the two ``d x d`` products of ``R``); a sample whose probe residual exceeds the token type's tolerance
+  (``eps / 16``, as :func:`geoattn.kernels._gram.residual_tolerance`) or is NaN is recomputed by an LU with partial
+  pivoting of :math:`M^T = I - AG`, whose ``N`` and probe residual it returns;
 * backward (``vp_gram_lu_big_bwd``): :math:`\bar M = -2N\bar P^TN`, :math:`H = A\bar M^T - \bar MA`, the
   per-sample :math:`G\bar M` and ``P = 2N - I`` (ledger ``vp.gram_lu_vjp``).
 
@@ -22,12 +25,16 @@ pivoted recomputation out; ``negate_backward`` flips the sign of :math:`\bar M` 
 
 from __future__ import annotations
 
+import random
+
 from ._gram_lu_big_entries import ENTRIES
 
-__all__ = ["MIN_DIM", "MAX_DIM", "generate_gram_lu_big_module", "target_name"]
+__all__ = ["MIN_DIM", "MAX_DIM", "PROBE_SEED", "probe_signs", "generate_gram_lu_big_module", "target_name"]
 
 #: the widths the stage serves: past the printed LU kernels' ``d <= 16``, up to 64
 MIN_DIM, MAX_DIM = 17, 64
+#: the seed of the residual check's table of signs (``probe_signs``)
+PROBE_SEED = 20240917
 
 HEADER = """/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{{-T}} - x for {lo} <= d <= {hi}, per sample.
 
@@ -78,7 +85,7 @@ typedef long long vl __attribute__((vector_size(64), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define V(M, i) ((vd *)(M)[i])
 #define UNROLL _Pragma("GCC unroll 8")
-
+{probe}
 /* S (D x D, row-major) into M, zero padded; transposed when t */
 static void load(const double *restrict S, int t, mat M)
 {
@@ -189,19 +196,29 @@ static void transpose(mat X, mat Y)
     }
 }
 
-/* the largest |MT N - I|, NaN when one entry is (sign bits cleared, masks blended; the padding is zero) */
-static double residual(mat MT, mat N)
+/* the largest |R V| with R = (I - A G) N - I and V the D x 8 table PROBE of signs, NaN when one entry is (sign bits
+   cleared, masks blended): three matrix-vector passes of eight lanes, U = N V, W = G U, R V = U - A W - V, in place
+   of the two d x d products of R itself [ledger: vp.gram_probe_residual] */
+static double probe_residual(mat G, mat A, mat N)
 {
-    mat R;
-    mul(MT, N, R);
+    vd U[D], W[D];
+    for (int i = 0; i < D; i++) {
+        vd acc = (vd){0};
+        for (int k = 0; k < D; k++) acc += N[i][k]*PV(k);
+        U[i] = acc;
+    }
+    for (int i = 0; i < D; i++) {
+        vd acc = (vd){0};
+        for (int k = 0; k < D; k++) acc += G[i][k]*U[k];
+        W[i] = acc;
+    }
     vd m = (vd){0};
     for (int i = 0; i < D; i++) {
-        R[i][i] -= 1.0;
-        UNROLL for (int v = 0; v < NV; v++) {
-            const vd a = (vd)((vl)V(R, i)[v] & 0x7fffffffffffffffLL);
-            const vl take = (a > m) | (a != a);
-            m = (vd)(((vl)a & take) | ((vl)m & ~take));
-        }
+        vd acc = U[i] - PV(i);
+        for (int k = 0; k < D; k++) acc -= A[i][k]*W[k];
+        const vd a = (vd)((vl)acc & 0x7fffffffffffffffLL);
+        const vl take = (a > m) | (a != a);
+        m = (vd)(((vl)a & take) | ((vl)m & ~take));
     }
     double r = 0.0;
     for (int l = 0; l < 8; l++) {
@@ -242,8 +259,8 @@ static void pivoted(mat MT, mat N)
     }
 }
 
-/* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the residual's largest
-   entry; the pivoted form where the residual exceeds tol or is NaN */
+/* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the largest entry of
+   the residual on the probes; the pivoted form where it exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
     mat Z, L, W, Bm, U;
@@ -298,16 +315,16 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
-    for (int i = 0; i < D; i++) {
-        UNROLL for (int v = 0; v < NV; v++) V(Bm, i)[v] = -V(Bm, i)[v];
-        Bm[i][i] += 1.0;
-    }
-    double m = residual(Bm, N);
+    double m = probe_residual(G, A, N);
 #if RETRY
     if (!(m <= tol)) {
+        mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
+        for (int i = 0; i < D; i++) {
+            UNROLL for (int v = 0; v < NV; v++) V(Bm, i)[v] = -V(Bm, i)[v];
+            Bm[i][i] += 1.0;
+        }
         pivoted(Bm, N);
-        m = residual(Bm, N);
+        m = probe_residual(G, A, N);
     }
 #endif
     for (int i = 0; i < D; i++) {
@@ -340,6 +357,27 @@ static void vjp(mat G, mat PbT, mat N, mat A, mat P, mat H, mat gA)
 """
 
 
+def probe_signs() -> list[list[int]]:
+    r"""The residual check's probes: ``MAX_DIM`` rows of eight signs :math:`\pm 1` (row ``k`` holds entry ``k`` of
+    the eight probe vectors; a width ``d`` uses the first ``d`` rows), drawn once from ``PROBE_SEED``.
+
+    Returns
+    -------
+    list of list of int
+        ``MAX_DIM`` lists of eight entries, each 1 or -1.
+    """
+    rng = random.Random(PROBE_SEED)
+    return [[rng.choice((1, -1)) for _ in range(8)] for _ in range(MAX_DIM)]
+
+
+def _probe_table() -> str:
+    rows = ",\n".join("    {" + ", ".join(f"{v:.1f}" for v in row) + "}" for row in probe_signs())
+    return ("/* the residual check's probes: entry k of eight sign vectors in row k (geoattn.codegen.gram_lu_big_c."
+            "probe_signs) */\n"
+            f"static const double PROBE[{MAX_DIM}][8] __attribute__((aligned(64))) = {{\n{rows}\n}};\n"
+            "#define PV(k) (*(const vd *)PROBE[k])\n")
+
+
 def target_name() -> str:
     """The generated file's name, beside ``_native_gram_lu.c`` in :mod:`geoattn.kernels`."""
     return "_native_gram_lu_big.c"
@@ -364,4 +402,4 @@ def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool 
         the C text.
     """
     return HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry),
-                         sign="" if negate_backward else "-") + BODY + ENTRIES
+                         sign="" if negate_backward else "-") + BODY.replace("{probe}", _probe_table()) + ENTRIES

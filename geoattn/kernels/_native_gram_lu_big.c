@@ -45,6 +45,74 @@ typedef long long vl __attribute__((vector_size(64), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define V(M, i) ((vd *)(M)[i])
 #define UNROLL _Pragma("GCC unroll 8")
+/* the residual check's probes: entry k of eight sign vectors in row k (geoattn.codegen.gram_lu_big_c.probe_signs) */
+static const double PROBE[64][8] __attribute__((aligned(64))) = {
+    {1.0, -1.0, -1.0, 1.0, -1.0, -1.0, -1.0, 1.0},
+    {1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0},
+    {-1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
+    {1.0, -1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0},
+    {1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
+    {1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0, -1.0},
+    {1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
+    {1.0, -1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
+    {1.0, 1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
+    {-1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
+    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
+    {1.0, -1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
+    {1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
+    {1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
+    {1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, -1.0},
+    {-1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
+    {-1.0, -1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
+    {1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
+    {1.0, 1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0, -1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0},
+    {-1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
+    {1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
+    {1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, 1.0},
+    {-1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
+    {1.0, 1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
+    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0},
+    {-1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0},
+    {-1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
+    {-1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0},
+    {-1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
+    {1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
+    {-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
+    {1.0, 1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {-1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0},
+    {-1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
+    {1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
+    {1.0, 1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
+    {1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
+    {-1.0, 1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0}
+};
+#define PV(k) (*(const vd *)PROBE[k])
 
 /* S (D x D, row-major) into M, zero padded; transposed when t */
 static void load(const double *restrict S, int t, mat M)
@@ -156,19 +224,29 @@ static void transpose(mat X, mat Y)
     }
 }
 
-/* the largest |MT N - I|, NaN when one entry is (sign bits cleared, masks blended; the padding is zero) */
-static double residual(mat MT, mat N)
+/* the largest |R V| with R = (I - A G) N - I and V the D x 8 table PROBE of signs, NaN when one entry is (sign bits
+   cleared, masks blended): three matrix-vector passes of eight lanes, U = N V, W = G U, R V = U - A W - V, in place
+   of the two d x d products of R itself [ledger: vp.gram_probe_residual] */
+static double probe_residual(mat G, mat A, mat N)
 {
-    mat R;
-    mul(MT, N, R);
+    vd U[D], W[D];
+    for (int i = 0; i < D; i++) {
+        vd acc = (vd){0};
+        for (int k = 0; k < D; k++) acc += N[i][k]*PV(k);
+        U[i] = acc;
+    }
+    for (int i = 0; i < D; i++) {
+        vd acc = (vd){0};
+        for (int k = 0; k < D; k++) acc += G[i][k]*U[k];
+        W[i] = acc;
+    }
     vd m = (vd){0};
     for (int i = 0; i < D; i++) {
-        R[i][i] -= 1.0;
-        UNROLL for (int v = 0; v < NV; v++) {
-            const vd a = (vd)((vl)V(R, i)[v] & 0x7fffffffffffffffLL);
-            const vl take = (a > m) | (a != a);
-            m = (vd)(((vl)a & take) | ((vl)m & ~take));
-        }
+        vd acc = U[i] - PV(i);
+        for (int k = 0; k < D; k++) acc -= A[i][k]*W[k];
+        const vd a = (vd)((vl)acc & 0x7fffffffffffffffLL);
+        const vl take = (a > m) | (a != a);
+        m = (vd)(((vl)a & take) | ((vl)m & ~take));
     }
     double r = 0.0;
     for (int l = 0; l < 8; l++) {
@@ -209,8 +287,8 @@ static void pivoted(mat MT, mat N)
     }
 }
 
-/* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the residual's largest
-   entry; the pivoted form where the residual exceeds tol or is NaN */
+/* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the largest entry of
+   the residual on the probes; the pivoted form where it exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
     mat Z, L, W, Bm, U;
@@ -265,16 +343,16 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
-    for (int i = 0; i < D; i++) {
-        UNROLL for (int v = 0; v < NV; v++) V(Bm, i)[v] = -V(Bm, i)[v];
-        Bm[i][i] += 1.0;
-    }
-    double m = residual(Bm, N);
+    double m = probe_residual(G, A, N);
 #if RETRY
     if (!(m <= tol)) {
+        mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
+        for (int i = 0; i < D; i++) {
+            UNROLL for (int v = 0; v < NV; v++) V(Bm, i)[v] = -V(Bm, i)[v];
+            Bm[i][i] += 1.0;
+        }
         pivoted(Bm, N);
-        m = residual(Bm, N);
+        m = probe_residual(G, A, N);
     }
 #endif
     for (int i = 0; i < D; i++) {
