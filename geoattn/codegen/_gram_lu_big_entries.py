@@ -70,11 +70,12 @@ int NAME(vp_gram_lu_big_tok_fwd)(int64_t B, int64_t T, const real_t *restrict x,
     return 0;
 }
 
-/* the whole backward per sample: Gram and Pbar^T = Gy^T x, the d x d stage, gx = Gy P^T + x H (products in double),
-   gA = Gram Mbar; returns 0, or 1 when the token buffers could not be allocated */
+/* the whole backward per sample: Pbar^T = Gy^T x, the d x d stage on the forward's Gram (not recomputed from the
+   tokens), gx = Gy P^T + x H (products in double), gA = Gram Mbar; returns 0, or 1 when the token buffers could not
+   be allocated */
 int NAME(vp_gram_lu_big_tok_bwd)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                 const double *restrict Ns, const double *restrict As, real_t *restrict gx,
-                                 double *restrict gAs)
+                                 const double *restrict Gram, const double *restrict Ns, const double *restrict As,
+                                 real_t *restrict gx, double *restrict gAs)
 {
     void *base;
     double (*X)[DP] = rows(3*T, &base);
@@ -85,7 +86,7 @@ int NAME(vp_gram_lu_big_tok_bwd)(int64_t B, int64_t T, const real_t *restrict x,
     for (int64_t b = 0; b < B; b++) {
         load_tokens(x + b*T*D, (int)T, X);
         load_tokens(Gy + b*T*D, (int)T, Gd);
-        mul_tn((int)T, (const double (*)[DP])X, (const double (*)[DP])X, G);
+        load(Gram + b*D*D, 0, G);
         mul_tn((int)T, (const double (*)[DP])Gd, (const double (*)[DP])X, PbT);
         load(Ns + b*D*D, 0, N);
         vjp(G, PbT, N, A, P, H, gA);

@@ -291,7 +291,7 @@ static void pivoted(mat MT, mat N)
    the residual on the probes; the pivoted form where it exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
-    mat Z, L, W, Bm, U;
+    mat Z, L, W, Bm;
     double rinv[D];
     for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
         vd acc[NV];
@@ -314,32 +314,42 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
         for (int j = i + 1; j < D; j++) { Bm[i][j] = KSIGN Bm[i][j]; Bm[j][i] = -Bm[i][j]; }
         Bm[i][i] = 1.0;
     }
-    for (int i = 0; i < D; i++) {  /* LU of Bm without pivoting, by rows: U upper, the multipliers in Bm's lower part */
-        UNROLL for (int v = 0; v < NV; v++) V(U, i)[v] = V(Bm, i)[v];
-        for (int k = 0; k < i; k++) {
-            const double f = U[i][k]*rinv[k];
-            Bm[i][k] = f;
-            UNROLL for (int v = 0; v < NV; v++) V(U, i)[v] -= f*V(U, k)[v];
+    /* the elimination of Bm without pivoting (its U in Bm's upper part) applied to Z = L^T at the same time, so Z
+       becomes the unit lower factor's solve; right-looking: the updates of the rows below pivot k are independent
+       of each other (no chain through one row), each in place */
+    for (int k = 0; k < D; k++) {
+        const double rk = 1.0/Bm[k][k];
+        rinv[k] = rk;
+        for (int i = k + 1; i < D; i++) {
+            const double f = Bm[i][k]*rk;
+            for (int v = k >> 3; v < NV; v++) V(Bm, i)[v] -= f*V(Bm, k)[v];
+            UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] -= f*V(Z, k)[v];
         }
-        rinv[i] = 1.0/U[i][i];
     }
-    for (int i = 0; i < D; i++) {  /* Z = (I - K)^{-1} L^T: the unit lower factor's solve, row by row */
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, i)[v];
-        for (int k = 0; k < i; k++) {
-            const double f = Bm[i][k];
-            UNROLL for (int v = 0; v < NV; v++) acc[v] -= f*V(Z, k)[v];
-        }
-        UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] = acc[v];
-    }
-    for (int i = D - 1; i >= 0; i--) {  /* then the upper one's */
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, i)[v];
+    /* then the upper factor's solve from the last row up, two rows at a time (two independent sums) */
+    int i = D - 1;
+    for (; i >= 1; i -= 2) {
+        vd a0[NV], a1[NV];
+        UNROLL for (int v = 0; v < NV; v++) { a0[v] = V(Z, i)[v]; a1[v] = V(Z, i - 1)[v]; }
         for (int k = i + 1; k < D; k++) {
-            const double f = U[i][k];
+            const double f0 = Bm[i][k], f1 = Bm[i - 1][k];
+            UNROLL for (int v = 0; v < NV; v++) { a0[v] -= f0*V(Z, k)[v]; a1[v] -= f1*V(Z, k)[v]; }
+        }
+        const double f = Bm[i - 1][i];
+        UNROLL for (int v = 0; v < NV; v++) {
+            a0[v] *= rinv[i];
+            V(Z, i)[v] = a0[v];
+            V(Z, i - 1)[v] = (a1[v] - f*a0[v])*rinv[i - 1];
+        }
+    }
+    if (i == 0) {
+        vd acc[NV];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, 0)[v];
+        for (int k = 1; k < D; k++) {
+            const double f = Bm[0][k];
             UNROLL for (int v = 0; v < NV; v++) acc[v] -= f*V(Z, k)[v];
         }
-        UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] = acc[v]*rinv[i];
+        UNROLL for (int v = 0; v < NV; v++) V(Z, 0)[v] = acc[v]*rinv[0];
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
@@ -443,11 +453,12 @@ int NAME(vp_gram_lu_big_tok_fwd)(int64_t B, int64_t T, const real_t *restrict x,
     return 0;
 }
 
-/* the whole backward per sample: Gram and Pbar^T = Gy^T x, the d x d stage, gx = Gy P^T + x H (products in double),
-   gA = Gram Mbar; returns 0, or 1 when the token buffers could not be allocated */
+/* the whole backward per sample: Pbar^T = Gy^T x, the d x d stage on the forward's Gram (not recomputed from the
+   tokens), gx = Gy P^T + x H (products in double), gA = Gram Mbar; returns 0, or 1 when the token buffers could not
+   be allocated */
 int NAME(vp_gram_lu_big_tok_bwd)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                 const double *restrict Ns, const double *restrict As, real_t *restrict gx,
-                                 double *restrict gAs)
+                                 const double *restrict Gram, const double *restrict Ns, const double *restrict As,
+                                 real_t *restrict gx, double *restrict gAs)
 {
     void *base;
     double (*X)[DP] = rows(3*T, &base);
@@ -458,7 +469,7 @@ int NAME(vp_gram_lu_big_tok_bwd)(int64_t B, int64_t T, const real_t *restrict x,
     for (int64_t b = 0; b < B; b++) {
         load_tokens(x + b*T*D, (int)T, X);
         load_tokens(Gy + b*T*D, (int)T, Gd);
-        mul_tn((int)T, (const double (*)[DP])X, (const double (*)[DP])X, G);
+        load(Gram + b*D*D, 0, G);
         mul_tn((int)T, (const double (*)[DP])Gd, (const double (*)[DP])X, PbT);
         load(Ns + b*D*D, 0, N);
         vjp(G, PbT, N, A, P, H, gA);

@@ -50,8 +50,8 @@ MIN_DIM, MAX_DIM = 17, 64
 #: 50 ms (stage + bmm), backward 43 against 46; T = 256: 24 against 31, 33 against 34; d = 64, T = 256: 91 against
 #: 80, 116 against 87 (the C products of 64 columns are bound by loads of their rows)
 FUSED_MAX_DIM = 32
-#: the backward takes the forward's float64 Gram matrices (geoattn.kernels._gram reads this), so the unfused path
-#: does not recompute them from the tokens in their own type
+#: the backward takes the forward's float64 Gram matrices (geoattn.kernels._gram reads this), so neither the fused
+#: kernel nor the unfused path recomputes them from the tokens
 SAVED_GRAM = True
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
@@ -154,25 +154,25 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
                   library: ctypes.CDLL | None = None, G: torch.Tensor | None = None):
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64
     ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient
-    ``gy``, from the forward's ``N`` and, above ``FUSED_MAX_DIM``, its float64 Gram matrices ``G`` (computed here in
-    float64 when not given; the fused kernels recompute them in double from the tokens)."""
+    ``gy``, from the forward's ``N`` and float64 Gram matrices ``G`` (computed here in float64 by ``torch.bmm`` when
+    not given; the layer passes the forward's, so neither path recomputes them)."""
     _native._check_backward(x, A, gy, N)
     B, T, d = x.shape
     lib = _lib(d, x.dtype, library)
+    if G is None:
+        xd = x.double()
+        G = torch.bmm(xd.transpose(1, 2), xd)
+    else:
+        _check_stage("G", G, B, d)
     if d > FUSED_MAX_DIM:
         xt = x.transpose(1, 2)
-        if G is None:
-            xd = x.double()
-            G = torch.bmm(xd.transpose(1, 2), xd)
-        else:
-            _check_stage("G", G, B, d)
         Pbar = torch.bmm(xt, gy).double()
         P, H, gA = stage_backward(G, Pbar, N, A, x.dtype, lib)
         return torch.baddbmm(torch.bmm(gy, P.transpose(1, 2).to(x.dtype)), x, H.to(x.dtype)), gA
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
     _run_checked(_fn(lib, "vp_gram_lu_big_tok_bwd", d, x.dtype), B, T,
-                 [(x, True), (gy, True), (N, True), (A, False), (gx, True), (gA, True)])
+                 [(x, True), (gy, True), (G, True), (N, True), (A, False), (gx, True), (gA, True)])
     return gx, gA
 
 
