@@ -28,6 +28,7 @@ from __future__ import annotations
 import random
 
 from ._gram_lu_big_entries import ENTRIES
+from ._gram_lu_big_tokens import TOKENS
 
 __all__ = ["MIN_DIM", "MAX_DIM", "PROBE_SEED", "probe_signs", "generate_gram_lu_big_module", "target_name"]
 
@@ -181,41 +182,40 @@ static void load_tokens(const real_t *restrict S, int n, double (*restrict X)[DP
     }
 }
 
-static void store_tokens(const double (*restrict X)[DP], int n, real_t *restrict S)
+/* y = M x for eight vectors at once (x, y of D rows of eight lanes), four rows of y at a time (four independent
+   sums); y may be x: every row of y is written after all of x is read (y is kept in a local array first) */
+static void matvec(mat M, const vd *x, vd *y)
 {
-    for (int t = 0; t < n; t++)
-        for (int j = 0; j < D; j++) S[t*D + j] = (real_t)X[t][j];
-}
-
-/* Y = X^T */
-static void transpose(mat X, mat Y)
-{
-    for (int i = 0; i < D; i++) {
-        for (int j = 0; j < D; j++) Y[i][j] = X[j][i];
-        for (int j = D; j < DP; j++) Y[i][j] = 0.0;
+    vd out[D];
+    int i = 0;
+    for (; i + 4 <= D; i += 4) {
+        vd a0 = (vd){0}, a1 = (vd){0}, a2 = (vd){0}, a3 = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd v = x[k];
+            a0 += M[i][k]*v; a1 += M[i + 1][k]*v; a2 += M[i + 2][k]*v; a3 += M[i + 3][k]*v;
+        }
+        out[i] = a0; out[i + 1] = a1; out[i + 2] = a2; out[i + 3] = a3;
     }
+    for (; i < D; i++) {
+        vd a = (vd){0};
+        for (int k = 0; k < D; k++) a += M[i][k]*x[k];
+        out[i] = a;
+    }
+    for (int r = 0; r < D; r++) y[r] = out[r];
 }
 
 /* the largest |R V| with R = (I - A G) N - I and V the D x 8 table PROBE of signs, NaN when one entry is (sign bits
-   cleared, masks blended): three matrix-vector passes of eight lanes, U = N V, W = G U, R V = U - A W - V, in place
+   cleared, masks blended): three matrix-vector passes of eight lanes, U = N V, W = A (G U), R V = U - W - V, in place
    of the two d x d products of R itself [ledger: vp.gram_probe_residual] */
 static double probe_residual(mat G, mat A, mat N)
 {
     vd U[D], W[D];
-    for (int i = 0; i < D; i++) {
-        vd acc = (vd){0};
-        for (int k = 0; k < D; k++) acc += N[i][k]*PV(k);
-        U[i] = acc;
-    }
-    for (int i = 0; i < D; i++) {
-        vd acc = (vd){0};
-        for (int k = 0; k < D; k++) acc += G[i][k]*U[k];
-        W[i] = acc;
-    }
+    matvec(N, (const vd *)PROBE, U);
+    matvec(G, U, W);
+    matvec(A, W, W);  /* A (G U), in place: matvec reads all of its x before it writes y */
     vd m = (vd){0};
     for (int i = 0; i < D; i++) {
-        vd acc = U[i] - PV(i);
-        for (int k = 0; k < D; k++) acc -= A[i][k]*W[k];
+        const vd acc = U[i] - W[i] - PV(i);
         const vd a = (vd)((vl)acc & 0x7fffffffffffffffLL);
         const vl take = (a > m) | (a != a);
         m = (vd)(((vl)a & take) | ((vl)m & ~take));
@@ -263,7 +263,7 @@ static void pivoted(mat MT, mat N)
    the residual on the probes; the pivoted form where it exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
-    mat Z, L, W, Bm;
+    mat Z, L, W, Bm;  /* L holds L^T A */
     double rinv[D];
     for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
         vd acc[NV];
@@ -279,8 +279,11 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
         for (int j = 0; j < k; j++) Z[k][j] = 0.0;
         Z[k][k] = q;
     }
-    transpose(Z, L);
-    mul(A, L, W);  /* W = A L */
+    mul_n(D, (const double (*)[DP])Z, A, L, 0, 1);  /* L^T A (Z = L^T upper: half the products), in L */
+    for (int i = 0; i < D; i++) {  /* W = A L = -(L^T A)^T as A^T = -A */
+        for (int j = 0; j < D; j++) W[i][j] = -L[j][i];
+        for (int j = D; j < DP; j++) W[i][j] = 0.0;
+    }
     mul_n(D, (const double (*)[DP])Z, W, Bm, 0, 1);  /* K = L^T A L (Z = L^T upper); Bm = I - K from K's upper part */
     for (int i = 0; i < D; i++) {
         for (int j = i + 1; j < D; j++) { Bm[i][j] = KSIGN Bm[i][j]; Bm[j][i] = -Bm[i][j]; }
@@ -412,4 +415,4 @@ def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool 
         the C text.
     """
     return HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry),
-                         sign="" if negate_backward else "-") + BODY.replace("{probe}", _probe_table()) + ENTRIES
+                         sign="" if negate_backward else "-") + BODY.replace("{probe}", _probe_table()) + TOKENS + ENTRIES
