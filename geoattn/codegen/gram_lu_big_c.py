@@ -415,4 +415,5 @@ def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool 
         the C text.
     """
     return HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry),
-                         sign="" if negate_backward else "-") + BODY.replace("{probe}", _probe_table()) + TOKENS + ENTRIES
+                         sign="" if negate_backward else "-") + (BODY.replace("{probe}", _probe_table()) + TOKENS
+                                                                 + ENTRIES)
