@@ -42,8 +42,8 @@ escapes all eight with probability at most :math:`2^{-8}`). For the samples that
 pivoted float64 solve of the ``d x d`` system, per sample, and they stay on the same path: the backward formulas
 hold for any exact ``N``. On the seeds' trajectory windows (rigid body, ``T = 3, 8, 16``; coupled oscillator,
 ``T = 4, 8, 16``) every sample passed; on synthetic nearly parallel windows of scale 10
-(``x = 10 (b + 10^{-3} n)``) 97 % failed. Samples with :math:`\|x\|_F^2\|A\|_F > 10^6` take the QR form of Note [why QR and not the Gram
-matrix], also per sample, so no result depends on the rest of its batch.
+(``x = 10 (b + 10^{-3} n)``) 97 % failed. Samples with :math:`\|x\|_F^2\|A\|_F > 10^6` take the QR form of Note
+[why QR and not the Gram matrix], also per sample, so no result depends on the rest of its batch.
 """
 
 from __future__ import annotations
