@@ -273,3 +273,35 @@ def test_no_native_kernels_leaves_the_eager_routes(monkeypatch):
     text = str(K.explain("vp_attention", x, A))
     assert "GEOATTN_NATIVE=0" in text and ROUTE not in text
     assert _rel(K.vp_attention(x, A), full64(x, A), x) <= 8 * 40 * EPS32
+
+
+@pytest.mark.parametrize("d", [20, 32, 40])
+def test_backward_reads_strided_incoming_gradients_in_place(d):
+    """The expanded gradient of out.sum() and a permuted one give the gradients of their contiguous copies exactly
+    (the fused kernel reads gy at its strides up to FUSED_MAX_DIM; torch.bmm above), and the layer's gradient of
+    out.sum() is the float64 T x T form's."""
+    _native_or_skip(d)
+    torch.manual_seed(d + 2)
+    B, T = 3, d + 7
+    x, A = torch.randn(B, T, d), skew64(d, 0.3)
+    _, G, N, _ = _native_lu_big.gram_forward(x, A)
+    ones = torch.ones(()).expand(B, T, d)
+    perm = torch.randn(T, B, d).transpose(0, 1)
+    assert not perm.is_contiguous()
+    for gy in (ones, perm):
+        got = _native_lu_big.gram_backward(x, gy, N, A, G=G)
+        want = _native_lu_big.gram_backward(x, gy.contiguous(), N, A, G=G)
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
+    xa = x.clone().requires_grad_()
+    K.vp_attention(xa, A.float()).sum().backward()
+    x64 = x.double().requires_grad_()
+    want, = torch.autograd.grad(full64(x64, A).sum(), x64)
+    assert (xa.grad.double() - want).abs().max() <= 64 * T * EPS32 * (1 + want.abs().max())
+
+
+def test_backward_names_a_wrong_incoming_gradient():
+    _native_or_skip(20)
+    x, A = torch.randn(2, 25, 20), skew64(20, 0.3)
+    _, G, N, _ = _native_lu_big.gram_forward(x, A)
+    with pytest.raises(ValueError, match="Expected gy of x's shape .* Got"):
+        _native_lu_big.gram_backward(x, torch.randn(2, 25, 19), N, A, G=G)

@@ -39,6 +39,16 @@ static void tload(const real_t *restrict S, int n, real_t (*restrict X)[TP])
     }
 }
 
+/* the same from n rows of S at element strides st (rows) and sj (entries): an expanded incoming gradient (the one of
+   out.sum(), every stride 0) is read where it lies, never materialised */
+static void tload_strided(const real_t *restrict S, int n, int64_t st, int64_t sj, real_t (*restrict X)[TP])
+{
+    for (int t = 0; t < n; t++) {
+        for (int j = 0; j < D; j++) X[t][j] = S[t*st + j*sj];
+        for (int j = D; j < TP; j++) X[t][j] = 0;
+    }
+}
+
 static void tstore(const real_t (*restrict X)[TP], int n, real_t *restrict S)
 {
     for (int t = 0; t < n; t++)

@@ -180,7 +180,9 @@ class _VPGramClosed(torch.autograd.Function):
             N, As = ctx.saved_tensors[2:4]
             xn = _native_tokens(x)
             G = {"G": ctx.saved_tensors[4]} if ctx.gram else {}
-            gx, gA = ctx.native.gram_backward(xn, gy.to(xn.dtype).contiguous(), N, As, **G)
+            gyn = gy.to(xn.dtype)  # an expanded gradient stays expanded for kernels that read strides
+            gyn = gyn if getattr(ctx.native, "STRIDED_GY", False) else gyn.contiguous()
+            gx, gA = ctx.native.gram_backward(xn, gyn, N, As, **G)
             finite = ctx.finite
             if not bool(finite.all()):
                 gA = torch.where(finite[:, None, None], gA, torch.zeros((), dtype=gA.dtype, device=gA.device))

@@ -420,6 +420,16 @@ static void tload(const real_t *restrict S, int n, real_t (*restrict X)[TP])
     }
 }
 
+/* the same from n rows of S at element strides st (rows) and sj (entries): an expanded incoming gradient (the one of
+   out.sum(), every stride 0) is read where it lies, never materialised */
+static void tload_strided(const real_t *restrict S, int n, int64_t st, int64_t sj, real_t (*restrict X)[TP])
+{
+    for (int t = 0; t < n; t++) {
+        for (int j = 0; j < D; j++) X[t][j] = S[t*st + j*sj];
+        for (int j = D; j < TP; j++) X[t][j] = 0;
+    }
+}
+
 static void tstore(const real_t (*restrict X)[TP], int n, real_t *restrict S)
 {
     for (int t = 0; t < n; t++)
@@ -569,11 +579,11 @@ int NAME(vp_gram_lu_big_tok_fwd)(int64_t B, int64_t T, const real_t *restrict x,
 }
 
 /* the whole backward per sample: Pbar^T = Gy^T x, the d x d stage on the forward's Gram (not recomputed from the
-   tokens), gx = Gy P^T + x H (token products in the tokens' type), gA = Gram Mbar; returns 0, or 1 when the token
-   buffers could not be allocated */
+   tokens), gx = Gy P^T + x H (token products in the tokens' type), gA = Gram Mbar; Gy at the element strides
+   Gs[0] (samples), Gs[1] (tokens), Gs[2] (entries); returns 0, or 1 when the token buffers could not be allocated */
 int NAME(vp_gram_lu_big_tok_bwd)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                 const double *restrict Gram, const double *restrict Ns, const double *restrict As,
-                                 real_t *restrict gx, double *restrict gAs)
+                                 const int64_t *restrict Gs, const double *restrict Gram, const double *restrict Ns,
+                                 const double *restrict As, real_t *restrict gx, double *restrict gAs)
 {
     void *tbase;
     real_t (*Xt)[TP] = trows(3*T, &tbase);
@@ -584,7 +594,7 @@ int NAME(vp_gram_lu_big_tok_bwd)(int64_t B, int64_t T, const real_t *restrict x,
     load(As, 0, A);
     for (int64_t b = 0; b < B; b++) {
         tload(x + b*T*D, (int)T, Xt);
-        tload(Gy + b*T*D, (int)T, Gd);
+        tload_strided(Gy + b*Gs[0], (int)T, Gs[1], Gs[2], Gd);
         load(Gram + b*D*D, 0, G);
         tmul_tn((int)T, (const real_t (*)[TP])Gd, (const real_t (*)[TP])Xt, PbT);
         load(Ns + b*D*D, 0, N);

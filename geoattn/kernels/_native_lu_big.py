@@ -54,6 +54,9 @@ FUSED_MAX_DIM = 32
 #: the backward takes the forward's float64 Gram matrices (geoattn.kernels._gram reads this), so neither the fused
 #: kernel nor the unfused path recomputes them from the tokens
 SAVED_GRAM = True
+#: the backward reads the incoming gradient at its own strides (geoattn.kernels._gram reads this and does not make
+#: it contiguous): the gradient of out.sum() is a scalar expanded to (B, T, d), 8 MiB at 65,536 tokens of d = 32
+STRIDED_GY = True
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
 
@@ -158,9 +161,14 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64
     ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient
     ``gy``, from the forward's ``N`` and float64 Gram matrices ``G`` (computed here in float64 by ``torch.bmm`` when
-    not given; the layer passes the forward's, so neither path recomputes them)."""
-    _native._check_backward(x, A, gy, N)
+    not given; the layer passes the forward's, so neither path recomputes them). ``gy`` has ``x``'s shape and dtype
+    and any strides (``STRIDED_GY``): the expanded gradient of ``out.sum()`` is read in place."""
+    _native._check(x, A)
+    if gy.shape != x.shape or gy.dtype != x.dtype or gy.device != x.device:
+        raise ValueError(f"Expected gy of x's shape {tuple(x.shape)}, dtype {x.dtype} and device {x.device}. Got "
+                         f"{tuple(gy.shape)}, {gy.dtype}, {gy.device}.")
     B, T, d = x.shape
+    _check_stage("N", N, B, d)
     lib = _lib(d, x.dtype, library)
     if G is None:
         xd = x.double()
@@ -174,8 +182,10 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
         return torch.baddbmm(torch.bmm(gy, P.transpose(1, 2).to(x.dtype)), x, H.to(x.dtype)), gA
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+    strides = torch.tensor(gy.stride(), dtype=torch.int64)
     _run_checked(_fn(lib, "vp_gram_lu_big_tok_bwd", d, x.dtype), B, T,
-                 [(x, True), (gy, True), (G, True), (N, True), (A, False), (gx, True), (gA, True)])
+                 [(x, True), (gy, True), (strides, False), (G, True), (N, True), (A, False), (gx, True),
+                  (gA, True)])
     return gx, gA
 
 
