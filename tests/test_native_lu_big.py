@@ -305,3 +305,14 @@ def test_backward_names_a_wrong_incoming_gradient():
     _, G, N, _ = _native_lu_big.gram_forward(x, A)
     with pytest.raises(ValueError, match="Expected gy of x's shape .* Got"):
         _native_lu_big.gram_backward(x, torch.randn(2, 25, 19), N, A, G=G)
+
+
+def test_probe_residual_claim_and_its_sign_flip():
+    """vp.gram_probe_residual is checked; with I + AG in place of (I + GA)^T it is refuted by an exact
+    counterexample."""
+    from geoattn.symbolic.claim import Level
+    from geoattn.symbolic.claims._gram_probe_residual import make_probe_residual_claim
+
+    assert make_probe_residual_claim().check().level is Level.CHECKED
+    wrong = make_probe_residual_claim(+1, "neg.vp_gram_probe_residual_sign", Level.REFUTED).check()
+    assert wrong.level is Level.REFUTED
