@@ -36,8 +36,11 @@ one thread, three alternating rounds against the previous kernels on a shared ma
 17.2 -> 13.3-17.1 ms, fused backward 15.7 -> 12.4-13.0 ms; the layer's forward+backward against SDPA in the same
 process, dense gradient 1.01-1.10 -> 0.91-0.98, gradient of ``out.sum()`` 0.94-1.10 -> 0.79-0.84. At d = 64,
 T = 256 (token products by ``torch.bmm``) nothing measurable changed (0.6x SDPA). The stage still spends most of
-its time in short dependent loops (Cholesky, elimination, solves) and the step about a quarter of its time in page
-faults on fresh output tensors (about 4,900 per forward+backward).
+its time in short dependent loops (Cholesky, elimination, solves) and the step a large part of its time in page
+faults on fresh output tensors (``y``, ``Gram``, ``N``, ``gx``, ``gA``: 3,700 to 4,900 per forward+backward): with
+glibc told to keep freed memory (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_`` large) the forward fell from
+19.8 to 12.5 ms and the system time per step from 5.7 to 0.8 ms; which of the two a run sees depends on the
+allocator's state, so the layer's forward at this shape measures 11 or 23 ms from run to run.
 """
 
 from __future__ import annotations
