@@ -94,9 +94,15 @@ def test_wide_layers_with_batched_token_products_match_the_float64_full_form(d, 
     assert (Aa.grad.double() - a64.grad).abs().max() <= B * tol * (1 + a64.grad.abs().max())
 
 
-@pytest.mark.parametrize("d", [17, 32, 48])
+def _probes(d):
+    return torch.tensor(gram_lu_big_c.probe_signs()[:d], dtype=F64)
+
+
+@pytest.mark.parametrize("d", [17, 32, 48, 64])
 def test_stage_outputs_and_residual(d):
-    """N is (I + GA)^{-T} within the residual the stage reports, and that residual is the true one."""
+    """N is (I + GA)^{-T} within the tolerance, and the residual the stage reports is the true one on the probes
+    (vp.gram_probe_residual): max |R V| of R = (I + GA)^T N - I, which lies between max |R| (in practice) and
+    d max |R|."""
     _native_or_skip(d)
     torch.manual_seed(d)
     T = d + 9
@@ -104,10 +110,36 @@ def test_stage_outputs_and_residual(d):
     y, G, N, rmax = _native_lu_big.gram_forward(x, A)
     eye = torch.eye(d, dtype=F64)
     M = eye + G @ A
-    Rtrue = (M.mT @ N - eye).abs().amax((-2, -1))
+    R = M.mT @ N - eye
+    Rtrue = R.abs().amax((-2, -1))
     assert (Rtrue <= EPS32 / 16).all()
     scale = 1 + torch.linalg.matrix_norm(M) * torch.linalg.matrix_norm(N)
-    assert ((rmax - Rtrue).abs() <= 16 * d * torch.finfo(F64).eps * scale).all()
+    on_probes = (R @ _probes(d)).abs().amax((-2, -1))
+    assert ((rmax - on_probes).abs() <= 16 * d * torch.finfo(F64).eps * scale).all()
+    assert (rmax <= d * Rtrue + 16 * d * torch.finfo(F64).eps * scale).all()
+
+
+def test_probes_are_signs_and_each_entry_of_a_residual_shows():
+    """The probe table holds signs only, its eight columns differ, and every single-entry residual shows in full
+    on them (|r_ij v_jl| = |r_ij|): the property the check's guarantee rests on."""
+    V = _probes(gram_lu_big_c.MAX_DIM)
+    assert V.shape == (64, 8) and torch.equal(V.abs(), torch.ones_like(V))
+    assert len({tuple(c) for c in V.mT.tolist()}) == 8
+    R = torch.zeros(64, 64, dtype=F64)
+    R[5, 40] = 3e-8
+    assert float((R @ V).abs().max()) == 3e-8
+
+
+def test_negative_control_the_probe_check_catches_a_wrong_n(tmp_path, monkeypatch):
+    """A fault of one sign (I + K) in the unpivoted form at d = 64 and d = 17, retry off: the probe residual rejects
+    every sample."""
+    for d in (17, 64):
+        _native_or_skip(d)
+        torch.manual_seed(d + 1)
+        x, A = torch.randn(3, d + 5, d), skew64(d, 0.3)
+        exposed = _build_or_skip(tmp_path / f"d{d}", monkeypatch, d, fault_fast=True, retry=False)
+        _, G, N, R = _native_lu_big.gram_forward(x, A, library=exposed)
+        assert (~(R <= EPS32 / 16)).all()
     assert torch.equal(G, x.double().mT @ x.double()) or (G - x.double().mT @ x.double()).abs().max() <= (
         4 * T * torch.finfo(F64).eps * G.abs().max())
 
@@ -241,3 +273,46 @@ def test_no_native_kernels_leaves_the_eager_routes(monkeypatch):
     text = str(K.explain("vp_attention", x, A))
     assert "GEOATTN_NATIVE=0" in text and ROUTE not in text
     assert _rel(K.vp_attention(x, A), full64(x, A), x) <= 8 * 40 * EPS32
+
+
+@pytest.mark.parametrize("d", [20, 32, 40])
+def test_backward_reads_strided_incoming_gradients_in_place(d):
+    """The expanded gradient of out.sum() and a permuted one give the gradients of their contiguous copies exactly
+    (the fused kernel reads gy at its strides up to FUSED_MAX_DIM; torch.bmm above), and the layer's gradient of
+    out.sum() is the float64 T x T form's."""
+    _native_or_skip(d)
+    torch.manual_seed(d + 2)
+    B, T = 3, d + 7
+    x, A = torch.randn(B, T, d), skew64(d, 0.3)
+    _, G, N, _ = _native_lu_big.gram_forward(x, A)
+    ones = torch.ones(()).expand(B, T, d)
+    perm = torch.randn(T, B, d).transpose(0, 1)
+    assert not perm.is_contiguous()
+    for gy in (ones, perm):
+        got = _native_lu_big.gram_backward(x, gy, N, A, G=G)
+        want = _native_lu_big.gram_backward(x, gy.contiguous(), N, A, G=G)
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
+    xa = x.clone().requires_grad_()
+    K.vp_attention(xa, A.float()).sum().backward()
+    x64 = x.double().requires_grad_()
+    want, = torch.autograd.grad(full64(x64, A).sum(), x64)
+    assert (xa.grad.double() - want).abs().max() <= 64 * T * EPS32 * (1 + want.abs().max())
+
+
+def test_backward_names_a_wrong_incoming_gradient():
+    _native_or_skip(20)
+    x, A = torch.randn(2, 25, 20), skew64(20, 0.3)
+    _, G, N, _ = _native_lu_big.gram_forward(x, A)
+    with pytest.raises(ValueError, match="Expected gy of x's shape .* Got"):
+        _native_lu_big.gram_backward(x, torch.randn(2, 25, 19), N, A, G=G)
+
+
+def test_probe_residual_claim_and_its_sign_flip():
+    """vp.gram_probe_residual is checked; with I + AG in place of (I + GA)^T it is refuted by an exact
+    counterexample."""
+    from geoattn.symbolic.claim import Level
+    from geoattn.symbolic.claims._gram_probe_residual import make_probe_residual_claim
+
+    assert make_probe_residual_claim().check().level is Level.CHECKED
+    wrong = make_probe_residual_claim(+1, "neg.vp_gram_probe_residual_sign", Level.REFUTED).check()
+    assert wrong.level is Level.REFUTED

@@ -1,7 +1,8 @@
 r"""The exported C functions of the Gram form's ``d x d`` stage for ``17 <= d <= 64``
 (:mod:`geoattn.codegen.gram_lu_big_c` prints them after the stage): the stages alone on per-sample Gram matrices
 (``vp_gram_lu_big_fwd``, ``vp_gram_lu_big_bwd``) and the fused kernels with the token products per sample
-(``vp_gram_lu_big_tok_fwd``, ``vp_gram_lu_big_tok_bwd``).
+(``vp_gram_lu_big_tok_fwd``, ``vp_gram_lu_big_tok_bwd``; their products with ``P`` and ``H`` in the tokens' type,
+:mod:`geoattn.codegen._gram_lu_big_tokens`).
 """
 
 from __future__ import annotations
@@ -45,57 +46,70 @@ void NAME(vp_gram_lu_big_bwd)(int64_t B, int64_t T, const double *restrict Gram,
     }
 }
 
-/* the whole forward per sample, token products included: Gram = x^T x, N, R, y = x (2N - I) (products in double);
-   returns 0, or 1 when the token buffers could not be allocated (nothing written then) */
+/* the whole forward per sample, token products included: Gram = x^T x (in double), N, R, y = x (2N - I) (in the
+   tokens' type, TOKENS of geoattn.codegen._gram_lu_big_tokens); returns 0, or 1 when the token buffers could not be
+   allocated (nothing written then) */
 int NAME(vp_gram_lu_big_tok_fwd)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict As,
                                  const double *restrict tol, real_t *restrict y, double *restrict Gram,
                                  double *restrict Ns, double *restrict R)
 {
-    void *base;
-    double (*X)[DP] = rows(2*T, &base);
+    void *base, *tbase;
+    double (*X)[DP] = rows(T, &base);
     if (X == NULL) return 1;
-    double (*Y)[DP] = X + T;
+    real_t (*Xt)[TP] = trows(2*T, &tbase);
+    if (Xt == NULL) {
+        free(base);
+        return 1;
+    }
+    real_t (*Yt)[TP] = Xt + T;
     mat A, G, N, P;
+    tmat Pt;
     load(As, 0, A);
     for (int64_t b = 0; b < B; b++) {
         load_tokens(x + b*T*D, (int)T, X);
+        tload(x + b*T*D, (int)T, Xt);
         mul_tn((int)T, (const double (*)[DP])X, (const double (*)[DP])X, G);
         store(G, Gram + b*D*D);
         R[b] = factor(G, A, *tol, N, P);
         store(N, Ns + b*D*D);
-        mul_n((int)T, (const double (*)[DP])X, P, Y, 0, 0);
-        store_tokens((const double (*)[DP])Y, (int)T, y + b*T*D);
+        to_tmat(P, 0, Pt);
+        tmul_n((int)T, (const real_t (*)[TP])Xt, Pt, Yt, 0);
+        tstore((const real_t (*)[TP])Yt, (int)T, y + b*T*D);
     }
+    free(tbase);
     free(base);
     return 0;
 }
 
-/* the whole backward per sample: Gram and Pbar^T = Gy^T x, the d x d stage, gx = Gy P^T + x H (products in double),
-   gA = Gram Mbar; returns 0, or 1 when the token buffers could not be allocated */
+/* the whole backward per sample: Pbar^T = Gy^T x, the d x d stage on the forward's Gram (not recomputed from the
+   tokens), gx = Gy P^T + x H (token products in the tokens' type), gA = Gram Mbar; Gy at the element strides
+   Gs[0] (samples), Gs[1] (tokens), Gs[2] (entries); returns 0, or 1 when the token buffers could not be allocated */
 int NAME(vp_gram_lu_big_tok_bwd)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                 const double *restrict Ns, const double *restrict As, real_t *restrict gx,
-                                 double *restrict gAs)
+                                 const int64_t *restrict Gs, const double *restrict Gram, const double *restrict Ns,
+                                 const double *restrict As, real_t *restrict gx, double *restrict gAs)
 {
-    void *base;
-    double (*X)[DP] = rows(3*T, &base);
-    if (X == NULL) return 1;
-    double (*Gd)[DP] = X + T, (*Out)[DP] = X + 2*T;
-    mat A, G, PbT, N, P, H, gA, PT;
+    void *tbase;
+    real_t (*Xt)[TP] = trows(3*T, &tbase);
+    if (Xt == NULL) return 1;
+    real_t (*Gd)[TP] = Xt + T, (*Out)[TP] = Xt + 2*T;
+    mat A, G, PbT, N, P, H, gA;
+    tmat PTt, Ht;
     load(As, 0, A);
     for (int64_t b = 0; b < B; b++) {
-        load_tokens(x + b*T*D, (int)T, X);
-        load_tokens(Gy + b*T*D, (int)T, Gd);
-        mul_tn((int)T, (const double (*)[DP])X, (const double (*)[DP])X, G);
-        mul_tn((int)T, (const double (*)[DP])Gd, (const double (*)[DP])X, PbT);
+        tload(x + b*T*D, (int)T, Xt);
+        tload_strided(Gy + b*Gs[0], (int)T, Gs[1], Gs[2], Gd);
+        load(Gram + b*D*D, 0, G);
+        tmul_tn((int)T, (const real_t (*)[TP])Gd, (const real_t (*)[TP])Xt, PbT);
         load(Ns + b*D*D, 0, N);
         vjp(G, PbT, N, A, P, H, gA);
         store(gA, gAs + b*D*D);
-        transpose(P, PT);
-        mul_n((int)T, (const double (*)[DP])Gd, PT, Out, 0, 0);
-        mul_n((int)T, (const double (*)[DP])X, H, Out, 1, 0);
-        store_tokens((const double (*)[DP])Out, (int)T, gx + b*T*D);
+        to_tmat(P, 1, PTt);
+        to_tmat(H, 0, Ht);
+        tmul_n((int)T, (const real_t (*)[TP])Gd, PTt, Out, 0);
+        tmul_n((int)T, (const real_t (*)[TP])Xt, Ht, Out, 1);
+        tstore((const real_t (*)[TP])Out, (int)T, gx + b*T*D);
     }
-    free(base);
+    free(tbase);
     return 0;
 }
 """

@@ -2,15 +2,18 @@ r"""The C source of the Gram form's ``d x d`` stage for ``17 <= d <= 64``, one s
 
 Past ``d = 32`` (``FUSED_MAX_DIM`` of :mod:`geoattn.kernels._native_lu_big`) the token products (``Gram = x^T x``,
 ``y = xP``, ``Pbar = x^T\bar y``, ``gx = \bar yP^T + xH``) are batched products of matrices large enough for
-torch's ``bmm``; up to it they run in C in the same call as the stage, one sample at a time. What is left for C is the per-sample ``d x d`` work that a batched LAPACK call does slowly (one small factorisation per
-call, with its overhead):
+torch's ``bmm``; up to it they run in C in the same call as the stage, one sample at a time. What is left for C
+is the per-sample ``d x d`` work that a batched LAPACK call does slowly (one small factorisation per call, with its
+overhead):
 
 * forward (``vp_gram_lu_big_fwd``): the Cholesky factor ``L`` of ``Gram`` (a column set to zero where its pivot is
   not positive), ``V = AL``, the skew ``K = L^TV``, the LU factors of ``I - K`` without pivoting (every pivot is at
   least 1: its symmetric part is ``I``), ``N = I + V(I - K)^{-1}L^T`` (ledger ``vp.gram_lu_woodbury``), ``P = 2N - I``
-  and the largest residual entry :math:`|(I + GA)^TN - I|` (NaN when one is); a sample whose residual exceeds the
-  token type's tolerance (``eps / 16``, as :func:`geoattn.kernels._gram.residual_tolerance`) or is NaN is
-  recomputed by an LU with partial pivoting of :math:`M^T = I - AG`, whose ``N`` and residual it returns;
+  and the largest entry of the residual :math:`R = (I + GA)^TN - I` on eight fixed sign vectors, :math:`|RV|`
+  (NaN when one is; ``V`` from :func:`probe_signs`, ledger ``vp.gram_probe_residual``: three matrix-vector passes
+  in place of the two ``d x d`` products of ``R``); a sample whose probe residual exceeds the token type's tolerance
+  (``eps / 16``, as :func:`geoattn.kernels._gram.residual_tolerance`) or is NaN is recomputed by an LU with partial
+  pivoting of :math:`M^T = I - AG`, whose ``N`` and probe residual it returns;
 * backward (``vp_gram_lu_big_bwd``): :math:`\bar M = -2N\bar P^TN`, :math:`H = A\bar M^T - \bar MA`, the
   per-sample :math:`G\bar M` and ``P = 2N - I`` (ledger ``vp.gram_lu_vjp``).
 
@@ -22,12 +25,17 @@ pivoted recomputation out; ``negate_backward`` flips the sign of :math:`\bar M` 
 
 from __future__ import annotations
 
-from ._gram_lu_big_entries import ENTRIES
+import random
 
-__all__ = ["MIN_DIM", "MAX_DIM", "generate_gram_lu_big_module", "target_name"]
+from ._gram_lu_big_entries import ENTRIES
+from ._gram_lu_big_tokens import TOKENS
+
+__all__ = ["MIN_DIM", "MAX_DIM", "PROBE_SEED", "probe_signs", "generate_gram_lu_big_module", "target_name"]
 
 #: the widths the stage serves: past the printed LU kernels' ``d <= 16``, up to 64
 MIN_DIM, MAX_DIM = 17, 64
+#: the seed of the residual check's table of signs (``probe_signs``)
+PROBE_SEED = 20240917
 
 HEADER = """/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{{-T}} - x for {lo} <= d <= {hi}, per sample.
 
@@ -78,7 +86,7 @@ typedef long long vl __attribute__((vector_size(64), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define V(M, i) ((vd *)(M)[i])
 #define UNROLL _Pragma("GCC unroll 8")
-
+{probe}
 /* S (D x D, row-major) into M, zero padded; transposed when t */
 static void load(const double *restrict S, int t, mat M)
 {
@@ -174,34 +182,43 @@ static void load_tokens(const real_t *restrict S, int n, double (*restrict X)[DP
     }
 }
 
-static void store_tokens(const double (*restrict X)[DP], int n, real_t *restrict S)
+/* y = M x for eight vectors at once (x, y of D rows of eight lanes), four rows of y at a time (four independent
+   sums); y may be x: every row of y is written after all of x is read (y is kept in a local array first) */
+static void matvec(mat M, const vd *x, vd *y)
 {
-    for (int t = 0; t < n; t++)
-        for (int j = 0; j < D; j++) S[t*D + j] = (real_t)X[t][j];
-}
-
-/* Y = X^T */
-static void transpose(mat X, mat Y)
-{
-    for (int i = 0; i < D; i++) {
-        for (int j = 0; j < D; j++) Y[i][j] = X[j][i];
-        for (int j = D; j < DP; j++) Y[i][j] = 0.0;
+    vd out[D];
+    int i = 0;
+    for (; i + 4 <= D; i += 4) {
+        vd a0 = (vd){0}, a1 = (vd){0}, a2 = (vd){0}, a3 = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd v = x[k];
+            a0 += M[i][k]*v; a1 += M[i + 1][k]*v; a2 += M[i + 2][k]*v; a3 += M[i + 3][k]*v;
+        }
+        out[i] = a0; out[i + 1] = a1; out[i + 2] = a2; out[i + 3] = a3;
     }
+    for (; i < D; i++) {
+        vd a = (vd){0};
+        for (int k = 0; k < D; k++) a += M[i][k]*x[k];
+        out[i] = a;
+    }
+    for (int r = 0; r < D; r++) y[r] = out[r];
 }
 
-/* the largest |MT N - I|, NaN when one entry is (sign bits cleared, masks blended; the padding is zero) */
-static double residual(mat MT, mat N)
+/* the largest |R V| with R = (I - A G) N - I and V the D x 8 table PROBE of signs, NaN when one entry is (sign bits
+   cleared, masks blended): three matrix-vector passes of eight lanes, U = N V, W = A (G U), R V = U - W - V, in place
+   of the two d x d products of R itself [ledger: vp.gram_probe_residual] */
+static double probe_residual(mat G, mat A, mat N)
 {
-    mat R;
-    mul(MT, N, R);
+    vd U[D], W[D];
+    matvec(N, (const vd *)PROBE, U);
+    matvec(G, U, W);
+    matvec(A, W, W);  /* A (G U), in place: matvec reads all of its x before it writes y */
     vd m = (vd){0};
     for (int i = 0; i < D; i++) {
-        R[i][i] -= 1.0;
-        UNROLL for (int v = 0; v < NV; v++) {
-            const vd a = (vd)((vl)V(R, i)[v] & 0x7fffffffffffffffLL);
-            const vl take = (a > m) | (a != a);
-            m = (vd)(((vl)a & take) | ((vl)m & ~take));
-        }
+        const vd acc = U[i] - W[i] - PV(i);
+        const vd a = (vd)((vl)acc & 0x7fffffffffffffffLL);
+        const vl take = (a > m) | (a != a);
+        m = (vd)(((vl)a & take) | ((vl)m & ~take));
     }
     double r = 0.0;
     for (int l = 0; l < 8; l++) {
@@ -242,11 +259,11 @@ static void pivoted(mat MT, mat N)
     }
 }
 
-/* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the residual's largest
-   entry; the pivoted form where the residual exceeds tol or is NaN */
+/* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the largest entry of
+   the residual on the probes; the pivoted form where it exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
-    mat Z, L, W, Bm, U;
+    mat Z, L, W, Bm;  /* L holds L^T A */
     double rinv[D];
     for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
         vd acc[NV];
@@ -262,52 +279,65 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
         for (int j = 0; j < k; j++) Z[k][j] = 0.0;
         Z[k][k] = q;
     }
-    transpose(Z, L);
-    mul(A, L, W);  /* W = A L */
+    mul_n(D, (const double (*)[DP])Z, A, L, 0, 1);  /* L^T A (Z = L^T upper: half the products), in L */
+    for (int i = 0; i < D; i++) {  /* W = A L = -(L^T A)^T as A^T = -A */
+        for (int j = 0; j < D; j++) W[i][j] = -L[j][i];
+        for (int j = D; j < DP; j++) W[i][j] = 0.0;
+    }
     mul_n(D, (const double (*)[DP])Z, W, Bm, 0, 1);  /* K = L^T A L (Z = L^T upper); Bm = I - K from K's upper part */
     for (int i = 0; i < D; i++) {
         for (int j = i + 1; j < D; j++) { Bm[i][j] = KSIGN Bm[i][j]; Bm[j][i] = -Bm[i][j]; }
         Bm[i][i] = 1.0;
     }
-    for (int i = 0; i < D; i++) {  /* LU of Bm without pivoting, by rows: U upper, the multipliers in Bm's lower part */
-        UNROLL for (int v = 0; v < NV; v++) V(U, i)[v] = V(Bm, i)[v];
-        for (int k = 0; k < i; k++) {
-            const double f = U[i][k]*rinv[k];
-            Bm[i][k] = f;
-            UNROLL for (int v = 0; v < NV; v++) V(U, i)[v] -= f*V(U, k)[v];
+    /* the elimination of Bm without pivoting (its U in Bm's upper part) applied to Z = L^T at the same time, so Z
+       becomes the unit lower factor's solve; right-looking: the updates of the rows below pivot k are independent
+       of each other (no chain through one row), each in place */
+    for (int k = 0; k < D; k++) {
+        const double rk = 1.0/Bm[k][k];
+        rinv[k] = rk;
+        for (int i = k + 1; i < D; i++) {
+            const double f = Bm[i][k]*rk;
+            for (int v = k >> 3; v < NV; v++) V(Bm, i)[v] -= f*V(Bm, k)[v];
+            UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] -= f*V(Z, k)[v];
         }
-        rinv[i] = 1.0/U[i][i];
     }
-    for (int i = 0; i < D; i++) {  /* Z = (I - K)^{-1} L^T: the unit lower factor's solve, row by row */
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, i)[v];
-        for (int k = 0; k < i; k++) {
-            const double f = Bm[i][k];
-            UNROLL for (int v = 0; v < NV; v++) acc[v] -= f*V(Z, k)[v];
-        }
-        UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] = acc[v];
-    }
-    for (int i = D - 1; i >= 0; i--) {  /* then the upper one's */
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, i)[v];
+    /* then the upper factor's solve from the last row up, two rows at a time (two independent sums) */
+    int i = D - 1;
+    for (; i >= 1; i -= 2) {
+        vd a0[NV], a1[NV];
+        UNROLL for (int v = 0; v < NV; v++) { a0[v] = V(Z, i)[v]; a1[v] = V(Z, i - 1)[v]; }
         for (int k = i + 1; k < D; k++) {
-            const double f = U[i][k];
+            const double f0 = Bm[i][k], f1 = Bm[i - 1][k];
+            UNROLL for (int v = 0; v < NV; v++) { a0[v] -= f0*V(Z, k)[v]; a1[v] -= f1*V(Z, k)[v]; }
+        }
+        const double f = Bm[i - 1][i];
+        UNROLL for (int v = 0; v < NV; v++) {
+            a0[v] *= rinv[i];
+            V(Z, i)[v] = a0[v];
+            V(Z, i - 1)[v] = (a1[v] - f*a0[v])*rinv[i - 1];
+        }
+    }
+    if (i == 0) {
+        vd acc[NV];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, 0)[v];
+        for (int k = 1; k < D; k++) {
+            const double f = Bm[0][k];
             UNROLL for (int v = 0; v < NV; v++) acc[v] -= f*V(Z, k)[v];
         }
-        UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] = acc[v]*rinv[i];
+        UNROLL for (int v = 0; v < NV; v++) V(Z, 0)[v] = acc[v]*rinv[0];
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
-    for (int i = 0; i < D; i++) {
-        UNROLL for (int v = 0; v < NV; v++) V(Bm, i)[v] = -V(Bm, i)[v];
-        Bm[i][i] += 1.0;
-    }
-    double m = residual(Bm, N);
+    double m = probe_residual(G, A, N);
 #if RETRY
     if (!(m <= tol)) {
+        mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
+        for (int i = 0; i < D; i++) {
+            UNROLL for (int v = 0; v < NV; v++) V(Bm, i)[v] = -V(Bm, i)[v];
+            Bm[i][i] += 1.0;
+        }
         pivoted(Bm, N);
-        m = residual(Bm, N);
+        m = probe_residual(G, A, N);
     }
 #endif
     for (int i = 0; i < D; i++) {
@@ -340,6 +370,27 @@ static void vjp(mat G, mat PbT, mat N, mat A, mat P, mat H, mat gA)
 """
 
 
+def probe_signs() -> list[list[int]]:
+    r"""The residual check's probes: ``MAX_DIM`` rows of eight signs :math:`\pm 1` (row ``k`` holds entry ``k`` of
+    the eight probe vectors; a width ``d`` uses the first ``d`` rows), drawn once from ``PROBE_SEED``.
+
+    Returns
+    -------
+    list of list of int
+        ``MAX_DIM`` lists of eight entries, each 1 or -1.
+    """
+    rng = random.Random(PROBE_SEED)
+    return [[rng.choice((1, -1)) for _ in range(8)] for _ in range(MAX_DIM)]
+
+
+def _probe_table() -> str:
+    rows = ",\n".join("    {" + ", ".join(f"{v:.1f}" for v in row) + "}" for row in probe_signs())
+    return ("/* the residual check's probes: entry k of eight sign vectors in row k (geoattn.codegen.gram_lu_big_c."
+            "probe_signs) */\n"
+            f"static const double PROBE[{MAX_DIM}][8] __attribute__((aligned(64))) = {{\n{rows}\n}};\n"
+            "#define PV(k) (*(const vd *)PROBE[k])\n")
+
+
 def target_name() -> str:
     """The generated file's name, beside ``_native_gram_lu.c`` in :mod:`geoattn.kernels`."""
     return "_native_gram_lu_big.c"
@@ -364,4 +415,5 @@ def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool 
         the C text.
     """
     return HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry),
-                         sign="" if negate_backward else "-") + BODY + ENTRIES
+                         sign="" if negate_backward else "-") + (BODY.replace("{probe}", _probe_table()) + TOKENS
+                                                                 + ENTRIES)

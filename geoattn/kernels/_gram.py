@@ -36,12 +36,14 @@ large norm) its rounding error grows faster than a pivoted solve's. Every sample
 checked a posteriori. With :math:`R = (I + GA)^TN - I`, :math:`N - (I + GA)^{-T} = (I + GA)^{-T}R`, so the
 relative error of ``N`` is at most about :math:`\|R\|`: the same bound a pivoted solve has, as both multiply
 by :math:`N` in :math:`y = x(2N - I)`. The largest entry of ``R`` must not exceed ``eps(dtype) / 16`` of the
-input's dtype (float32: 7e-9). For the samples that fail, ``N`` is recomputed by a pivoted float64 solve of
-the ``d x d`` system, per sample, and they stay on the same path: the backward formulas hold for any exact
-``N``. On the seeds' trajectory windows (rigid body, ``T = 3, 8, 16``; coupled oscillator, ``T = 4, 8,
-16``) every sample passed; on synthetic nearly parallel windows of scale 10 (``x = 10 (b + 10^{-3} n)``) 97 %
-failed. Samples with :math:`\|x\|_F^2\|A\|_F > 10^6` take the QR form of Note [why QR and not the Gram
-matrix], also per sample, so no result depends on the rest of its batch.
+input's dtype (float32: 7e-9); the native stage for ``17 <= d <= 64`` checks the largest entry of ``RV`` for
+eight fixed sign vectors ``V`` instead (ledger ``vp.gram_probe_residual``: an entry of ``R`` above the tolerance
+escapes all eight with probability at most :math:`2^{-8}`). For the samples that fail, ``N`` is recomputed by a
+pivoted float64 solve of the ``d x d`` system, per sample, and they stay on the same path: the backward formulas
+hold for any exact ``N``. On the seeds' trajectory windows (rigid body, ``T = 3, 8, 16``; coupled oscillator,
+``T = 4, 8, 16``) every sample passed; on synthetic nearly parallel windows of scale 10
+(``x = 10 (b + 10^{-3} n)``) 97 % failed. Samples with :math:`\|x\|_F^2\|A\|_F > 10^6` take the QR form of Note
+[why QR and not the Gram matrix], also per sample, so no result depends on the rest of its batch.
 """
 
 from __future__ import annotations
@@ -179,14 +181,15 @@ class _VPGramClosed(torch.autograd.Function):
             xn = _native_tokens(x)
             kw = {"G": ctx.saved_tensors[4]} if ctx.gram else {}
             taken = []  # temporaries that never leave this call (Note [reused scratch] in geoattn.kernels._native)
-            gyn = gy.to(xn.dtype)
+            gyn = gy.to(xn.dtype)  # an expanded gradient stays expanded for kernels that read strides
+            strided = getattr(ctx.native, "STRIDED_GY", False)
             if getattr(ctx.native, "GA_OUT", False):
                 kw["gA_out"] = _native.scratch(N.shape, torch.float64)
                 taken.append(kw["gA_out"])
-                if not gyn.is_contiguous():  # the expanded gradient of out.sum()
+                if not strided and not gyn.is_contiguous():  # the expanded gradient of out.sum()
                     taken.append(_native.scratch(gyn.shape, gyn.dtype).copy_(gyn))
                     gyn = taken[-1]
-            gx, gA = ctx.native.gram_backward(xn, gyn.contiguous(), N, As, **kw)
+            gx, gA = ctx.native.gram_backward(xn, gyn if strided else gyn.contiguous(), N, As, **kw)
             finite = ctx.finite
             if not bool(finite.all()):
                 gA = torch.where(finite[:, None, None], gA, torch.zeros((), dtype=gA.dtype, device=gA.device))

@@ -45,6 +45,74 @@ typedef long long vl __attribute__((vector_size(64), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define V(M, i) ((vd *)(M)[i])
 #define UNROLL _Pragma("GCC unroll 8")
+/* the residual check's probes: entry k of eight sign vectors in row k (geoattn.codegen.gram_lu_big_c.probe_signs) */
+static const double PROBE[64][8] __attribute__((aligned(64))) = {
+    {1.0, -1.0, -1.0, 1.0, -1.0, -1.0, -1.0, 1.0},
+    {1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0},
+    {-1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
+    {1.0, -1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0},
+    {1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
+    {1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0, -1.0},
+    {1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
+    {1.0, -1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
+    {1.0, 1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
+    {-1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
+    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
+    {1.0, -1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
+    {1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
+    {1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
+    {1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, -1.0},
+    {-1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
+    {-1.0, -1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
+    {1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
+    {1.0, 1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0, -1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0},
+    {-1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
+    {1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
+    {1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, 1.0},
+    {-1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
+    {1.0, 1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
+    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0},
+    {-1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0},
+    {-1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
+    {-1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0},
+    {-1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
+    {1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
+    {-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
+    {1.0, 1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {-1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0},
+    {-1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
+    {1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
+    {1.0, 1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
+    {1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
+    {-1.0, 1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0}
+};
+#define PV(k) (*(const vd *)PROBE[k])
 
 /* S (D x D, row-major) into M, zero padded; transposed when t */
 static void load(const double *restrict S, int t, mat M)
@@ -141,34 +209,43 @@ static void load_tokens(const real_t *restrict S, int n, double (*restrict X)[DP
     }
 }
 
-static void store_tokens(const double (*restrict X)[DP], int n, real_t *restrict S)
+/* y = M x for eight vectors at once (x, y of D rows of eight lanes), four rows of y at a time (four independent
+   sums); y may be x: every row of y is written after all of x is read (y is kept in a local array first) */
+static void matvec(mat M, const vd *x, vd *y)
 {
-    for (int t = 0; t < n; t++)
-        for (int j = 0; j < D; j++) S[t*D + j] = (real_t)X[t][j];
-}
-
-/* Y = X^T */
-static void transpose(mat X, mat Y)
-{
-    for (int i = 0; i < D; i++) {
-        for (int j = 0; j < D; j++) Y[i][j] = X[j][i];
-        for (int j = D; j < DP; j++) Y[i][j] = 0.0;
+    vd out[D];
+    int i = 0;
+    for (; i + 4 <= D; i += 4) {
+        vd a0 = (vd){0}, a1 = (vd){0}, a2 = (vd){0}, a3 = (vd){0};
+        for (int k = 0; k < D; k++) {
+            const vd v = x[k];
+            a0 += M[i][k]*v; a1 += M[i + 1][k]*v; a2 += M[i + 2][k]*v; a3 += M[i + 3][k]*v;
+        }
+        out[i] = a0; out[i + 1] = a1; out[i + 2] = a2; out[i + 3] = a3;
     }
+    for (; i < D; i++) {
+        vd a = (vd){0};
+        for (int k = 0; k < D; k++) a += M[i][k]*x[k];
+        out[i] = a;
+    }
+    for (int r = 0; r < D; r++) y[r] = out[r];
 }
 
-/* the largest |MT N - I|, NaN when one entry is (sign bits cleared, masks blended; the padding is zero) */
-static double residual(mat MT, mat N)
+/* the largest |R V| with R = (I - A G) N - I and V the D x 8 table PROBE of signs, NaN when one entry is (sign bits
+   cleared, masks blended): three matrix-vector passes of eight lanes, U = N V, W = A (G U), R V = U - W - V, in place
+   of the two d x d products of R itself [ledger: vp.gram_probe_residual] */
+static double probe_residual(mat G, mat A, mat N)
 {
-    mat R;
-    mul(MT, N, R);
+    vd U[D], W[D];
+    matvec(N, (const vd *)PROBE, U);
+    matvec(G, U, W);
+    matvec(A, W, W);  /* A (G U), in place: matvec reads all of its x before it writes y */
     vd m = (vd){0};
     for (int i = 0; i < D; i++) {
-        R[i][i] -= 1.0;
-        UNROLL for (int v = 0; v < NV; v++) {
-            const vd a = (vd)((vl)V(R, i)[v] & 0x7fffffffffffffffLL);
-            const vl take = (a > m) | (a != a);
-            m = (vd)(((vl)a & take) | ((vl)m & ~take));
-        }
+        const vd acc = U[i] - W[i] - PV(i);
+        const vd a = (vd)((vl)acc & 0x7fffffffffffffffLL);
+        const vl take = (a > m) | (a != a);
+        m = (vd)(((vl)a & take) | ((vl)m & ~take));
     }
     double r = 0.0;
     for (int l = 0; l < 8; l++) {
@@ -209,11 +286,11 @@ static void pivoted(mat MT, mat N)
     }
 }
 
-/* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the residual's largest
-   entry; the pivoted form where the residual exceeds tol or is NaN */
+/* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the largest entry of
+   the residual on the probes; the pivoted form where it exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
-    mat Z, L, W, Bm, U;
+    mat Z, L, W, Bm;  /* L holds L^T A */
     double rinv[D];
     for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
         vd acc[NV];
@@ -229,52 +306,65 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
         for (int j = 0; j < k; j++) Z[k][j] = 0.0;
         Z[k][k] = q;
     }
-    transpose(Z, L);
-    mul(A, L, W);  /* W = A L */
+    mul_n(D, (const double (*)[DP])Z, A, L, 0, 1);  /* L^T A (Z = L^T upper: half the products), in L */
+    for (int i = 0; i < D; i++) {  /* W = A L = -(L^T A)^T as A^T = -A */
+        for (int j = 0; j < D; j++) W[i][j] = -L[j][i];
+        for (int j = D; j < DP; j++) W[i][j] = 0.0;
+    }
     mul_n(D, (const double (*)[DP])Z, W, Bm, 0, 1);  /* K = L^T A L (Z = L^T upper); Bm = I - K from K's upper part */
     for (int i = 0; i < D; i++) {
         for (int j = i + 1; j < D; j++) { Bm[i][j] = KSIGN Bm[i][j]; Bm[j][i] = -Bm[i][j]; }
         Bm[i][i] = 1.0;
     }
-    for (int i = 0; i < D; i++) {  /* LU of Bm without pivoting, by rows: U upper, the multipliers in Bm's lower part */
-        UNROLL for (int v = 0; v < NV; v++) V(U, i)[v] = V(Bm, i)[v];
-        for (int k = 0; k < i; k++) {
-            const double f = U[i][k]*rinv[k];
-            Bm[i][k] = f;
-            UNROLL for (int v = 0; v < NV; v++) V(U, i)[v] -= f*V(U, k)[v];
+    /* the elimination of Bm without pivoting (its U in Bm's upper part) applied to Z = L^T at the same time, so Z
+       becomes the unit lower factor's solve; right-looking: the updates of the rows below pivot k are independent
+       of each other (no chain through one row), each in place */
+    for (int k = 0; k < D; k++) {
+        const double rk = 1.0/Bm[k][k];
+        rinv[k] = rk;
+        for (int i = k + 1; i < D; i++) {
+            const double f = Bm[i][k]*rk;
+            for (int v = k >> 3; v < NV; v++) V(Bm, i)[v] -= f*V(Bm, k)[v];
+            UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] -= f*V(Z, k)[v];
         }
-        rinv[i] = 1.0/U[i][i];
     }
-    for (int i = 0; i < D; i++) {  /* Z = (I - K)^{-1} L^T: the unit lower factor's solve, row by row */
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, i)[v];
-        for (int k = 0; k < i; k++) {
-            const double f = Bm[i][k];
-            UNROLL for (int v = 0; v < NV; v++) acc[v] -= f*V(Z, k)[v];
-        }
-        UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] = acc[v];
-    }
-    for (int i = D - 1; i >= 0; i--) {  /* then the upper one's */
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, i)[v];
+    /* then the upper factor's solve from the last row up, two rows at a time (two independent sums) */
+    int i = D - 1;
+    for (; i >= 1; i -= 2) {
+        vd a0[NV], a1[NV];
+        UNROLL for (int v = 0; v < NV; v++) { a0[v] = V(Z, i)[v]; a1[v] = V(Z, i - 1)[v]; }
         for (int k = i + 1; k < D; k++) {
-            const double f = U[i][k];
+            const double f0 = Bm[i][k], f1 = Bm[i - 1][k];
+            UNROLL for (int v = 0; v < NV; v++) { a0[v] -= f0*V(Z, k)[v]; a1[v] -= f1*V(Z, k)[v]; }
+        }
+        const double f = Bm[i - 1][i];
+        UNROLL for (int v = 0; v < NV; v++) {
+            a0[v] *= rinv[i];
+            V(Z, i)[v] = a0[v];
+            V(Z, i - 1)[v] = (a1[v] - f*a0[v])*rinv[i - 1];
+        }
+    }
+    if (i == 0) {
+        vd acc[NV];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] = V(Z, 0)[v];
+        for (int k = 1; k < D; k++) {
+            const double f = Bm[0][k];
             UNROLL for (int v = 0; v < NV; v++) acc[v] -= f*V(Z, k)[v];
         }
-        UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] = acc[v]*rinv[i];
+        UNROLL for (int v = 0; v < NV; v++) V(Z, 0)[v] = acc[v]*rinv[0];
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
-    for (int i = 0; i < D; i++) {
-        UNROLL for (int v = 0; v < NV; v++) V(Bm, i)[v] = -V(Bm, i)[v];
-        Bm[i][i] += 1.0;
-    }
-    double m = residual(Bm, N);
+    double m = probe_residual(G, A, N);
 #if RETRY
     if (!(m <= tol)) {
+        mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
+        for (int i = 0; i < D; i++) {
+            UNROLL for (int v = 0; v < NV; v++) V(Bm, i)[v] = -V(Bm, i)[v];
+            Bm[i][i] += 1.0;
+        }
         pivoted(Bm, N);
-        m = residual(Bm, N);
+        m = probe_residual(G, A, N);
     }
 #endif
     for (int i = 0; i < D; i++) {
@@ -301,6 +391,119 @@ static void vjp(mat G, mat PbT, mat N, mat A, mat P, mat H, mat gA)
     for (int i = 0; i < D; i++) {
         UNROLL for (int v = 0; v < NV; v++) V(P, i)[v] = 2.0*V(N, i)[v];
         P[i][i] -= 1.0;
+    }
+}
+
+
+/* token rows of real_t in vectors of TL lanes, NT vectors a row, TP = TL NT entries (zero padded) */
+#define TL ((int)(64 / sizeof(real_t)))
+#define NT ((D + TL - 1) / TL)
+#define TP (TL * NT)
+#define TRB (NT <= 2 ? 8 : NT <= 4 ? 4 : 2)  /* rows per block: 16 vector accumulators */
+typedef real_t vt __attribute__((vector_size(64), may_alias));
+typedef real_t tmat[D][TP] __attribute__((aligned(64)));
+#define VT(M, i) ((vt *)(M)[i])
+
+/* n padded token rows of real_t, aligned to 64 bytes; *base is what to free */
+static real_t (*trows(int64_t n, void **base))[TP]
+{
+    *base = malloc(sizeof(real_t[TP]) * (size_t)n + 64);
+    if (*base == NULL) return NULL;
+    return (real_t (*)[TP])(((uintptr_t)*base + 63) & ~(uintptr_t)63);
+}
+
+static void tload(const real_t *restrict S, int n, real_t (*restrict X)[TP])
+{
+    for (int t = 0; t < n; t++) {
+        for (int j = 0; j < D; j++) X[t][j] = S[t*D + j];
+        for (int j = D; j < TP; j++) X[t][j] = 0;
+    }
+}
+
+/* the same from n rows of S at element strides st (rows) and sj (entries): an expanded incoming gradient (the one of
+   out.sum(), every stride 0) is read where it lies, never materialised */
+static void tload_strided(const real_t *restrict S, int n, int64_t st, int64_t sj, real_t (*restrict X)[TP])
+{
+    for (int t = 0; t < n; t++) {
+        for (int j = 0; j < D; j++) X[t][j] = S[t*st + j*sj];
+        for (int j = D; j < TP; j++) X[t][j] = 0;
+    }
+}
+
+static void tstore(const real_t (*restrict X)[TP], int n, real_t *restrict S)
+{
+    for (int t = 0; t < n; t++)
+        for (int j = 0; j < D; j++) S[t*D + j] = X[t][j];
+}
+
+/* M (double, padded) rounded into Mt, transposed when tr */
+static void to_tmat(mat M, int tr, tmat Mt)
+{
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) Mt[i][j] = (real_t)(tr ? M[j][i] : M[i][j]);
+        for (int j = D; j < TP; j++) Mt[i][j] = 0;
+    }
+}
+
+/* C = X Y (+ C when add) for n token rows X and Y of D rows; TRB rows of C at a time in vector accumulators */
+static void tmul_n(int n, const real_t (*restrict X)[TP], tmat Y, real_t (*C)[TP], int add)
+{
+    int i = 0;
+    for (; i + TRB <= n; i += TRB) {
+        vt acc[TRB][NT];
+        UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) acc[r][v] = add ? VT(C, i + r)[v]
+                                                                                                     : (vt){0};
+        for (int k = 0; k < D; k++) {
+            vt y[NT];
+            UNROLL for (int v = 0; v < NT; v++) y[v] = VT(Y, k)[v];
+            UNROLL for (int r = 0; r < TRB; r++) {
+                const real_t a = X[i + r][k];
+                UNROLL for (int v = 0; v < NT; v++) acc[r][v] += a*y[v];
+            }
+        }
+        UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) VT(C, i + r)[v] = acc[r][v];
+    }
+    for (; i < n; i++) {
+        vt acc[NT];
+        UNROLL for (int v = 0; v < NT; v++) acc[v] = add ? VT(C, i)[v] : (vt){0};
+        for (int k = 0; k < D; k++) {
+            const real_t a = X[i][k];
+            UNROLL for (int v = 0; v < NT; v++) acc[v] += a*VT(Y, k)[v];
+        }
+        UNROLL for (int v = 0; v < NT; v++) VT(C, i)[v] = acc[v];
+    }
+}
+
+/* C = X^T Y (D x D, a sum over n token rows) into the double matrix Cd */
+static void tmul_tn(int n, const real_t (*X)[TP], const real_t (*Y)[TP], mat Cd)
+{
+    tmat C;
+    int i = 0;
+    for (; i + TRB <= D; i += TRB) {
+        vt acc[TRB][NT];
+        UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) acc[r][v] = (vt){0};
+        for (int t = 0; t < n; t++) {
+            vt y[NT];
+            UNROLL for (int v = 0; v < NT; v++) y[v] = VT(Y, t)[v];
+            UNROLL for (int r = 0; r < TRB; r++) {
+                const real_t a = X[t][i + r];
+                UNROLL for (int v = 0; v < NT; v++) acc[r][v] += a*y[v];
+            }
+        }
+        UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) VT(C, i + r)[v] = acc[r][v];
+    }
+    for (; i < D; i++) {
+        vt acc[NT];
+        UNROLL for (int v = 0; v < NT; v++) acc[v] = (vt){0};
+        for (int t = 0; t < n; t++) {
+            const real_t a = X[t][i];
+            UNROLL for (int v = 0; v < NT; v++) acc[v] += a*VT(Y, t)[v];
+        }
+        UNROLL for (int v = 0; v < NT; v++) VT(C, i)[v] = acc[v];
+    }
+    for (int r = 0; r < D; r++) {
+        for (int j = 0; j < D; j++) Cd[r][j] = C[r][j];
+        for (int j = D; j < DP; j++) Cd[r][j] = 0.0;
     }
 }
 
@@ -340,56 +543,69 @@ void NAME(vp_gram_lu_big_bwd)(int64_t B, int64_t T, const double *restrict Gram,
     }
 }
 
-/* the whole forward per sample, token products included: Gram = x^T x, N, R, y = x (2N - I) (products in double);
-   returns 0, or 1 when the token buffers could not be allocated (nothing written then) */
+/* the whole forward per sample, token products included: Gram = x^T x (in double), N, R, y = x (2N - I) (in the
+   tokens' type, TOKENS of geoattn.codegen._gram_lu_big_tokens); returns 0, or 1 when the token buffers could not be
+   allocated (nothing written then) */
 int NAME(vp_gram_lu_big_tok_fwd)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict As,
                                  const double *restrict tol, real_t *restrict y, double *restrict Gram,
                                  double *restrict Ns, double *restrict R)
 {
-    void *base;
-    double (*X)[DP] = rows(2*T, &base);
+    void *base, *tbase;
+    double (*X)[DP] = rows(T, &base);
     if (X == NULL) return 1;
-    double (*Y)[DP] = X + T;
+    real_t (*Xt)[TP] = trows(2*T, &tbase);
+    if (Xt == NULL) {
+        free(base);
+        return 1;
+    }
+    real_t (*Yt)[TP] = Xt + T;
     mat A, G, N, P;
+    tmat Pt;
     load(As, 0, A);
     for (int64_t b = 0; b < B; b++) {
         load_tokens(x + b*T*D, (int)T, X);
+        tload(x + b*T*D, (int)T, Xt);
         mul_tn((int)T, (const double (*)[DP])X, (const double (*)[DP])X, G);
         store(G, Gram + b*D*D);
         R[b] = factor(G, A, *tol, N, P);
         store(N, Ns + b*D*D);
-        mul_n((int)T, (const double (*)[DP])X, P, Y, 0, 0);
-        store_tokens((const double (*)[DP])Y, (int)T, y + b*T*D);
+        to_tmat(P, 0, Pt);
+        tmul_n((int)T, (const real_t (*)[TP])Xt, Pt, Yt, 0);
+        tstore((const real_t (*)[TP])Yt, (int)T, y + b*T*D);
     }
+    free(tbase);
     free(base);
     return 0;
 }
 
-/* the whole backward per sample: Gram and Pbar^T = Gy^T x, the d x d stage, gx = Gy P^T + x H (products in double),
-   gA = Gram Mbar; returns 0, or 1 when the token buffers could not be allocated */
+/* the whole backward per sample: Pbar^T = Gy^T x, the d x d stage on the forward's Gram (not recomputed from the
+   tokens), gx = Gy P^T + x H (token products in the tokens' type), gA = Gram Mbar; Gy at the element strides
+   Gs[0] (samples), Gs[1] (tokens), Gs[2] (entries); returns 0, or 1 when the token buffers could not be allocated */
 int NAME(vp_gram_lu_big_tok_bwd)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                 const double *restrict Ns, const double *restrict As, real_t *restrict gx,
-                                 double *restrict gAs)
+                                 const int64_t *restrict Gs, const double *restrict Gram, const double *restrict Ns,
+                                 const double *restrict As, real_t *restrict gx, double *restrict gAs)
 {
-    void *base;
-    double (*X)[DP] = rows(3*T, &base);
-    if (X == NULL) return 1;
-    double (*Gd)[DP] = X + T, (*Out)[DP] = X + 2*T;
-    mat A, G, PbT, N, P, H, gA, PT;
+    void *tbase;
+    real_t (*Xt)[TP] = trows(3*T, &tbase);
+    if (Xt == NULL) return 1;
+    real_t (*Gd)[TP] = Xt + T, (*Out)[TP] = Xt + 2*T;
+    mat A, G, PbT, N, P, H, gA;
+    tmat PTt, Ht;
     load(As, 0, A);
     for (int64_t b = 0; b < B; b++) {
-        load_tokens(x + b*T*D, (int)T, X);
-        load_tokens(Gy + b*T*D, (int)T, Gd);
-        mul_tn((int)T, (const double (*)[DP])X, (const double (*)[DP])X, G);
-        mul_tn((int)T, (const double (*)[DP])Gd, (const double (*)[DP])X, PbT);
+        tload(x + b*T*D, (int)T, Xt);
+        tload_strided(Gy + b*Gs[0], (int)T, Gs[1], Gs[2], Gd);
+        load(Gram + b*D*D, 0, G);
+        tmul_tn((int)T, (const real_t (*)[TP])Gd, (const real_t (*)[TP])Xt, PbT);
         load(Ns + b*D*D, 0, N);
         vjp(G, PbT, N, A, P, H, gA);
         store(gA, gAs + b*D*D);
-        transpose(P, PT);
-        mul_n((int)T, (const double (*)[DP])Gd, PT, Out, 0, 0);
-        mul_n((int)T, (const double (*)[DP])X, H, Out, 1, 0);
-        store_tokens((const double (*)[DP])Out, (int)T, gx + b*T*D);
+        to_tmat(P, 1, PTt);
+        to_tmat(H, 0, Ht);
+        tmul_n((int)T, (const real_t (*)[TP])Gd, PTt, Out, 0);
+        tmul_n((int)T, (const real_t (*)[TP])Xt, Ht, Out, 1);
+        tstore((const real_t (*)[TP])Out, (int)T, gx + b*T*D);
     }
-    free(base);
+    free(tbase);
     return 0;
 }
