@@ -16,6 +16,7 @@ CASES = [  # (d, T, activation, the route the case is about)
     (8, 40, "cayley", "gram-lu/eager"),
     (8, 16, "exp", "gram-exp/native"),
     (20, 40, "exp", "gram-exp/eager"),
+    (20, 40, "exp", "gram-exp-wide/native"),
 ]
 
 
@@ -35,7 +36,7 @@ def test_a_non_finite_sample_leaves_the_shared_gradient_finite(d, T, activation,
     x[k, 1, 0] = bad
     if zero_gradient:
         gy[k] = 0
-    forced = route == "gram-lu/eager"  # the native kernels serve this shape unless the backend is forced
+    forced = route in ("gram-lu/eager", "gram-exp/eager")  # native kernels serve these shapes unless forced
     A = _weight(d).requires_grad_()
     with K.backend("eager") if forced else contextlib.nullcontext():
         e = K.explain("vp_attention", x, A, activation=activation)
