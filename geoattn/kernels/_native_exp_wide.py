@@ -28,7 +28,7 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram_
 #: the widths the stage covers and the matrices of a sample's record before its squarings
 #: (geoattn.codegen.gram_exp_wide_c.MIN_DIM, MAX_DIM, SLOTS: a test keeps them equal)
 MIN_DIM, MAX_DIM, SLOTS = 17, 64, 9
-_RESTYPES = {"vp_gram_exp_wide_fwd": None, "vp_gram_exp_wide_bwd": ctypes.c_int}
+_RESTYPES = {"vp_gram_exp_wide_fwd": ctypes.c_int, "vp_gram_exp_wide_bwd": ctypes.c_int}
 _lock = threading.Lock()
 _libraries: dict = {}  # d -> CDLL, or the reason it could not be built
 
@@ -117,8 +117,8 @@ class StageExp:
         samples with a non-finite norm or too many squarings
     """
 
-    def __init__(self, E, failed, shift, record, lib):
-        self.E, self.failed, self.shift, self.record, self.lib = E, failed, shift, record, lib
+    def __init__(self, E, failed, shift, M, lib):
+        self.E, self.failed, self.shift, self.M, self.lib = E, failed, shift, M, lib
 
 
 def _fn(lib, name: str, d: int):
@@ -151,13 +151,24 @@ def stage_exp(M: torch.Tensor, library: ctypes.CDLL | None = None) -> StageExp:
     M = M.contiguous()
     s32 = s.to(torch.int32).contiguous()
     smax = int(s.max()) if n else 0
-    dp = 8 * ((d + 7) // 8)
-    record = torch.empty(n, SLOTS + smax, d, dp, dtype=torch.float64)
     E = torch.empty(n, d, d, dtype=torch.float64)
     if n:
-        _native._run(_fn(lib, "vp_gram_exp_wide_fwd", d), n, smax, [(M, True), (s32, True), (record, True),
-                                                                      (E, True)])
-    return StageExp(E, failed, s32, record, lib)
+        _run_checked(_fn(lib, "vp_gram_exp_wide_fwd", d), n, smax, [(M, True), (s32, True), (E, True)])
+    return StageExp(E, failed, s32, M, lib)
+
+
+def _run_checked(fn, n: int, smax: int, args: list) -> None:
+    """:func:`geoattn.kernels._native._run` of a stage function, which returns 1 when it could not allocate its
+    scratch."""
+    failed = []
+
+    def call(*a):
+        if fn(*a):
+            failed.append(True)
+
+    _native._run(call, n, smax, args)
+    if failed:
+        raise MemoryError("Expected the native stage to allocate its scratch matrices. Got a failed allocation.")
 
 
 def stage_exp_adjoint(t: StageExp, gE: torch.Tensor) -> torch.Tensor:
@@ -181,17 +192,9 @@ def stage_exp_adjoint(t: StageExp, gE: torch.Tensor) -> torch.Tensor:
                          f"{tuple(gE.shape)}.")
     gE = gE.contiguous()
     gM = torch.empty_like(t.E)
-    failed = []
-    fn = _fn(t.lib, "vp_gram_exp_wide_bwd", d)
-
-    def call(*args):
-        if fn(*args):
-            failed.append(True)
-
     if n:
-        _native._run(call, n, t.record.shape[1] - SLOTS, [(t.record, True), (t.shift, True), (gE, True), (gM, True)])
-    if failed:
-        raise MemoryError("Expected the native stage to allocate its scratch matrices. Got a failed allocation.")
+        _run_checked(_fn(t.lib, "vp_gram_exp_wide_bwd", d), n, int(t.shift.max()),
+                     [(t.M, True), (t.shift, True), (gE, True), (gM, True)])
     if bool(t.failed.any()):
         gM = torch.where(t.failed[:, None, None], torch.zeros((), dtype=gM.dtype), gM)
     return gM

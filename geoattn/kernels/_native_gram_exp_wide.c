@@ -80,42 +80,50 @@ static void axpy(double c, const double *restrict Y, double *restrict Z)
     for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) ROW(Z, i)[v] += c * ROW(Y, i)[v];
 }
 
-/* Per sample b: M[b] (D x D) scaled by 2^-s[b]; the record R[b] (9 + smax padded matrices: X, X^2, X^3, X^4,
-   S_0 .. S_4, then the squarings' results) and E[b] = the last of S_0 and the squarings. */
-void FN(vp_gram_exp_wide_fwd)(int64_t n, int64_t smax, const double *M, const int32_t *s, double *R, double *E)
+/* One sample: M (D x D) scaled by 2^-s; the record rec (9 + s padded matrices: X, X^2, X^3, X^4, S_0 .. S_4,
+   then the squarings' results); returns the last of S_0 and the squarings, exp(M) */
+static const double *forward_one(const double *restrict M, int s, double *restrict rec)
 {
-    for (int64_t b = 0; b < n; b++) {
-        double *rec = R + b * (9 + smax) * MS;
-        double *P = rec, *H = rec + 4 * MS;
-        load(M + b * D * D, ldexp(1.0, -s[b]), P);
-        for (int k = 1; k < 4; k++) mul(P + (k - 1) * MS, P, P + k * MS, 0);
-        for (int j = 0; j < 5; j++) {
-            double *Hj = H + j * MS;
-            memset(Hj, 0, sizeof(double) * MS);
-            for (int i = 1; i < 4; i++) if (COEF[4 * j + i] != 0.0) axpy(COEF[4 * j + i], P + (i - 1) * MS, Hj);
-            for (int i = 0; i < D; i++) Hj[i * DP + i] += COEF[4 * j];
-        }
-        for (int j = 3; j >= 0; j--) mul(H + (j + 1) * MS, P + 3 * MS, H + j * MS, 1);
-        const double *Y = H;
-        for (int k = 0; k < s[b]; k++) {
-            double *Z = rec + (9 + k) * MS;
-            mul(Y, Y, Z, 0);
-            Y = Z;
-        }
-        store(Y, 1.0, E + b * D * D);
+    double *P = rec, *H = rec + 4 * MS;
+    load(M, ldexp(1.0, -s), P);
+    for (int k = 1; k < 4; k++) mul(P + (k - 1) * MS, P, P + k * MS, 0);
+    for (int j = 0; j < 5; j++) {
+        double *Hj = H + j * MS;
+        memset(Hj, 0, sizeof(double) * MS);
+        for (int i = 1; i < 4; i++) if (COEF[4 * j + i] != 0.0) axpy(COEF[4 * j + i], P + (i - 1) * MS, Hj);
+        for (int i = 0; i < D; i++) Hj[i * DP + i] += COEF[4 * j];
     }
+    for (int j = 3; j >= 0; j--) mul(H + (j + 1) * MS, P + 3 * MS, H + j * MS, 1);
+    const double *Y = H;
+    for (int k = 0; k < s; k++) {
+        double *Z = rec + (9 + k) * MS;
+        mul(Y, Y, Z, 0);
+        Y = Z;
+    }
+    return Y;
 }
 
-/* Per sample b: gM[b] from gE[b] and the forward's record (the reverse mode of the forward's steps). Returns 1 when
-   the scratch could not be allocated. */
-int FN(vp_gram_exp_wide_bwd)(int64_t n, int64_t smax, const double *R, const int32_t *s, const double *gE,
+/* Per sample b: E[b] = exp(M[b]) with s[b] squarings (the record in one scratch reused by every sample: it stays in
+   the cache). Returns 1 when the scratch could not be allocated. */
+int FN(vp_gram_exp_wide_fwd)(int64_t n, int64_t smax, const double *M, const int32_t *s, double *E)
+{
+    double *rec = NULL;
+    if (posix_memalign((void **)&rec, 64, sizeof(double) * (9 + smax) * MS)) return 1;
+    for (int64_t b = 0; b < n; b++) store(forward_one(M + b * D * D, s[b], rec), 1.0, E + b * D * D);
+    free(rec);
+    return 0;
+}
+
+/* Per sample b: gM[b] from gE[b], the forward recomputed into a scratch record, then the reverse mode of its steps.
+   Returns 1 when the scratch could not be allocated. */
+int FN(vp_gram_exp_wide_bwd)(int64_t n, int64_t smax, const double *M, const int32_t *s, const double *gE,
                              double *gM)
 {
     double *w = NULL;
-    if (posix_memalign((void **)&w, 64, sizeof(double) * 7 * MS)) return 1;
-    double *gY = w, *tmp = w + MS, *tr = w + 2 * MS, *gP = w + 3 * MS;
+    if (posix_memalign((void **)&w, 64, sizeof(double) * (7 + 9 + smax) * MS)) return 1;
+    double *gY = w, *tmp = w + MS, *tr = w + 2 * MS, *gP = w + 3 * MS, *rec = w + 7 * MS;
     for (int64_t b = 0; b < n; b++) {
-        const double *rec = R + b * (9 + smax) * MS;
+        forward_one(M + b * D * D, s[b], rec);
         const double *P = rec, *H = rec + 4 * MS;
         load(gE + b * D * D, 1.0, gY);
         for (int k = s[b] - 1; k >= 0; k--) {
