@@ -207,7 +207,10 @@ def vp_gram_exp(x: torch.Tensor, A: torch.Tensor, stage=None) -> torch.Tensor:
     T, d = x.shape[-2:]
     batch, xb, Ab = _flat_batch(x, A)
     with torch.no_grad():
-        sq = xb.double().square().sum((-2, -1))
+        # summed in float64 without a float64 copy of float32 tokens: a square that overflows float32 is an entry
+        # above 1.8e19, whose sample exceeds GRAM_MAX_SCALE in float64 as well (inf > GRAM_MAX_SCALE: the QR form)
+        xs = xb if xb.dtype in (torch.float32, torch.float64) else xb.double()
+        sq = xs.square().sum((-2, -1), dtype=torch.float64)
         scale = sq * _skew64(Ab).norm(dim=(-2, -1))
         keep = torch.isfinite(scale) & (scale <= GRAM_MAX_SCALE)
     y, ok = _VPGramExp.apply(xb, Ab, keep, stage)
