@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import geoattn.kernels as K
-from geoattn.kernels import _native_exp
+from geoattn.kernels import _native_exp, _native_exp_wide
 from geoattn.kernels import _gram
 from geoattn.kernels import _gram_exp
 from geoattn.kernels._op_vp import CLOSED_EXP_MAX_T, GRAM_EXP_MIN_DIM
@@ -19,6 +19,7 @@ from conftest import eps
 def _eager_exp_routes(monkeypatch):
     """This module tests the eager exponential routes: the native one (tests/test_native_gram_exp.py) is set aside."""
     monkeypatch.setattr(_native_exp, "exp_native_status", lambda d, dtype=None: (False, "set aside by the test"))
+    monkeypatch.setattr(_native_exp_wide, "exp_wide_status", lambda d: (False, "set aside by the test"))
 
 F32, F64 = torch.float32, torch.float64
 
@@ -100,7 +101,7 @@ def test_batched_weighting_and_extra_leading_dims(d, T):
 def _gram_only(x, A):
     """The Gram form's autograd Function alone, every sample kept (no structure-check fallback)."""
     keep = torch.ones(x.shape[0], dtype=torch.bool)
-    return _gram_exp._VPGramExp.apply(x, A, keep)[0]
+    return _gram_exp._VPGramExp.apply(x, A, keep, None)[0]
 
 
 @pytest.mark.parametrize("d,T", [(3, 4), (4, 33), (8, 100), (16, 33)])
@@ -135,7 +136,7 @@ def test_gradcheck_of_the_explicit_backward():
         x = torch.randn(2, T, d, dtype=F64, requires_grad=True)
         A = layer_weight(d, F64, batch=() if shared else (2,)).requires_grad_()
         keep = torch.ones(2, dtype=torch.bool)
-        assert torch.autograd.gradcheck(lambda a, b: _gram_exp._VPGramExp.apply(a, b, keep)[0], (x, A))
+        assert torch.autograd.gradcheck(lambda a, b: _gram_exp._VPGramExp.apply(a, b, keep, None)[0], (x, A))
 
 
 def test_double_backward_matches_full_form():
@@ -143,7 +144,7 @@ def test_double_backward_matches_full_form():
     x = torch.randn(2, 9, 3, dtype=F64, requires_grad=True)
     A = layer_weight(3, F64).requires_grad_()
     keep = torch.ones(2, dtype=torch.bool)
-    assert torch.autograd.gradgradcheck(lambda a, b: _gram_exp._VPGramExp.apply(a, b, keep)[0], (x, A))
+    assert torch.autograd.gradgradcheck(lambda a, b: _gram_exp._VPGramExp.apply(a, b, keep, None)[0], (x, A))
 
 
 # -- the structure check, per-sample fallback and independence -------------------------------------------------------

@@ -10,11 +10,18 @@ import torch
 
 import geoattn.kernels as K
 from geoattn.codegen import gram_exp_c
-from geoattn.kernels import _gram_exp, _taylor_exp
+from geoattn.kernels import _gram_exp, _native_exp_wide, _taylor_exp
 from geoattn.kernels._taylor_exp import taylor_exp, taylor_exp_adjoint
 from conftest import eps
 
 F32, F64 = torch.float32, torch.float64
+
+
+@pytest.fixture(autouse=True)
+def _eager_stage(monkeypatch):
+    """This module tests the batched torch form: the C stage of the same algorithm (tests/test_native_exp_wide.py)
+    is set aside."""
+    monkeypatch.setattr(_native_exp_wide, "exp_wide_status", lambda d: (False, "set aside by the test"))
 
 
 def layer_weight(d, dtype=F32, batch=()):
@@ -97,7 +104,7 @@ def test_shift_is_the_least_power_of_two():
     M[0] = torch.eye(17, dtype=F64) / 17 * 4  # 1-norm exactly 4/17, Frobenius 4/sqrt(17) ... s = 0
     M[1] = torch.eye(17, dtype=F64) * 0.25  # 1-norm exactly 1/4: s = 0
     M[2] = torch.eye(17, dtype=F64) * (2 * theta)  # 1-norm exactly 2 THETA (exact in binary): s = 1, the boundary
-    s, failed = _taylor_exp._shifts(M)
+    s, failed = _taylor_exp.shifts(M)
     nrm = torch.minimum(M.abs().sum(-2).amax(-1), M.norm(dim=(-2, -1)))
     assert not bool(failed.any())
     assert bool((nrm * 2.0 ** -s.double() <= theta).all())
@@ -111,7 +118,7 @@ def test_gradcheck_float64():
         x = torch.randn(2, T, d, dtype=F64, requires_grad=True)
         A = (layer_weight(d, F64, batch=() if shared else (2,)) * 3).requires_grad_()
         keep = torch.ones(2, dtype=torch.bool)
-        assert torch.autograd.gradcheck(lambda a, b: _gram_exp._VPGramExp.apply(a, b, keep)[0], (x, A))
+        assert torch.autograd.gradcheck(lambda a, b: _gram_exp._VPGramExp.apply(a, b, keep, None)[0], (x, A))
 
 
 def test_double_backward_through_the_differentiable_form():
@@ -119,7 +126,7 @@ def test_double_backward_through_the_differentiable_form():
     x = torch.randn(1, 7, 5, dtype=F64, requires_grad=True)
     A = (layer_weight(5, F64) * 3).requires_grad_()
     keep = torch.ones(1, dtype=torch.bool)
-    assert torch.autograd.gradgradcheck(lambda a, b: _gram_exp._VPGramExp.apply(a, b, keep)[0], (x, A))
+    assert torch.autograd.gradgradcheck(lambda a, b: _gram_exp._VPGramExp.apply(a, b, keep, None)[0], (x, A))
 
 
 def test_nan_and_huge_samples_change_nothing_else():

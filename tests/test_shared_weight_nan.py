@@ -22,6 +22,7 @@ CASES = [  # (d, T, activation, the route the case is about); float32 and one (d
     (8, 6, "exp", "full/eager"),
     (8, 16, "cayley", "lowrank/eager"),  # float64
     (8, 16, "exp", "lowrank/eager"),
+    (20, 40, "exp", "gram-exp-wide/native"),
 ]
 
 
@@ -42,7 +43,7 @@ def test_a_non_finite_sample_leaves_the_shared_gradient_finite(d, T, activation,
     x[k, 1, 0] = bad
     if zero_gradient:
         gy[k] = 0
-    forced = route == "gram-lu/eager"  # the native kernels serve this shape unless the backend is forced
+    forced = route in ("gram-lu/eager", "gram-exp/eager")  # native kernels serve these shapes unless forced
     A = _weight(d).to(dtype)
     A = (A[None] if route == "gram-solve/eager" else A).requires_grad_()
     with K.backend("eager") if forced else contextlib.nullcontext():

@@ -11,6 +11,7 @@ from ..symbolic.kernel_spec import KernelSpec
 from ..symbolic.kernel_table import KERNELS, NATIVE_KERNELS, expressions_hash, native_hash
 from ..symbolic.native_table import TRITON_KERNELS, triton_hash
 from .gram_exp_c import generate_gram_exp_module, target_name as gram_exp_target_name
+from .gram_exp_wide_c import generate_gram_exp_wide_module, target_name as gram_exp_wide_target_name
 from .gram_lu_c import generate_gram_lu_module, target_name as gram_lu_target_name
 from .gram_lu_big_c import generate_gram_lu_big_module, target_name as gram_lu_big_target_name
 from .cayley_solve_c import generate_cayley_solve_module, target_name as cayley_solve_target_name
@@ -295,6 +296,7 @@ def _outputs(path, native_path, triton_dir, ledger_path):
         out.append((os.path.join(os.path.dirname(native), cayley_solve_target_name()), generate_cayley_solve_module))
         out.append((os.path.join(os.path.dirname(native), gram_exp_target_name()), generate_gram_exp_module))
         out.append((os.path.join(os.path.dirname(native), symattn_target_name()), generate_symattn_module))
+        out.append((os.path.join(os.path.dirname(native), gram_exp_wide_target_name()), generate_gram_exp_wide_module))
     if triton_dir is not False:
         out += _triton_outputs(triton_dir)
     if ledger_path is not False:

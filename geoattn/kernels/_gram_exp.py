@@ -143,16 +143,16 @@ class _VPGramExp(torch.autograd.Function):
     # x: (n, T, d); A: (d, d) shared or (n, d, d); keep: (n,) the samples computed here (the others enter as zeros:
     # E = I, y = x, replaced by the caller). Returns y and the per-sample structure check.
     @staticmethod
-    def forward(ctx, x, A, keep):
+    def forward(ctx, x, A, keep, stage):
         xd = _masked(x.to(torch.float64), keep)
         As = _skew64(A)
         G = xd.mT @ xd
-        t = taylor_exp(-(As @ G))
+        t = (taylor_exp if stage is None else stage.stage_exp)(-(As @ G))
         E = t.E
         ok = structure_ok(G, E, x.dtype) & keep & ~t.failed
         y = (xd @ E).to(x.dtype)
         ctx.save_for_backward(x, A, keep, xd, As, G, E)
-        ctx.taylor = t
+        ctx.taylor, ctx.stage = t, stage
         ctx.mark_non_differentiable(ok)
         return y, ok
 
@@ -162,18 +162,21 @@ class _VPGramExp(torch.autograd.Function):
         if torch.is_grad_enabled():
             # a graph of the backward is wanted: through the differentiable Gram form
             _, pullback = torch.func.vjp(lambda a, b: _gram_exp_form(a, b, keep), x, A)
-            return (*pullback(gy), None)
+            return (*pullback(gy), None, None)
         gyd = _masked(gy.to(torch.float64), keep)
-        gM = taylor_exp_adjoint(ctx.taylor, xd.mT @ gyd, drop_square_transpose=_NEGATE_SQUARE_ADJOINT)
+        if ctx.stage is None:
+            gM = taylor_exp_adjoint(ctx.taylor, xd.mT @ gyd, drop_square_transpose=_NEGATE_SQUARE_ADJOINT)
+        else:
+            gM = ctx.stage.stage_exp_adjoint(ctx.taylor, xd.mT @ gyd)
         gG = As @ gM
         gx = torch.baddbmm(gyd @ E.mT, xd, gG + gG.mT)
         gAs = -(gM @ G)
         if A.dim() == 2:
             gAs = gAs.sum(0)
-        return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None
+        return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None, None
 
 
-def vp_gram_exp(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+def vp_gram_exp(x: torch.Tensor, A: torch.Tensor, stage=None) -> torch.Tensor:
     r"""The exponential layer :math:`y = \exp(xAx^T)^Tx = x\exp(-AG)` by its Gram form.
 
     Computed in float64 and cast back; the backward is explicit (Note [Gram form of the exponential]). Samples that
@@ -184,6 +187,10 @@ def vp_gram_exp(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     ----------
     x : Tensor ``(..., T, d)``
     A : Tensor ``(d, d)`` or ``(..., d, d)`` broadcasting against ``x``'s leading dimensions; its skew part is used
+    stage : module, optional
+        where the ``d x d`` exponential and its reverse mode run: by default the batched torch products of
+        :mod:`geoattn.kernels._taylor_exp`; :mod:`geoattn.kernels._native_exp_wide` (its ``stage_exp`` and
+        ``stage_exp_adjoint``) runs the same algorithm in C for ``17 <= d <= 64``
 
     Returns
     -------
@@ -200,8 +207,11 @@ def vp_gram_exp(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     T, d = x.shape[-2:]
     batch, xb, Ab = _flat_batch(x, A)
     with torch.no_grad():
-        sq = xb.double().square().sum((-2, -1))
+        # summed in float64 without a float64 copy of float32 tokens: a square that overflows float32 is an entry
+        # above 1.8e19, whose sample exceeds GRAM_MAX_SCALE in float64 as well (inf > GRAM_MAX_SCALE: the QR form)
+        xs = xb if xb.dtype in (torch.float32, torch.float64) else xb.double()
+        sq = xs.square().sum((-2, -1), dtype=torch.float64)
         scale = sq * _skew64(Ab).norm(dim=(-2, -1))
         keep = torch.isfinite(scale) & (scale <= GRAM_MAX_SCALE)
-    y, ok = _VPGramExp.apply(xb, Ab, keep)
+    y, ok = _VPGramExp.apply(xb, Ab, keep, stage)
     return _qr_for_failed(y, ok, xb, Ab, "exp").reshape(batch + (T, d))

@@ -49,7 +49,9 @@ in :mod:`geoattn.kernels._lowrank`):
    ``vp.gram_exp_vjp``), float32 and half inputs, ``d > 4``: the native kernels' scaling and squaring of the
    degree-16 Taylor polynomial and its reverse mode (``vp.gram_exp_native_truncation``,
    ``vp.gram_exp_native_reverse``) in batched float64 products (Note [batched Taylor exponential] in
-   :mod:`geoattn.kernels._taylor_exp`; Note [Gram form of the exponential] in :mod:`geoattn.kernels._gram_exp`);
+   :mod:`geoattn.kernels._taylor_exp`; Note [Gram form of the exponential] in :mod:`geoattn.kernels._gram_exp`),
+   served first by ``gram-exp-wide/native`` for ``17 <= d <= 64`` (the same algorithm, its ``d x d`` stage in C one
+   sample at a time: :mod:`geoattn.kernels._native_exp_wide`);
 10. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
 
 Per sample, inside the Gram routes: a sample failing the closed form's residual check is solved (Note [closed-form
@@ -74,7 +76,7 @@ from ._gram_exp_closed import CLOSED_EXP_DIMS, gram_exp_closed_reason, vp_gram_e
 from ._gram_lu import lu_reason, vp_gram_lu
 from ._lowrank import ACTIVATIONS, METHODS, vp_full, vp_lowrank
 from ._native import native_status
-from . import _native_exp, _native_lu, _native_lu_big
+from . import _native_exp, _native_exp_wide, _native_lu, _native_lu_big
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
 __all__ = ["vp_attention", "VP_ATTENTION"]
@@ -363,6 +365,11 @@ VP_ATTENTION = register_operation(Operation(
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_closed_form", "vp.gram_exp_closed_form_vjp",
                       "vp.gram_exp_closed_quartic", "vp.gram_exp_closed_quartic_vjp")),
+        Route("gram-exp-wide", NATIVE.name, lambda c: _native_exp_wide.route_reason(c, gram_exp_reason),
+              _checked(lambda c: vp_gram_exp(c.x, c.A, _native_exp_wide)),
+              per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
+              claims=("vp.exp_push_through", "vp.gram_exp_vjp", "vp.gram_exp_native_truncation",
+                      "vp.gram_exp_native_reverse")),
         Route("gram-exp", EAGER.name, _gram_exp, _checked(lambda c: vp_gram_exp(c.x, c.A)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_vjp", "vp.gram_exp_native_truncation",

@@ -40,7 +40,7 @@ import math
 
 import torch
 
-__all__ = ["THETA", "DEGREE", "BLOCKS", "SMAX", "TaylorExp", "taylor_exp", "taylor_exp_adjoint"]
+__all__ = ["THETA", "DEGREE", "BLOCKS", "SMAX", "TaylorExp", "shifts", "taylor_exp", "taylor_exp_adjoint"]
 
 #: the scaled matrix's norm bound, the Taylor degree, the Paterson--Stockmeyer block length and the most squarings
 #: (those of geoattn.codegen.gram_exp_c: a test keeps them equal)
@@ -71,8 +71,18 @@ class TaylorExp:
         self.counts, self.powers, self.horner, self.squares = counts, powers, horner, squares
 
 
-def _shifts(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The least ``s >= 0`` with ``min(|M|_1, |M|_F) <= THETA 2^s`` per sample, and the samples that fail."""
+def shifts(M: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The least ``s >= 0`` with ``min(|M|_1, |M|_F) <= THETA 2^s`` per sample, and the samples that fail.
+
+    Parameters
+    ----------
+    M : Tensor ``(n, d, d)``
+
+    Returns
+    -------
+    (Tensor ``(n,)`` of int, Tensor ``(n,)`` of bool)
+        ``s`` (zero for failed samples) and the samples with a non-finite norm or more than ``SMAX`` squarings
+    """
     one = M.abs().sum(-2).amax(-1)
     nrm = torch.minimum(one, M.square().sum((-2, -1)).sqrt())
     nrm = torch.where(torch.isnan(one), one, nrm)
@@ -103,7 +113,7 @@ def taylor_exp(M: torch.Tensor) -> TaylorExp:
     """
     if M.dim() != 3 or M.shape[-1] != M.shape[-2] or M.dtype != torch.float64:
         raise ValueError(f"Expected a float64 tensor of shape (n, d, d). Got {M.dtype} of shape {tuple(M.shape)}.")
-    s, failed = _shifts(M)
+    s, failed = shifts(M)
     if bool(failed.any()):
         M = torch.where(failed[:, None, None], torch.zeros((), dtype=M.dtype, device=M.device), M)
     order = inverse = None

@@ -1,0 +1,78 @@
+"""A/B of the exponential layer's d x d stage for 17 <= d <= 64: the C stage (route gram-exp-wide/native) against the
+batched torch form (gram-exp/eager), with torch's SDPA as one head in the same run, timed alternately.
+
+One thread, float32, ``--tokens`` unit-normal tokens, a default-initialised
+``VolumePreservingAttention(d, activation="exp")``, forward+backward with a dense random incoming gradient and with
+``out.sum()``; the median of ``--reps`` rounds. Usage::
+
+    python benchmarks/exp_wide_ab.py --shapes 32x64 32x256 64x256
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from geoattn.kernels import _native_exp_wide
+from geoattn.nn import VolumePreservingAttention
+
+
+def _time(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    """Parse the arguments, time each shape and print one row per form."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tokens", type=int, default=65536)
+    p.add_argument("--shapes", nargs="+", default=["32x64", "32x256", "64x256"])
+    p.add_argument("--reps", type=int, default=3)
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    status = _native_exp_wide.exp_wide_status
+    for shape in args.shapes:
+        d, T = (int(v) for v in shape.split("x"))
+        B = args.tokens // T
+        torch.manual_seed(0)
+        layer = VolumePreservingAttention(d, activation="exp")
+        x = torch.randn(B, T, d, requires_grad=True)
+        g = torch.randn(B, T, d)
+
+        def run(kind, wide):
+            _native_exp_wide.exp_wide_status = status if wide else (lambda d: (False, "set aside"))
+            try:
+                out = layer(x)
+                (out.sum() if kind == "sum" else out).backward(None if kind == "sum" else g)
+            finally:
+                _native_exp_wide.exp_wide_status = status
+            x.grad = None
+
+        def sdpa(kind):
+            q = x.detach().clone().requires_grad_()
+            out = F.scaled_dot_product_attention(q, q, q)
+            (out.sum() if kind == "sum" else out).backward(None if kind == "sum" else g)
+
+        times = {k: [] for k in ("sdpa f+b", "c f+b", "torch f+b", "sdpa sum", "c sum", "torch sum")}
+        run("f+b", True), run("f+b", False)
+        for _ in range(args.reps):
+            for kind in ("f+b", "sum"):
+                times[f"sdpa {kind}"].append(_time(lambda: sdpa(kind)))
+                times[f"c {kind}"].append(_time(lambda: run(kind, True)))
+                times[f"torch {kind}"].append(_time(lambda: run(kind, False)))
+        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        for form in ("c", "torch"):
+            print(f"d={d:3d} T={T:4d} B={B:5d} {form:6s} f+b {med[form + ' f+b']:8.1f} ms "
+                  f"{med[form + ' f+b'] / med['sdpa f+b']:5.2f}x  sum {med[form + ' sum']:8.1f} ms "
+                  f"{med[form + ' sum'] / med['sdpa sum']:5.2f}x  "
+                  f"(sdpa {med['sdpa f+b']:.1f} / {med['sdpa sum']:.1f} ms)",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
