@@ -95,6 +95,8 @@ CLAIMS = {
     "vp_lower.merge": ("kernels", "checked"),
     "exp_action.chebyshev_recurrence": ("kernels", "checked"),
     "exp_action.truncation_bound": ("kernels", "proved"),
+    "exp_skew.hodge_vjp": ("kernels", "checked"),
+    "exp_skew.hodge_vjp_series": ("kernels", "proved"),
     "models.triangular_residual_det_one": ("models", "checked"),
     "models.gradient_layer_symplectic": ("models", "checked"),
     "rigid_body.divergence_free": ("systems", "proved"),

@@ -110,6 +110,7 @@ def test_exp_skew_takes_the_triton_route_and_matches_float64(T, scale):
     s64 = s.detach().double().cpu().requires_grad_()
     ref = torch.linalg.matrix_exp(s64)
     (rs,) = torch.autograd.grad(ref, s64, g.double().cpu())
+    rs = (rs - rs.mT) / 2  # the printed backward returns the skew projection (Note [exp_skew Triton kernel])
     assert (e.detach().double().cpu() - ref).abs().max() <= T * eps(F32)
     eye = torch.eye(T, dtype=F64)
     assert (e.detach().double().cpu().mT @ e.detach().double().cpu() - eye).abs().max() <= 2 * T * eps(F32)
@@ -127,6 +128,21 @@ def test_exp_skew_a_nan_or_huge_sample_does_not_touch_its_neighbours(bad):
     e, ec = K.exp_skew(s), K.exp_skew(s[keep])
     assert torch.equal(e[keep], ec)
     assert torch.isnan(e[BLOCK]).all() if bad != bad else not torch.isnan(e[BLOCK]).any()
+
+
+@pytest.mark.parametrize("T", [1, 2, 3, 4])
+@pytest.mark.parametrize("scale", [0.0, 1e-3, 0.5, 1.0, 30.0])
+def test_exp_skew_vjp_kernel_float64_matches_matrix_exp(T, scale):
+    from geoattn.kernels import _exp_triton
+
+    torch.manual_seed(T)
+    w = torch.randn(BLOCK + 3, T, T, dtype=F64) * scale
+    s, g = (w - w.mT), torch.randn(BLOCK + 3, T, T, dtype=F64)
+    got = _exp_triton.exp_small_vjp(s.to(CUDA), g.to(CUDA)).cpu()
+    s64 = s.clone().requires_grad_()
+    (rs,) = torch.autograd.grad(torch.linalg.matrix_exp(s64), s64, g)
+    scale_g = g.abs().amax(dim=(-2, -1), keepdim=True).clamp_min(1.0)
+    assert (((got - (rs - rs.mT) / 2) / scale_g).abs().max() <= 64 * T * eps(F64) * max(1.0, scale))
 
 
 # -- symplectic attention: the flash route (tests/test_triton_symattn.py in the interpreter) -------------------------

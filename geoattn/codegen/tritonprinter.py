@@ -67,6 +67,8 @@ class _ScalarTriton(ScalarEntries):
 
     def _print(self, expr, **kwargs) -> str:
         # every function goes through _print_Function, also those SymPy's C printer knows (cos, exp, ...)
+        if isinstance(expr, sp.Piecewise):
+            return self._print_Piecewise(expr)
         if isinstance(expr, sp.Function):
             return self._print_Function(expr)
         return super()._print(expr, **kwargs)
@@ -75,6 +77,25 @@ class _ScalarTriton(ScalarEntries):
         if expr.exp == sp.Rational(1, 2):  # sqrt.rn.f64 on the GPU: correctly rounded
             return f"tl.sqrt({self._print(expr.base)})"
         return super()._print_Pow(expr)
+
+    def _print_Piecewise(self, expr) -> str:
+        # a select per lane (tl.where): every branch is computed on every lane and the condition picks one, so a
+        # branch need not be finite where it is not picked (a series below a switch point, a quotient above it)
+        *pieces, (last, otherwise) = expr.args
+        if otherwise is not sp.true:
+            raise CodegenError(f"Expected a Piecewise whose last branch holds otherwise (True) in a Triton kernel. "
+                               f"Got the condition {otherwise} in {expr}.")
+        out = self._print(last)
+        for value, cond in reversed(pieces):
+            out = f"tl.where({self._condition(cond)}, {self._print(value)}, {out})"
+        return out
+
+    def _condition(self, cond) -> str:
+        ops = {sp.StrictLessThan: "<", sp.LessThan: "<=", sp.StrictGreaterThan: ">", sp.GreaterThan: ">="}
+        if type(cond) not in ops:
+            raise CodegenError(f"Expected a condition a < b, a <= b, a > b or a >= b of scalars in a Triton kernel's "
+                               f"Piecewise. Got {cond}.")
+        return f"({self._print(cond.lhs)} {ops[type(cond)]} {self._print(cond.rhs)})"
 
     def _print_Function(self, expr) -> str:
         name = type(expr).__name__

@@ -20,13 +20,18 @@ differs from ``exp(S)`` by at most that tolerance. The closed form has no squari
 degrade with the norm; ``Tr(K_pm^2)`` is summed in float64, which holds the squares of every float32 entry
 (``3.4e38^2 < 1.8e308``), so no finite float32 or half sample overflows.
 
-The backward is the eager route's: without a graph of it, the gradient of the eager ``auto`` forward recomputed on
-the saved input (the Taylor path's ``exp_skew.taylor_vjp`` and ``exp_skew.square_vjp`` up to norm 512, the
-Daleckii--Krein ``exp_skew.vjp`` above); with one (double backward), the Frechet adjoint
-``[exp([[S^T, G], [0, S^T]])]_{12}``. The closed form is not differentiated: the gradient of ``exp`` is asked for
-in every direction of ``T x T`` matrices, symmetric ones included, where the closed form of the skew part says
-nothing, and its derivative divides by a half-turn angle that is zero at ``S = 0`` and on every sample whose
-``K_+`` or ``K_-`` vanishes (``(cos t - sinc t)/t^2`` in float64 cancels as ``t -> 0``).
+The backward of the skew samples is the printed kernel ``exp_skew_small_vjp`` (Note [the half-turn VJP] in
+:mod:`geoattn.symbolic.native_table`, claims ``exp_skew.hodge_vjp`` and ``exp_skew.hodge_vjp_series``): the gradient
+of ``<G, exp(K)>`` in ``S``, in float64 per lane. It is the **skew projection** ``(g - g^T)/2`` of the eager route's
+gradient ``g`` (the Frechet adjoint of ``exp`` at ``S`` in every direction of ``T x T`` matrices, symmetric ones
+included): the forward reads a skew sample through its skew part only. The two agree on the gradient of anything
+computed from a skew parametrisation (``S = C - C^T``, ``skew_from_lower``, ``uta``), whose backward projects
+anyway; a caller that differentiates with respect to a skew leaf ``S`` gets a gradient that keeps it skew. Samples
+that are not skew up to the tolerance (NaN and infinite ones included) had the eager forward and get its
+gradient. With a graph of the backward (double backward), or a vmapped incoming gradient, the skew samples get the
+skew part of the differentiable Frechet adjoint ``[exp([[S^T, G], [0, S^T]])]_{12}``, the others all of it.
+The kernel's ``q(t) = (cos t - sinc t)/t^2`` cancels as ``t -> 0``: below ``t = 1/2`` it takes the series (a
+``tl.where`` per lane), so a zero angle (``S = 0``, or a vanishing ``K_+`` or ``K_-``) is exact.
 """
 
 from __future__ import annotations
@@ -38,10 +43,12 @@ from ._checks import tolerance_at
 from ._exp import EXP_CLOSED_MAX, _exp_frechet_adjoint, run_exp_skew
 from ._functions import _under_functorch
 
-__all__ = ["exp_small_forward", "exp_skew_small", "KERNEL"]
+__all__ = ["exp_small_forward", "exp_small_vjp", "exp_skew_small", "KERNEL", "VJP_KERNEL"]
 
 #: the printed kernel's name (its one width is EXP_CLOSED_MAX)
 KERNEL = "exp_skew_small_fwd"
+#: the printed backward (the same width)
+VJP_KERNEL = "exp_skew_small_vjp"
 
 
 def exp_small_forward(s: torch.Tensor, module=None):
@@ -72,6 +79,42 @@ def exp_small_forward(s: torch.Tensor, module=None):
     return (e if T == n else e[:, :T, :T].contiguous()), skew, size
 
 
+def _padded(s: torch.Tensor) -> torch.Tensor:
+    n, T = EXP_CLOSED_MAX, s.shape[-1]
+    return s.contiguous() if T == n else torch.nn.functional.pad(s, (0, n - T, 0, n - T)).contiguous()
+
+
+def exp_small_vjp(s: torch.Tensor, g: torch.Tensor, module=None) -> torch.Tensor:
+    """The gradient of ``<g, exp(K)>`` in ``s``, ``K = (s - s^T)/2``, for ``s`` and ``g`` of shape ``(B, T, T)``
+    with ``1 <= T <= 4`` (one dtype: float32, float16, bfloat16 or float64): the skew projection of ``exp``'s
+    gradient (Note [exp_skew Triton kernel]), computed in float64 and returned in ``s``'s dtype. ``module``
+    (default: the generated one) is for the tests' broken kernels.
+
+    Parameters
+    ----------
+    s, g : Tensor ``(B, T, T)``
+    module : module or None
+
+    Returns
+    -------
+    Tensor ``(B, T, T)``
+    """
+    if (s.dim() != 3 or s.dtype not in _triton.EXP_REALS or s.shape[-1] != s.shape[-2]
+            or not 1 <= s.shape[-1] <= EXP_CLOSED_MAX):
+        raise ValueError(f"Expected S as a tensor (B, T, T) with 1 <= T <= {EXP_CLOSED_MAX} of float32, float16, "
+                         f"bfloat16 or float64. Got {s.dtype} {tuple(s.shape)}.")
+    if g.shape != s.shape or g.dtype != s.dtype or g.device != s.device:
+        raise ValueError(f"Expected G of the shape, dtype and device of S ({tuple(s.shape)}, {s.dtype}, {s.device}). "
+                         f"Got {tuple(g.shape)}, {g.dtype}, {g.device}.")
+    B, T, _ = s.shape
+    n = EXP_CLOSED_MAX
+    sp_, gp = _padded(s), _padded(g)
+    out = torch.empty_like(sp_)
+    if B:
+        _triton._launch(module or _triton.kernels(VJP_KERNEL, n), VJP_KERNEL, n, B, n, [sp_, gp, out], s.device)
+    return out if T == n else out[:, :T, :T].contiguous()
+
+
 class _ExpSkewSmall(torch.autograd.Function):
     # Note [exp_skew Triton kernel]: the kernel on the samples that are skew up to the tolerance, the eager auto path
     # on the others; the eager backward.
@@ -83,25 +126,33 @@ class _ExpSkewSmall(torch.autograd.Function):
         skew = defect <= tolerance_at(T, s.dtype, size)  # NaN: not skew
         if not bool(skew.all()):
             e[~skew] = run_exp_skew(flat[~skew], "auto")
-        ctx.save_for_backward(s)
+        ctx.save_for_backward(s, skew.reshape(s.shape[:-2]))
         return e.reshape(s.shape)
 
     @staticmethod
     def backward(ctx, grad):
-        (s,) = ctx.saved_tensors
+        s, skew = ctx.saved_tensors
         if torch.is_grad_enabled() or _under_functorch(grad):
             # a graph of the backward, or a vmapped incoming gradient (is_grads_batched): the differentiable
-            # Frechet adjoint, built from torch operations that vmap and differentiate
-            return _exp_frechet_adjoint(s, grad)
-        with torch.enable_grad():
-            x = s.detach().requires_grad_()
-            (g,) = torch.autograd.grad(run_exp_skew(x, "auto"), x, grad)
-        return g
+            # Frechet adjoint, built from torch operations that vmap and differentiate; its skew part on the skew
+            # samples, as the kernel's
+            g = _exp_frechet_adjoint(s, grad)
+            return torch.where(skew[..., None, None], (g - g.mT) / 2, g)
+        T = s.shape[-1]
+        flat_s, flat_g = s.detach().reshape(-1, T, T), grad.reshape(-1, T, T).to(s.dtype)
+        out = exp_small_vjp(flat_s.contiguous(), flat_g.contiguous())
+        other = ~skew.reshape(-1)
+        if bool(other.any()):  # the eager forward's samples: its gradient
+            with torch.enable_grad():
+                x = flat_s[other].requires_grad_()
+                (out[other],) = torch.autograd.grad(run_exp_skew(x, "auto"), x, flat_g[other])
+        return out.reshape(s.shape)
 
 
 def exp_skew_small(s: torch.Tensor) -> torch.Tensor:
     """``exp(S)`` of ``(..., T, T)`` matrices with ``T <= 4`` (float32, float16 or bfloat16) by the printed kernel,
-    with the eager backward (Note [exp_skew Triton kernel]).
+    with the printed backward on the skew samples: the skew projection of the gradient (Note [exp_skew Triton
+    kernel]).
 
     Parameters
     ----------

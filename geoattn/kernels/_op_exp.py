@@ -1,7 +1,8 @@
 r"""The operation ``exp_skew``: the exponential of skew-symmetric matrices, its checks and routes.
 
 Routes, in order: ``empty`` (``T = 0``), ``closed-small/triton`` (``T <= 4``, ``method="auto"``, float32 or half on
-CUDA: the closed form ``exp_skew.hodge_form`` as a printed Triton kernel, Note [exp_skew Triton kernel] in
+CUDA: the closed form ``exp_skew.hodge_form`` and its VJP ``exp_skew.hodge_vjp`` as printed Triton kernels, Note
+[exp_skew Triton kernel] in
 :mod:`geoattn.kernels._exp_triton`), ``taylor/eager`` (``method="taylor"``: scaling and squaring of a Taylor
 polynomial), ``eigh/eager`` (``method="eigh"``, and every call traced by ``torch.func``, ``torch.compile`` or on the
 meta device), ``taylor-batched/eager`` (``method="auto"``, float64 on the CPU, ``T >= 2``: the batched scaling
@@ -113,8 +114,10 @@ EXP_SKEW = register_operation(Operation(
         Route("empty", EAGER.name, _empty, lambda c: c.S.clone()),
         Route("closed-small", TRITON.name, _closed_triton, _run_closed_triton,
               per_sample="samples not skew up to the tolerance (NaN and infinite ones included) take the eager auto "
-                         "path; the backward is the eager one",
-              claims=("exp_skew.hodge_form", "exp_skew.taylor_vjp", "exp_skew.square_vjp", "exp_skew.vjp")),
+                         "path and its backward; the skew samples' backward is the printed VJP kernel (the skew "
+                         "projection of the gradient)",
+              claims=("exp_skew.hodge_form", "exp_skew.hodge_vjp", "exp_skew.hodge_vjp_series", "exp_skew.taylor_vjp",
+                      "exp_skew.square_vjp", "exp_skew.vjp")),
         Route("taylor", EAGER.name, _requested("taylor"), _checked("taylor"),
               claims=("exp_skew.taylor_form", "exp_skew.taylor_remainder", "exp_skew.scaling_squaring",
                       "exp_skew.taylor_vjp", "exp_skew.square_vjp")),

@@ -44,7 +44,7 @@ BLOCK = {"cuda": 128, "cpu": 16}
 FUNCTIONS = dict(gen.NATIVE_FUNCTIONS)
 #: the Triton-only kernels (no C form; ``TRITON_KERNELS`` of :mod:`geoattn.symbolic.native_table`) and the one width
 #: each is printed at: the exponential of skew matrices padded to 4 x 4 (:mod:`geoattn.kernels._exp_triton`)
-TRITON_ONLY = {"exp_skew_small_fwd": 4}
+TRITON_ONLY = {"exp_skew_small_fwd": 4, "exp_skew_small_vjp": 4}
 #: the widths of the Gram form's LU kernels, one module ``_triton_gram_lu.py`` for all (the route serves d >= 5)
 LU_DIMS = range(1, 17)
 #: the widths of the exponential Gram form's kernels, one module ``_triton_gram_exp.py`` for all

@@ -7,7 +7,7 @@ DO NOT EDIT: this file is written by ``geoattn codegen`` from ``geoattn/symbolic
 program per ``BLOCK`` samples, one lane per sample, loops over the tokens for the reductions and the row maps,
 every value in float64 (Note [Triton lanes] in ``geoattn.codegen.tritonprinter``).
 
-bindings-sha256: c39e7d32069611b12f18753a6e22d506edb33a46bf1e56e8a3063958a2ea66b5
+bindings-sha256: d15444b020b7751f106078d724d6d15b536cb6fce96adf6d5aaec8c82e12bc64
 printer-version: 4
 
 Sources (kernel: bindings  [ledger claims]):

@@ -14,6 +14,7 @@ from types import ModuleType
 from . import (
     cayley,
     exp_action,
+    exp_so4_vjp,
     exponential,
     kernels,
     kernels_spectral,
@@ -42,7 +43,8 @@ FAMILIES: dict[str, tuple[ModuleType, ...]] = {
     "exponential": (exponential,),
     "linear_symplectic": (linear_symplectic,),
     "multihead": (multihead,),
-    "kernels": (kernels, kernels_spectral, taylor, lowrank, vp_gram, vp_lower, exp_action),
+    "kernels": (kernels, kernels_spectral, taylor, lowrank, vp_gram, vp_lower, exp_action,
+                exp_so4_vjp),
     "models": (models,),
     "systems": (systems,),
     "symattn": (symattn,),
