@@ -30,13 +30,16 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatrixSymbol, Transpose
 from ..errors import CodegenError
 from ..symbolic.kernel_spec import NativeKernelSpec
 
-__all__ = ["ROW_DIMS", "ROW_REGISTERS", "print_row_kernel", "row_terms"]
+__all__ = ["ROW_DIMS", "ROW_REGISTERS", "ROW_CHUNK", "print_row_kernel", "row_terms"]
 
 #: the widths the row form is printed for: whole vectors of eight doubles per row
 ROW_DIMS = (8, 16)
 #: vectors of eight doubles accumulated per sweep over a sample's tokens (half of AVX-512's 32 registers: the rest
 #: hold the token rows and the broadcasts)
 ROW_REGISTERS = 16
+#: tokens per chunk: a chunk's rows are converted to double once, into a buffer of ``ROW_CHUNK*d`` doubles per
+#: token input (4 KiB at d = 16), read by every sweep from the first-level cache
+ROW_CHUNK = 32
 
 
 def _name(e, allowed, what: str) -> str:
@@ -113,60 +116,71 @@ def _check(spec: NativeKernelSpec, d: int) -> None:
         raise CodegenError(f"Expected a binding for every output. Got none for {missing}.")
 
 
+#: doubles per vector: a row of ``d`` is ``d / VW`` vectors (GCC lowers wider generic vectors through the stack)
+VW = 8
 _TYPES = [
-    "typedef double row_t __attribute__((vector_size({d}*sizeof(double))));",
-    "typedef double row_u __attribute__((vector_size({d}*sizeof(double)), aligned(8), may_alias));",
-    "typedef real_t real_u __attribute__((vector_size({d}*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));",
+    "typedef double row_t __attribute__((vector_size(8*sizeof(double))));",
+    "typedef double row_u __attribute__((vector_size(8*sizeof(double)), aligned(8), may_alias));",
+    "typedef real_t real_u __attribute__((vector_size(8*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));",
 ]
 
 
-def _load(name: str, d: int) -> str:
-    """The C expression of token row ``t`` of the token input ``name`` as a vector of doubles."""
-    return f"__builtin_convertvector(*(const real_u *)({name}_s + t*{d}), row_t)"
+def _row(name: str, d: int, h: int) -> str:
+    """The C expression of vector ``h`` of token row ``t`` of the chunk of the token input ``name`` (in double)."""
+    return f"(*(const row_u *)({name}_b + t*{d} + {VW * h}))"
 
 
 def _reductions(spec: NativeKernelSpec, d: int) -> list[str]:
-    rows = [(name, i, a, b) for name, e in spec.bindings if (r := _reduction(e, spec)) for a, b in [r]
-            for i in range(d)]
-    per = max(1, ROW_REGISTERS * 8 // d)
+    """One chunk's sweeps of the reductions: per group of rows, the rows' sums loaded from the outputs, one pass
+    over the chunk's tokens (a broadcast entry of ``a`` times the row of ``b``), the sums stored back."""
+    rows = [(name, i, h, a, b) for name, e in spec.bindings if (r := _reduction(e, spec)) for a, b in [r]
+            for i in range(d) for h in range(d // VW)]
     lines = []
-    for g in range(0, len(rows), per):
-        group = rows[g:g + per]
-        used = sorted({a for _, _, a, _ in group} | {b for _, _, _, b in group}, key=spec.token_inputs.index)
+    for g in range(0, len(rows), ROW_REGISTERS):
+        group = rows[g:g + ROW_REGISTERS]
         lines.append("{")
-        lines += [f"    row_t acc{k} = {{0}};" for k in range(len(group))]
-        lines.append("    for (int64_t t = 0; t < T; t++) {")
-        lines += [f"        const row_t r_{n} = {_load(n, d)};" for n in used]
-        lines += [f"        acc{k} = acc{k} + r_{a}[{i}]*r_{b};" for k, (_, i, a, b) in enumerate(group)]
+        lines += [f"    row_t acc{k} = *(const row_u *)({name}_s + {i * d + VW * h});"
+                  for k, (name, i, h, _, _) in enumerate(group)]
+        lines.append("    for (int64_t t = 0; t < nt; t++) {")
+        lines += [f"        acc{k} = acc{k} + {a}_b[t*{d} + {i}]*{_row(b, d, h)};"
+                  for k, (_, i, h, a, b) in enumerate(group)]
         lines.append("    }")
-        lines += [f"    *(row_u *)({name}_s + {i * d}) = acc{k};" for k, (name, i, _, _) in enumerate(group)]
+        lines += [f"    *(row_u *)({name}_s + {i * d + VW * h}) = acc{k};" for k, (name, i, h, _, _) in enumerate(group)]
         lines.append("}")
     return lines
 
 
 def _rowmaps(spec: NativeKernelSpec, d: int) -> tuple[list[str], list[str]]:
-    """The per-sample preparation (transposed inputs) and the loop over the tokens of the row maps."""
-    prep, body, used, transposed = [], [], [], []
+    """The per-sample preparation (the transposed inputs) and one chunk's loop over its tokens for the row maps."""
+    prep, body, transposed = [], [], []
     for name, e in spec.bindings:
         if _reduction(e, spec) is not None:
             continue
         terms = row_terms(e, spec)
-        parts = []
-        for a, S, tr in terms:
-            if tr and S not in transposed:
-                transposed.append(S)
-            if a not in used:
-                used.append(a)
-            src = f"{S}T" if tr else f"{S}_s"
-            parts += [f"r_{a}[{i}]*(*(const row_u *)({src} + {i * d}))" for i in range(d)]
-        body.append(f"row_t o_{name} = {parts[0]};")
-        body += [f"o_{name} = o_{name} + {p};" for p in parts[1:]]
-        body.append(f"*(real_u *)({name}_s + t*{d}) = __builtin_convertvector(o_{name}, real_u);")
+        for S in (S for _, S, tr in terms if tr and S not in transposed):
+            transposed.append(S)
+        nh = d // VW  # every term's broadcast entry serves the row's vectors one after the other
+        parts = [(h, f"{a}_b[t*{d} + {i}]*(*(const row_u *)({S + 'T' if tr else S + '_s'} + {i * d + VW * h}))")
+                 for a, S, tr in terms for i in range(d) for h in range(nh)]
+        body += [f"row_t o_{name}_{h} = {p};" for h, p in parts[:nh]]
+        body += [f"o_{name}_{h} = o_{name}_{h} + {p};" for h, p in parts[nh:]]
+        body += [f"*(real_u *)({name}_s + (t0 + t)*{d} + {VW * h}) = __builtin_convertvector(o_{name}_{h}, real_u);"
+                 for h in range(nh)]
     for S in transposed:
         prep.append(f"double {S}T[{d * d}] __attribute__((aligned(64)));")
         prep.append(f"for (int i = 0; i < {d}; i++) for (int j = 0; j < {d}; j++) {S}T[j*{d} + i] = {S}_s[i*{d} + j];")
-    loads = [f"const row_t r_{n} = {_load(n, d)};" for n in sorted(used, key=spec.token_inputs.index)]
-    return prep, ["for (int64_t t = 0; t < T; t++) {", *["    " + ln for ln in loads + body], "}"]
+    return prep, ["for (int64_t t = 0; t < nt; t++) {", *["    " + ln for ln in body], "}"]
+
+
+def _chunk(spec: NativeKernelSpec, d: int) -> list[str]:
+    """The chunk's token rows in double: the input itself for double tokens, else converted into a buffer."""
+    lines = ["const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;", "#if defined(GEOATTN_F64)"]
+    lines += [f"const double *restrict {n}_b = {n}_s + t0*{d};" for n in spec.token_inputs]
+    lines.append("#else")
+    for n in spec.token_inputs:
+        lines += [f"for (int64_t k = 0; k < nt*{d}; k++) {n}_buf[k] = (double){n}_s[t0*{d} + k];",
+                  f"const double *restrict {n}_b = {n}_buf;"]
+    return lines + ["#endif"]
 
 
 def print_row_kernel(spec: NativeKernelSpec, d: int) -> str:
@@ -200,22 +214,26 @@ def print_row_kernel(spec: NativeKernelSpec, d: int) -> str:
     params += [f"double *restrict {n}" for n in spec.sample_outputs]
     ind = "    "
     maps = any(_reduction(e, spec) is None for _, e in spec.bindings)
-    out = [f"/* {spec.doc} Printed in the row form. */"]
-    if maps:  # the row maps' sums contract into fused multiply-adds (Note [row sums])
-        out += ["#if defined(__GNUC__) && !defined(__clang__)", "#pragma GCC push_options",
+    out = [f"/* {spec.doc} Printed in the row form. */", "#ifndef ROW_CHUNK", f"#define ROW_CHUNK {ROW_CHUNK}",
+           "#endif"]
+    out += ["#if defined(__GNUC__) && !defined(__clang__)", "#pragma GCC push_options",
                 '#pragma GCC optimize ("fp-contract=fast")', "#endif"]
     out += [f"void GEOATTN_NAME({spec.name}_d{d})({', '.join(params)})", "{"]
-    out += [ind + t.format(d=d) for t in _TYPES]
+    out += [ind + t for t in _TYPES[:2 + bool(spec.token_outputs)]]
+    out += ["#if !defined(GEOATTN_F64)"] + [ind + f"double {n}_buf[ROW_CHUNK*{d}] __attribute__((aligned(64)));"
+                                          for n in spec.token_inputs] + ["#endif"]
     out.append(ind + "for (int64_t b = 0; b < B; b++) {")
     out += [ind * 2 + f"const real_t *restrict {n}_s = {n} + b*T*{d};" for n in spec.token_inputs]
     out += [ind * 2 + f"const double *restrict {n}_s = {n} + b*{d * d};" for n in spec.sample_inputs]
     out += [ind * 2 + f"real_t *restrict {n}_s = {n} + b*T*{d};" for n in spec.token_outputs]
     out += [ind * 2 + f"double *restrict {n}_s = {n} + b*{d * d};" for n in spec.sample_outputs]
-    out += [ind * 2 + ln for ln in _reductions(spec, d)]
-    if maps:
-        prep, loop = _rowmaps(spec, d)
-        out += [ind * 2 + ln for ln in prep + loop]
+    out += [ind * 2 + f"for (int k = 0; k < {d * d}; k++) {n}_s[k] = 0.0;" for n in spec.sample_outputs]
+    prep, loop = _rowmaps(spec, d) if maps else ([], [])
+    out += [ind * 2 + ln for ln in prep]
+    out.append(ind * 2 + "for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {")
+    out += [(ind * 3 if not ln.startswith("#") else "") + ln for ln in _chunk(spec, d)]
+    out += [ind * 3 + ln for ln in _reductions(spec, d) + loop]
+    out.append(ind * 2 + "}")
     out += [ind + "}", "}"]
-    if maps:
-        out += ["#if defined(__GNUC__) && !defined(__clang__)", "#pragma GCC pop_options", "#endif"]
+    out += ["#if defined(__GNUC__) && !defined(__clang__)", "#pragma GCC pop_options", "#endif"]
     return "\n".join(out) + "\n"

@@ -5218,47 +5218,71 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d7)(int64_t B, int64_t T, const real_t *restric
 #if GEOATTN_D == 8
 
 /* The Gram matrix Gram = x^T x of each sample, one pass over its tokens. Printed in the row form. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
 void GEOATTN_NAME(vp_gram_exp_gram_d8)(int64_t B, int64_t T, const real_t *restrict x, double *restrict Gram)
 {
     typedef double row_t __attribute__((vector_size(8*sizeof(double))));
     typedef double row_u __attribute__((vector_size(8*sizeof(double)), aligned(8), may_alias));
-    typedef real_t real_u __attribute__((vector_size(8*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
     for (int64_t b = 0; b < B; b++) {
         const real_t *restrict x_s = x + b*T*8;
         double *restrict Gram_s = Gram + b*64;
-        {
-            row_t acc0 = {0};
-            row_t acc1 = {0};
-            row_t acc2 = {0};
-            row_t acc3 = {0};
-            row_t acc4 = {0};
-            row_t acc5 = {0};
-            row_t acc6 = {0};
-            row_t acc7 = {0};
-            for (int64_t t = 0; t < T; t++) {
-                const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*8), row_t);
-                acc0 = acc0 + r_x[0]*r_x;
-                acc1 = acc1 + r_x[1]*r_x;
-                acc2 = acc2 + r_x[2]*r_x;
-                acc3 = acc3 + r_x[3]*r_x;
-                acc4 = acc4 + r_x[4]*r_x;
-                acc5 = acc5 + r_x[5]*r_x;
-                acc6 = acc6 + r_x[6]*r_x;
-                acc7 = acc7 + r_x[7]*r_x;
+        for (int k = 0; k < 64; k++) Gram_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 0);
+                row_t acc1 = *(const row_u *)(Gram_s + 8);
+                row_t acc2 = *(const row_u *)(Gram_s + 16);
+                row_t acc3 = *(const row_u *)(Gram_s + 24);
+                row_t acc4 = *(const row_u *)(Gram_s + 32);
+                row_t acc5 = *(const row_u *)(Gram_s + 40);
+                row_t acc6 = *(const row_u *)(Gram_s + 48);
+                row_t acc7 = *(const row_u *)(Gram_s + 56);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 0]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 1]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc2 = acc2 + x_b[t*8 + 2]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc3 = acc3 + x_b[t*8 + 3]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc4 = acc4 + x_b[t*8 + 4]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 5]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc6 = acc6 + x_b[t*8 + 6]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc7 = acc7 + x_b[t*8 + 7]*(*(const row_u *)(x_b + t*8 + 0));
+                }
+                *(row_u *)(Gram_s + 0) = acc0;
+                *(row_u *)(Gram_s + 8) = acc1;
+                *(row_u *)(Gram_s + 16) = acc2;
+                *(row_u *)(Gram_s + 24) = acc3;
+                *(row_u *)(Gram_s + 32) = acc4;
+                *(row_u *)(Gram_s + 40) = acc5;
+                *(row_u *)(Gram_s + 48) = acc6;
+                *(row_u *)(Gram_s + 56) = acc7;
             }
-            *(row_u *)(Gram_s + 0) = acc0;
-            *(row_u *)(Gram_s + 8) = acc1;
-            *(row_u *)(Gram_s + 16) = acc2;
-            *(row_u *)(Gram_s + 24) = acc3;
-            *(row_u *)(Gram_s + 32) = acc4;
-            *(row_u *)(Gram_s + 40) = acc5;
-            *(row_u *)(Gram_s + 48) = acc6;
-            *(row_u *)(Gram_s + 56) = acc7;
         }
     }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 
 /* The output y = x P, P = 2N - I, of each sample from its P. Printed in the row form. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize ("fp-contract=fast")
@@ -5268,21 +5292,32 @@ void GEOATTN_NAME(vp_gram_exp_out_d8)(int64_t B, int64_t T, const real_t *restri
     typedef double row_t __attribute__((vector_size(8*sizeof(double))));
     typedef double row_u __attribute__((vector_size(8*sizeof(double)), aligned(8), may_alias));
     typedef real_t real_u __attribute__((vector_size(8*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
     for (int64_t b = 0; b < B; b++) {
         const real_t *restrict x_s = x + b*T*8;
         const double *restrict P_s = P + b*64;
         real_t *restrict y_s = y + b*T*8;
-        for (int64_t t = 0; t < T; t++) {
-            const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*8), row_t);
-            row_t o_y = r_x[0]*(*(const row_u *)(P_s + 0));
-            o_y = o_y + r_x[1]*(*(const row_u *)(P_s + 8));
-            o_y = o_y + r_x[2]*(*(const row_u *)(P_s + 16));
-            o_y = o_y + r_x[3]*(*(const row_u *)(P_s + 24));
-            o_y = o_y + r_x[4]*(*(const row_u *)(P_s + 32));
-            o_y = o_y + r_x[5]*(*(const row_u *)(P_s + 40));
-            o_y = o_y + r_x[6]*(*(const row_u *)(P_s + 48));
-            o_y = o_y + r_x[7]*(*(const row_u *)(P_s + 56));
-            *(real_u *)(y_s + t*8) = __builtin_convertvector(o_y, real_u);
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            for (int64_t t = 0; t < nt; t++) {
+                row_t o_y_0 = x_b[t*8 + 0]*(*(const row_u *)(P_s + 0));
+                o_y_0 = o_y_0 + x_b[t*8 + 1]*(*(const row_u *)(P_s + 8));
+                o_y_0 = o_y_0 + x_b[t*8 + 2]*(*(const row_u *)(P_s + 16));
+                o_y_0 = o_y_0 + x_b[t*8 + 3]*(*(const row_u *)(P_s + 24));
+                o_y_0 = o_y_0 + x_b[t*8 + 4]*(*(const row_u *)(P_s + 32));
+                o_y_0 = o_y_0 + x_b[t*8 + 5]*(*(const row_u *)(P_s + 40));
+                o_y_0 = o_y_0 + x_b[t*8 + 6]*(*(const row_u *)(P_s + 48));
+                o_y_0 = o_y_0 + x_b[t*8 + 7]*(*(const row_u *)(P_s + 56));
+                *(real_u *)(y_s + (t0 + t)*8 + 0) = __builtin_convertvector(o_y_0, real_u);
+            }
         }
     }
 }
@@ -5291,74 +5326,102 @@ void GEOATTN_NAME(vp_gram_exp_out_d8)(int64_t B, int64_t T, const real_t *restri
 #endif
 
 /* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. Printed in the row form. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
 void GEOATTN_NAME(vp_gram_exp_grams_d8)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
 {
     typedef double row_t __attribute__((vector_size(8*sizeof(double))));
     typedef double row_u __attribute__((vector_size(8*sizeof(double)), aligned(8), may_alias));
-    typedef real_t real_u __attribute__((vector_size(8*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
     for (int64_t b = 0; b < B; b++) {
         const real_t *restrict x_s = x + b*T*8;
         const real_t *restrict Gy_s = Gy + b*T*8;
         double *restrict Gram_s = Gram + b*64;
         double *restrict Pbar_s = Pbar + b*64;
-        {
-            row_t acc0 = {0};
-            row_t acc1 = {0};
-            row_t acc2 = {0};
-            row_t acc3 = {0};
-            row_t acc4 = {0};
-            row_t acc5 = {0};
-            row_t acc6 = {0};
-            row_t acc7 = {0};
-            row_t acc8 = {0};
-            row_t acc9 = {0};
-            row_t acc10 = {0};
-            row_t acc11 = {0};
-            row_t acc12 = {0};
-            row_t acc13 = {0};
-            row_t acc14 = {0};
-            row_t acc15 = {0};
-            for (int64_t t = 0; t < T; t++) {
-                const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*8), row_t);
-                const row_t r_Gy = __builtin_convertvector(*(const real_u *)(Gy_s + t*8), row_t);
-                acc0 = acc0 + r_x[0]*r_x;
-                acc1 = acc1 + r_x[1]*r_x;
-                acc2 = acc2 + r_x[2]*r_x;
-                acc3 = acc3 + r_x[3]*r_x;
-                acc4 = acc4 + r_x[4]*r_x;
-                acc5 = acc5 + r_x[5]*r_x;
-                acc6 = acc6 + r_x[6]*r_x;
-                acc7 = acc7 + r_x[7]*r_x;
-                acc8 = acc8 + r_x[0]*r_Gy;
-                acc9 = acc9 + r_x[1]*r_Gy;
-                acc10 = acc10 + r_x[2]*r_Gy;
-                acc11 = acc11 + r_x[3]*r_Gy;
-                acc12 = acc12 + r_x[4]*r_Gy;
-                acc13 = acc13 + r_x[5]*r_Gy;
-                acc14 = acc14 + r_x[6]*r_Gy;
-                acc15 = acc15 + r_x[7]*r_Gy;
+        for (int k = 0; k < 64; k++) Gram_s[k] = 0.0;
+        for (int k = 0; k < 64; k++) Pbar_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+            const double *restrict Gy_b = Gy_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*8; k++) Gy_buf[k] = (double)Gy_s[t0*8 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 0);
+                row_t acc1 = *(const row_u *)(Gram_s + 8);
+                row_t acc2 = *(const row_u *)(Gram_s + 16);
+                row_t acc3 = *(const row_u *)(Gram_s + 24);
+                row_t acc4 = *(const row_u *)(Gram_s + 32);
+                row_t acc5 = *(const row_u *)(Gram_s + 40);
+                row_t acc6 = *(const row_u *)(Gram_s + 48);
+                row_t acc7 = *(const row_u *)(Gram_s + 56);
+                row_t acc8 = *(const row_u *)(Pbar_s + 0);
+                row_t acc9 = *(const row_u *)(Pbar_s + 8);
+                row_t acc10 = *(const row_u *)(Pbar_s + 16);
+                row_t acc11 = *(const row_u *)(Pbar_s + 24);
+                row_t acc12 = *(const row_u *)(Pbar_s + 32);
+                row_t acc13 = *(const row_u *)(Pbar_s + 40);
+                row_t acc14 = *(const row_u *)(Pbar_s + 48);
+                row_t acc15 = *(const row_u *)(Pbar_s + 56);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 0]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 1]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc2 = acc2 + x_b[t*8 + 2]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc3 = acc3 + x_b[t*8 + 3]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc4 = acc4 + x_b[t*8 + 4]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 5]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc6 = acc6 + x_b[t*8 + 6]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc7 = acc7 + x_b[t*8 + 7]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc8 = acc8 + x_b[t*8 + 0]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc9 = acc9 + x_b[t*8 + 1]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc10 = acc10 + x_b[t*8 + 2]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc11 = acc11 + x_b[t*8 + 3]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc12 = acc12 + x_b[t*8 + 4]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc13 = acc13 + x_b[t*8 + 5]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc14 = acc14 + x_b[t*8 + 6]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc15 = acc15 + x_b[t*8 + 7]*(*(const row_u *)(Gy_b + t*8 + 0));
+                }
+                *(row_u *)(Gram_s + 0) = acc0;
+                *(row_u *)(Gram_s + 8) = acc1;
+                *(row_u *)(Gram_s + 16) = acc2;
+                *(row_u *)(Gram_s + 24) = acc3;
+                *(row_u *)(Gram_s + 32) = acc4;
+                *(row_u *)(Gram_s + 40) = acc5;
+                *(row_u *)(Gram_s + 48) = acc6;
+                *(row_u *)(Gram_s + 56) = acc7;
+                *(row_u *)(Pbar_s + 0) = acc8;
+                *(row_u *)(Pbar_s + 8) = acc9;
+                *(row_u *)(Pbar_s + 16) = acc10;
+                *(row_u *)(Pbar_s + 24) = acc11;
+                *(row_u *)(Pbar_s + 32) = acc12;
+                *(row_u *)(Pbar_s + 40) = acc13;
+                *(row_u *)(Pbar_s + 48) = acc14;
+                *(row_u *)(Pbar_s + 56) = acc15;
             }
-            *(row_u *)(Gram_s + 0) = acc0;
-            *(row_u *)(Gram_s + 8) = acc1;
-            *(row_u *)(Gram_s + 16) = acc2;
-            *(row_u *)(Gram_s + 24) = acc3;
-            *(row_u *)(Gram_s + 32) = acc4;
-            *(row_u *)(Gram_s + 40) = acc5;
-            *(row_u *)(Gram_s + 48) = acc6;
-            *(row_u *)(Gram_s + 56) = acc7;
-            *(row_u *)(Pbar_s + 0) = acc8;
-            *(row_u *)(Pbar_s + 8) = acc9;
-            *(row_u *)(Pbar_s + 16) = acc10;
-            *(row_u *)(Pbar_s + 24) = acc11;
-            *(row_u *)(Pbar_s + 32) = acc12;
-            *(row_u *)(Pbar_s + 40) = acc13;
-            *(row_u *)(Pbar_s + 48) = acc14;
-            *(row_u *)(Pbar_s + 56) = acc15;
         }
     }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 
 /* The gradient gx = Gy P^T + x H of each sample from its P and H. Printed in the row form. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize ("fp-contract=fast")
@@ -5368,6 +5431,10 @@ void GEOATTN_NAME(vp_gram_exp_gx_d8)(int64_t B, int64_t T, const real_t *restric
     typedef double row_t __attribute__((vector_size(8*sizeof(double))));
     typedef double row_u __attribute__((vector_size(8*sizeof(double)), aligned(8), may_alias));
     typedef real_t real_u __attribute__((vector_size(8*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
     for (int64_t b = 0; b < B; b++) {
         const real_t *restrict x_s = x + b*T*8;
         const real_t *restrict Gy_s = Gy + b*T*8;
@@ -5376,26 +5443,36 @@ void GEOATTN_NAME(vp_gram_exp_gx_d8)(int64_t B, int64_t T, const real_t *restric
         real_t *restrict gx_s = gx + b*T*8;
         double PT[64] __attribute__((aligned(64)));
         for (int i = 0; i < 8; i++) for (int j = 0; j < 8; j++) PT[j*8 + i] = P_s[i*8 + j];
-        for (int64_t t = 0; t < T; t++) {
-            const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*8), row_t);
-            const row_t r_Gy = __builtin_convertvector(*(const real_u *)(Gy_s + t*8), row_t);
-            row_t o_gx = r_Gy[0]*(*(const row_u *)(PT + 0));
-            o_gx = o_gx + r_Gy[1]*(*(const row_u *)(PT + 8));
-            o_gx = o_gx + r_Gy[2]*(*(const row_u *)(PT + 16));
-            o_gx = o_gx + r_Gy[3]*(*(const row_u *)(PT + 24));
-            o_gx = o_gx + r_Gy[4]*(*(const row_u *)(PT + 32));
-            o_gx = o_gx + r_Gy[5]*(*(const row_u *)(PT + 40));
-            o_gx = o_gx + r_Gy[6]*(*(const row_u *)(PT + 48));
-            o_gx = o_gx + r_Gy[7]*(*(const row_u *)(PT + 56));
-            o_gx = o_gx + r_x[0]*(*(const row_u *)(H_s + 0));
-            o_gx = o_gx + r_x[1]*(*(const row_u *)(H_s + 8));
-            o_gx = o_gx + r_x[2]*(*(const row_u *)(H_s + 16));
-            o_gx = o_gx + r_x[3]*(*(const row_u *)(H_s + 24));
-            o_gx = o_gx + r_x[4]*(*(const row_u *)(H_s + 32));
-            o_gx = o_gx + r_x[5]*(*(const row_u *)(H_s + 40));
-            o_gx = o_gx + r_x[6]*(*(const row_u *)(H_s + 48));
-            o_gx = o_gx + r_x[7]*(*(const row_u *)(H_s + 56));
-            *(real_u *)(gx_s + t*8) = __builtin_convertvector(o_gx, real_u);
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+            const double *restrict Gy_b = Gy_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*8; k++) Gy_buf[k] = (double)Gy_s[t0*8 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            for (int64_t t = 0; t < nt; t++) {
+                row_t o_gx_0 = Gy_b[t*8 + 0]*(*(const row_u *)(PT + 0));
+                o_gx_0 = o_gx_0 + Gy_b[t*8 + 1]*(*(const row_u *)(PT + 8));
+                o_gx_0 = o_gx_0 + Gy_b[t*8 + 2]*(*(const row_u *)(PT + 16));
+                o_gx_0 = o_gx_0 + Gy_b[t*8 + 3]*(*(const row_u *)(PT + 24));
+                o_gx_0 = o_gx_0 + Gy_b[t*8 + 4]*(*(const row_u *)(PT + 32));
+                o_gx_0 = o_gx_0 + Gy_b[t*8 + 5]*(*(const row_u *)(PT + 40));
+                o_gx_0 = o_gx_0 + Gy_b[t*8 + 6]*(*(const row_u *)(PT + 48));
+                o_gx_0 = o_gx_0 + Gy_b[t*8 + 7]*(*(const row_u *)(PT + 56));
+                o_gx_0 = o_gx_0 + x_b[t*8 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_0 = o_gx_0 + x_b[t*8 + 1]*(*(const row_u *)(H_s + 8));
+                o_gx_0 = o_gx_0 + x_b[t*8 + 2]*(*(const row_u *)(H_s + 16));
+                o_gx_0 = o_gx_0 + x_b[t*8 + 3]*(*(const row_u *)(H_s + 24));
+                o_gx_0 = o_gx_0 + x_b[t*8 + 4]*(*(const row_u *)(H_s + 32));
+                o_gx_0 = o_gx_0 + x_b[t*8 + 5]*(*(const row_u *)(H_s + 40));
+                o_gx_0 = o_gx_0 + x_b[t*8 + 6]*(*(const row_u *)(H_s + 48));
+                o_gx_0 = o_gx_0 + x_b[t*8 + 7]*(*(const row_u *)(H_s + 56));
+                *(real_u *)(gx_s + (t0 + t)*8 + 0) = __builtin_convertvector(o_gx_0, real_u);
+            }
         }
     }
 }
@@ -31397,108 +31474,207 @@ int GEOATTN_NAME(vp_gram_exp_bwd_d15)(int64_t B, int64_t T, const real_t *restri
 #if GEOATTN_D == 16
 
 /* The Gram matrix Gram = x^T x of each sample, one pass over its tokens. Printed in the row form. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
 void GEOATTN_NAME(vp_gram_exp_gram_d16)(int64_t B, int64_t T, const real_t *restrict x, double *restrict Gram)
 {
-    typedef double row_t __attribute__((vector_size(16*sizeof(double))));
-    typedef double row_u __attribute__((vector_size(16*sizeof(double)), aligned(8), may_alias));
-    typedef real_t real_u __attribute__((vector_size(16*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+    typedef double row_t __attribute__((vector_size(8*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(8*sizeof(double)), aligned(8), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
     for (int64_t b = 0; b < B; b++) {
         const real_t *restrict x_s = x + b*T*16;
         double *restrict Gram_s = Gram + b*256;
-        {
-            row_t acc0 = {0};
-            row_t acc1 = {0};
-            row_t acc2 = {0};
-            row_t acc3 = {0};
-            row_t acc4 = {0};
-            row_t acc5 = {0};
-            row_t acc6 = {0};
-            row_t acc7 = {0};
-            for (int64_t t = 0; t < T; t++) {
-                const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*16), row_t);
-                acc0 = acc0 + r_x[0]*r_x;
-                acc1 = acc1 + r_x[1]*r_x;
-                acc2 = acc2 + r_x[2]*r_x;
-                acc3 = acc3 + r_x[3]*r_x;
-                acc4 = acc4 + r_x[4]*r_x;
-                acc5 = acc5 + r_x[5]*r_x;
-                acc6 = acc6 + r_x[6]*r_x;
-                acc7 = acc7 + r_x[7]*r_x;
+        for (int k = 0; k < 256; k++) Gram_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 0);
+                row_t acc1 = *(const row_u *)(Gram_s + 8);
+                row_t acc2 = *(const row_u *)(Gram_s + 16);
+                row_t acc3 = *(const row_u *)(Gram_s + 24);
+                row_t acc4 = *(const row_u *)(Gram_s + 32);
+                row_t acc5 = *(const row_u *)(Gram_s + 40);
+                row_t acc6 = *(const row_u *)(Gram_s + 48);
+                row_t acc7 = *(const row_u *)(Gram_s + 56);
+                row_t acc8 = *(const row_u *)(Gram_s + 64);
+                row_t acc9 = *(const row_u *)(Gram_s + 72);
+                row_t acc10 = *(const row_u *)(Gram_s + 80);
+                row_t acc11 = *(const row_u *)(Gram_s + 88);
+                row_t acc12 = *(const row_u *)(Gram_s + 96);
+                row_t acc13 = *(const row_u *)(Gram_s + 104);
+                row_t acc14 = *(const row_u *)(Gram_s + 112);
+                row_t acc15 = *(const row_u *)(Gram_s + 120);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc2 = acc2 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc3 = acc3 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc4 = acc4 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc6 = acc6 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc7 = acc7 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc8 = acc8 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc9 = acc9 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc10 = acc10 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc11 = acc11 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc12 = acc12 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc13 = acc13 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc14 = acc14 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc15 = acc15 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 8));
+                }
+                *(row_u *)(Gram_s + 0) = acc0;
+                *(row_u *)(Gram_s + 8) = acc1;
+                *(row_u *)(Gram_s + 16) = acc2;
+                *(row_u *)(Gram_s + 24) = acc3;
+                *(row_u *)(Gram_s + 32) = acc4;
+                *(row_u *)(Gram_s + 40) = acc5;
+                *(row_u *)(Gram_s + 48) = acc6;
+                *(row_u *)(Gram_s + 56) = acc7;
+                *(row_u *)(Gram_s + 64) = acc8;
+                *(row_u *)(Gram_s + 72) = acc9;
+                *(row_u *)(Gram_s + 80) = acc10;
+                *(row_u *)(Gram_s + 88) = acc11;
+                *(row_u *)(Gram_s + 96) = acc12;
+                *(row_u *)(Gram_s + 104) = acc13;
+                *(row_u *)(Gram_s + 112) = acc14;
+                *(row_u *)(Gram_s + 120) = acc15;
             }
-            *(row_u *)(Gram_s + 0) = acc0;
-            *(row_u *)(Gram_s + 16) = acc1;
-            *(row_u *)(Gram_s + 32) = acc2;
-            *(row_u *)(Gram_s + 48) = acc3;
-            *(row_u *)(Gram_s + 64) = acc4;
-            *(row_u *)(Gram_s + 80) = acc5;
-            *(row_u *)(Gram_s + 96) = acc6;
-            *(row_u *)(Gram_s + 112) = acc7;
-        }
-        {
-            row_t acc0 = {0};
-            row_t acc1 = {0};
-            row_t acc2 = {0};
-            row_t acc3 = {0};
-            row_t acc4 = {0};
-            row_t acc5 = {0};
-            row_t acc6 = {0};
-            row_t acc7 = {0};
-            for (int64_t t = 0; t < T; t++) {
-                const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*16), row_t);
-                acc0 = acc0 + r_x[8]*r_x;
-                acc1 = acc1 + r_x[9]*r_x;
-                acc2 = acc2 + r_x[10]*r_x;
-                acc3 = acc3 + r_x[11]*r_x;
-                acc4 = acc4 + r_x[12]*r_x;
-                acc5 = acc5 + r_x[13]*r_x;
-                acc6 = acc6 + r_x[14]*r_x;
-                acc7 = acc7 + r_x[15]*r_x;
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 128);
+                row_t acc1 = *(const row_u *)(Gram_s + 136);
+                row_t acc2 = *(const row_u *)(Gram_s + 144);
+                row_t acc3 = *(const row_u *)(Gram_s + 152);
+                row_t acc4 = *(const row_u *)(Gram_s + 160);
+                row_t acc5 = *(const row_u *)(Gram_s + 168);
+                row_t acc6 = *(const row_u *)(Gram_s + 176);
+                row_t acc7 = *(const row_u *)(Gram_s + 184);
+                row_t acc8 = *(const row_u *)(Gram_s + 192);
+                row_t acc9 = *(const row_u *)(Gram_s + 200);
+                row_t acc10 = *(const row_u *)(Gram_s + 208);
+                row_t acc11 = *(const row_u *)(Gram_s + 216);
+                row_t acc12 = *(const row_u *)(Gram_s + 224);
+                row_t acc13 = *(const row_u *)(Gram_s + 232);
+                row_t acc14 = *(const row_u *)(Gram_s + 240);
+                row_t acc15 = *(const row_u *)(Gram_s + 248);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc2 = acc2 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc3 = acc3 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc4 = acc4 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc6 = acc6 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc7 = acc7 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc8 = acc8 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc9 = acc9 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc10 = acc10 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc11 = acc11 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc12 = acc12 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc13 = acc13 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc14 = acc14 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc15 = acc15 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 8));
+                }
+                *(row_u *)(Gram_s + 128) = acc0;
+                *(row_u *)(Gram_s + 136) = acc1;
+                *(row_u *)(Gram_s + 144) = acc2;
+                *(row_u *)(Gram_s + 152) = acc3;
+                *(row_u *)(Gram_s + 160) = acc4;
+                *(row_u *)(Gram_s + 168) = acc5;
+                *(row_u *)(Gram_s + 176) = acc6;
+                *(row_u *)(Gram_s + 184) = acc7;
+                *(row_u *)(Gram_s + 192) = acc8;
+                *(row_u *)(Gram_s + 200) = acc9;
+                *(row_u *)(Gram_s + 208) = acc10;
+                *(row_u *)(Gram_s + 216) = acc11;
+                *(row_u *)(Gram_s + 224) = acc12;
+                *(row_u *)(Gram_s + 232) = acc13;
+                *(row_u *)(Gram_s + 240) = acc14;
+                *(row_u *)(Gram_s + 248) = acc15;
             }
-            *(row_u *)(Gram_s + 128) = acc0;
-            *(row_u *)(Gram_s + 144) = acc1;
-            *(row_u *)(Gram_s + 160) = acc2;
-            *(row_u *)(Gram_s + 176) = acc3;
-            *(row_u *)(Gram_s + 192) = acc4;
-            *(row_u *)(Gram_s + 208) = acc5;
-            *(row_u *)(Gram_s + 224) = acc6;
-            *(row_u *)(Gram_s + 240) = acc7;
         }
     }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 
 /* The output y = x P, P = 2N - I, of each sample from its P. Printed in the row form. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize ("fp-contract=fast")
 #endif
 void GEOATTN_NAME(vp_gram_exp_out_d16)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict P, real_t *restrict y)
 {
-    typedef double row_t __attribute__((vector_size(16*sizeof(double))));
-    typedef double row_u __attribute__((vector_size(16*sizeof(double)), aligned(8), may_alias));
-    typedef real_t real_u __attribute__((vector_size(16*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+    typedef double row_t __attribute__((vector_size(8*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(8*sizeof(double)), aligned(8), may_alias));
+    typedef real_t real_u __attribute__((vector_size(8*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
     for (int64_t b = 0; b < B; b++) {
         const real_t *restrict x_s = x + b*T*16;
         const double *restrict P_s = P + b*256;
         real_t *restrict y_s = y + b*T*16;
-        for (int64_t t = 0; t < T; t++) {
-            const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*16), row_t);
-            row_t o_y = r_x[0]*(*(const row_u *)(P_s + 0));
-            o_y = o_y + r_x[1]*(*(const row_u *)(P_s + 16));
-            o_y = o_y + r_x[2]*(*(const row_u *)(P_s + 32));
-            o_y = o_y + r_x[3]*(*(const row_u *)(P_s + 48));
-            o_y = o_y + r_x[4]*(*(const row_u *)(P_s + 64));
-            o_y = o_y + r_x[5]*(*(const row_u *)(P_s + 80));
-            o_y = o_y + r_x[6]*(*(const row_u *)(P_s + 96));
-            o_y = o_y + r_x[7]*(*(const row_u *)(P_s + 112));
-            o_y = o_y + r_x[8]*(*(const row_u *)(P_s + 128));
-            o_y = o_y + r_x[9]*(*(const row_u *)(P_s + 144));
-            o_y = o_y + r_x[10]*(*(const row_u *)(P_s + 160));
-            o_y = o_y + r_x[11]*(*(const row_u *)(P_s + 176));
-            o_y = o_y + r_x[12]*(*(const row_u *)(P_s + 192));
-            o_y = o_y + r_x[13]*(*(const row_u *)(P_s + 208));
-            o_y = o_y + r_x[14]*(*(const row_u *)(P_s + 224));
-            o_y = o_y + r_x[15]*(*(const row_u *)(P_s + 240));
-            *(real_u *)(y_s + t*16) = __builtin_convertvector(o_y, real_u);
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            for (int64_t t = 0; t < nt; t++) {
+                row_t o_y_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_1 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 8));
+                o_y_0 = o_y_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 16));
+                o_y_1 = o_y_1 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 24));
+                o_y_0 = o_y_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 32));
+                o_y_1 = o_y_1 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 40));
+                o_y_0 = o_y_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 48));
+                o_y_1 = o_y_1 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 56));
+                o_y_0 = o_y_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 64));
+                o_y_1 = o_y_1 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 72));
+                o_y_0 = o_y_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 80));
+                o_y_1 = o_y_1 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 88));
+                o_y_0 = o_y_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 96));
+                o_y_1 = o_y_1 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 104));
+                o_y_0 = o_y_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 112));
+                o_y_1 = o_y_1 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 120));
+                o_y_0 = o_y_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 128));
+                o_y_1 = o_y_1 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 136));
+                o_y_0 = o_y_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 144));
+                o_y_1 = o_y_1 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 152));
+                o_y_0 = o_y_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 160));
+                o_y_1 = o_y_1 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 168));
+                o_y_0 = o_y_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 176));
+                o_y_1 = o_y_1 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 184));
+                o_y_0 = o_y_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 192));
+                o_y_1 = o_y_1 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 200));
+                o_y_0 = o_y_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 208));
+                o_y_1 = o_y_1 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 216));
+                o_y_0 = o_y_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 224));
+                o_y_1 = o_y_1 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 232));
+                o_y_0 = o_y_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 240));
+                o_y_1 = o_y_1 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 248));
+                *(real_u *)(y_s + (t0 + t)*16 + 0) = __builtin_convertvector(o_y_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 8) = __builtin_convertvector(o_y_1, real_u);
+            }
         }
     }
 }
@@ -31507,147 +31683,271 @@ void GEOATTN_NAME(vp_gram_exp_out_d16)(int64_t B, int64_t T, const real_t *restr
 #endif
 
 /* Gram = x^T x and Pbar = x^T Gy of each sample, one pass over its tokens. Printed in the row form. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
 void GEOATTN_NAME(vp_gram_exp_grams_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Gram, double *restrict Pbar)
 {
-    typedef double row_t __attribute__((vector_size(16*sizeof(double))));
-    typedef double row_u __attribute__((vector_size(16*sizeof(double)), aligned(8), may_alias));
-    typedef real_t real_u __attribute__((vector_size(16*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+    typedef double row_t __attribute__((vector_size(8*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(8*sizeof(double)), aligned(8), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
     for (int64_t b = 0; b < B; b++) {
         const real_t *restrict x_s = x + b*T*16;
         const real_t *restrict Gy_s = Gy + b*T*16;
         double *restrict Gram_s = Gram + b*256;
         double *restrict Pbar_s = Pbar + b*256;
-        {
-            row_t acc0 = {0};
-            row_t acc1 = {0};
-            row_t acc2 = {0};
-            row_t acc3 = {0};
-            row_t acc4 = {0};
-            row_t acc5 = {0};
-            row_t acc6 = {0};
-            row_t acc7 = {0};
-            for (int64_t t = 0; t < T; t++) {
-                const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*16), row_t);
-                acc0 = acc0 + r_x[0]*r_x;
-                acc1 = acc1 + r_x[1]*r_x;
-                acc2 = acc2 + r_x[2]*r_x;
-                acc3 = acc3 + r_x[3]*r_x;
-                acc4 = acc4 + r_x[4]*r_x;
-                acc5 = acc5 + r_x[5]*r_x;
-                acc6 = acc6 + r_x[6]*r_x;
-                acc7 = acc7 + r_x[7]*r_x;
+        for (int k = 0; k < 256; k++) Gram_s[k] = 0.0;
+        for (int k = 0; k < 256; k++) Pbar_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+            const double *restrict Gy_b = Gy_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*16; k++) Gy_buf[k] = (double)Gy_s[t0*16 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 0);
+                row_t acc1 = *(const row_u *)(Gram_s + 8);
+                row_t acc2 = *(const row_u *)(Gram_s + 16);
+                row_t acc3 = *(const row_u *)(Gram_s + 24);
+                row_t acc4 = *(const row_u *)(Gram_s + 32);
+                row_t acc5 = *(const row_u *)(Gram_s + 40);
+                row_t acc6 = *(const row_u *)(Gram_s + 48);
+                row_t acc7 = *(const row_u *)(Gram_s + 56);
+                row_t acc8 = *(const row_u *)(Gram_s + 64);
+                row_t acc9 = *(const row_u *)(Gram_s + 72);
+                row_t acc10 = *(const row_u *)(Gram_s + 80);
+                row_t acc11 = *(const row_u *)(Gram_s + 88);
+                row_t acc12 = *(const row_u *)(Gram_s + 96);
+                row_t acc13 = *(const row_u *)(Gram_s + 104);
+                row_t acc14 = *(const row_u *)(Gram_s + 112);
+                row_t acc15 = *(const row_u *)(Gram_s + 120);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc2 = acc2 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc3 = acc3 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc4 = acc4 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc6 = acc6 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc7 = acc7 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc8 = acc8 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc9 = acc9 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc10 = acc10 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc11 = acc11 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc12 = acc12 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc13 = acc13 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc14 = acc14 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc15 = acc15 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 8));
+                }
+                *(row_u *)(Gram_s + 0) = acc0;
+                *(row_u *)(Gram_s + 8) = acc1;
+                *(row_u *)(Gram_s + 16) = acc2;
+                *(row_u *)(Gram_s + 24) = acc3;
+                *(row_u *)(Gram_s + 32) = acc4;
+                *(row_u *)(Gram_s + 40) = acc5;
+                *(row_u *)(Gram_s + 48) = acc6;
+                *(row_u *)(Gram_s + 56) = acc7;
+                *(row_u *)(Gram_s + 64) = acc8;
+                *(row_u *)(Gram_s + 72) = acc9;
+                *(row_u *)(Gram_s + 80) = acc10;
+                *(row_u *)(Gram_s + 88) = acc11;
+                *(row_u *)(Gram_s + 96) = acc12;
+                *(row_u *)(Gram_s + 104) = acc13;
+                *(row_u *)(Gram_s + 112) = acc14;
+                *(row_u *)(Gram_s + 120) = acc15;
             }
-            *(row_u *)(Gram_s + 0) = acc0;
-            *(row_u *)(Gram_s + 16) = acc1;
-            *(row_u *)(Gram_s + 32) = acc2;
-            *(row_u *)(Gram_s + 48) = acc3;
-            *(row_u *)(Gram_s + 64) = acc4;
-            *(row_u *)(Gram_s + 80) = acc5;
-            *(row_u *)(Gram_s + 96) = acc6;
-            *(row_u *)(Gram_s + 112) = acc7;
-        }
-        {
-            row_t acc0 = {0};
-            row_t acc1 = {0};
-            row_t acc2 = {0};
-            row_t acc3 = {0};
-            row_t acc4 = {0};
-            row_t acc5 = {0};
-            row_t acc6 = {0};
-            row_t acc7 = {0};
-            for (int64_t t = 0; t < T; t++) {
-                const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*16), row_t);
-                acc0 = acc0 + r_x[8]*r_x;
-                acc1 = acc1 + r_x[9]*r_x;
-                acc2 = acc2 + r_x[10]*r_x;
-                acc3 = acc3 + r_x[11]*r_x;
-                acc4 = acc4 + r_x[12]*r_x;
-                acc5 = acc5 + r_x[13]*r_x;
-                acc6 = acc6 + r_x[14]*r_x;
-                acc7 = acc7 + r_x[15]*r_x;
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 128);
+                row_t acc1 = *(const row_u *)(Gram_s + 136);
+                row_t acc2 = *(const row_u *)(Gram_s + 144);
+                row_t acc3 = *(const row_u *)(Gram_s + 152);
+                row_t acc4 = *(const row_u *)(Gram_s + 160);
+                row_t acc5 = *(const row_u *)(Gram_s + 168);
+                row_t acc6 = *(const row_u *)(Gram_s + 176);
+                row_t acc7 = *(const row_u *)(Gram_s + 184);
+                row_t acc8 = *(const row_u *)(Gram_s + 192);
+                row_t acc9 = *(const row_u *)(Gram_s + 200);
+                row_t acc10 = *(const row_u *)(Gram_s + 208);
+                row_t acc11 = *(const row_u *)(Gram_s + 216);
+                row_t acc12 = *(const row_u *)(Gram_s + 224);
+                row_t acc13 = *(const row_u *)(Gram_s + 232);
+                row_t acc14 = *(const row_u *)(Gram_s + 240);
+                row_t acc15 = *(const row_u *)(Gram_s + 248);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc2 = acc2 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc3 = acc3 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc4 = acc4 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc6 = acc6 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc7 = acc7 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc8 = acc8 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc9 = acc9 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc10 = acc10 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc11 = acc11 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc12 = acc12 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc13 = acc13 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc14 = acc14 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc15 = acc15 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 8));
+                }
+                *(row_u *)(Gram_s + 128) = acc0;
+                *(row_u *)(Gram_s + 136) = acc1;
+                *(row_u *)(Gram_s + 144) = acc2;
+                *(row_u *)(Gram_s + 152) = acc3;
+                *(row_u *)(Gram_s + 160) = acc4;
+                *(row_u *)(Gram_s + 168) = acc5;
+                *(row_u *)(Gram_s + 176) = acc6;
+                *(row_u *)(Gram_s + 184) = acc7;
+                *(row_u *)(Gram_s + 192) = acc8;
+                *(row_u *)(Gram_s + 200) = acc9;
+                *(row_u *)(Gram_s + 208) = acc10;
+                *(row_u *)(Gram_s + 216) = acc11;
+                *(row_u *)(Gram_s + 224) = acc12;
+                *(row_u *)(Gram_s + 232) = acc13;
+                *(row_u *)(Gram_s + 240) = acc14;
+                *(row_u *)(Gram_s + 248) = acc15;
             }
-            *(row_u *)(Gram_s + 128) = acc0;
-            *(row_u *)(Gram_s + 144) = acc1;
-            *(row_u *)(Gram_s + 160) = acc2;
-            *(row_u *)(Gram_s + 176) = acc3;
-            *(row_u *)(Gram_s + 192) = acc4;
-            *(row_u *)(Gram_s + 208) = acc5;
-            *(row_u *)(Gram_s + 224) = acc6;
-            *(row_u *)(Gram_s + 240) = acc7;
-        }
-        {
-            row_t acc0 = {0};
-            row_t acc1 = {0};
-            row_t acc2 = {0};
-            row_t acc3 = {0};
-            row_t acc4 = {0};
-            row_t acc5 = {0};
-            row_t acc6 = {0};
-            row_t acc7 = {0};
-            for (int64_t t = 0; t < T; t++) {
-                const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*16), row_t);
-                const row_t r_Gy = __builtin_convertvector(*(const real_u *)(Gy_s + t*16), row_t);
-                acc0 = acc0 + r_x[0]*r_Gy;
-                acc1 = acc1 + r_x[1]*r_Gy;
-                acc2 = acc2 + r_x[2]*r_Gy;
-                acc3 = acc3 + r_x[3]*r_Gy;
-                acc4 = acc4 + r_x[4]*r_Gy;
-                acc5 = acc5 + r_x[5]*r_Gy;
-                acc6 = acc6 + r_x[6]*r_Gy;
-                acc7 = acc7 + r_x[7]*r_Gy;
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 0);
+                row_t acc1 = *(const row_u *)(Pbar_s + 8);
+                row_t acc2 = *(const row_u *)(Pbar_s + 16);
+                row_t acc3 = *(const row_u *)(Pbar_s + 24);
+                row_t acc4 = *(const row_u *)(Pbar_s + 32);
+                row_t acc5 = *(const row_u *)(Pbar_s + 40);
+                row_t acc6 = *(const row_u *)(Pbar_s + 48);
+                row_t acc7 = *(const row_u *)(Pbar_s + 56);
+                row_t acc8 = *(const row_u *)(Pbar_s + 64);
+                row_t acc9 = *(const row_u *)(Pbar_s + 72);
+                row_t acc10 = *(const row_u *)(Pbar_s + 80);
+                row_t acc11 = *(const row_u *)(Pbar_s + 88);
+                row_t acc12 = *(const row_u *)(Pbar_s + 96);
+                row_t acc13 = *(const row_u *)(Pbar_s + 104);
+                row_t acc14 = *(const row_u *)(Pbar_s + 112);
+                row_t acc15 = *(const row_u *)(Pbar_s + 120);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc2 = acc2 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc3 = acc3 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc4 = acc4 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc6 = acc6 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc7 = acc7 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc8 = acc8 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc9 = acc9 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc10 = acc10 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc11 = acc11 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc12 = acc12 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc13 = acc13 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc14 = acc14 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc15 = acc15 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 8));
+                }
+                *(row_u *)(Pbar_s + 0) = acc0;
+                *(row_u *)(Pbar_s + 8) = acc1;
+                *(row_u *)(Pbar_s + 16) = acc2;
+                *(row_u *)(Pbar_s + 24) = acc3;
+                *(row_u *)(Pbar_s + 32) = acc4;
+                *(row_u *)(Pbar_s + 40) = acc5;
+                *(row_u *)(Pbar_s + 48) = acc6;
+                *(row_u *)(Pbar_s + 56) = acc7;
+                *(row_u *)(Pbar_s + 64) = acc8;
+                *(row_u *)(Pbar_s + 72) = acc9;
+                *(row_u *)(Pbar_s + 80) = acc10;
+                *(row_u *)(Pbar_s + 88) = acc11;
+                *(row_u *)(Pbar_s + 96) = acc12;
+                *(row_u *)(Pbar_s + 104) = acc13;
+                *(row_u *)(Pbar_s + 112) = acc14;
+                *(row_u *)(Pbar_s + 120) = acc15;
             }
-            *(row_u *)(Pbar_s + 0) = acc0;
-            *(row_u *)(Pbar_s + 16) = acc1;
-            *(row_u *)(Pbar_s + 32) = acc2;
-            *(row_u *)(Pbar_s + 48) = acc3;
-            *(row_u *)(Pbar_s + 64) = acc4;
-            *(row_u *)(Pbar_s + 80) = acc5;
-            *(row_u *)(Pbar_s + 96) = acc6;
-            *(row_u *)(Pbar_s + 112) = acc7;
-        }
-        {
-            row_t acc0 = {0};
-            row_t acc1 = {0};
-            row_t acc2 = {0};
-            row_t acc3 = {0};
-            row_t acc4 = {0};
-            row_t acc5 = {0};
-            row_t acc6 = {0};
-            row_t acc7 = {0};
-            for (int64_t t = 0; t < T; t++) {
-                const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*16), row_t);
-                const row_t r_Gy = __builtin_convertvector(*(const real_u *)(Gy_s + t*16), row_t);
-                acc0 = acc0 + r_x[8]*r_Gy;
-                acc1 = acc1 + r_x[9]*r_Gy;
-                acc2 = acc2 + r_x[10]*r_Gy;
-                acc3 = acc3 + r_x[11]*r_Gy;
-                acc4 = acc4 + r_x[12]*r_Gy;
-                acc5 = acc5 + r_x[13]*r_Gy;
-                acc6 = acc6 + r_x[14]*r_Gy;
-                acc7 = acc7 + r_x[15]*r_Gy;
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 128);
+                row_t acc1 = *(const row_u *)(Pbar_s + 136);
+                row_t acc2 = *(const row_u *)(Pbar_s + 144);
+                row_t acc3 = *(const row_u *)(Pbar_s + 152);
+                row_t acc4 = *(const row_u *)(Pbar_s + 160);
+                row_t acc5 = *(const row_u *)(Pbar_s + 168);
+                row_t acc6 = *(const row_u *)(Pbar_s + 176);
+                row_t acc7 = *(const row_u *)(Pbar_s + 184);
+                row_t acc8 = *(const row_u *)(Pbar_s + 192);
+                row_t acc9 = *(const row_u *)(Pbar_s + 200);
+                row_t acc10 = *(const row_u *)(Pbar_s + 208);
+                row_t acc11 = *(const row_u *)(Pbar_s + 216);
+                row_t acc12 = *(const row_u *)(Pbar_s + 224);
+                row_t acc13 = *(const row_u *)(Pbar_s + 232);
+                row_t acc14 = *(const row_u *)(Pbar_s + 240);
+                row_t acc15 = *(const row_u *)(Pbar_s + 248);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc2 = acc2 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc3 = acc3 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc4 = acc4 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc6 = acc6 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc7 = acc7 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc8 = acc8 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc9 = acc9 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc10 = acc10 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc11 = acc11 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc12 = acc12 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc13 = acc13 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc14 = acc14 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc15 = acc15 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 8));
+                }
+                *(row_u *)(Pbar_s + 128) = acc0;
+                *(row_u *)(Pbar_s + 136) = acc1;
+                *(row_u *)(Pbar_s + 144) = acc2;
+                *(row_u *)(Pbar_s + 152) = acc3;
+                *(row_u *)(Pbar_s + 160) = acc4;
+                *(row_u *)(Pbar_s + 168) = acc5;
+                *(row_u *)(Pbar_s + 176) = acc6;
+                *(row_u *)(Pbar_s + 184) = acc7;
+                *(row_u *)(Pbar_s + 192) = acc8;
+                *(row_u *)(Pbar_s + 200) = acc9;
+                *(row_u *)(Pbar_s + 208) = acc10;
+                *(row_u *)(Pbar_s + 216) = acc11;
+                *(row_u *)(Pbar_s + 224) = acc12;
+                *(row_u *)(Pbar_s + 232) = acc13;
+                *(row_u *)(Pbar_s + 240) = acc14;
+                *(row_u *)(Pbar_s + 248) = acc15;
             }
-            *(row_u *)(Pbar_s + 128) = acc0;
-            *(row_u *)(Pbar_s + 144) = acc1;
-            *(row_u *)(Pbar_s + 160) = acc2;
-            *(row_u *)(Pbar_s + 176) = acc3;
-            *(row_u *)(Pbar_s + 192) = acc4;
-            *(row_u *)(Pbar_s + 208) = acc5;
-            *(row_u *)(Pbar_s + 224) = acc6;
-            *(row_u *)(Pbar_s + 240) = acc7;
         }
     }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 
 /* The gradient gx = Gy P^T + x H of each sample from its P and H. Printed in the row form. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize ("fp-contract=fast")
 #endif
 void GEOATTN_NAME(vp_gram_exp_gx_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict P, const double *restrict H, real_t *restrict gx)
 {
-    typedef double row_t __attribute__((vector_size(16*sizeof(double))));
-    typedef double row_u __attribute__((vector_size(16*sizeof(double)), aligned(8), may_alias));
-    typedef real_t real_u __attribute__((vector_size(16*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+    typedef double row_t __attribute__((vector_size(8*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(8*sizeof(double)), aligned(8), may_alias));
+    typedef real_t real_u __attribute__((vector_size(8*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
     for (int64_t b = 0; b < B; b++) {
         const real_t *restrict x_s = x + b*T*16;
         const real_t *restrict Gy_s = Gy + b*T*16;
@@ -31656,42 +31956,85 @@ void GEOATTN_NAME(vp_gram_exp_gx_d16)(int64_t B, int64_t T, const real_t *restri
         real_t *restrict gx_s = gx + b*T*16;
         double PT[256] __attribute__((aligned(64)));
         for (int i = 0; i < 16; i++) for (int j = 0; j < 16; j++) PT[j*16 + i] = P_s[i*16 + j];
-        for (int64_t t = 0; t < T; t++) {
-            const row_t r_x = __builtin_convertvector(*(const real_u *)(x_s + t*16), row_t);
-            const row_t r_Gy = __builtin_convertvector(*(const real_u *)(Gy_s + t*16), row_t);
-            row_t o_gx = r_Gy[0]*(*(const row_u *)(PT + 0));
-            o_gx = o_gx + r_Gy[1]*(*(const row_u *)(PT + 16));
-            o_gx = o_gx + r_Gy[2]*(*(const row_u *)(PT + 32));
-            o_gx = o_gx + r_Gy[3]*(*(const row_u *)(PT + 48));
-            o_gx = o_gx + r_Gy[4]*(*(const row_u *)(PT + 64));
-            o_gx = o_gx + r_Gy[5]*(*(const row_u *)(PT + 80));
-            o_gx = o_gx + r_Gy[6]*(*(const row_u *)(PT + 96));
-            o_gx = o_gx + r_Gy[7]*(*(const row_u *)(PT + 112));
-            o_gx = o_gx + r_Gy[8]*(*(const row_u *)(PT + 128));
-            o_gx = o_gx + r_Gy[9]*(*(const row_u *)(PT + 144));
-            o_gx = o_gx + r_Gy[10]*(*(const row_u *)(PT + 160));
-            o_gx = o_gx + r_Gy[11]*(*(const row_u *)(PT + 176));
-            o_gx = o_gx + r_Gy[12]*(*(const row_u *)(PT + 192));
-            o_gx = o_gx + r_Gy[13]*(*(const row_u *)(PT + 208));
-            o_gx = o_gx + r_Gy[14]*(*(const row_u *)(PT + 224));
-            o_gx = o_gx + r_Gy[15]*(*(const row_u *)(PT + 240));
-            o_gx = o_gx + r_x[0]*(*(const row_u *)(H_s + 0));
-            o_gx = o_gx + r_x[1]*(*(const row_u *)(H_s + 16));
-            o_gx = o_gx + r_x[2]*(*(const row_u *)(H_s + 32));
-            o_gx = o_gx + r_x[3]*(*(const row_u *)(H_s + 48));
-            o_gx = o_gx + r_x[4]*(*(const row_u *)(H_s + 64));
-            o_gx = o_gx + r_x[5]*(*(const row_u *)(H_s + 80));
-            o_gx = o_gx + r_x[6]*(*(const row_u *)(H_s + 96));
-            o_gx = o_gx + r_x[7]*(*(const row_u *)(H_s + 112));
-            o_gx = o_gx + r_x[8]*(*(const row_u *)(H_s + 128));
-            o_gx = o_gx + r_x[9]*(*(const row_u *)(H_s + 144));
-            o_gx = o_gx + r_x[10]*(*(const row_u *)(H_s + 160));
-            o_gx = o_gx + r_x[11]*(*(const row_u *)(H_s + 176));
-            o_gx = o_gx + r_x[12]*(*(const row_u *)(H_s + 192));
-            o_gx = o_gx + r_x[13]*(*(const row_u *)(H_s + 208));
-            o_gx = o_gx + r_x[14]*(*(const row_u *)(H_s + 224));
-            o_gx = o_gx + r_x[15]*(*(const row_u *)(H_s + 240));
-            *(real_u *)(gx_s + t*16) = __builtin_convertvector(o_gx, real_u);
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+            const double *restrict Gy_b = Gy_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*16; k++) Gy_buf[k] = (double)Gy_s[t0*16 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            for (int64_t t = 0; t < nt; t++) {
+                row_t o_gx_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_1 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 8));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 16));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 24));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 32));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 40));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 48));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 56));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 64));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 72));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 80));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 88));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 96));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 104));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 112));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 120));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 128));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 136));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 144));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 152));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 160));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 168));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 176));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 184));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 192));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 200));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 208));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 216));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 224));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 232));
+                o_gx_0 = o_gx_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 240));
+                o_gx_1 = o_gx_1 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 248));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 8));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 16));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 24));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 32));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 40));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 48));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 56));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 64));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 72));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 80));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 88));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 96));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 104));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 112));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 120));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 128));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 136));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 144));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 152));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 160));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 168));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 176));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 184));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 192));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 200));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 208));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 216));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 224));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 232));
+                o_gx_0 = o_gx_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 240));
+                o_gx_1 = o_gx_1 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 248));
+                *(real_u *)(gx_s + (t0 + t)*16 + 0) = __builtin_convertvector(o_gx_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 8) = __builtin_convertvector(o_gx_1, real_u);
+            }
         }
     }
 }
