@@ -7,8 +7,9 @@ The layer output is :math:`y = 2xN - x` with :math:`N = M^{-T}`, :math:`M = I + 
 
 * the token passes are printed from the verified bindings of Note [the closed-form Gram layer] in
   :mod:`geoattn.symbolic.expressions` (``Gram = x^T x``, ``Pbar = x^T Gy``, ``y = x P``, ``gx = Gy P^T + x H``)
-  by the C printer of the closed-form kernels (:mod:`geoattn.codegen.cprinter`: samples in lanes, tokens in
-  tiles);
+  by the row printer at ``d = 8`` and ``16`` (:mod:`geoattn.codegen.rowprinter`: a token row as vectors of
+  doubles, one sample at a time) and elsewhere by the C printer of the closed-form kernels
+  (:mod:`geoattn.codegen.cprinter`: samples in lanes, tokens in tiles);
 * the ``d x d`` stage and the drivers are the C text of :mod:`geoattn.codegen.gram_lu_stage` at a fixed ``d``:
   ``N`` by the pivot-free form of ``vp.gram_lu_woodbury`` (Cholesky of ``Gram``, an LU factorisation of
   ``I - K`` without pivoting), the largest residual entry :math:`|M^TN - I|` (NaN when one is), the pivoted LU
