@@ -145,7 +145,8 @@ def _reductions(spec: NativeKernelSpec, d: int) -> list[str]:
         lines += [f"        acc{k} = acc{k} + {a}_b[t*{d} + {i}]*{_row(b, d, h)};"
                   for k, (_, i, h, a, b) in enumerate(group)]
         lines.append("    }")
-        lines += [f"    *(row_u *)({name}_s + {i * d + VW * h}) = acc{k};" for k, (name, i, h, _, _) in enumerate(group)]
+        lines += [f"    *(row_u *)({name}_s + {i * d + VW * h}) = acc{k};"
+                  for k, (name, i, h, _, _) in enumerate(group)]
         lines.append("}")
     return lines
 
