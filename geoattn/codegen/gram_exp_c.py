@@ -32,9 +32,9 @@ import dataclasses
 import math
 from fractions import Fraction
 
-from .cprinter import LANES, REAL_PRELUDE, print_native_kernel
+from .cprinter import LANES, REAL_PRELUDE
 from .gram_exp_stage import STAGE
-from .gram_lu_c import BLOCK, CHUNK, SPECS as LU_SPECS
+from .gram_lu_c import BLOCK, CHUNK, SPECS as LU_SPECS, print_pass
 
 __all__ = ["MIN_DIM", "MAX_DIM", "THETA", "DEGREE", "BLOCKS", "TOP_SCALAR", "SMAX", "SPECS", "generate_gram_exp_module",
            "target_name", "truncation_bound"]
@@ -168,7 +168,7 @@ def target_name() -> str:
 
 
 def _group(d: int, negate_backward: bool) -> str:
-    printed = [print_native_kernel(SPECS[k], d) for k in ("gram", "out", "grams", "gx")]
+    printed = [print_pass(SPECS[k], d) for k in ("gram", "out", "grams", "gx")]
     template = TEMPLATE.format(d=d, sl=LANES, negate=int(negate_backward), stage=STAGE)
     return f"#if GEOATTN_D == {d}\n\n" + "\n".join(printed) + template + f"\n#endif  /* d = {d} */\n"
 

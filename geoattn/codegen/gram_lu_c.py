@@ -7,8 +7,9 @@ The layer output is :math:`y = 2xN - x` with :math:`N = M^{-T}`, :math:`M = I + 
 
 * the token passes are printed from the verified bindings of Note [the closed-form Gram layer] in
   :mod:`geoattn.symbolic.expressions` (``Gram = x^T x``, ``Pbar = x^T Gy``, ``y = x P``, ``gx = Gy P^T + x H``)
-  by the C printer of the closed-form kernels (:mod:`geoattn.codegen.cprinter`: samples in lanes, tokens in
-  tiles);
+  by the row printer at ``d = 8`` and ``16`` (:mod:`geoattn.codegen.rowprinter`: a token row as vectors of
+  doubles, one sample at a time) and elsewhere by the C printer of the closed-form kernels
+  (:mod:`geoattn.codegen.cprinter`: samples in lanes, tokens in tiles);
 * the ``d x d`` stage and the drivers are the C text of :mod:`geoattn.codegen.gram_lu_stage` at a fixed ``d``:
   ``N`` by the pivot-free form of ``vp.gram_lu_woodbury`` (Cholesky of ``Gram``, an LU factorisation of
   ``I - K`` without pivoting), the largest residual entry :math:`|M^TN - I|` (NaN when one is), the pivoted LU
@@ -25,8 +26,9 @@ from ..symbolic import expressions as ex
 from ..symbolic.kernel_spec import NativeKernelSpec
 from .cprinter import LANES, REAL_PRELUDE, print_native_kernel
 from .gram_lu_stage import print_stage
+from .rowprinter import ROW_DIMS, print_row_kernel
 
-__all__ = ["MIN_DIM", "MAX_DIM", "BLOCK", "SPECS", "generate_gram_lu_module", "target_name"]
+__all__ = ["MIN_DIM", "MAX_DIM", "BLOCK", "SPECS", "generate_gram_lu_module", "print_pass", "target_name"]
 
 #: the widths the kernels are printed for: past the closed form's ``d <= 4``, up to the LU route's ``d <= 16``
 MIN_DIM, MAX_DIM = 5, 16
@@ -91,8 +93,14 @@ def target_name() -> str:
     return "_native_gram_lu.c"
 
 
+def print_pass(spec: NativeKernelSpec, d: int) -> str:
+    """The C text of one token pass at ``d``: the row form (:mod:`geoattn.codegen.rowprinter`) at ``d`` in its
+    ``ROW_DIMS``, the lane form (:func:`geoattn.codegen.cprinter.print_native_kernel`) elsewhere."""
+    return print_row_kernel(spec, d) if d in ROW_DIMS else print_native_kernel(spec, d)
+
+
 def _group(d: int, negate_backward: bool, fault_fast: bool, retry: bool) -> str:
-    printed = [print_native_kernel(SPECS[k], d) for k in ("gram", "out", "pbar", "gx")]
+    printed = [print_pass(SPECS[k], d) for k in ("gram", "out", "pbar", "gx")]
     stage = print_stage(d, negate_backward=negate_backward, fault_fast=fault_fast, retry=retry)
     return f"#if GEOATTN_D == {d}\n\n" + "\n".join(printed) + stage + f"\n#endif  /* d = {d} */\n"
 

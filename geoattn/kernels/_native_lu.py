@@ -36,6 +36,12 @@ itself), and the printed passes copy their tiles with the lanes innermost (Note 
 and from 0.49 to 0.59 at d = 16, T = 64. The layer against SDPA, f+b with a dense gradient, two runs each:
 d = 8, T = 16: 0.53-0.54 -> 0.45-0.59; d = 8, T = 64: 0.29-0.31 -> 0.16-0.19; d = 16, T = 64: 0.76-0.79 ->
 0.51-0.57 (targets 0.25 and 0.5: still missed at d = 8, T = 16).
+
+The row form of the passes at ``d = 8`` and ``16`` (:mod:`geoattn.codegen.rowprinter`; kernels alone, thread CPU
+time, both builds alternating in one process, one thread, float32, a shared machine): forward 0.71x, backward
+0.63x at d = 8, T = 16 (1.81 -> 1.29 ms, 2.27 -> 1.43 ms); 0.67x and 0.53x at d = 16, T = 64 (3.81 -> 2.53,
+6.19 -> 3.31 ms); ``gx`` bit-identical there. The layer against SDPA (``benchmarks/layers.py --threads 1``, one
+run, tests running beside it): f+b 0.30 (d = 8, T = 16) and 0.41 (d = 16, T = 64).
 """
 
 from __future__ import annotations
