@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 
+from ._gram_lu_big_bound import BOUND
 from ._gram_lu_big_entries import ENTRIES
 from ._gram_lu_big_tokens import TOKENS
 
@@ -57,6 +58,7 @@ HEADER = """/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{{-T}} - x
 #define D GEOATTN_D
 #define KSIGN {ksign}
 #define RETRY {retry}
+#define BOUND_ONLY {bound_only}
 #define MBAR_SCALE ({sign}2.0)
 #if defined(GEOATTN_F32)
 typedef float real_t;
@@ -259,12 +261,14 @@ static void pivoted(mat MT, mat N)
     }
 }
 
+{bound}
 /* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the largest entry of
    the residual on the probes; the pivoted form where it exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
-    mat Z, L, W, Bm;  /* L holds L^T A */
+    mat Z, L, W, Bm, C;  /* L holds L^T A, then the multipliers of the elimination; C = L^T */
     double rinv[D];
+    int deficient = 0;
     for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
         vd acc[NV];
         UNROLL for (int v = 0; v < NV; v++) acc[v] = V(G, k)[v];
@@ -274,6 +278,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
         }
         UNROLL for (int v = 0; v < NV; v++) V(Z, k)[v] = acc[v];
         const double s = Z[k][k];
+        deficient |= !(s > 0.0);
         const double q = s > 0.0 ? sqrt(s) : 0.0, r = s > 0.0 ? 1.0/q : 0.0;  /* a zero row where s <= 0 or NaN */
         UNROLL for (int v = 0; v < NV; v++) V(Z, k)[v] *= r;
         for (int j = 0; j < k; j++) Z[k][j] = 0.0;
@@ -292,11 +297,13 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     /* the elimination of Bm without pivoting (its U in Bm's upper part) applied to Z = L^T at the same time, so Z
        becomes the unit lower factor's solve; right-looking: the updates of the rows below pivot k are independent
        of each other (no chain through one row), each in place */
+    for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = V(Z, i)[v];
     for (int k = 0; k < D; k++) {
         const double rk = 1.0/Bm[k][k];
         rinv[k] = rk;
         for (int i = k + 1; i < D; i++) {
             const double f = Bm[i][k]*rk;
+            L[i][k] = f;
             for (int v = k >> 3; v < NV; v++) V(Bm, i)[v] -= f*V(Bm, k)[v];
             UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] -= f*V(Z, k)[v];
         }
@@ -328,7 +335,15 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    double m = probe_residual(G, A, N);
+    /* accepted on the bound (vp.gram_lu_residual_bound) where it is within tol, else on the full residual; the
+       probes guard against a departure of the code from the analysed steps (the bound trusts them) */
+    const double probe = probe_residual(G, A, N);
+    double m = residual_bound(G, A, C, Z, L, Bm, N, deficient);
+#if BOUND_ONLY
+    return m;
+#endif
+    if (!(m <= tol)) m = full_residual(G, A, N, W, Bm);
+    if (probe != probe || probe > m) m = probe;
 #if RETRY
     if (!(m <= tol)) {
         mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
@@ -337,7 +352,9 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
             Bm[i][i] += 1.0;
         }
         pivoted(Bm, N);
-        m = probe_residual(G, A, N);
+        const double pr = probe_residual(G, A, N);
+        m = full_residual(G, A, N, W, Bm);
+        if (pr != pr || pr > m) m = pr;
     }
 #endif
     for (int i = 0; i < D; i++) {
@@ -396,7 +413,8 @@ def target_name() -> str:
     return "_native_gram_lu_big.c"
 
 
-def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool = False, retry: bool = True) -> str:
+def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool = False, retry: bool = True,
+                                bound_only: bool = False) -> str:
     r"""The C source of the ``d x d`` stage for every ``MIN_DIM <= d <= MAX_DIM`` (the width is the compiler's
     ``-DGEOATTN_D``).
 
@@ -408,12 +426,15 @@ def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool 
         print ``I + K`` in place of ``I - K`` in the fast forward (``vp.gram_lu_woodbury``'s negative control).
     retry : bool
         recompute with partial pivoting the samples whose fast residual fails (``False`` exposes the fast form).
+    bound_only : bool
+        return the a posteriori bound of the fast form as the residual, with no fallback (the measurement of how
+        often the bound alone decides; never for results).
 
     Returns
     -------
     str
         the C text.
     """
-    return HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry),
-                         sign="" if negate_backward else "-") + (BODY.replace("{probe}", _probe_table()) + TOKENS
+    return HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry), bound_only=int(bound_only),
+                         sign="" if negate_backward else "-") + (BODY.replace("{probe}", _probe_table()).replace("{bound}", BOUND) + TOKENS
                                                                  + ENTRIES)

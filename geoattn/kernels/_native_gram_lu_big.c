@@ -18,6 +18,7 @@
 #define D GEOATTN_D
 #define KSIGN -
 #define RETRY 1
+#define BOUND_ONLY 0
 #define MBAR_SCALE (-2.0)
 #if defined(GEOATTN_F32)
 typedef float real_t;
@@ -286,12 +287,106 @@ static void pivoted(mat MT, mat N)
     }
 }
 
+
+/* Higham's gamma_k = k u / (1 - k u) for the unit roundoff u of double */
+static double gam(int k)
+{
+    const double u = 0x1p-53;
+    return k*u/(1.0 - k*u);
+}
+
+/* y = |M| x (x, y distinct), row i over columns part 0: all, 1: k >= i (an upper factor), 2: k < i plus x_i
+   (a unit lower factor whose multipliers lie below the diagonal) */
+static void absmv(mat M, int part, const double *restrict x, double *restrict y)
+{
+    for (int i = 0; i < D; i++) {
+        double s = part == 2 ? x[i] : 0.0;
+        const int lo = part == 1 ? i : 0, hi = part == 2 ? i : D;
+        for (int k = lo; k < hi; k++) s += fabs(M[i][k])*x[k];
+        y[i] = s;
+    }
+}
+
+/* y = |M|^T x: the rows of |M| scaled by x and summed, a row of vectors at a time (y may be x) */
+static void absmtv(mat M, const double *x, double *y)
+{
+    vd acc[NV];
+    UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
+    for (int i = 0; i < D; i++) {
+        const double a = x[i];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] += a*(vd)((vl)V(M, i)[v] & 0x7fffffffffffffffLL);
+    }
+    for (int j = 0; j < D; j++) y[j] = acc[j >> 3][j & 7];
+}
+
+/* a first-order upper bound on max |R|, R = (I - AG)N - I, for the N of the fast form from C = L^T, the solve X,
+   the multipliers Lm (below the diagonal), the upper factor U (on and above it) and N; NaN when an input is,
+   +inf when deficient (a zeroed Cholesky pivot) [ledger: vp.gram_lu_residual_bound] */
+static double residual_bound(mat G, mat A, mat C, mat X, mat Lm, mat U, mat N, int deficient)
+{
+    if (deficient) return INFINITY;
+    const double gd = gam(D), gn = gam(D + 1), gg = gam(D + 3), gs = gam(3*D + 4);
+    double e[D], v[D], p[D], q[D], s[D], t[D], w[D], r[D];
+    for (int i = 0; i < D; i++) e[i] = 1.0;
+    absmv(X, 0, e, v);  /* v = |X|e */
+    absmtv(C, v, p);
+    absmtv(A, p, q);  /* q = |A||L|v (|A| symmetric) */
+    absmv(C, 0, q, s);  /* |L^T||A||L|v: the bound of |dK|v over 4 gamma_d */
+    absmv(U, 1, v, w);
+    absmv(Lm, 2, w, t);  /* |Lu||Uu|v */
+    for (int i = 0; i < D; i++) s[i] = 4.0*gd*s[i] + gs*t[i];
+    absmtv(C, s, p);
+    absmtv(A, p, r);  /* |A||L|(|dK| + |dS|)|X|e */
+    for (int i = 0; i < D; i++) t[i] = (gd + gn)*q[i] + gn;  /* (|dW||X| + |dN|)e */
+    absmv(C, 0, t, w);
+    absmtv(C, w, p);
+    absmtv(A, p, s);
+    for (int i = 0; i < D; i++) r[i] += t[i] + s[i];  /* (I + |A||L||L^T|) t */
+    absmv(N, 0, e, v);  /* |N|e */
+    absmv(C, 0, v, w);
+    absmtv(C, w, p);
+    for (int i = 0; i < D; i++) {  /* gamma |L||L^T||N|e plus the asymmetry of G: |G - G^T||N|e */
+        double a = 0.0;
+        for (int j = 0; j < D; j++) a += fabs(G[i][j] - G[j][i])*v[j];
+        p[i] = gg*p[i] + a;
+    }
+    absmtv(A, p, s);
+    double m = 0.0;
+    for (int i = 0; i < D; i++) {
+        const double b = r[i] + s[i];
+        if (b != b) return b;
+        if (b > m) m = b;
+    }
+    return 1.001*m;
+}
+
+/* the largest entry of R = (I - AG)N - I computed in full (two d x d products, in W and Bm) */
+static double full_residual(mat G, mat A, mat N, mat W, mat Bm)
+{
+    mul(A, G, W);
+    for (int i = 0; i < D; i++) {
+        UNROLL for (int v = 0; v < NV; v++) V(W, i)[v] = -V(W, i)[v];
+        W[i][i] += 1.0;
+    }
+    mul(W, N, Bm);
+    double m = 0.0;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const double a = fabs(Bm[i][j] - (i == j ? 1.0 : 0.0));
+            if (a != a) return a;
+            if (a > m) m = a;
+        }
+    return m;
+}
+
+
 /* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the largest entry of
    the residual on the probes; the pivoted form where it exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
-    mat Z, L, W, Bm;  /* L holds L^T A */
+    mat Z, L, W, Bm, C;  /* L holds L^T A, then the multipliers of the elimination; C = L^T */
     double rinv[D];
+    int deficient = 0;
     for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
         vd acc[NV];
         UNROLL for (int v = 0; v < NV; v++) acc[v] = V(G, k)[v];
@@ -301,6 +396,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
         }
         UNROLL for (int v = 0; v < NV; v++) V(Z, k)[v] = acc[v];
         const double s = Z[k][k];
+        deficient |= !(s > 0.0);
         const double q = s > 0.0 ? sqrt(s) : 0.0, r = s > 0.0 ? 1.0/q : 0.0;  /* a zero row where s <= 0 or NaN */
         UNROLL for (int v = 0; v < NV; v++) V(Z, k)[v] *= r;
         for (int j = 0; j < k; j++) Z[k][j] = 0.0;
@@ -319,11 +415,13 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     /* the elimination of Bm without pivoting (its U in Bm's upper part) applied to Z = L^T at the same time, so Z
        becomes the unit lower factor's solve; right-looking: the updates of the rows below pivot k are independent
        of each other (no chain through one row), each in place */
+    for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = V(Z, i)[v];
     for (int k = 0; k < D; k++) {
         const double rk = 1.0/Bm[k][k];
         rinv[k] = rk;
         for (int i = k + 1; i < D; i++) {
             const double f = Bm[i][k]*rk;
+            L[i][k] = f;
             for (int v = k >> 3; v < NV; v++) V(Bm, i)[v] -= f*V(Bm, k)[v];
             UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] -= f*V(Z, k)[v];
         }
@@ -355,7 +453,15 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    double m = probe_residual(G, A, N);
+    /* accepted on the bound (vp.gram_lu_residual_bound) where it is within tol, else on the full residual; the
+       probes guard against a departure of the code from the analysed steps (the bound trusts them) */
+    const double probe = probe_residual(G, A, N);
+    double m = residual_bound(G, A, C, Z, L, Bm, N, deficient);
+#if BOUND_ONLY
+    return m;
+#endif
+    if (!(m <= tol)) m = full_residual(G, A, N, W, Bm);
+    if (probe != probe || probe > m) m = probe;
 #if RETRY
     if (!(m <= tol)) {
         mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
@@ -364,7 +470,9 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
             Bm[i][i] += 1.0;
         }
         pivoted(Bm, N);
-        m = probe_residual(G, A, N);
+        const double pr = probe_residual(G, A, N);
+        m = full_residual(G, A, N, W, Bm);
+        if (pr != pr || pr > m) m = pr;
     }
 #endif
     for (int i = 0; i < D; i++) {

@@ -1,0 +1,120 @@
+r"""The wide stage's a posteriori bound on the residual (printed by :mod:`geoattn.codegen.gram_lu_big_c` before the
+stage's ``factor``; ledger ``vp.gram_lu_residual_bound``).
+
+The fast form computes, in double, the Cholesky factor ``L`` of ``G`` (``G = LL^T + dG``), ``W = AL + dW``,
+``K' = L^TAL + dK`` (skew), an LU of ``S = I - K'`` without pivoting whose solve gives ``X``
+(``(S + dS)X = L^T``) and ``N = I + WX + dN``. For these the residual :math:`R = (I - AG)N - I` is exactly
+
+.. math:: R = AL(dK - dS)X + (I - ALL^T)(dW\,X + dN) - A\,dG\,N,
+
+and the standard backward-error bounds (``u = 2^{-53}``, :math:`\gamma_k = ku/(1 - ku)`) give, to first order in
+``u``: :math:`|dG| \le \gamma_{d+3}|L||L^T|` (plus the asymmetry of ``G``, measured), :math:`|dW| \le
+\gamma_d|A||L|`, :math:`|dK| \le 4\gamma_d|L^T||A||L|`, :math:`|dS| \le \gamma_{3d+4}|L_u||U_u|` and
+:math:`|dN| \le \gamma_{d+1}(|W||X| + I)`. So :math:`\max|R| \le \| |R|e \|_\infty` is bounded by the largest
+entry of a sum of products of absolute matrices with the vector of ones ``e``, evaluated right to left as fourteen
+matrix-vector products (``14 d^2`` multiply-adds against the ``2 d^3`` of ``R``). The bound is multiplied by
+``1.001`` for the neglected second-order terms (relative size ``d u``); underflow is not modelled. A sample whose
+Cholesky factor has a zeroed pivot (a rank-deficient ``G``) gets ``+inf``: the analysis does not cover it.
+What it guarantees: an upper bound on ``max |R|`` for the ``N`` the fast form computes, provided the code
+performs the analysed operations; it does not read ``N`` entry by entry (only ``|N|e``), so it says nothing
+about an ``N`` altered after the fact.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BOUND"]
+
+#: the C text (over the stage's macros: D, mat, V, vd, vl, NV, UNROLL)
+BOUND = r"""
+/* Higham's gamma_k = k u / (1 - k u) for the unit roundoff u of double */
+static double gam(int k)
+{
+    const double u = 0x1p-53;
+    return k*u/(1.0 - k*u);
+}
+
+/* y = |M| x (x, y distinct), row i over columns part 0: all, 1: k >= i (an upper factor), 2: k < i plus x_i
+   (a unit lower factor whose multipliers lie below the diagonal) */
+static void absmv(mat M, int part, const double *restrict x, double *restrict y)
+{
+    for (int i = 0; i < D; i++) {
+        double s = part == 2 ? x[i] : 0.0;
+        const int lo = part == 1 ? i : 0, hi = part == 2 ? i : D;
+        for (int k = lo; k < hi; k++) s += fabs(M[i][k])*x[k];
+        y[i] = s;
+    }
+}
+
+/* y = |M|^T x: the rows of |M| scaled by x and summed, a row of vectors at a time (y may be x) */
+static void absmtv(mat M, const double *x, double *y)
+{
+    vd acc[NV];
+    UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
+    for (int i = 0; i < D; i++) {
+        const double a = x[i];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] += a*(vd)((vl)V(M, i)[v] & 0x7fffffffffffffffLL);
+    }
+    for (int j = 0; j < D; j++) y[j] = acc[j >> 3][j & 7];
+}
+
+/* a first-order upper bound on max |R|, R = (I - AG)N - I, for the N of the fast form from C = L^T, the solve X,
+   the multipliers Lm (below the diagonal), the upper factor U (on and above it) and N; NaN when an input is,
+   +inf when deficient (a zeroed Cholesky pivot) [ledger: vp.gram_lu_residual_bound] */
+static double residual_bound(mat G, mat A, mat C, mat X, mat Lm, mat U, mat N, int deficient)
+{
+    if (deficient) return INFINITY;
+    const double gd = gam(D), gn = gam(D + 1), gg = gam(D + 3), gs = gam(3*D + 4);
+    double e[D], v[D], p[D], q[D], s[D], t[D], w[D], r[D];
+    for (int i = 0; i < D; i++) e[i] = 1.0;
+    absmv(X, 0, e, v);  /* v = |X|e */
+    absmtv(C, v, p);
+    absmtv(A, p, q);  /* q = |A||L|v (|A| symmetric) */
+    absmv(C, 0, q, s);  /* |L^T||A||L|v: the bound of |dK|v over 4 gamma_d */
+    absmv(U, 1, v, w);
+    absmv(Lm, 2, w, t);  /* |Lu||Uu|v */
+    for (int i = 0; i < D; i++) s[i] = 4.0*gd*s[i] + gs*t[i];
+    absmtv(C, s, p);
+    absmtv(A, p, r);  /* |A||L|(|dK| + |dS|)|X|e */
+    for (int i = 0; i < D; i++) t[i] = (gd + gn)*q[i] + gn;  /* (|dW||X| + |dN|)e */
+    absmv(C, 0, t, w);
+    absmtv(C, w, p);
+    absmtv(A, p, s);
+    for (int i = 0; i < D; i++) r[i] += t[i] + s[i];  /* (I + |A||L||L^T|) t */
+    absmv(N, 0, e, v);  /* |N|e */
+    absmv(C, 0, v, w);
+    absmtv(C, w, p);
+    for (int i = 0; i < D; i++) {  /* gamma |L||L^T||N|e plus the asymmetry of G: |G - G^T||N|e */
+        double a = 0.0;
+        for (int j = 0; j < D; j++) a += fabs(G[i][j] - G[j][i])*v[j];
+        p[i] = gg*p[i] + a;
+    }
+    absmtv(A, p, s);
+    double m = 0.0;
+    for (int i = 0; i < D; i++) {
+        const double b = r[i] + s[i];
+        if (b != b) return b;
+        if (b > m) m = b;
+    }
+    return 1.001*m;
+}
+
+/* the largest entry of R = (I - AG)N - I computed in full (two d x d products, in W and Bm) */
+static double full_residual(mat G, mat A, mat N, mat W, mat Bm)
+{
+    mul(A, G, W);
+    for (int i = 0; i < D; i++) {
+        UNROLL for (int v = 0; v < NV; v++) V(W, i)[v] = -V(W, i)[v];
+        W[i][i] += 1.0;
+    }
+    mul(W, N, Bm);
+    double m = 0.0;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const double a = fabs(Bm[i][j] - (i == j ? 1.0 : 0.0));
+            if (a != a) return a;
+            if (a > m) m = a;
+        }
+    return m;
+}
+
+"""
