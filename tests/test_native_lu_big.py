@@ -100,9 +100,9 @@ def _probes(d):
 
 @pytest.mark.parametrize("d", [17, 32, 48, 64])
 def test_stage_outputs_and_residual(d):
-    """N is (I + GA)^{-T} within the tolerance, and the residual the stage reports is the true one on the probes
-    (vp.gram_probe_residual): max |R V| of R = (I + GA)^T N - I, which lies between max |R| (in practice) and
-    d max |R|."""
+    """N is (I + GA)^{-T} within the tolerance, and the residual the stage reports is an upper bound on the true
+    max |R| of R = (I + GA)^T N - I (vp.gram_lu_residual_bound, or the full residual where the bound is too large),
+    and never below the probes' max |R V| (vp.gram_probe_residual)."""
     _native_or_skip(d)
     torch.manual_seed(d)
     T = d + 9
@@ -112,11 +112,46 @@ def test_stage_outputs_and_residual(d):
     M = eye + G @ A
     R = M.mT @ N - eye
     Rtrue = R.abs().amax((-2, -1))
-    assert (Rtrue <= EPS32 / 16).all()
+    assert (Rtrue <= EPS32 / 16).all() and (rmax <= EPS32 / 16).all()
     scale = 1 + torch.linalg.matrix_norm(M) * torch.linalg.matrix_norm(N)
+    slack = 16 * d * torch.finfo(F64).eps * scale  # the rounding of R's own evaluation in both places
     on_probes = (R @ _probes(d)).abs().amax((-2, -1))
-    assert ((rmax - on_probes).abs() <= 16 * d * torch.finfo(F64).eps * scale).all()
-    assert (rmax <= d * Rtrue + 16 * d * torch.finfo(F64).eps * scale).all()
+    assert (rmax >= Rtrue - slack).all() and (rmax >= on_probes - slack).all()
+
+
+@pytest.mark.parametrize("d", [17, 32, 64])
+def test_the_bound_is_never_below_the_true_residual(tmp_path, monkeypatch, d):
+    """The bound alone (no fallback) over scales 0.1 to 30: every sample's bound is at least its true residual, and
+    at scale 30 some true residuals exceed the tolerance, which the bound then reports (a check that can fail)."""
+    lib = _build_or_skip(tmp_path / f"d{d}", monkeypatch, d, bound_only=True)
+    torch.manual_seed(100 + d)
+    A = skew64(d, 1.0 / d)
+    eye = torch.eye(d, dtype=F64)
+    seen_bad = 0
+    for s in (0.1, 1.0, 3.0, 30.0):
+        x = s * torch.randn(16, d + 1, d)
+        _, G, N, rmax = _native_lu_big.gram_forward(x, A, library=lib)
+        M = eye + G @ A
+        R = M.mT @ N - eye
+        Rtrue = R.abs().amax((-2, -1))
+        slack = 16 * d * torch.finfo(F64).eps * (1 + torch.linalg.matrix_norm(M) * torch.linalg.matrix_norm(N))
+        assert (rmax >= Rtrue - slack).all()
+        seen_bad += int((Rtrue > EPS32 / 16).sum())
+        assert (~(rmax <= EPS32 / 16))[Rtrue > EPS32 / 16].all()
+    assert seen_bad > 0
+
+
+def test_the_probes_miss_a_residual_orthogonal_to_them():
+    """Why the probes alone are not a certificate: an N perturbed so that R's rows are orthogonal to the eight probes
+    has max |R V| = 0 and max |R| = 1e-6; the stage's accept rule does not rest on the probes (the bound, or the
+    full residual)."""
+    d = 32
+    V = _probes(d)
+    Q, _ = torch.linalg.qr(V, mode="complete")
+    E = Q[:, 8:9] @ Q[:, 8:9].mT  # a projector onto a direction orthogonal to every probe
+    E = 1e-6 * E / E.abs().max()
+    assert float((E @ V).abs().max()) <= 16 * d * torch.finfo(F64).eps * 1e-6
+    assert float(E.abs().max()) == pytest.approx(1e-6)
 
 
 def test_probes_are_signs_and_each_entry_of_a_residual_shows():
