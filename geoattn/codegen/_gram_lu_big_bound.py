@@ -98,6 +98,46 @@ static double residual_bound(mat G, mat A, mat C, mat X, mat Lm, mat U, mat N, i
     return 1.001*m;
 }
 
+/* the second bound, from the measured error of the solve: with N = I + WX + dN and W = AL + dW,
+   R = AL(X - L^TN) + dW X + dN - A dG N exactly [ledger: vp.gram_lu_measured_bound]; X - L^TN is formed (an upper
+   triangular product, d^3 / 2, in Wk) and its rounding bounded by gamma_{d+1}(|X| + |L^T||N|); no term of the
+   LU's backward error appears, so the growth of the elimination does not enter. +inf when deficient. */
+static double measured_bound(mat G, mat A, mat C, mat X, mat N, mat Wk, int deficient)
+{
+    if (deficient) return INFINITY;
+    const double gd = gam(D), gn = gam(D + 1), gg = gam(D + 3);
+    double e[D], v[D], nN[D], lN[D], a[D], p[D], q[D], r[D];
+    mul_n(D, (const double (*)[DP])C, N, Wk, 0, 1);  /* L^T N */
+    for (int i = 0; i < D; i++) {
+        double s = 0.0;
+        for (int j = 0; j < D; j++) s += fabs(X[i][j] - Wk[i][j]);
+        a[i] = s;
+        e[i] = 1.0;
+    }
+    absmv(X, 0, e, v);  /* |X|e */
+    absmv(N, 0, e, nN);  /* |N|e */
+    absmv(C, 0, nN, lN);  /* |L^T||N|e */
+    for (int i = 0; i < D; i++) a[i] += gn*(v[i] + lN[i]);
+    absmtv(C, a, p);
+    absmtv(A, p, r);  /* |A||L||X - L^TN|e */
+    absmtv(C, v, p);
+    absmtv(A, p, q);  /* |A||L||X|e */
+    absmtv(C, lN, p);  /* |L||L^T||N|e */
+    for (int i = 0; i < D; i++) {  /* plus the asymmetry of G: |G - G^T||N|e */
+        double s = 0.0;
+        for (int j = 0; j < D; j++) s += fabs(G[i][j] - G[j][i])*nN[j];
+        p[i] = gg*p[i] + s;
+    }
+    absmtv(A, p, p);
+    double m = 0.0;
+    for (int i = 0; i < D; i++) {
+        const double b = r[i] + (gd + gn)*q[i] + gn + p[i];
+        if (b != b) return b;
+        if (b > m) m = b;
+    }
+    return 1.001*m;
+}
+
 /* the largest entry of R = (I - AG)N - I computed in full (two d x d products, in W and Bm) */
 static double full_residual(mat G, mat A, mat N, mat W, mat Bm)
 {

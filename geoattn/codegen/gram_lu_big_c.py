@@ -335,14 +335,15 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    /* accepted on the bound (vp.gram_lu_residual_bound) where it is within tol, else on the full residual; the
-       probes guard against a departure of the code from the analysed steps (the bound trusts them) */
+    /* accepted on the first bound (vp.gram_lu_residual_bound, 14 d^2) where it is within tol, else on the second
+       (vp.gram_lu_measured_bound, d^3 / 2), else recomputed with pivoting; the probes guard against a departure of
+       the code from the analysed steps (the bounds trust them) */
     const double probe = probe_residual(G, A, N);
     double m = residual_bound(G, A, C, Z, L, Bm, N, deficient);
+    if (!(m <= tol)) m = measured_bound(G, A, C, Z, N, W, deficient);
 #if BOUND_ONLY
-    return m;
+    return BOUND_ONLY == 1 ? residual_bound(G, A, C, Z, L, Bm, N, deficient) : m;
 #endif
-    if (!(m <= tol)) m = full_residual(G, A, N, W, Bm);
     if (probe != probe || probe > m) m = probe;
 #if RETRY
     if (!(m <= tol)) {
@@ -414,7 +415,7 @@ def target_name() -> str:
 
 
 def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool = False, retry: bool = True,
-                                bound_only: bool = False) -> str:
+                                bound_only: int = 0) -> str:
     r"""The C source of the ``d x d`` stage for every ``MIN_DIM <= d <= MAX_DIM`` (the width is the compiler's
     ``-DGEOATTN_D``).
 
@@ -426,15 +427,15 @@ def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool 
         print ``I + K`` in place of ``I - K`` in the fast forward (``vp.gram_lu_woodbury``'s negative control).
     retry : bool
         recompute with partial pivoting the samples whose fast residual fails (``False`` exposes the fast form).
-    bound_only : bool
-        return the a posteriori bound of the fast form as the residual, with no fallback (the measurement of how
-        often the bound alone decides; never for results).
+    bound_only : int
+        1: return the first a posteriori bound of the fast form as the residual; 2: the first, else the second;
+        no pivoted recomputation (the measurement of how often each bound decides; never for results).
 
     Returns
     -------
     str
         the C text.
     """
-    return HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry), bound_only=int(bound_only),
-                         sign="" if negate_backward else "-") + (BODY.replace("{probe}", _probe_table()).replace("{bound}", BOUND) + TOKENS
-                                                                 + ENTRIES)
+    head = HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry),
+                         bound_only=int(bound_only), sign="" if negate_backward else "-")
+    return head + BODY.replace("{probe}", _probe_table()).replace("{bound}", BOUND) + TOKENS + ENTRIES

@@ -72,6 +72,10 @@ SAVED_GRAM = True
 #: the backward reads the incoming gradient at its own strides (geoattn.kernels._gram reads this and does not make
 #: it contiguous): the gradient of out.sum() is a scalar expanded to (B, T, d), 8 MiB at 65,536 tokens of d = 32
 STRIDED_GY = True
+#: the backward writes the per-sample gA into a buffer the caller passes (``gA_out``; geoattn.kernels._gram takes it
+#: from the reusable scratch of geoattn.kernels._native, Note [reused scratch]): a fresh (B, d, d) float64 tensor a
+#: step costs its page faults
+GA_OUT = True
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
 
@@ -158,11 +162,14 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
     B, T, d = x.shape
     lib = _lib(d, x.dtype, library)
     f64 = dict(dtype=torch.float64, device=x.device)
-    if d > FUSED_MAX_DIM:
-        xd = x.double()
+    if d > FUSED_MAX_DIM:  # call-local temporaries from the reusable scratch (Note [reused scratch])
+        xd = _native.scratch(tuple(x.shape), torch.float64).copy_(x)
         G = torch.bmm(xd.transpose(1, 2), xd)
-        N, P, R = stage_forward(G, A, x.dtype, lib)
-        return torch.bmm(x, P.to(x.dtype)), G, N, R
+        Pd = _native.scratch((B, d, d), torch.float64)
+        N, P, R = stage_forward(G, A, x.dtype, lib, P_out=Pd)
+        y = torch.bmm(x, P.to(x.dtype))
+        _native.release(xd, Pd)
+        return y, G, N, R
     y = torch.empty_like(x)
     G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
     tol = torch.tensor([residual_tolerance(x.dtype)], **f64)
@@ -172,12 +179,15 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
 
 
 def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
-                  library: ctypes.CDLL | None = None, G: torch.Tensor | None = None):
+                  library: ctypes.CDLL | None = None, G: torch.Tensor | None = None,
+                  gA_out: torch.Tensor | None = None):
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64
     ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient
     ``gy``, from the forward's ``N`` and float64 Gram matrices ``G`` (computed here in float64 by ``torch.bmm`` when
     not given; the layer passes the forward's, so neither path recomputes them). ``gy`` has ``x``'s shape and dtype
-    and any strides (``STRIDED_GY``): the expanded gradient of ``out.sum()`` is read in place."""
+    and any strides (``STRIDED_GY``): the expanded gradient of ``out.sum()`` is read in place. ``gA_out``, when
+    given, receives ``gA`` (contiguous float64 ``(B, d, d)``; ``GA_OUT``); the stage's call-local ``P`` and ``H``
+    of the unfused path come from the reusable scratch (Note [reused scratch] in :mod:`geoattn.kernels._native`)."""
     _native._check(x, A)
     if gy.shape != x.shape or gy.dtype != x.dtype or gy.device != x.device:
         raise ValueError(f"Expected gy of x's shape {tuple(x.shape)}, dtype {x.dtype} and device {x.device}. Got "
@@ -190,13 +200,20 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
         G = torch.bmm(xd.transpose(1, 2), xd)
     else:
         _check_stage("G", G, B, d)
+    if gA_out is not None:
+        _check_stage("gA_out", gA_out, B, d)
     if d > FUSED_MAX_DIM:
         xt = x.transpose(1, 2)
-        Pbar = torch.bmm(xt, gy).double()
-        P, H, gA = stage_backward(G, Pbar, N, A, x.dtype, lib)
-        return torch.baddbmm(torch.bmm(gy, P.transpose(1, 2).to(x.dtype)), x, H.to(x.dtype)), gA
+        Pt = torch.bmm(xt, gy, out=_native.scratch((B, d, d), x.dtype))
+        taken = [_native.scratch((B, d, d), torch.float64) for _ in range(3)]
+        Pbar = taken.pop().copy_(Pt)
+        _native.release(Pt)
+        P, H, gA = stage_backward(G, Pbar, N, A, x.dtype, lib, out=(*taken, gA_out))
+        gx = torch.baddbmm(torch.bmm(gy, P.transpose(1, 2).to(x.dtype)), x, H.to(x.dtype))
+        _native.release(*taken, Pbar)
+        return gx, gA
     gx = torch.empty_like(x)
-    gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
+    gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device) if gA_out is None else gA_out
     strides = torch.tensor(gy.stride(), dtype=torch.int64)
     _run_checked(_fn(lib, "vp_gram_lu_big_tok_bwd", d, x.dtype), B, T,
                  [(x, True), (gy, True), (strides, False), (G, True), (N, True), (A, False), (gx, True),
@@ -214,15 +231,18 @@ def _check_stage(name: str, t: torch.Tensor, B: int | None, d: int) -> None:
 
 
 def stage_forward(G: torch.Tensor, A: torch.Tensor, dtype: torch.dtype = torch.float32,
-                  library: ctypes.CDLL | None = None):
+                  library: ctypes.CDLL | None = None, P_out: torch.Tensor | None = None):
     """``(N, P, rmax)`` of the ``d x d`` stage alone from float64 Gram matrices ``G`` ``(B, d, d)`` (residuals held
-    to ``dtype``'s eps / 16): the benchmark's split of the kernels' time."""
+    to ``dtype``'s eps / 16): the benchmark's split of the kernels' time. ``P`` is written into ``P_out`` when it
+    is given (contiguous float64 ``(B, d, d)``)."""
     B, d = G.shape[0], G.shape[-1]
     _check_stage("G", G, B, d)
     _check_stage("A", A, None, d)
     lib = _lib(d, dtype, library)
     f64 = dict(dtype=torch.float64, device=G.device)
-    N, P, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
+    N, R = torch.empty(B, d, d, **f64), torch.empty(B, **f64)
+    P = torch.empty(B, d, d, **f64) if P_out is None else P_out
+    _check_stage("P_out", P, B, d)
     tol = torch.tensor([residual_tolerance(dtype)], **f64)
     _native._run(_fn(lib, "vp_gram_lu_big_fwd", d, dtype), B, 0,
                  [(G, True), (A, False), (tol, False), (N, True), (P, True), (R, True)])
@@ -230,14 +250,17 @@ def stage_forward(G: torch.Tensor, A: torch.Tensor, dtype: torch.dtype = torch.f
 
 
 def stage_backward(G: torch.Tensor, Pbar: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
-                   dtype: torch.dtype = torch.float32, library: ctypes.CDLL | None = None):
-    """``(P, H, gA)`` of the backward's ``d x d`` stage alone from float64 ``G``, ``Pbar = x^T Gy`` and ``N``."""
+                   dtype: torch.dtype = torch.float32, library: ctypes.CDLL | None = None, out: tuple = (None,) * 3):
+    """``(P, H, gA)`` of the backward's ``d x d`` stage alone from float64 ``G``, ``Pbar = x^T Gy`` and ``N``,
+    written into the tensors of ``out`` where given (contiguous float64 ``(B, d, d)``; ``None``: a new one)."""
     B, d = G.shape[0], G.shape[-1]
     for name, t in (("G", G), ("Pbar", Pbar), ("N", N)):
         _check_stage(name, t, B, d)
     _check_stage("A", A, None, d)
     lib = _lib(d, dtype, library)
-    P, H, gA = (torch.empty(B, d, d, dtype=torch.float64, device=G.device) for _ in range(3))
+    P, H, gA = (torch.empty(B, d, d, dtype=torch.float64, device=G.device) if o is None else o for o in out)
+    for name, t in zip(("P", "H", "gA"), (P, H, gA)):
+        _check_stage(name, t, B, d)
     _native._run(_fn(lib, "vp_gram_lu_big_bwd", d, dtype), B, 0,
                  [(G, True), (Pbar, True), (N, True), (A, False), (P, True), (H, True), (gA, True)])
     return P, H, gA
