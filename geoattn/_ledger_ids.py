@@ -88,6 +88,7 @@ CLAIMS = {
     "vp.gram_lu_woodbury": ("kernels", "certified"),
     "vp.gram_probe_residual": ("kernels", "checked"),
     "vp.gram_lu_residual_bound": ("kernels", "checked"),
+    "vp.gram_lu_measured_bound": ("kernels", "checked"),
     "vp.gram_exp_closed_quartic": ("kernels", "checked"),
     "vp.gram_exp_closed_quartic_vjp": ("kernels", "certified"),
     "vp.gram_exp_native_truncation": ("kernels", "proved"),

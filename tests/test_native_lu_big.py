@@ -119,11 +119,12 @@ def test_stage_outputs_and_residual(d):
     assert (rmax >= Rtrue - slack).all() and (rmax >= on_probes - slack).all()
 
 
-@pytest.mark.parametrize("d", [17, 32, 64])
-def test_the_bound_is_never_below_the_true_residual(tmp_path, monkeypatch, d):
-    """The bound alone (no fallback) over scales 0.1 to 30: every sample's bound is at least its true residual, and
-    at scale 30 some true residuals exceed the tolerance, which the bound then reports (a check that can fail)."""
-    lib = _build_or_skip(tmp_path / f"d{d}", monkeypatch, d, bound_only=True)
+@pytest.mark.parametrize("d,which", [(17, 1), (32, 1), (64, 1), (17, 2), (64, 2)])
+def test_the_bound_is_never_below_the_true_residual(tmp_path, monkeypatch, d, which):
+    """The first bound alone (which = 1), or the first else the second (2), no pivoted recomputation, over scales
+    0.1 to 30: every sample's bound is at least its true residual, and at scale 30 some true residuals exceed the
+    tolerance, which the bound then reports (a check that can fail)."""
+    lib = _build_or_skip(tmp_path / f"d{d}", monkeypatch, d, bound_only=which)
     torch.manual_seed(100 + d)
     A = skew64(d, 1.0 / d)
     eye = torch.eye(d, dtype=F64)
@@ -351,3 +352,16 @@ def test_probe_residual_claim_and_its_sign_flip():
     assert make_probe_residual_claim().check().level is Level.CHECKED
     wrong = make_probe_residual_claim(+1, "neg.vp_gram_probe_residual_sign", Level.REFUTED).check()
     assert wrong.level is Level.REFUTED
+
+
+def test_residual_bound_claims_and_their_negative_controls():
+    """vp.gram_lu_residual_bound and vp.gram_lu_measured_bound are checked; without the factor AL each is refuted
+    by an exact counterexample."""
+    from geoattn.symbolic.claim import Level
+    from geoattn.symbolic.claims._gram_residual_bound import make_measured_bound_claim, make_residual_bound_claim
+
+    assert make_residual_bound_claim().check().level is Level.CHECKED
+    assert make_measured_bound_claim().check().level is Level.CHECKED
+    for make in (make_residual_bound_claim, make_measured_bound_claim):
+        wrong = make(False, "neg.vp_gram_bound_no_factor", Level.REFUTED).check()
+        assert wrong.level is Level.REFUTED and wrong.counterexample is not None

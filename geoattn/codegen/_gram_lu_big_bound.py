@@ -18,6 +18,12 @@ Cholesky factor has a zeroed pivot (a rank-deficient ``G``) gets ``+inf``: the a
 What it guarantees: an upper bound on ``max |R|`` for the ``N`` the fast form computes, provided the code
 performs the analysed operations; it does not read ``N`` entry by entry (only ``|N|e``), so it says nothing
 about an ``N`` altered after the fact.
+
+Where this bound exceeds the tolerance, a second one (``measured_bound``, ledger ``vp.gram_lu_measured_bound``)
+forms :math:`X - L^TN` (an upper triangular product, ``d^3 / 2``) and bounds the rest,
+:math:`|R| \le |A||L|(|X - L^TN| + \gamma_{d+1}(|X| + |L^T||N|)) + (\gamma_d + \gamma_{d+1})|A||L||X| +
+\gamma_{d+1} + \gamma_{d+3}|A||L||L^T||N|` (times ``e``, plus the asymmetry term): the elimination's growth, the
+first bound's largest term at ``d = 64``, does not enter.
 """
 
 from __future__ import annotations

@@ -9,11 +9,15 @@ overhead):
 * forward (``vp_gram_lu_big_fwd``): the Cholesky factor ``L`` of ``Gram`` (a column set to zero where its pivot is
   not positive), ``V = AL``, the skew ``K = L^TV``, the LU factors of ``I - K`` without pivoting (every pivot is at
   least 1: its symmetric part is ``I``), ``N = I + V(I - K)^{-1}L^T`` (ledger ``vp.gram_lu_woodbury``), ``P = 2N - I``
-  and the largest entry of the residual :math:`R = (I + GA)^TN - I` on eight fixed sign vectors, :math:`|RV|`
-  (NaN when one is; ``V`` from :func:`probe_signs`, ledger ``vp.gram_probe_residual``: three matrix-vector passes
-  in place of the two ``d x d`` products of ``R``); a sample whose probe residual exceeds the token type's tolerance
-  (``eps / 16``, as :func:`geoattn.kernels._gram.residual_tolerance`) or is NaN is recomputed by an LU with partial
-  pivoting of :math:`M^T = I - AG`, whose ``N`` and probe residual it returns;
+  and an upper bound on the largest entry of the residual :math:`R = (I + GA)^TN - I`: a first-order a posteriori
+  bound from the steps' backward errors (``14 d^2``, ledger ``vp.gram_lu_residual_bound``), where that exceeds the
+  token type's tolerance (``eps / 16``, as :func:`geoattn.kernels._gram.residual_tolerance`) a second one from the
+  measured error of the solve (``d^3 / 2``, ``vp.gram_lu_measured_bound``; both in
+  :mod:`geoattn.codegen._gram_lu_big_bound`), and never less than :math:`\max|RV|` on eight fixed sign vectors
+  (``V`` from :func:`probe_signs`, ``vp.gram_probe_residual``: a guard against a departure of the code from the
+  analysed steps, which the bounds trust); a sample whose value exceeds the tolerance or is NaN is recomputed by an
+  LU with partial pivoting of :math:`M^T = I - AG`, whose ``N`` and full residual (``2 d^3``; at least the probes')
+  it returns;
 * backward (``vp_gram_lu_big_bwd``): :math:`\bar M = -2N\bar P^TN`, :math:`H = A\bar M^T - \bar MA`, the
   per-sample :math:`G\bar M` and ``P = 2N - I`` (ledger ``vp.gram_lu_vjp``).
 

@@ -1,4 +1,5 @@
-r"""The claim ``vp.gram_lu_residual_bound``: the exact split of the wide stage's residual into its rounding errors.
+r"""The claims ``vp.gram_lu_residual_bound`` and ``vp.gram_lu_measured_bound``: the exact splits of the wide
+stage's residual into its rounding errors.
 
 The native ``d x d`` stage for ``17 <= d <= 64`` (:mod:`geoattn.codegen._gram_lu_big_bound`) accepts a sample's
 ``N`` on an a posteriori bound of :math:`\max|R|`, :math:`R = (I - AG)N - I`, built from the standard bounds on
@@ -11,6 +12,12 @@ with :math:`G = LL^T + dG`, :math:`K = L^TAL`, ``X`` solving :math:`(I - K - dK 
 It is checked here as a polynomial identity with ``dS X`` replaced by :math:`L^T - (I - K')X` (the solve's
 equation), at symbolic ``d = 2`` and ``3`` entries; the negative control drops the factor ``AL`` from the first
 term (the bound "without the factor from F"), refuted by an exact counterexample.
+
+The second claim, ``vp.gram_lu_measured_bound``, keeps the solve's error as the measured matrix :math:`X - L^TN`:
+
+.. math:: R = AL(X - L^TN) + dW\,X + dN - A\,dG\,N ,
+
+so the growth of the elimination does not enter; its negative control drops ``AL`` likewise.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from ..claim import Claim, Level
 from ..strategies import MatrixIdentity
 from ._common import Policy, at_sizes
 
-__all__ = ["split_identity", "make_residual_bound_claim"]
+__all__ = ["split_identity", "make_residual_bound_claim", "measured_identity", "make_measured_bound_claim"]
 
 
 def split_identity(with_factor: bool = True) -> MatrixIdentity:
@@ -73,4 +80,48 @@ def make_residual_bound_claim(with_factor: bool = True, claim_id: str = "vp.gram
         notes="The identity is polynomial in the entries and uses no property of A beyond its being square (skew "
         "is the case used); the bound itself (first order in u, the step bounds of the module docstring of "
         "geoattn.codegen._gram_lu_big_bound) is measured against the true residual in tests/test_native_lu_big.py.",
+    )
+
+
+def measured_identity(with_factor: bool = True) -> MatrixIdentity:
+    r"""``R - (AL(X - L^TN) + dW X + dN - A dG N)`` with ``G = LL^T + dG`` and ``N = I + (AL + dW)X + dN`` for
+    symbolic skew ``A`` and general ``L``, ``X`` and errors; ``with_factor=False`` drops ``AL`` (negative control)."""
+
+    def residual(size, Am, L, X, dW, dN, dG):
+        eye = sp.eye(size["d"])
+        N = eye + (Am * L + dW) * X + dN
+        R = (eye - Am * (L * L.T + dG)) * N - eye
+        measured = X - L.T * N
+        split = (Am * L * measured if with_factor else measured) + dW * X + dN - Am * dG * N
+        return (R - split).applyfunc(sp.expand)
+
+    def variables(s):
+        d = s["d"]
+        return {"Am": alg.skew("a", d), **{n: alg.general(n.lower(), d, d) for n in ("L", "X", "dW", "dN", "dG")}}
+
+    return MatrixIdentity("R - [AL(X - L^T N) + dW X + dN - A dG N]" if with_factor else
+                          "R - [(X - L^T N) + dW X + dN - A dG N]", variables=variables, residual=residual)
+
+
+def make_measured_bound_claim(with_factor: bool = True, claim_id: str = "vp.gram_lu_measured_bound",
+                              expected: Level = Level.CHECKED) -> Claim:
+    """The claim of the second bound; ``with_factor=False`` is the negative control (expected ``Level.REFUTED``)."""
+    return Claim(
+        id=claim_id,
+        title="the wide d x d stage's residual from the measured error of its solve",
+        statement="With G = L L^T + dG and N = I + (A L + dW) X + dN: (I - A G) N - I = A L (X - L^T N) + dW X + dN "
+        "- A dG N, for skew A and any L, X and error matrices; the native stage for 17 <= d <= 64 forms X - L^T N "
+        "(an upper triangular product) and bounds the other terms by their steps' backward errors.",
+        latex=r"(I - AG)N - I = AL(X - L^TN) + dW\,X + dN - A\,dG\,N",
+        source="kernels of geoattn.kernels._native_lu_big (geoattn.codegen._gram_lu_big_bound, measured_bound)",
+        expected=expected,
+        checker=Policy(
+            identity=measured_identity(with_factor),
+            search=at_sizes({"d": 2}),
+            points=1,
+            exact=at_sizes({"d": 2}, {"d": 3}),
+            exact_method="exact symbolic identity at d = 2, 3 (symbolic skew A and general L, X and errors)",
+        ),
+        notes="No term of the LU's backward error appears: the solve's error is measured, so the growth of the "
+        "elimination without pivoting does not enter the bound (it does in vp.gram_lu_residual_bound).",
     )
