@@ -63,6 +63,9 @@ HEADER = """/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{{-T}} - x
 #define KSIGN {ksign}
 #define RETRY {retry}
 #define BOUND_ONLY {bound_only}
+#ifndef FIRST_BOUND
+#define FIRST_BOUND {first_bound}
+#endif
 #define MBAR_SCALE ({sign}2.0)
 #if defined(GEOATTN_F32)
 typedef float real_t;
@@ -343,7 +346,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
        (vp.gram_lu_measured_bound, d^3 / 2), else recomputed with pivoting; the probes guard against a departure of
        the code from the analysed steps (the bounds trust them) */
     const double probe = probe_residual(G, A, N);
-    double m = residual_bound(G, A, C, Z, L, Bm, N, deficient);
+    double m = FIRST_BOUND ? residual_bound(G, A, C, Z, L, Bm, N, deficient) : INFINITY;
     if (!(m <= tol)) m = measured_bound(G, A, C, Z, N, W, deficient);
 #if BOUND_ONLY
     return BOUND_ONLY == 1 ? residual_bound(G, A, C, Z, L, Bm, N, deficient) : m;
@@ -441,5 +444,5 @@ def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool 
         the C text.
     """
     head = HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry),
-                         bound_only=int(bound_only), sign="" if negate_backward else "-")
+                         bound_only=int(bound_only), first_bound=1, sign="" if negate_backward else "-")
     return head + BODY.replace("{probe}", _probe_table()).replace("{bound}", BOUND) + TOKENS + ENTRIES

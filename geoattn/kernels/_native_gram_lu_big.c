@@ -19,6 +19,9 @@
 #define KSIGN -
 #define RETRY 1
 #define BOUND_ONLY 0
+#ifndef FIRST_BOUND
+#define FIRST_BOUND 1
+#endif
 #define MBAR_SCALE (-2.0)
 #if defined(GEOATTN_F32)
 typedef float real_t;
@@ -295,28 +298,77 @@ static double gam(int k)
     return k*u/(1.0 - k*u);
 }
 
-/* y = |M| x (x, y distinct), row i over columns part 0: all, 1: k >= i (an upper factor), 2: k < i plus x_i
-   (a unit lower factor whose multipliers lie below the diagonal) */
-static void absmv(mat M, int part, const double *restrict x, double *restrict y)
+/* the lane indices of a vector of eight doubles */
+static const vl IOTA = {0, 1, 2, 3, 4, 5, 6, 7};
+#define ABS(x) ((vd)((vl)(x) & 0x7fffffffffffffffLL))
+
+static double hsum_n(const double *x)
 {
-    for (int i = 0; i < D; i++) {
-        double s = part == 2 ? x[i] : 0.0;
-        const int lo = part == 1 ? i : 0, hi = part == 2 ? i : D;
-        for (int k = lo; k < hi; k++) s += fabs(M[i][k])*x[k];
-        y[i] = s;
-    }
+    double s = 0.0;
+    for (int i = 0; i < D; i++) s += x[i];
+    return s;
 }
 
-/* y = |M|^T x: the rows of |M| scaled by x and summed, a row of vectors at a time (y may be x) */
+static double hsum(vd a)
+{
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* y = |M| x (x, y of DP entries, zero past D, distinct), row i over columns part 0: all, 1: k >= i (an upper
+   factor), 2: k < i plus x_i (a unit lower factor whose multipliers lie below the diagonal); the other entries are
+   masked out bitwise (whatever they hold) */
+static void absmv(mat M, int part, const double *restrict x, double *restrict y)
+{
+    const vd *xv = (const vd *)x;
+    for (int i = 0; i < D; i++) {
+        vd acc = (vd){0};
+        UNROLL for (int v = 0; v < NV; v++) {
+            vd m = ABS(V(M, i)[v]);
+            if (part) {
+                const vl j = IOTA + 8*v;
+                const vl keep = part == 1 ? (j >= i) : (j < i);
+                m = (vd)((vl)m & keep);
+            }
+            acc += m*xv[v];
+        }
+        y[i] = hsum(acc) + (part == 2 ? x[i] : 0.0);
+    }
+    for (int i = D; i < DP; i++) y[i] = 0.0;
+}
+
+/* y = |M|^T x: the rows of |M| scaled by x and summed, a row of vectors at a time (y may be x; zero past D) */
 static void absmtv(mat M, const double *x, double *y)
 {
     vd acc[NV];
     UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
     for (int i = 0; i < D; i++) {
         const double a = x[i];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] += a*(vd)((vl)V(M, i)[v] & 0x7fffffffffffffffLL);
+        UNROLL for (int v = 0; v < NV; v++) acc[v] += a*ABS(V(M, i)[v]);
     }
-    for (int j = 0; j < D; j++) y[j] = acc[j >> 3][j & 7];
+    UNROLL for (int v = 0; v < NV; v++) ((vd *)y)[v] = acc[v];
+}
+
+/* the largest |G_ij - G_ji| (zero for the fused kernels' Gram matrices, symmetric by construction) */
+static double asymmetry(mat G)
+{
+    double m = 0.0;
+    for (int i = 0; i < D; i++)
+        for (int j = i + 1; j < D; j++) {
+            const double a = fabs(G[i][j] - G[j][i]);
+            m = a > m || a != a ? a : m;
+        }
+    return m;
+}
+
+/* sum_j |X_ij - Y_ij| for each row i into y (zero past D) */
+static void absdiff_rows(mat X, mat Y, double *y)
+{
+    for (int i = 0; i < D; i++) {
+        vd acc = (vd){0};
+        UNROLL for (int v = 0; v < NV; v++) acc += ABS(V(X, i)[v] - V(Y, i)[v]);
+        y[i] = hsum(acc);
+    }
+    for (int i = D; i < DP; i++) y[i] = 0.0;
 }
 
 /* a first-order upper bound on max |R|, R = (I - AG)N - I, for the N of the fast form from C = L^T, the solve X,
@@ -326,18 +378,20 @@ static double residual_bound(mat G, mat A, mat C, mat X, mat Lm, mat U, mat N, i
 {
     if (deficient) return INFINITY;
     const double gd = gam(D), gn = gam(D + 1), gg = gam(D + 3), gs = gam(3*D + 4);
-    double e[D], v[D], p[D], q[D], s[D], t[D], w[D], r[D];
-    for (int i = 0; i < D; i++) e[i] = 1.0;
+    double e[DP] __attribute__((aligned(64))), v[DP] __attribute__((aligned(64))), p[DP] __attribute__((aligned(64)));
+    double q[DP] __attribute__((aligned(64))), s[DP] __attribute__((aligned(64))), t[DP] __attribute__((aligned(64)));
+    double w[DP] __attribute__((aligned(64))), r[DP] __attribute__((aligned(64)));
+    for (int i = 0; i < DP; i++) e[i] = i < D ? 1.0 : 0.0;
     absmv(X, 0, e, v);  /* v = |X|e */
     absmtv(C, v, p);
     absmtv(A, p, q);  /* q = |A||L|v (|A| symmetric) */
     absmv(C, 0, q, s);  /* |L^T||A||L|v: the bound of |dK|v over 4 gamma_d */
     absmv(U, 1, v, w);
     absmv(Lm, 2, w, t);  /* |Lu||Uu|v */
-    for (int i = 0; i < D; i++) s[i] = 4.0*gd*s[i] + gs*t[i];
+    for (int i = 0; i < DP; i++) s[i] = 4.0*gd*s[i] + gs*t[i];
     absmtv(C, s, p);
     absmtv(A, p, r);  /* |A||L|(|dK| + |dS|)|X|e */
-    for (int i = 0; i < D; i++) t[i] = (gd + gn)*q[i] + gn;  /* (|dW||X| + |dN|)e */
+    for (int i = 0; i < DP; i++) t[i] = i < D ? (gd + gn)*q[i] + gn : 0.0;  /* (|dW||X| + |dN|)e */
     absmv(C, 0, t, w);
     absmtv(C, w, p);
     absmtv(A, p, s);
@@ -345,11 +399,8 @@ static double residual_bound(mat G, mat A, mat C, mat X, mat Lm, mat U, mat N, i
     absmv(N, 0, e, v);  /* |N|e */
     absmv(C, 0, v, w);
     absmtv(C, w, p);
-    for (int i = 0; i < D; i++) {  /* gamma |L||L^T||N|e plus the asymmetry of G: |G - G^T||N|e */
-        double a = 0.0;
-        for (int j = 0; j < D; j++) a += fabs(G[i][j] - G[j][i])*v[j];
-        p[i] = gg*p[i] + a;
-    }
+    const double ga = asymmetry(G)*hsum_n(v);
+    for (int i = 0; i < DP; i++) p[i] = i < D ? gg*p[i] + ga : 0.0;  /* plus max|G - G^T| (sum |N|e) >= |G - G^T||N|e */
     absmtv(A, p, s);
     double m = 0.0;
     for (int i = 0; i < D; i++) {
@@ -368,28 +419,23 @@ static double measured_bound(mat G, mat A, mat C, mat X, mat N, mat Wk, int defi
 {
     if (deficient) return INFINITY;
     const double gd = gam(D), gn = gam(D + 1), gg = gam(D + 3);
-    double e[D], v[D], nN[D], lN[D], a[D], p[D], q[D], r[D];
+    double e[DP] __attribute__((aligned(64))), v[DP] __attribute__((aligned(64))), nN[DP] __attribute__((aligned(64)));
+    double lN[DP] __attribute__((aligned(64))), a[DP] __attribute__((aligned(64))), p[DP] __attribute__((aligned(64)));
+    double q[DP] __attribute__((aligned(64))), r[DP] __attribute__((aligned(64)));
     mul_n(D, (const double (*)[DP])C, N, Wk, 0, 1);  /* L^T N */
-    for (int i = 0; i < D; i++) {
-        double s = 0.0;
-        for (int j = 0; j < D; j++) s += fabs(X[i][j] - Wk[i][j]);
-        a[i] = s;
-        e[i] = 1.0;
-    }
+    absdiff_rows(X, Wk, a);  /* |X - L^TN|e as formed */
+    for (int i = 0; i < DP; i++) e[i] = i < D ? 1.0 : 0.0;
     absmv(X, 0, e, v);  /* |X|e */
     absmv(N, 0, e, nN);  /* |N|e */
     absmv(C, 0, nN, lN);  /* |L^T||N|e */
-    for (int i = 0; i < D; i++) a[i] += gn*(v[i] + lN[i]);
+    for (int i = 0; i < DP; i++) a[i] += gn*(v[i] + lN[i]);
     absmtv(C, a, p);
     absmtv(A, p, r);  /* |A||L||X - L^TN|e */
     absmtv(C, v, p);
     absmtv(A, p, q);  /* |A||L||X|e */
     absmtv(C, lN, p);  /* |L||L^T||N|e */
-    for (int i = 0; i < D; i++) {  /* plus the asymmetry of G: |G - G^T||N|e */
-        double s = 0.0;
-        for (int j = 0; j < D; j++) s += fabs(G[i][j] - G[j][i])*nN[j];
-        p[i] = gg*p[i] + s;
-    }
+    const double ga = asymmetry(G)*hsum_n(nN);
+    for (int i = 0; i < DP; i++) p[i] = i < D ? gg*p[i] + ga : 0.0;  /* plus max|G - G^T| (sum |N|e) */
     absmtv(A, p, p);
     double m = 0.0;
     for (int i = 0; i < D; i++) {
@@ -497,7 +543,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
        (vp.gram_lu_measured_bound, d^3 / 2), else recomputed with pivoting; the probes guard against a departure of
        the code from the analysed steps (the bounds trust them) */
     const double probe = probe_residual(G, A, N);
-    double m = residual_bound(G, A, C, Z, L, Bm, N, deficient);
+    double m = FIRST_BOUND ? residual_bound(G, A, C, Z, L, Bm, N, deficient) : INFINITY;
     if (!(m <= tol)) m = measured_bound(G, A, C, Z, N, W, deficient);
 #if BOUND_ONLY
     return BOUND_ONLY == 1 ? residual_bound(G, A, C, Z, L, Bm, N, deficient) : m;
