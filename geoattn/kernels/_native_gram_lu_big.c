@@ -18,10 +18,7 @@
 #define D GEOATTN_D
 #define KSIGN -
 #define RETRY 1
-#define BOUND_ONLY 0
-#ifndef FIRST_BOUND
-#define FIRST_BOUND 1
-#endif
+#define PERTURB 0
 #define MBAR_SCALE (-2.0)
 #if defined(GEOATTN_F32)
 typedef float real_t;
@@ -49,75 +46,6 @@ typedef long long vl __attribute__((vector_size(64), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define V(M, i) ((vd *)(M)[i])
 #define UNROLL _Pragma("GCC unroll 8")
-/* the residual check's probes: entry k of eight sign vectors in row k (geoattn.codegen.gram_lu_big_c.probe_signs) */
-static const double PROBE[64][8] __attribute__((aligned(64))) = {
-    {1.0, -1.0, -1.0, 1.0, -1.0, -1.0, -1.0, 1.0},
-    {1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0},
-    {-1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
-    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
-    {1.0, -1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0},
-    {1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
-    {1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0, -1.0},
-    {1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
-    {1.0, -1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
-    {1.0, 1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
-    {-1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
-    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
-    {1.0, -1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
-    {1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
-    {1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
-    {1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, -1.0},
-    {-1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
-    {-1.0, -1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
-    {1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
-    {1.0, 1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0, -1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0},
-    {-1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
-    {1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
-    {1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, 1.0},
-    {-1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
-    {1.0, 1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
-    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0},
-    {-1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0},
-    {-1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
-    {-1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0},
-    {-1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
-    {1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
-    {-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
-    {1.0, 1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
-    {-1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0},
-    {-1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
-    {1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
-    {1.0, 1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
-    {1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
-    {-1.0, 1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0}
-};
-#define PV(k) (*(const vd *)PROBE[k])
-
 /* S (D x D, row-major) into M, zero padded; transposed when t */
 static void load(const double *restrict S, int t, mat M)
 {
@@ -213,52 +141,6 @@ static void load_tokens(const real_t *restrict S, int n, double (*restrict X)[DP
     }
 }
 
-/* y = M x for eight vectors at once (x, y of D rows of eight lanes), four rows of y at a time (four independent
-   sums); y may be x: every row of y is written after all of x is read (y is kept in a local array first) */
-static void matvec(mat M, const vd *x, vd *y)
-{
-    vd out[D];
-    int i = 0;
-    for (; i + 4 <= D; i += 4) {
-        vd a0 = (vd){0}, a1 = (vd){0}, a2 = (vd){0}, a3 = (vd){0};
-        for (int k = 0; k < D; k++) {
-            const vd v = x[k];
-            a0 += M[i][k]*v; a1 += M[i + 1][k]*v; a2 += M[i + 2][k]*v; a3 += M[i + 3][k]*v;
-        }
-        out[i] = a0; out[i + 1] = a1; out[i + 2] = a2; out[i + 3] = a3;
-    }
-    for (; i < D; i++) {
-        vd a = (vd){0};
-        for (int k = 0; k < D; k++) a += M[i][k]*x[k];
-        out[i] = a;
-    }
-    for (int r = 0; r < D; r++) y[r] = out[r];
-}
-
-/* the largest |R V| with R = (I - A G) N - I and V the D x 8 table PROBE of signs, NaN when one entry is (sign bits
-   cleared, masks blended): three matrix-vector passes of eight lanes, U = N V, W = A (G U), R V = U - W - V, in place
-   of the two d x d products of R itself [ledger: vp.gram_probe_residual] */
-static double probe_residual(mat G, mat A, mat N)
-{
-    vd U[D], W[D];
-    matvec(N, (const vd *)PROBE, U);
-    matvec(G, U, W);
-    matvec(A, W, W);  /* A (G U), in place: matvec reads all of its x before it writes y */
-    vd m = (vd){0};
-    for (int i = 0; i < D; i++) {
-        const vd acc = U[i] - W[i] - PV(i);
-        const vd a = (vd)((vl)acc & 0x7fffffffffffffffLL);
-        const vl take = (a > m) | (a != a);
-        m = (vd)(((vl)a & take) | ((vl)m & ~take));
-    }
-    double r = 0.0;
-    for (int l = 0; l < 8; l++) {
-        if (m[l] != m[l]) return m[l];
-        if (m[l] > r) r = m[l];
-    }
-    return r;
-}
-
 /* N = MT^{-1} by an LU with partial pivoting (a zero pivot leaves non-finite entries, which the residual sees) */
 static void pivoted(mat MT, mat N)
 {
@@ -298,8 +180,6 @@ static double gam(int k)
     return k*u/(1.0 - k*u);
 }
 
-/* the lane indices of a vector of eight doubles */
-static const vl IOTA = {0, 1, 2, 3, 4, 5, 6, 7};
 #define ABS(x) ((vd)((vl)(x) & 0x7fffffffffffffffLL))
 
 static double hsum_n(const double *x)
@@ -314,24 +194,14 @@ static double hsum(vd a)
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-/* y = |M| x (x, y of DP entries, zero past D, distinct), row i over columns part 0: all, 1: k >= i (an upper
-   factor), 2: k < i plus x_i (a unit lower factor whose multipliers lie below the diagonal); the other entries are
-   masked out bitwise (whatever they hold) */
-static void absmv(mat M, int part, const double *restrict x, double *restrict y)
+/* y = |M| x (x, y of DP entries, zero past D, distinct) */
+static void absmv(mat M, const double *restrict x, double *restrict y)
 {
     const vd *xv = (const vd *)x;
     for (int i = 0; i < D; i++) {
         vd acc = (vd){0};
-        UNROLL for (int v = 0; v < NV; v++) {
-            vd m = ABS(V(M, i)[v]);
-            if (part) {
-                const vl j = IOTA + 8*v;
-                const vl keep = part == 1 ? (j >= i) : (j < i);
-                m = (vd)((vl)m & keep);
-            }
-            acc += m*xv[v];
-        }
-        y[i] = hsum(acc) + (part == 2 ? x[i] : 0.0);
+        UNROLL for (int v = 0; v < NV; v++) acc += ABS(V(M, i)[v])*xv[v];
+        y[i] = hsum(acc);
     }
     for (int i = D; i < DP; i++) y[i] = 0.0;
 }
@@ -371,47 +241,8 @@ static void absdiff_rows(mat X, mat Y, double *y)
     for (int i = D; i < DP; i++) y[i] = 0.0;
 }
 
-/* a first-order upper bound on max |R|, R = (I - AG)N - I, for the N of the fast form from C = L^T, the solve X,
-   the multipliers Lm (below the diagonal), the upper factor U (on and above it) and N; NaN when an input is,
-   +inf when deficient (a zeroed Cholesky pivot) [ledger: vp.gram_lu_residual_bound] */
-static double residual_bound(mat G, mat A, mat C, mat X, mat Lm, mat U, mat N, int deficient)
-{
-    if (deficient) return INFINITY;
-    const double gd = gam(D), gn = gam(D + 1), gg = gam(D + 3), gs = gam(3*D + 4);
-    double e[DP] __attribute__((aligned(64))), v[DP] __attribute__((aligned(64))), p[DP] __attribute__((aligned(64)));
-    double q[DP] __attribute__((aligned(64))), s[DP] __attribute__((aligned(64))), t[DP] __attribute__((aligned(64)));
-    double w[DP] __attribute__((aligned(64))), r[DP] __attribute__((aligned(64)));
-    for (int i = 0; i < DP; i++) e[i] = i < D ? 1.0 : 0.0;
-    absmv(X, 0, e, v);  /* v = |X|e */
-    absmtv(C, v, p);
-    absmtv(A, p, q);  /* q = |A||L|v (|A| symmetric) */
-    absmv(C, 0, q, s);  /* |L^T||A||L|v: the bound of |dK|v over 4 gamma_d */
-    absmv(U, 1, v, w);
-    absmv(Lm, 2, w, t);  /* |Lu||Uu|v */
-    for (int i = 0; i < DP; i++) s[i] = 4.0*gd*s[i] + gs*t[i];
-    absmtv(C, s, p);
-    absmtv(A, p, r);  /* |A||L|(|dK| + |dS|)|X|e */
-    for (int i = 0; i < DP; i++) t[i] = i < D ? (gd + gn)*q[i] + gn : 0.0;  /* (|dW||X| + |dN|)e */
-    absmv(C, 0, t, w);
-    absmtv(C, w, p);
-    absmtv(A, p, s);
-    for (int i = 0; i < D; i++) r[i] += t[i] + s[i];  /* (I + |A||L||L^T|) t */
-    absmv(N, 0, e, v);  /* |N|e */
-    absmv(C, 0, v, w);
-    absmtv(C, w, p);
-    const double ga = asymmetry(G)*hsum_n(v);
-    for (int i = 0; i < DP; i++) p[i] = i < D ? gg*p[i] + ga : 0.0;  /* plus max|G - G^T| (sum |N|e) >= |G - G^T||N|e */
-    absmtv(A, p, s);
-    double m = 0.0;
-    for (int i = 0; i < D; i++) {
-        const double b = r[i] + s[i];
-        if (b != b) return b;
-        if (b > m) m = b;
-    }
-    return 1.001*m;
-}
-
-/* the second bound, from the measured error of the solve: with N = I + WX + dN and W = AL + dW,
+/* an upper bound on max |R| (first order in u) from the measured error of the solve: with N = I + WX + dN and
+   W = AL + dW,
    R = AL(X - L^TN) + dW X + dN - A dG N exactly [ledger: vp.gram_lu_measured_bound]; X - L^TN is formed (an upper
    triangular product, d^3 / 2, in Wk) and its rounding bounded by gamma_{d+1}(|X| + |L^T||N|); no term of the
    LU's backward error appears, so the growth of the elimination does not enter. +inf when deficient. */
@@ -425,9 +256,9 @@ static double measured_bound(mat G, mat A, mat C, mat X, mat N, mat Wk, int defi
     mul_n(D, (const double (*)[DP])C, N, Wk, 0, 1);  /* L^T N */
     absdiff_rows(X, Wk, a);  /* |X - L^TN|e as formed */
     for (int i = 0; i < DP; i++) e[i] = i < D ? 1.0 : 0.0;
-    absmv(X, 0, e, v);  /* |X|e */
-    absmv(N, 0, e, nN);  /* |N|e */
-    absmv(C, 0, nN, lN);  /* |L^T||N|e */
+    absmv(X, e, v);  /* |X|e */
+    absmv(N, e, nN);  /* |N|e */
+    absmv(C, nN, lN);  /* |L^T||N|e */
     for (int i = 0; i < DP; i++) a[i] += gn*(v[i] + lN[i]);
     absmtv(C, a, p);
     absmtv(A, p, r);  /* |A||L||X - L^TN|e */
@@ -467,10 +298,10 @@ static double full_residual(mat G, mat A, mat N, mat W, mat Bm)
 
 
 /* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the largest entry of
-   the residual on the probes; the pivoted form where it exceeds tol or is NaN */
+   the bound on its residual; the pivoted form where that exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
-    mat Z, L, W, Bm, C;  /* L holds L^T A, then the multipliers of the elimination; C = L^T */
+    mat Z, L, W, Bm, C;  /* L holds L^T A; C = L^T */
     double rinv[D];
     int deficient = 0;
     for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
@@ -507,7 +338,6 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
         rinv[k] = rk;
         for (int i = k + 1; i < D; i++) {
             const double f = Bm[i][k]*rk;
-            L[i][k] = f;
             for (int v = k >> 3; v < NV; v++) V(Bm, i)[v] -= f*V(Bm, k)[v];
             UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] -= f*V(Z, k)[v];
         }
@@ -539,16 +369,10 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    /* accepted on the first bound (vp.gram_lu_residual_bound, 14 d^2) where it is within tol, else on the second
-       (vp.gram_lu_measured_bound, d^3 / 2), else recomputed with pivoting; the probes guard against a departure of
-       the code from the analysed steps (the bounds trust them) */
-    const double probe = probe_residual(G, A, N);
-    double m = FIRST_BOUND ? residual_bound(G, A, C, Z, L, Bm, N, deficient) : INFINITY;
-    if (!(m <= tol)) m = measured_bound(G, A, C, Z, N, W, deficient);
-#if BOUND_ONLY
-    return BOUND_ONLY == 1 ? residual_bound(G, A, C, Z, L, Bm, N, deficient) : m;
+#if PERTURB
+    perturb(N);
 #endif
-    if (probe != probe || probe > m) m = probe;
+    double m = measured_bound(G, A, C, Z, N, W, deficient);  /* vp.gram_lu_measured_bound */
 #if RETRY
     if (!(m <= tol)) {
         mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
@@ -557,9 +381,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
             Bm[i][i] += 1.0;
         }
         pivoted(Bm, N);
-        const double pr = probe_residual(G, A, N);
         m = full_residual(G, A, N, W, Bm);
-        if (pr != pr || pr > m) m = pr;
     }
 #endif
     for (int i = 0; i < D; i++) {
