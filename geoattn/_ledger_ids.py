@@ -86,7 +86,7 @@ CLAIMS = {
     "vp.gram_exp_closed_form_vjp": ("kernels", "checked"),
     "vp.gram_lu_vjp": ("kernels", "certified"),
     "vp.gram_lu_woodbury": ("kernels", "certified"),
-    "vp.gram_probe_residual": ("kernels", "checked"),
+    "vp.gram_lu_measured_bound": ("kernels", "checked"),
     "vp.gram_exp_closed_quartic": ("kernels", "checked"),
     "vp.gram_exp_closed_quartic_vjp": ("kernels", "certified"),
     "vp.gram_exp_native_truncation": ("kernels", "proved"),

@@ -142,7 +142,8 @@ def test_ledger_order_is_pinned():
     assert kernels[-21:] == ["vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp", "vp.gram_closed_form",
                              "vp.gram_closed_form_vjp", "vp.gram_exp_vjp", "vp.gram_exp_closed_form",
                              "vp.gram_exp_closed_form_vjp", "vp.gram_lu_vjp", "vp.gram_lu_woodbury",
-                             "vp.gram_probe_residual", "vp.gram_exp_closed_quartic", "vp.gram_exp_closed_quartic_vjp",
+                             "vp.gram_lu_measured_bound",
+                             "vp.gram_exp_closed_quartic", "vp.gram_exp_closed_quartic_vjp",
                              "vp.gram_exp_native_truncation", "vp.gram_exp_native_reverse", "vp_lower.offdiag_blocks",
                              "vp_lower.merge", "exp_action.chebyshev_recurrence", "exp_action.truncation_bound",
                              "exp_skew.hodge_vjp", "exp_skew.hodge_vjp_series"]

@@ -4,6 +4,8 @@ autograd, gradcheck, rank-deficient windows, batch independence, thread splits a
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 
@@ -95,14 +97,15 @@ def test_wide_layers_with_batched_token_products_match_the_float64_full_form(d, 
 
 
 def _probes(d):
-    return torch.tensor(gram_lu_big_c.probe_signs()[:d], dtype=F64)
+    """The eight fixed sign vectors of the former residual check (seed 20240917), ``d x 8``."""
+    rng = random.Random(20240917)
+    return torch.tensor([[rng.choice((1, -1)) for _ in range(8)] for _ in range(64)][:d], dtype=F64)
 
 
 @pytest.mark.parametrize("d", [17, 32, 48, 64])
 def test_stage_outputs_and_residual(d):
-    """N is (I + GA)^{-T} within the tolerance, and the residual the stage reports is the true one on the probes
-    (vp.gram_probe_residual): max |R V| of R = (I + GA)^T N - I, which lies between max |R| (in practice) and
-    d max |R|."""
+    """N is (I + GA)^{-T} within the tolerance, and the residual the stage reports is an upper bound on the true
+    max |R| of R = (I + GA)^T N - I (vp.gram_lu_measured_bound)."""
     _native_or_skip(d)
     torch.manual_seed(d)
     T = d + 9
@@ -112,27 +115,62 @@ def test_stage_outputs_and_residual(d):
     M = eye + G @ A
     R = M.mT @ N - eye
     Rtrue = R.abs().amax((-2, -1))
-    assert (Rtrue <= EPS32 / 16).all()
+    assert (Rtrue <= EPS32 / 16).all() and (rmax <= EPS32 / 16).all()
     scale = 1 + torch.linalg.matrix_norm(M) * torch.linalg.matrix_norm(N)
-    on_probes = (R @ _probes(d)).abs().amax((-2, -1))
-    assert ((rmax - on_probes).abs() <= 16 * d * torch.finfo(F64).eps * scale).all()
-    assert (rmax <= d * Rtrue + 16 * d * torch.finfo(F64).eps * scale).all()
+    slack = 16 * d * torch.finfo(F64).eps * scale  # the rounding of R's own evaluation in both places
+    assert (rmax >= Rtrue - slack).all()
 
 
-def test_probes_are_signs_and_each_entry_of_a_residual_shows():
-    """The probe table holds signs only, its eight columns differ, and every single-entry residual shows in full
-    on them (|r_ij v_jl| = |r_ij|): the property the check's guarantee rests on."""
-    V = _probes(gram_lu_big_c.MAX_DIM)
-    assert V.shape == (64, 8) and torch.equal(V.abs(), torch.ones_like(V))
-    assert len({tuple(c) for c in V.mT.tolist()}) == 8
-    R = torch.zeros(64, 64, dtype=F64)
-    R[5, 40] = 3e-8
-    assert float((R @ V).abs().max()) == 3e-8
+@pytest.mark.parametrize("d", [17, 32, 64])
+def test_the_bound_is_never_below_the_true_residual(tmp_path, monkeypatch, d):
+    """The bound with no pivoted recomputation, over scales 0.1 to 30: every sample's bound is at least its true
+    residual, and at scale 30 some true residuals exceed the tolerance, which the bound then reports."""
+    lib = _build_or_skip(tmp_path / f"d{d}", monkeypatch, d, retry=False)
+    torch.manual_seed(100 + d)
+    A = skew64(d, 1.0 / d)
+    eye = torch.eye(d, dtype=F64)
+    seen_bad = 0
+    for s in (0.1, 1.0, 3.0, 30.0):
+        x = s * torch.randn(16, d + 1, d)
+        _, G, N, rmax = _native_lu_big.gram_forward(x, A, library=lib)
+        M = eye + G @ A
+        R = M.mT @ N - eye
+        Rtrue = R.abs().amax((-2, -1))
+        slack = 16 * d * torch.finfo(F64).eps * (1 + torch.linalg.matrix_norm(M) * torch.linalg.matrix_norm(N))
+        assert (rmax >= Rtrue - slack).all()
+        seen_bad += int((Rtrue > EPS32 / 16).sum())
+        assert (~(rmax <= EPS32 / 16))[Rtrue > EPS32 / 16].all()
+    assert seen_bad > 0
 
 
-def test_negative_control_the_probe_check_catches_a_wrong_n(tmp_path, monkeypatch):
-    """A fault of one sign (I + K) in the unpivoted form at d = 64 and d = 17, retry off: the probe residual rejects
-    every sample."""
+@pytest.mark.parametrize("d", [17, 64])
+def test_negative_control_a_perturbed_n_the_probes_miss_is_rejected(tmp_path, monkeypatch, d):
+    """N perturbed in the kernel so that R gains E = u w^T, max |E| = 1e-6, with w orthogonal to the eight sign
+    vectors of the former check (max |R V| stays at rounding level, so the probes would accept it): the bound
+    reports more than the tolerance for every sample (retry off), and with retry on the pivoted recomputation
+    returns a right N."""
+    V = _probes(d)
+    Q, _ = torch.linalg.qr(V, mode="complete")
+    w = Q[:, 8] / Q[:, 8].abs().max()
+    u = torch.zeros(d, dtype=F64)
+    u[d // 2] = 1e-6
+    torch.manual_seed(d)
+    x, A = torch.randn(8, d + 9, d), skew64(d, 0.3)
+    eye = torch.eye(d, dtype=F64)
+    bad = _build_or_skip(tmp_path / "a", monkeypatch, d, retry=False, perturb=(u.tolist(), w.tolist()))
+    _, G, N, R = _native_lu_big.gram_forward(x, A, library=bad)
+    Rtrue = (eye + G @ A).mT @ N - eye
+    assert float((Rtrue @ V).abs().max()) <= EPS32 / 16 < 1e-7 <= float(Rtrue.abs().max())
+    assert (~(R <= EPS32 / 16)).all()
+    kept = _build_or_skip(tmp_path / "b", monkeypatch, d, retry=True, perturb=(u.tolist(), w.tolist()))
+    _, G, N, R = _native_lu_big.gram_forward(x, A, library=kept)
+    assert (R <= EPS32 / 16).all()
+    assert float(((eye + G @ A).mT @ N - eye).abs().max()) <= EPS32 / 16
+
+
+def test_negative_control_the_bound_catches_a_wrong_n(tmp_path, monkeypatch):
+    """A fault of one sign (I + K) in the unpivoted form at d = 64 and d = 17, retry off: the bound (its measured
+    X - L^TN) rejects every sample."""
     for d in (17, 64):
         _native_or_skip(d)
         torch.manual_seed(d + 1)
@@ -307,12 +345,11 @@ def test_backward_names_a_wrong_incoming_gradient():
         _native_lu_big.gram_backward(x, torch.randn(2, 25, 19), N, A, G=G)
 
 
-def test_probe_residual_claim_and_its_sign_flip():
-    """vp.gram_probe_residual is checked; with I + AG in place of (I + GA)^T it is refuted by an exact
-    counterexample."""
+def test_measured_bound_claim_and_its_negative_control():
+    """vp.gram_lu_measured_bound is checked; without the factor AL it is refuted by an exact counterexample."""
     from geoattn.symbolic.claim import Level
-    from geoattn.symbolic.claims._gram_probe_residual import make_probe_residual_claim
+    from geoattn.symbolic.claims._gram_residual_bound import make_measured_bound_claim
 
-    assert make_probe_residual_claim().check().level is Level.CHECKED
-    wrong = make_probe_residual_claim(+1, "neg.vp_gram_probe_residual_sign", Level.REFUTED).check()
-    assert wrong.level is Level.REFUTED
+    assert make_measured_bound_claim().check().level is Level.CHECKED
+    wrong = make_measured_bound_claim(False, "neg.vp_gram_bound_no_factor", Level.REFUTED).check()
+    assert wrong.level is Level.REFUTED and wrong.counterexample is not None

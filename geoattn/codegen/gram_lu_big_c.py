@@ -9,33 +9,32 @@ overhead):
 * forward (``vp_gram_lu_big_fwd``): the Cholesky factor ``L`` of ``Gram`` (a column set to zero where its pivot is
   not positive), ``V = AL``, the skew ``K = L^TV``, the LU factors of ``I - K`` without pivoting (every pivot is at
   least 1: its symmetric part is ``I``), ``N = I + V(I - K)^{-1}L^T`` (ledger ``vp.gram_lu_woodbury``), ``P = 2N - I``
-  and the largest entry of the residual :math:`R = (I + GA)^TN - I` on eight fixed sign vectors, :math:`|RV|`
-  (NaN when one is; ``V`` from :func:`probe_signs`, ledger ``vp.gram_probe_residual``: three matrix-vector passes
-  in place of the two ``d x d`` products of ``R``); a sample whose probe residual exceeds the token type's tolerance
-  (``eps / 16``, as :func:`geoattn.kernels._gram.residual_tolerance`) or is NaN is recomputed by an LU with partial
-  pivoting of :math:`M^T = I - AG`, whose ``N`` and probe residual it returns;
+  and an upper bound on the largest entry of the residual :math:`R = (I + GA)^TN - I` from the measured error of
+  the solve, :math:`X - L^TN` (an upper triangular product, ``d^3 / 2``), and the backward errors of the other steps
+  (ledger ``vp.gram_lu_measured_bound``, :mod:`geoattn.codegen._gram_lu_big_bound`); a sample whose bound exceeds
+  the token type's tolerance (``eps / 16``, as :func:`geoattn.kernels._gram.residual_tolerance`) or is NaN is
+  recomputed by an LU with partial pivoting of :math:`M^T = I - AG`, whose ``N`` and full residual (``2 d^3``) it
+  returns;
 * backward (``vp_gram_lu_big_bwd``): :math:`\bar M = -2N\bar P^TN`, :math:`H = A\bar M^T - \bar MA`, the
   per-sample :math:`G\bar M` and ``P = 2N - I`` (ledger ``vp.gram_lu_vjp``).
 
 Every matrix is row-major ``D x D`` double; every product runs over rows, its innermost loop along a row of fixed
 length ``D`` (a compile-time constant), which the compiler vectorises. ``D`` is the compiler's ``-DGEOATTN_D``: one
 text serves every width. ``fault_fast`` prints ``I + K`` in place of ``I - K`` and ``retry=False`` leaves the
-pivoted recomputation out; ``negate_backward`` flips the sign of :math:`\bar M` (the tests' negative controls).
+pivoted recomputation out (the bound is then returned as it is); ``perturb`` adds a rank-one ``E`` to the
+residual; ``negate_backward`` flips the sign of :math:`\bar M` (the tests' negative controls).
 """
 
 from __future__ import annotations
 
-import random
-
+from ._gram_lu_big_bound import BOUND
 from ._gram_lu_big_entries import ENTRIES
 from ._gram_lu_big_tokens import TOKENS
 
-__all__ = ["MIN_DIM", "MAX_DIM", "PROBE_SEED", "probe_signs", "generate_gram_lu_big_module", "target_name"]
+__all__ = ["MIN_DIM", "MAX_DIM", "generate_gram_lu_big_module", "target_name"]
 
 #: the widths the stage serves: past the printed LU kernels' ``d <= 16``, up to 64
 MIN_DIM, MAX_DIM = 17, 64
-#: the seed of the residual check's table of signs (``probe_signs``)
-PROBE_SEED = 20240917
 
 HEADER = """/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{{-T}} - x for {lo} <= d <= {hi}, per sample.
 
@@ -57,6 +56,7 @@ HEADER = """/* The d x d stage of the Gram form y = 2 x (I + x^T x A)^{{-T}} - x
 #define D GEOATTN_D
 #define KSIGN {ksign}
 #define RETRY {retry}
+#define PERTURB {perturb}
 #define MBAR_SCALE ({sign}2.0)
 #if defined(GEOATTN_F32)
 typedef float real_t;
@@ -86,7 +86,6 @@ typedef long long vl __attribute__((vector_size(64), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define V(M, i) ((vd *)(M)[i])
 #define UNROLL _Pragma("GCC unroll 8")
-{probe}
 /* S (D x D, row-major) into M, zero padded; transposed when t */
 static void load(const double *restrict S, int t, mat M)
 {
@@ -182,52 +181,6 @@ static void load_tokens(const real_t *restrict S, int n, double (*restrict X)[DP
     }
 }
 
-/* y = M x for eight vectors at once (x, y of D rows of eight lanes), four rows of y at a time (four independent
-   sums); y may be x: every row of y is written after all of x is read (y is kept in a local array first) */
-static void matvec(mat M, const vd *x, vd *y)
-{
-    vd out[D];
-    int i = 0;
-    for (; i + 4 <= D; i += 4) {
-        vd a0 = (vd){0}, a1 = (vd){0}, a2 = (vd){0}, a3 = (vd){0};
-        for (int k = 0; k < D; k++) {
-            const vd v = x[k];
-            a0 += M[i][k]*v; a1 += M[i + 1][k]*v; a2 += M[i + 2][k]*v; a3 += M[i + 3][k]*v;
-        }
-        out[i] = a0; out[i + 1] = a1; out[i + 2] = a2; out[i + 3] = a3;
-    }
-    for (; i < D; i++) {
-        vd a = (vd){0};
-        for (int k = 0; k < D; k++) a += M[i][k]*x[k];
-        out[i] = a;
-    }
-    for (int r = 0; r < D; r++) y[r] = out[r];
-}
-
-/* the largest |R V| with R = (I - A G) N - I and V the D x 8 table PROBE of signs, NaN when one entry is (sign bits
-   cleared, masks blended): three matrix-vector passes of eight lanes, U = N V, W = A (G U), R V = U - W - V, in place
-   of the two d x d products of R itself [ledger: vp.gram_probe_residual] */
-static double probe_residual(mat G, mat A, mat N)
-{
-    vd U[D], W[D];
-    matvec(N, (const vd *)PROBE, U);
-    matvec(G, U, W);
-    matvec(A, W, W);  /* A (G U), in place: matvec reads all of its x before it writes y */
-    vd m = (vd){0};
-    for (int i = 0; i < D; i++) {
-        const vd acc = U[i] - W[i] - PV(i);
-        const vd a = (vd)((vl)acc & 0x7fffffffffffffffLL);
-        const vl take = (a > m) | (a != a);
-        m = (vd)(((vl)a & take) | ((vl)m & ~take));
-    }
-    double r = 0.0;
-    for (int l = 0; l < 8; l++) {
-        if (m[l] != m[l]) return m[l];
-        if (m[l] > r) r = m[l];
-    }
-    return r;
-}
-
 /* N = MT^{-1} by an LU with partial pivoting (a zero pivot leaves non-finite entries, which the residual sees) */
 static void pivoted(mat MT, mat N)
 {
@@ -259,12 +212,14 @@ static void pivoted(mat MT, mat N)
     }
 }
 
+{bound}
 /* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the largest entry of
-   the residual on the probes; the pivoted form where it exceeds tol or is NaN */
+   the bound on its residual; the pivoted form where that exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
-    mat Z, L, W, Bm;  /* L holds L^T A */
+    mat Z, L, W, Bm, C;  /* L holds L^T A; C = L^T */
     double rinv[D];
+    int deficient = 0;
     for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
         vd acc[NV];
         UNROLL for (int v = 0; v < NV; v++) acc[v] = V(G, k)[v];
@@ -274,6 +229,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
         }
         UNROLL for (int v = 0; v < NV; v++) V(Z, k)[v] = acc[v];
         const double s = Z[k][k];
+        deficient |= !(s > 0.0);
         const double q = s > 0.0 ? sqrt(s) : 0.0, r = s > 0.0 ? 1.0/q : 0.0;  /* a zero row where s <= 0 or NaN */
         UNROLL for (int v = 0; v < NV; v++) V(Z, k)[v] *= r;
         for (int j = 0; j < k; j++) Z[k][j] = 0.0;
@@ -292,6 +248,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     /* the elimination of Bm without pivoting (its U in Bm's upper part) applied to Z = L^T at the same time, so Z
        becomes the unit lower factor's solve; right-looking: the updates of the rows below pivot k are independent
        of each other (no chain through one row), each in place */
+    for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = V(Z, i)[v];
     for (int k = 0; k < D; k++) {
         const double rk = 1.0/Bm[k][k];
         rinv[k] = rk;
@@ -328,7 +285,10 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    double m = probe_residual(G, A, N);
+#if PERTURB
+    perturb(N);
+#endif
+    double m = measured_bound(G, A, C, Z, N, W, deficient);  /* vp.gram_lu_measured_bound */
 #if RETRY
     if (!(m <= tol)) {
         mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
@@ -337,7 +297,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
             Bm[i][i] += 1.0;
         }
         pivoted(Bm, N);
-        m = probe_residual(G, A, N);
+        m = full_residual(G, A, N, W, Bm);
     }
 #endif
     for (int i = 0; i < D; i++) {
@@ -370,25 +330,17 @@ static void vjp(mat G, mat PbT, mat N, mat A, mat P, mat H, mat gA)
 """
 
 
-def probe_signs() -> list[list[int]]:
-    r"""The residual check's probes: ``MAX_DIM`` rows of eight signs :math:`\pm 1` (row ``k`` holds entry ``k`` of
-    the eight probe vectors; a width ``d`` uses the first ``d`` rows), drawn once from ``PROBE_SEED``.
-
-    Returns
-    -------
-    list of list of int
-        ``MAX_DIM`` lists of eight entries, each 1 or -1.
-    """
-    rng = random.Random(PROBE_SEED)
-    return [[rng.choice((1, -1)) for _ in range(8)] for _ in range(MAX_DIM)]
-
-
-def _probe_table() -> str:
-    rows = ",\n".join("    {" + ", ".join(f"{v:.1f}" for v in row) + "}" for row in probe_signs())
-    return ("/* the residual check's probes: entry k of eight sign vectors in row k (geoattn.codegen.gram_lu_big_c."
-            "probe_signs) */\n"
-            f"static const double PROBE[{MAX_DIM}][8] __attribute__((aligned(64))) = {{\n{rows}\n}};\n"
-            "#define PV(k) (*(const vd *)PROBE[k])\n")
+def _perturb_table(perturb) -> str:
+    if perturb is None:
+        return ""
+    u, w = perturb
+    row = lambda v: ", ".join(repr(float(a)) for a in v) + ", 0.0" * (MAX_DIM - len(v))
+    return ("/* the negative control's perturbation: N += (N u) w^T, so R gains E = u w^T */\n"
+            f"static const double PU[{MAX_DIM}] = {{{row(u)}}}, PW[{MAX_DIM}] = {{{row(w)}}};\n"
+            "static void perturb(mat N)\n{\n    double t[D];\n"
+            "    for (int i = 0; i < D; i++) {\n        t[i] = 0.0;\n"
+            "        for (int k = 0; k < D; k++) t[i] += N[i][k]*PU[k];\n    }\n"
+            "    for (int i = 0; i < D; i++) for (int j = 0; j < D; j++) N[i][j] += t[i]*PW[j];\n}\n")
 
 
 def target_name() -> str:
@@ -396,7 +348,8 @@ def target_name() -> str:
     return "_native_gram_lu_big.c"
 
 
-def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool = False, retry: bool = True) -> str:
+def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool = False, retry: bool = True,
+                                perturb: tuple | None = None) -> str:
     r"""The C source of the ``d x d`` stage for every ``MIN_DIM <= d <= MAX_DIM`` (the width is the compiler's
     ``-DGEOATTN_D``).
 
@@ -408,12 +361,15 @@ def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool 
         print ``I + K`` in place of ``I - K`` in the fast forward (``vp.gram_lu_woodbury``'s negative control).
     retry : bool
         recompute with partial pivoting the samples whose fast residual fails (``False`` exposes the fast form).
+    perturb : (list of float, list of float), optional
+        ``(u, w)`` of at most ``MAX_DIM`` entries: the fast form's ``N`` gets ``(N u) w^T`` added before its check,
+        so its residual gains ``E = u w^T`` (the tests' negative control for the bound; ``None``: no change).
 
     Returns
     -------
     str
         the C text.
     """
-    return HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry),
-                         sign="" if negate_backward else "-") + (BODY.replace("{probe}", _probe_table()) + TOKENS
-                                                                 + ENTRIES)
+    head = HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry),
+                         perturb=int(perturb is not None), sign="" if negate_backward else "-")
+    return head + BODY.replace("{bound}", BOUND + _perturb_table(perturb)) + TOKENS + ENTRIES

@@ -36,9 +36,9 @@ large norm) its rounding error grows faster than a pivoted solve's. Every sample
 checked a posteriori. With :math:`R = (I + GA)^TN - I`, :math:`N - (I + GA)^{-T} = (I + GA)^{-T}R`, so the
 relative error of ``N`` is at most about :math:`\|R\|`: the same bound a pivoted solve has, as both multiply
 by :math:`N` in :math:`y = x(2N - I)`. The largest entry of ``R`` must not exceed ``eps(dtype) / 16`` of the
-input's dtype (float32: 7e-9); the native stage for ``17 <= d <= 64`` checks the largest entry of ``RV`` for
-eight fixed sign vectors ``V`` instead (ledger ``vp.gram_probe_residual``: an entry of ``R`` above the tolerance
-escapes all eight with probability at most :math:`2^{-8}`). For the samples that fail, ``N`` is recomputed by a
+input's dtype (float32: 7e-9); the native stage for ``17 <= d <= 64`` holds an upper bound on it (first order
+in the unit roundoff) from the measured error of its solve in place of ``R`` itself (ledger
+``vp.gram_lu_measured_bound``, ``d^3 / 2`` against ``2 d^3``). For the samples that fail, ``N`` is recomputed by a
 pivoted float64 solve of the ``d x d`` system, per sample, and they stay on the same path: the backward formulas
 hold for any exact ``N``. On the seeds' trajectory windows (rigid body, ``T = 3, 8, 16``; coupled oscillator,
 ``T = 4, 8, 16``) every sample passed; on synthetic nearly parallel windows of scale 10

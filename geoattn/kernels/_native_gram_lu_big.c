@@ -18,6 +18,7 @@
 #define D GEOATTN_D
 #define KSIGN -
 #define RETRY 1
+#define PERTURB 0
 #define MBAR_SCALE (-2.0)
 #if defined(GEOATTN_F32)
 typedef float real_t;
@@ -45,75 +46,6 @@ typedef long long vl __attribute__((vector_size(64), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define V(M, i) ((vd *)(M)[i])
 #define UNROLL _Pragma("GCC unroll 8")
-/* the residual check's probes: entry k of eight sign vectors in row k (geoattn.codegen.gram_lu_big_c.probe_signs) */
-static const double PROBE[64][8] __attribute__((aligned(64))) = {
-    {1.0, -1.0, -1.0, 1.0, -1.0, -1.0, -1.0, 1.0},
-    {1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0},
-    {-1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
-    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
-    {1.0, -1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0},
-    {1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
-    {1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0, -1.0},
-    {1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
-    {1.0, -1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
-    {1.0, 1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
-    {-1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
-    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
-    {1.0, -1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0},
-    {1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
-    {1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
-    {1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, -1.0},
-    {-1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0},
-    {-1.0, -1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
-    {1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
-    {1.0, 1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0, -1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0},
-    {-1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
-    {1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
-    {1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, 1.0},
-    {-1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
-    {1.0, 1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
-    {1.0, 1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0},
-    {-1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, 1.0, -1.0, -1.0, 1.0, 1.0},
-    {-1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
-    {-1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, -1.0},
-    {-1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0},
-    {1.0, -1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0},
-    {-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
-    {1.0, 1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
-    {-1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0},
-    {-1.0, 1.0, -1.0, 1.0, -1.0, -1.0, 1.0, -1.0},
-    {1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
-    {1.0, 1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0},
-    {1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0},
-    {-1.0, 1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0},
-    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0}
-};
-#define PV(k) (*(const vd *)PROBE[k])
-
 /* S (D x D, row-major) into M, zero padded; transposed when t */
 static void load(const double *restrict S, int t, mat M)
 {
@@ -209,52 +141,6 @@ static void load_tokens(const real_t *restrict S, int n, double (*restrict X)[DP
     }
 }
 
-/* y = M x for eight vectors at once (x, y of D rows of eight lanes), four rows of y at a time (four independent
-   sums); y may be x: every row of y is written after all of x is read (y is kept in a local array first) */
-static void matvec(mat M, const vd *x, vd *y)
-{
-    vd out[D];
-    int i = 0;
-    for (; i + 4 <= D; i += 4) {
-        vd a0 = (vd){0}, a1 = (vd){0}, a2 = (vd){0}, a3 = (vd){0};
-        for (int k = 0; k < D; k++) {
-            const vd v = x[k];
-            a0 += M[i][k]*v; a1 += M[i + 1][k]*v; a2 += M[i + 2][k]*v; a3 += M[i + 3][k]*v;
-        }
-        out[i] = a0; out[i + 1] = a1; out[i + 2] = a2; out[i + 3] = a3;
-    }
-    for (; i < D; i++) {
-        vd a = (vd){0};
-        for (int k = 0; k < D; k++) a += M[i][k]*x[k];
-        out[i] = a;
-    }
-    for (int r = 0; r < D; r++) y[r] = out[r];
-}
-
-/* the largest |R V| with R = (I - A G) N - I and V the D x 8 table PROBE of signs, NaN when one entry is (sign bits
-   cleared, masks blended): three matrix-vector passes of eight lanes, U = N V, W = A (G U), R V = U - W - V, in place
-   of the two d x d products of R itself [ledger: vp.gram_probe_residual] */
-static double probe_residual(mat G, mat A, mat N)
-{
-    vd U[D], W[D];
-    matvec(N, (const vd *)PROBE, U);
-    matvec(G, U, W);
-    matvec(A, W, W);  /* A (G U), in place: matvec reads all of its x before it writes y */
-    vd m = (vd){0};
-    for (int i = 0; i < D; i++) {
-        const vd acc = U[i] - W[i] - PV(i);
-        const vd a = (vd)((vl)acc & 0x7fffffffffffffffLL);
-        const vl take = (a > m) | (a != a);
-        m = (vd)(((vl)a & take) | ((vl)m & ~take));
-    }
-    double r = 0.0;
-    for (int l = 0; l < 8; l++) {
-        if (m[l] != m[l]) return m[l];
-        if (m[l] > r) r = m[l];
-    }
-    return r;
-}
-
 /* N = MT^{-1} by an LU with partial pivoting (a zero pivot leaves non-finite entries, which the residual sees) */
 static void pivoted(mat MT, mat N)
 {
@@ -286,12 +172,138 @@ static void pivoted(mat MT, mat N)
     }
 }
 
+
+/* Higham's gamma_k = k u / (1 - k u) for the unit roundoff u of double */
+static double gam(int k)
+{
+    const double u = 0x1p-53;
+    return k*u/(1.0 - k*u);
+}
+
+#define ABS(x) ((vd)((vl)(x) & 0x7fffffffffffffffLL))
+
+static double hsum_n(const double *x)
+{
+    double s = 0.0;
+    for (int i = 0; i < D; i++) s += x[i];
+    return s;
+}
+
+static double hsum(vd a)
+{
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* y = |M| x (x, y of DP entries, zero past D, distinct) */
+static void absmv(mat M, const double *restrict x, double *restrict y)
+{
+    const vd *xv = (const vd *)x;
+    for (int i = 0; i < D; i++) {
+        vd acc = (vd){0};
+        UNROLL for (int v = 0; v < NV; v++) acc += ABS(V(M, i)[v])*xv[v];
+        y[i] = hsum(acc);
+    }
+    for (int i = D; i < DP; i++) y[i] = 0.0;
+}
+
+/* y = |M|^T x: the rows of |M| scaled by x and summed, a row of vectors at a time (y may be x; zero past D) */
+static void absmtv(mat M, const double *x, double *y)
+{
+    vd acc[NV];
+    UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
+    for (int i = 0; i < D; i++) {
+        const double a = x[i];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] += a*ABS(V(M, i)[v]);
+    }
+    UNROLL for (int v = 0; v < NV; v++) ((vd *)y)[v] = acc[v];
+}
+
+/* the largest |G_ij - G_ji| (zero for the fused kernels' Gram matrices, symmetric by construction) */
+static double asymmetry(mat G)
+{
+    double m = 0.0;
+    for (int i = 0; i < D; i++)
+        for (int j = i + 1; j < D; j++) {
+            const double a = fabs(G[i][j] - G[j][i]);
+            m = a > m || a != a ? a : m;
+        }
+    return m;
+}
+
+/* sum_j |X_ij - Y_ij| for each row i into y (zero past D) */
+static void absdiff_rows(mat X, mat Y, double *y)
+{
+    for (int i = 0; i < D; i++) {
+        vd acc = (vd){0};
+        UNROLL for (int v = 0; v < NV; v++) acc += ABS(V(X, i)[v] - V(Y, i)[v]);
+        y[i] = hsum(acc);
+    }
+    for (int i = D; i < DP; i++) y[i] = 0.0;
+}
+
+/* an upper bound on max |R| (first order in u) from the measured error of the solve: with N = I + WX + dN and
+   W = AL + dW,
+   R = AL(X - L^TN) + dW X + dN - A dG N exactly [ledger: vp.gram_lu_measured_bound]; X - L^TN is formed (an upper
+   triangular product, d^3 / 2, in Wk) and its rounding bounded by gamma_{d+1}(|X| + |L^T||N|); no term of the
+   LU's backward error appears, so the growth of the elimination does not enter. +inf when deficient. */
+static double measured_bound(mat G, mat A, mat C, mat X, mat N, mat Wk, int deficient)
+{
+    if (deficient) return INFINITY;
+    const double gd = gam(D), gn = gam(D + 1), gg = gam(D + 3);
+    double e[DP] __attribute__((aligned(64))), v[DP] __attribute__((aligned(64))), nN[DP] __attribute__((aligned(64)));
+    double lN[DP] __attribute__((aligned(64))), a[DP] __attribute__((aligned(64))), p[DP] __attribute__((aligned(64)));
+    double q[DP] __attribute__((aligned(64))), r[DP] __attribute__((aligned(64)));
+    mul_n(D, (const double (*)[DP])C, N, Wk, 0, 1);  /* L^T N */
+    absdiff_rows(X, Wk, a);  /* |X - L^TN|e as formed */
+    for (int i = 0; i < DP; i++) e[i] = i < D ? 1.0 : 0.0;
+    absmv(X, e, v);  /* |X|e */
+    absmv(N, e, nN);  /* |N|e */
+    absmv(C, nN, lN);  /* |L^T||N|e */
+    for (int i = 0; i < DP; i++) a[i] += gn*(v[i] + lN[i]);
+    absmtv(C, a, p);
+    absmtv(A, p, r);  /* |A||L||X - L^TN|e */
+    absmtv(C, v, p);
+    absmtv(A, p, q);  /* |A||L||X|e */
+    absmtv(C, lN, p);  /* |L||L^T||N|e */
+    const double ga = asymmetry(G)*hsum_n(nN);
+    for (int i = 0; i < DP; i++) p[i] = i < D ? gg*p[i] + ga : 0.0;  /* plus max|G - G^T| (sum |N|e) */
+    absmtv(A, p, p);
+    double m = 0.0;
+    for (int i = 0; i < D; i++) {
+        const double b = r[i] + (gd + gn)*q[i] + gn + p[i];
+        if (b != b) return b;
+        if (b > m) m = b;
+    }
+    return 1.001*m;
+}
+
+/* the largest entry of R = (I - AG)N - I computed in full (two d x d products, in W and Bm) */
+static double full_residual(mat G, mat A, mat N, mat W, mat Bm)
+{
+    mul(A, G, W);
+    for (int i = 0; i < D; i++) {
+        UNROLL for (int v = 0; v < NV; v++) V(W, i)[v] = -V(W, i)[v];
+        W[i][i] += 1.0;
+    }
+    mul(W, N, Bm);
+    double m = 0.0;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            const double a = fabs(Bm[i][j] - (i == j ? 1.0 : 0.0));
+            if (a != a) return a;
+            if (a > m) m = a;
+        }
+    return m;
+}
+
+
 /* N = M^{-T} of one sample by the Cholesky-Woodbury form (vp.gram_lu_woodbury), P = 2N - I, the largest entry of
-   the residual on the probes; the pivoted form where it exceeds tol or is NaN */
+   the bound on its residual; the pivoted form where that exceeds tol or is NaN */
 static double factor(mat G, mat A, double tol, mat N, mat P)
 {
-    mat Z, L, W, Bm;  /* L holds L^T A */
+    mat Z, L, W, Bm, C;  /* L holds L^T A; C = L^T */
     double rinv[D];
+    int deficient = 0;
     for (int k = 0; k < D; k++) {  /* Gram = Z^T Z, Z = L^T upper, row k from the rows above it */
         vd acc[NV];
         UNROLL for (int v = 0; v < NV; v++) acc[v] = V(G, k)[v];
@@ -301,6 +313,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
         }
         UNROLL for (int v = 0; v < NV; v++) V(Z, k)[v] = acc[v];
         const double s = Z[k][k];
+        deficient |= !(s > 0.0);
         const double q = s > 0.0 ? sqrt(s) : 0.0, r = s > 0.0 ? 1.0/q : 0.0;  /* a zero row where s <= 0 or NaN */
         UNROLL for (int v = 0; v < NV; v++) V(Z, k)[v] *= r;
         for (int j = 0; j < k; j++) Z[k][j] = 0.0;
@@ -319,6 +332,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     /* the elimination of Bm without pivoting (its U in Bm's upper part) applied to Z = L^T at the same time, so Z
        becomes the unit lower factor's solve; right-looking: the updates of the rows below pivot k are independent
        of each other (no chain through one row), each in place */
+    for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = V(Z, i)[v];
     for (int k = 0; k < D; k++) {
         const double rk = 1.0/Bm[k][k];
         rinv[k] = rk;
@@ -355,7 +369,10 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
     }
     mul(W, Z, N);  /* N - I */
     for (int i = 0; i < D; i++) N[i][i] += 1.0;
-    double m = probe_residual(G, A, N);
+#if PERTURB
+    perturb(N);
+#endif
+    double m = measured_bound(G, A, C, Z, N, W, deficient);  /* vp.gram_lu_measured_bound */
 #if RETRY
     if (!(m <= tol)) {
         mul(A, G, Bm);  /* M^T = I - A Gram, in Bm */
@@ -364,7 +381,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
             Bm[i][i] += 1.0;
         }
         pivoted(Bm, N);
-        m = probe_residual(G, A, N);
+        m = full_residual(G, A, N, W, Bm);
     }
 #endif
     for (int i = 0; i < D; i++) {

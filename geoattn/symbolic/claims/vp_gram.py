@@ -20,8 +20,9 @@ r"""Claims of the closed-form Gram kernels ``vp_gram_closed`` and ``vp_gram_clos
   kernels for ``5 <= d <= 16``), stated and checked in :mod:`geoattn.symbolic.claims._gram_lu_vjp`.
 * ``vp.gram_lu_woodbury``: the pivot-free form of :math:`N = (I + GA)^{-T}` with :math:`G = FF^T` those kernels
   compute first, stated and checked in :mod:`geoattn.symbolic.claims._gram_lu_woodbury`.
-* ``vp.gram_probe_residual``: the residual check of the wide ``d x d`` stage applied to probe vectors
-  (:mod:`geoattn.symbolic.claims._gram_probe_residual`).
+* ``vp.gram_lu_measured_bound``: the wide ``d x d`` stage's residual split exactly into the measured error of its
+  solve and its steps' rounding errors, the ground of its a posteriori bound
+  (:mod:`geoattn.symbolic.claims._gram_residual_bound`).
 * ``vp.gram_exp_closed_quartic``, ``vp.gram_exp_closed_quartic_vjp``: the same at ``d = 4``
   (:math:`\exp(M) = \sum_{i<4}c_i(p, q)M^i`, :mod:`geoattn.kernels._gram_exp_closed4`), stated and checked in
   :mod:`geoattn.symbolic.claims._gram_exp_closed4`.
@@ -42,7 +43,7 @@ from ._gram_exp import make_gram_exp_vjp_claim
 from ._gram_exp_closed import make_closed_form_claim, make_closed_vjp_claim
 from ._gram_lu_vjp import make_lu_vjp_claim
 from ._gram_lu_woodbury import make_woodbury_claim
-from ._gram_probe_residual import make_probe_residual_claim
+from ._gram_residual_bound import make_measured_bound_claim
 from ._gram_exp_closed4 import make_closed4_vjp_claim, make_closed_form4_claim
 from ._gram_exp_native import make_reverse_claim, make_truncation_claim
 from ._lowrank_exact import dual_gradient
@@ -210,7 +211,7 @@ CLAIMS = [
     make_closed_vjp_claim(),
     make_lu_vjp_claim(),
     make_woodbury_claim(),
-    make_probe_residual_claim(),
+    make_measured_bound_claim(),
     make_closed_form4_claim(),
     make_closed4_vjp_claim(),
     make_truncation_claim(),
