@@ -60,7 +60,7 @@ def test_printer_refuses_unknown_symbols_and_sizes():
 
 def test_printer_shares_symmetric_entries_and_reads_skew_lower_triangles():
     src = cprinter.print_native_kernel(FWD, 3)
-    assert "Gram_1_0[l] +=" not in src and "Gram_0_1[l] +=" in src  # x^T x: one accumulator per pair
+    assert "double Gram_0_1[LANES];" in src and "Gram_1_0" not in src  # x^T x: one accumulator per pair
     assert "A[3]" in src and "A[1]" not in src  # A_1_0 read, A_0_1 = -A_1_0 assumed
 
 
