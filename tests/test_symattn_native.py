@@ -184,6 +184,32 @@ def test_broken_backward_shift_is_caught(tmp_path):
     assert (gz["bad"] - want_gz).abs().max() > 1e6 * scale
 
 
+def _rows_vjp(z, A, V, halved=True):
+    """The kernel's backward (Note [native symplectic attention]) in float64 matrices: ``h = GV + (G o (Va^T - s))z``,
+    ``y = (G o (aV^T - s))a``, ``s`` half the pairing of ``V`` with ``U`` (the whole pairing when not ``halved``)."""
+    z, A, V = z.to(F64), A.to(F64), V.to(F64)
+    a = z @ A
+    T = z.shape[-2]
+    G = torch.softmax((a @ z.mT).flatten(-2), -1).unflatten(-1, (T, T))
+    s = ((V * (2 * G @ a)).sum((-2, -1)) * (0.5 if halved else 1.0))[..., None, None]
+    h = G @ V + (G * (V @ a.mT - s)) @ z
+    y = (G * (a @ V.mT - s)) @ a
+    gA = z.mT @ h
+    return 2 * (y + h @ A), (gA + gA.mT).sum(0)
+
+
+def test_refuted_unhalved_vjp_in_float64():
+    """``symattn.native_vjp.unhalved`` in floating point: the rows' backward with ``s`` the whole pairing misses the
+    autograd gradient by far more than rounding, the stated (halved) one meets it."""
+    z, A, V = _inputs(3, 9, 3, F64, seed=12)
+    _, want_gz, want_gA = _reference(z, A, V, "matrix_softmax")
+    scale = _tol(F64, 9, 3) * (1 + want_gz.abs().max())
+    for halved in (True, False):
+        gz, gA = _rows_vjp(z, A, V, halved)
+        err = max((gz - want_gz).abs().max(), (gA - want_gA).abs().max())
+        assert err <= scale if halved else err > 1e6 * scale, (halved, err)
+
+
 def test_bad_arguments_name_both_sides():
     z, A, _ = _inputs(1, 8, 3, F32)
     with pytest.raises(ValueError, match="Expected A .* Got torch.float64"):
