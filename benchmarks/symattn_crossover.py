@@ -4,15 +4,16 @@
                                            [--lengths 32 48 64 96 128] [--reps 5]
                                            [--dtype float32|float64]
 
-For each ``(dim, T)`` (float32 unless ``--dtype``): unit-normal ``x`` of shape ``(B, T, dim)``, ``B = tokens // T``, a default-initialised
-layer's weighting, and the shear of :class:`geoattn.nn.SymplecticAttention` computed by each route's function
-directly (``shear_dense``, ``shear_native``, ``shear_sdpa``: every ``T`` measured on every route, whatever the
-routing constants say), forward+backward with a dense random incoming gradient and with ``out.sum()``, the
-routes alternated within each repeat, thread CPU time (the median of ``--reps``: robust to a shared machine's
-other work). Each row also gives the route the layer takes now and the largest difference of the native output
-from the dense one, relative to the dense output's largest entry. The last lines give, per ``dim``, the shortest
-measured ``T`` from which the native route is faster than the dense one at every measured ``T`` the dense route
-serves (``DENSE_MAX_T``): the figures behind ``NATIVE_MIN_T`` in :mod:`geoattn.kernels._symattn_native`.
+For each ``(dim, T)`` (float32 unless ``--dtype``): unit-normal ``x`` of shape ``(B, T, dim)``,
+``B = tokens // T``, a default-initialised layer's weighting, and the shear of
+:class:`geoattn.nn.SymplecticAttention` computed by each route's function directly (``shear_dense``,
+``shear_native``, ``shear_sdpa``: every ``T`` measured on every route, whatever the routing constants say),
+forward+backward with a dense random incoming gradient and with ``out.sum()``, the routes alternated within each
+repeat, thread CPU time (the median of ``--reps``: robust to a shared machine's other work). Each row also gives
+the route the layer takes now and the largest difference of the native output from the dense one, relative to the
+dense output's largest entry. The last lines give, per ``dim``, the shortest measured ``T`` from which the native
+route is faster than the dense one at every measured ``T`` the dense route serves (``DENSE_MAX_T``): the figures
+behind :func:`~geoattn.kernels._symattn_native.native_min_t` (results: benchmarks/results/symattn-crossover-cpu.txt).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import torch  # noqa: E402
 
 from geoattn.kernels import explain  # noqa: E402
 from geoattn.kernels._symattn_dense import DENSE_MAX_T, shear_dense  # noqa: E402
-from geoattn.kernels._symattn_native import NATIVE_MIN_T, shear_native, symattn_native_status  # noqa: E402
+from geoattn.kernels._symattn_native import native_min_t, shear_native, symattn_native_status  # noqa: E402
 from geoattn.kernels._symattn_sdpa import shear_sdpa  # noqa: E402
 from geoattn.nn import SymplecticAttention  # noqa: E402
 
@@ -128,8 +129,10 @@ def main(argv=None) -> None:
         if dim % 2:
             p.error(f"Expected even dims (dim = 2n). Got {dim}.")
     torch.set_num_threads(1)
+    mins = ", ".join(f"{dim}: {native_min_t(dim // 2)}" for dim in args.dims)
     print(f"torch {torch.__version__}, 1 thread, {args.dtype}, B * T = {args.tokens}, thread CPU time (median of "
-          f"{args.reps}), routes alternated; NATIVE_MIN_T = {NATIVE_MIN_T}, DENSE_MAX_T = {DENSE_MAX_T}")
+          f"{args.reps}), routes alternated; the native route's shortest T per dim {{{mins}}}, DENSE_MAX_T = "
+          f"{DENSE_MAX_T}")
     print(f"{'dim':>4}{'T':>5}{'B':>6}  {'layer route':<12}" + "".join(f"{f + ' ms f+b|sum':>22}" for f in FORMS)
           + f"{'native/dense':>16}{'rel diff':>10}")
     rows = []
@@ -143,11 +146,13 @@ def main(argv=None) -> None:
             print(f"{dim:>4}{T:>5}{r['B']:>6}  {r['route']:<12}{cells}{ratio:>16}{diff:>10}", flush=True)
     cross = thresholds(rows)
     for dim, T in cross.items():
-        print(f"dim {dim}: native faster than dense (both gradients) from T = {T} on, up to DENSE_MAX_T = "
-              f"{DENSE_MAX_T}" if T is not None else f"dim {dim}: native not faster than dense at T = {DENSE_MAX_T}")
+        print(f"dim {dim}: native faster than dense (both gradients) at every measured T from {T} to DENSE_MAX_T = "
+              f"{DENSE_MAX_T}" if T is not None else
+              f"dim {dim}: native not faster than dense at the longest measured T <= DENSE_MAX_T = {DENSE_MAX_T}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"dtype": args.dtype, "rows": rows, "crossover": {str(k): v for k, v in cross.items()}}, fh, indent=1)
+            json.dump({"dtype": args.dtype, "rows": rows, "crossover": {str(k): v for k, v in cross.items()}}, fh,
+                      indent=1)
 
 
 if __name__ == "__main__":
