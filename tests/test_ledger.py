@@ -145,7 +145,7 @@ def test_ledger_order_is_pinned():
                              "vp.gram_exp_closed_quartic", "vp.gram_exp_closed_quartic_vjp",
                              "vp.gram_exp_native_truncation", "vp.gram_exp_native_reverse", "vp_lower.offdiag_blocks",
                              "vp_lower.merge", "exp_action.chebyshev_recurrence", "exp_action.truncation_bound"]
-    assert ids[0] == "cayley.well_defined" and len(ids) == len(set(ids)) == 117
+    assert ids[0] == "cayley.well_defined" and len(ids) == len(set(ids)) == 119
     assert [f for f in symbolic.families()] == ["cayley", "vectorisation", "volume_preserving", "exponential",
                                                 "linear_symplectic", "multihead", "kernels", "models", "systems",
                                                 "symattn"]
@@ -193,4 +193,4 @@ def test_ledger_builder_refuses_a_broken_table(defect, match, monkeypatch):
         monkeypatch.undo()
         ledger._ledger.cache_clear()
         ledger._build.cache_clear()
-    assert len(symbolic.all_claims()) == 117
+    assert len(symbolic.all_claims()) == 119
