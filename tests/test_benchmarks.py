@@ -191,6 +191,19 @@ def test_route_benchmarks_run_at_tiny_sizes():
         assert expect in proc.stdout, proc.stdout
 
 
+def test_symattn_crossover_runs(tmp_path):
+    """benchmarks/symattn_crossover.py --quick: one row per (dim, T) with every route timed where it is built, the
+    native output equal to the dense one to rounding, and the crossover line; no timing is asserted."""
+    stdout, data = _run("symattn_crossover.py", tmp_path)
+    assert "1 thread" in stdout and "dim 4:" in stdout
+    assert [(r["dim"], r["T"]) for r in data["rows"]] == [(4, 32), (4, 96)]
+    for r in data["rows"]:
+        assert r["dense_fwd_bwd"] > 0 and r["sdpa_fwd_bwd_sum"] > 0
+        if "native_fwd_bwd" in r:  # the kernel built here
+            assert r["native_rel_diff"] <= 64 * r["T"] * torch.finfo(torch.float32).eps, r
+    assert set(data["crossover"]) == {"4"}
+
+
 def test_exp_stage_ab_runs_at_tiny_sizes():
     """The A/B of two builds of the native exponential kernels (here the same source twice) runs on both clocks
     and prints a row per shape; no timing is asserted."""

@@ -13,7 +13,9 @@ import geoattn.kernels._op_exp
 import geoattn.kernels._op_symattn
 import geoattn.kernels._op_vp
 import geoattn.kernels._op_vp_lower
+import geoattn.kernels._native_symattn
 import geoattn.kernels._semisep
+import geoattn.kernels._symattn_native
 import geoattn.kernels.dispatch
 import geoattn.kernels._triton
 import geoattn.models.feedforward
@@ -45,6 +47,8 @@ MODULES = [
     geoattn.kernels._op_exp,
     geoattn.kernels._op_symattn,
     geoattn.kernels._native,
+    geoattn.kernels._native_symattn,
+    geoattn.kernels._symattn_native,
     geoattn.kernels._triton,
     geoattn.symbolic,
     geoattn.symbolic.policy,

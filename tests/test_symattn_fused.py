@@ -11,6 +11,7 @@ import torch
 import geoattn.kernels as K
 from geoattn.kernels import _symattn_fused as F
 from geoattn.kernels._symattn_dense import dense_reason
+from geoattn.kernels._symattn_native import native_reason
 from geoattn.nn import SymplecticAttention
 from geoattn.symbolic import algebra as alg
 from geoattn.symbolic import get_claim
@@ -76,7 +77,8 @@ def test_forward_and_gradients_match_float64(act, symmetric, T, n, dtype, vjp_fo
     z, A, V = _inputs(3, T, n, symmetric, dtype)
     want = "fused"
     if torch.equal(A, A.T) and act.startswith("matrix"):  # the routes of a symmetric A over all entries
-        want = "dense" if dense_reason(z, A, act) is None else "sdpa"
+        want = ("native" if native_reason(z, A, act) is None
+                else "dense" if dense_reason(z, A, act) is None else "sdpa")
     assert K.explain("symattn_update", z, A, act).route.form == want
     errs = _errors(z, A, V, act, update=F.symattn_fused)
     assert max(errs) <= _tol(dtype, T, n), errs

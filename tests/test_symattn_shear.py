@@ -10,6 +10,7 @@ from geoattn.kernels import _symattn_dense as D
 from geoattn.kernels import _symattn_sdpa as S
 from geoattn.kernels._native_symattn import symattn_native_status
 from geoattn.kernels._symattn_dense import DENSE_MAX_T
+from geoattn.kernels._symattn_native import native_reason
 from geoattn.nn import SymplecticAttention
 
 F32, F64 = torch.float32, torch.float64
@@ -150,6 +151,7 @@ def test_a_dropped_sign_in_the_backward_is_caught(monkeypatch):
 def test_a_dropped_term_in_the_dense_backward_is_caught(monkeypatch):
     """Negative control: the dense shear's backward without the term ``h A`` (a fault injected) fails the
     comparison that it passes."""
+    monkeypatch.setenv("GEOATTN_NATIVE", "0")  # the dense route (it serves n = 3 from T = native_min_t(3) where built)
     x, A, G = _inputs(2, 12, 3, F64, seed=5)
     want = _composed(x, A, G, "matrix_softmax", "q", -1.0)
     assert K.explain("symattn_shear", x, A, "matrix_softmax", "q", -1.0).route.name == "dense/eager"
@@ -170,8 +172,10 @@ def test_layer_takes_the_shear_and_inverts(T):
     layer = SymplecticAttention(6, update="q", dtype=F64)
     x = torch.randn(3, T, 6, dtype=F64)
     form = layer.explain(x).route.form
-    long_form = "native" if symattn_native_status(3, F64)[0] else "sdpa"
-    assert form == ("dense" if T <= DENSE_MAX_T else long_form)
+    if native_reason(x[..., 3:], layer.weighting().detach(), "matrix_softmax") is None:  # built, and T long enough
+        assert form == "native"
+    else:
+        assert form == ("dense" if T <= DENSE_MAX_T else "sdpa")
     assert K.explain("symattn_shear", x, layer.weighting(), update="q").route.form == form
     y = layer(x)
     assert torch.equal(y[..., 3:], x[..., 3:])

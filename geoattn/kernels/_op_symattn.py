@@ -67,7 +67,7 @@ def _sdpa_when(c: Call) -> str | None:
 
 def _native_when(c: Call) -> str | None:
     """The ``native`` route: the compiled kernel for a symmetric weighting, the softmaxes over all entries, CPU,
-    ``T`` of at least :data:`~geoattn.kernels._symattn_native.NATIVE_MIN_T`."""
+    ``T`` of at least :func:`~geoattn.kernels._symattn_native.native_min_t` of the head size."""
     if c.traced:
         return "traced (torch.func transform, torch.compile or meta tensors): the generated forward is traced"
     if _dual(c.z) or _dual(c.A):
@@ -198,7 +198,7 @@ def symattn_shear(x: torch.Tensor, A: torch.Tensor, activation: str = "matrix_so
     ``update="p"``, :math:`(q + s\,\nabla\Sigma(p), p)` for ``update="q"``, :math:`s` = ``sign``.
 
     ``x`` is ``(..., T, 2n)`` (the first ``n`` features :math:`q`, the last ``n`` :math:`p`), ``A`` ``(n, n)``;
-    the update is :func:`symattn_update` of the half read. Where that update takes its ``sdpa`` or ``dense``
+    the update is :func:`symattn_update` of the half read. Where that update takes its ``native``, ``sdpa`` or ``dense``
     route, the shear is one call that writes both halves of the output and of its gradient (Note [the shear in
     one call]); otherwise it is the update and a concatenation. This is the map of
     :class:`geoattn.nn.SymplecticAttention` (``sign = -1``: its inverse).

@@ -36,7 +36,10 @@ many other samples the batch holds.
 
 It serves CPU float32 and float64 with one symmetric weighting, outside functorch transforms and
 ``torch.compile``; a graph of the backward (``create_graph=True``) is the VJP of the generated forward, as on the
-other routes. Each sample's numbers are its own: no result depends on the other samples of the batch.
+other routes. Each sample's numbers are its own: no result depends on the other samples of the batch. Where the
+``native`` route's kernel is built it comes first and serves head sizes up to 8 from
+:func:`~geoattn.kernels._symattn_native.native_min_t` tokens on (measured faster than this route there), so this
+route serves the shorter sequences, larger heads, and machines without a C compiler or with ``GEOATTN_NATIVE=0``.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ once: the kernel's backward recomputes a score in :math:`n` multiply-adds and it
 those loads.
 
 The route serves CPU float32 and float64 inputs with one weighting equal to its transpose, head sizes up to
-:data:`~geoattn.kernels._native_symattn.MAX_N`, sequences of at least :data:`NATIVE_MIN_T` tokens, where a C
+:data:`~geoattn.kernels._native_symattn.MAX_N`, sequences of at least :func:`native_min_t` tokens, where a C
 compiler built the kernel, outside functorch transforms and ``torch.compile``; a graph of the backward
 (``create_graph=True``) is the VJP of the generated forward, as on the other routes. Each sample is computed alone:
 no result depends on the rest of the batch. The shear is one call (Note [the shear in one call]).
@@ -38,10 +38,36 @@ from ._native_symattn import MAX_N, native_backward, native_forward, symattn_nat
 from ._symattn import SYMATTN_ACTIVATIONS
 from ._symattn_sdpa import _generated_vjp
 
-__all__ = ["symattn_native", "shear_native", "native_reason", "NATIVE_MIN_T"]
+__all__ = ["symattn_native", "shear_native", "native_reason", "native_min_t", "NATIVE_MIN_T",
+           "NATIVE_MIN_T_BY_N"]
 
-#: the shortest sequence the route serves (below it the ``dense`` route measured as fast or faster)
+#: the shortest sequence the route serves for head sizes above 8 (below it the ``dense`` route measured as fast or
+#: faster); :func:`native_min_t` gives the threshold of each head size
 NATIVE_MIN_T = 65
+#: ``(largest n, shortest T)``: the route serves head sizes up to ``n`` from ``T`` on. Measured with
+#: ``benchmarks/symattn_crossover.py`` (results: benchmarks/results/symattn-crossover-cpu.txt): the layer's
+#: forward+backward (dense random gradient | out.sum()) by the native route over the dense route, one thread, float32,
+#: B * T = 65,536, thread CPU time on a shared machine: dim 4 (n = 2) 0.82|0.75 at T = 4, 0.68|0.65 at T = 32,
+#: 0.57|0.56 at T = 64; dim 8 (n = 4) 0.71|0.65 at T = 4, 0.92|0.85 at T = 16, 0.65|0.67 at T = 64; dim 16 (n = 8)
+#: 1.04|1.05 at T = 8, 1.03|0.99 at T = 16, 0.98|0.99 at T = 24, 0.96|0.87 at T = 32, 0.85|0.71 at T = 64; dim 24
+#: (n = 12) 1.09|0.99 at T = 32, 0.98|0.94 at T = 64; dim 32 (n = 16) 1.16|0.98 at T = 32, 1.13|1.01 at T = 64. In
+#: float64 the native route measured faster at every T from 4 to 64 for dim 4, 8, 16 (0.39-0.86).
+NATIVE_MIN_T_BY_N = ((4, 4), (8, 32))
+
+
+def native_min_t(n: int) -> int:
+    """The shortest sequence the ``native`` route serves for head size ``n`` (:data:`NATIVE_MIN_T_BY_N`, else
+    :data:`NATIVE_MIN_T`).
+
+    Examples
+    --------
+    >>> native_min_t(2), native_min_t(8), native_min_t(16)
+    (4, 32, 65)
+    """
+    for top, T in NATIVE_MIN_T_BY_N:
+        if n <= top:
+            return T
+    return NATIVE_MIN_T
 
 
 def native_reason(z: torch.Tensor, A: torch.Tensor, activation: str) -> str | None:
@@ -51,8 +77,8 @@ def native_reason(z: torch.Tensor, A: torch.Tensor, activation: str) -> str | No
     if SYMATTN_ACTIVATIONS[activation][0] != "all":
         return f"activation {activation!r}: the kernel's G is symmetric only over all entries"
     T, n = z.shape[-2], z.shape[-1]
-    if T < NATIVE_MIN_T:
-        return f"T = {T} < {NATIVE_MIN_T}: the dense route is as fast or faster there"
+    if T < native_min_t(n):
+        return f"T = {T} < {native_min_t(n)} (n = {n}): the dense route is as fast or faster there"
     if n > MAX_N:
         return f"n = {n} > {MAX_N}: the kernel is compiled for head sizes up to {MAX_N}"
     if z.dtype not in (torch.float32, torch.float64):

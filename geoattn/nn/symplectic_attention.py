@@ -127,13 +127,14 @@ class SymplecticAttention(nn.Module):
     def explain(self, x: torch.Tensor):
         """How :meth:`forward` would compute the update for ``x``: the route of ``symattn_update`` and why every
         other route does not serve (:func:`geoattn.kernels.explain`; nothing is computed). :meth:`forward` calls
-        :func:`geoattn.kernels.symattn_shear`, which is one call where this route is ``dense`` or ``sdpa`` and the
-        update (by this route) and a concatenation otherwise.
+        :func:`geoattn.kernels.symattn_shear`, which is one call where this route is ``native``, ``dense`` or
+        ``sdpa``, the update (by this route) and a concatenation otherwise.
 
         Examples
         --------
         >>> layer = SymplecticAttention(8)
-        >>> layer.explain(torch.randn(2, 16, 8)).route.form in ("flash", "dense", "sdpa", "fused", "generated")
+        >>> forms = ("flash", "native", "dense", "sdpa", "fused", "generated")
+        >>> layer.explain(torch.randn(2, 16, 8)).route.form in forms
         True
         """
         q, p = self._split(x, "x")
