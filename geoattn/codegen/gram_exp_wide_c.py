@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import math
 
+from ._gram_exp_wide_fused import FUSED
+from ._gram_lu_big_tokens import TOKENS
+
 __all__ = ["MIN_DIM", "MAX_DIM", "SLOTS", "generate_gram_exp_wide_module", "target_name"]
 
 #: the widths the stage is built for
@@ -47,9 +50,16 @@ _HEADER = """/* The d x d stage of the exponential layer's Gram form for {lo} <=
 #error "GEOATTN_D must be defined"
 #endif
 #define D GEOATTN_D
+#if defined(GEOATTN_F32)
+typedef float real_t;  /* the tokens' type of the fused kernels; the stage is double throughout */
+#define REAL f32
+#else
+typedef double real_t;
+#define REAL f64
+#endif
 #define CAT_(a, b, c) a##_d##b##_##c
 #define CAT(a, b, c) CAT_(a, b, c)
-#define FN(name) CAT(geoattn_##name, D, f64)
+#define FN(name) CAT(geoattn_##name, D, REAL)
 """
 
 _BODY = r"""
@@ -60,6 +70,9 @@ _BODY = r"""
 #define MS (D * DP)
 #define RB (NV <= 4 ? 4 : 2)
 typedef double vd __attribute__((vector_size(64), may_alias));
+typedef double mat[D][DP] __attribute__((aligned(64)));
+#define THETA_ {THETA}
+#define SMAX_ {SMAX}
 #define ROW(M, i) ((vd *)((M) + (i) * DP))
 #define UNROLL _Pragma("GCC unroll 8")
 
@@ -127,10 +140,18 @@ static void axpy(double c, const double *restrict Y, double *restrict Z)
 
 /* One sample: M (D x D) scaled by 2^-s; the record rec (SLOTS + s padded matrices: X, X^2, X^3, X^4, S_0 .. S_4,
    then the squarings' results); returns the last of S_0 and the squarings, exp(M) */
+static const double *powers_and_squarings(int s, double *restrict rec);
+
 static const double *forward_one(const double *restrict M, int s, double *restrict rec)
 {
+    load(M, ldexp(1.0, -s), rec);
+    return powers_and_squarings(s, rec);
+}
+
+/* the record from its first matrix X = 2^-s M (already in rec); returns exp(M) */
+static const double *powers_and_squarings(int s, double *restrict rec)
+{
     double *P = rec, *H = rec + 4 * MS;
-    load(M, ldexp(1.0, -s), P);
     for (int k = 1; k < 4; k++) mul(P + (k - 1) * MS, P, P + k * MS, 0);
     for (int j = 0; j < 5; j++) {
         double *Hj = H + j * MS;
@@ -159,46 +180,56 @@ int FN(vp_gram_exp_wide_fwd)(int64_t n, int64_t smax, const double *M, const int
     return 0;
 }
 
+/* The reverse mode of one sample's record rec (s squarings) from Ebar in gY (padded, overwritten); work holds six
+   matrices; gM = 2^-s Mbar (padded). */
+static void reverse_one(const double *restrict rec, int s, double *gY, double *restrict work, double *restrict gM)
+{
+    double *tmp = work, *tr = work + MS, *gP = work + 2 * MS;
+    const double *P = rec, *H = rec + 4 * MS;
+    for (int k = s - 1; k >= 0; k--) {
+        const double *Yk = k ? rec + (SLOTS + k - 1) * MS : H;
+        transpose(Yk, tr);
+        mul(gY, SQUARE_RIGHT, tmp, 0);
+        mul(tr, gY, tmp, 1);
+        double *t = gY; gY = tmp; tmp = t;
+    }
+    for (int j = 0; j < 5; j++) {
+        for (int i = 1; i < 4; i++) {
+            double *g = gP + (i - 1) * MS;
+            if (j == 0) { memset(g, 0, sizeof(double) * MS); }
+            if (COEF[4 * j + i] != 0.0) axpy(COEF[4 * j + i], gY, g);
+        }
+        if (j == 4) break;
+        if (j == 0) memset(gP + 3 * MS, 0, sizeof(double) * MS);
+        transpose(H + (j + 1) * MS, tr);
+        mul(tr, gY, gP + 3 * MS, 1);
+        transpose(P + 3 * MS, tr);
+        mul(gY, tr, tmp, 0);
+        double *t = gY; gY = tmp; tmp = t;
+    }
+    transpose(P, tr);
+    for (int k = 3; k >= 1; k--) {
+        mul(gP + k * MS, tr, gP + (k - 1) * MS, 1);
+        transpose(P + (k - 1) * MS, tmp);
+        mul(tmp, gP + k * MS, gP, 1);
+    }
+    const double c = ldexp(1.0, -s);
+    for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) ROW(gM, i)[v] = c * ROW(gP, i)[v];
+}
+
 /* Per sample b: gM[b] from gE[b], the forward recomputed into a scratch record, then the reverse mode of its steps.
    Returns 1 when the scratch could not be allocated. */
 int FN(vp_gram_exp_wide_bwd)(int64_t n, int64_t smax, const double *M, const int32_t *s, const double *gE,
                              double *gM)
 {
     double *w = NULL;
-    if (posix_memalign((void **)&w, 64, sizeof(double) * (7 + SLOTS + smax) * MS)) return 1;
-    double *gY = w, *tmp = w + MS, *tr = w + 2 * MS, *gP = w + 3 * MS, *rec = w + 7 * MS;
+    if (posix_memalign((void **)&w, 64, sizeof(double) * (8 + SLOTS + smax) * MS)) return 1;
+    double *gY = w, *out = w + MS, *work = w + 2 * MS, *rec = w + 8 * MS;
     for (int64_t b = 0; b < n; b++) {
         forward_one(M + b * D * D, s[b], rec);
-        const double *P = rec, *H = rec + 4 * MS;
         load(gE + b * D * D, 1.0, gY);
-        for (int k = s[b] - 1; k >= 0; k--) {
-            const double *Yk = k ? rec + (SLOTS + k - 1) * MS : H;
-            transpose(Yk, tr);
-            mul(gY, SQUARE_RIGHT, tmp, 0);
-            mul(tr, gY, tmp, 1);
-            double *t = gY; gY = tmp; tmp = t;
-        }
-        for (int j = 0; j < 5; j++) {
-            for (int i = 1; i < 4; i++) {
-                double *g = gP + (i - 1) * MS;
-                if (j == 0) { memset(g, 0, sizeof(double) * MS); }
-                if (COEF[4 * j + i] != 0.0) axpy(COEF[4 * j + i], gY, g);
-            }
-            if (j == 4) break;
-            if (j == 0) memset(gP + 3 * MS, 0, sizeof(double) * MS);
-            transpose(H + (j + 1) * MS, tr);
-            mul(tr, gY, gP + 3 * MS, 1);
-            transpose(P + 3 * MS, tr);
-            mul(gY, tr, tmp, 0);
-            double *t = gY; gY = tmp; tmp = t;
-        }
-        transpose(P, tr);
-        for (int k = 3; k >= 1; k--) {
-            mul(gP + k * MS, tr, gP + (k - 1) * MS, 1);
-            transpose(P + (k - 1) * MS, tmp);
-            mul(tmp, gP + k * MS, gP, 1);
-        }
-        store(gP, ldexp(1.0, -s[b]), gM + b * D * D);
+        reverse_one(rec, s[b], gY, work, out);
+        store(out, 1.0, gM + b * D * D);
     }
     free(w);
     return 0;
@@ -224,9 +255,10 @@ def generate_gram_exp_wide_module(negate_backward: bool = False) -> str:
     -------
     str
     """
-    from ..kernels._taylor_exp import BLOCKS, DEGREE
+    from ..kernels._taylor_exp import BLOCKS, DEGREE, SMAX, THETA
     coefs = [1.0 / math.factorial(k) if k <= DEGREE else 0.0 for k in range(5 * BLOCKS)]
     rows = [", ".join(repr(c) for c in coefs[k:k + 4]) for k in range(0, len(coefs), 4)]
     body = _BODY.replace("{COEFS}", "{\n    " + ",\n    ".join(rows) + "\n}")
+    body = body.replace("{THETA}", repr(THETA)).replace("{SMAX}", str(SMAX)) + TOKENS + FUSED
     body = body.replace("SQUARE_RIGHT", "Yk" if negate_backward else "tr").replace("SLOTS", str(SLOTS))
     return _HEADER.format(lo=MIN_DIM, hi=MAX_DIM, target=target_name()) + body

@@ -213,5 +213,9 @@ def vp_gram_exp(x: torch.Tensor, A: torch.Tensor, stage=None) -> torch.Tensor:
         sq = xs.square().sum((-2, -1), dtype=torch.float64)
         scale = sq * _skew64(Ab).norm(dim=(-2, -1))
         keep = torch.isfinite(scale) & (scale <= GRAM_MAX_SCALE)
-    y, ok = _VPGramExp.apply(xb, Ab, keep, stage)
+    fused = None
+    if stage is not None and getattr(stage, "FUSED_MAX_DIM", 0) >= d:
+        from ._gram_exp_fused import VPGramExpFused, fused_reason
+        fused = VPGramExpFused if fused_reason(xb, Ab) is None else None
+    y, ok = fused.apply(xb, Ab, keep) if fused is not None else _VPGramExp.apply(xb, Ab, keep, stage)
     return _qr_for_failed(y, ok, xb, Ab, "exp").reshape(batch + (T, d))
