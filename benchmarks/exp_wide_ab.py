@@ -1,5 +1,6 @@
-"""A/B of the exponential layer's d x d stage for 17 <= d <= 64: the C stage (route gram-exp-wide/native) against the
-batched torch form (gram-exp/eager), with torch's SDPA as one head in the same run, timed alternately.
+"""A/B of the exponential layer's d x d stage for 17 <= d <= 64: the C stage with its token products (route
+gram-exp-wide/native with the fused kernels, d <= 32), the C stage alone (token products in torch) and the batched
+torch form (gram-exp/eager), with torch's SDPA as one head in the same run, timed alternately.
 
 One thread, float32, ``--tokens`` unit-normal tokens, a default-initialised
 ``VolumePreservingAttention(d, activation="exp")``, forward+backward with a dense random incoming gradient and with
@@ -35,7 +36,7 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=3)
     args = p.parse_args()
     torch.set_num_threads(1)
-    status = _native_exp_wide.exp_wide_status
+    status, fused_max = _native_exp_wide.exp_wide_status, _native_exp_wide.FUSED_MAX_DIM
     for shape in args.shapes:
         d, T = (int(v) for v in shape.split("x"))
         B = args.tokens // T
@@ -44,13 +45,15 @@ def main() -> None:
         x = torch.randn(B, T, d, requires_grad=True)
         g = torch.randn(B, T, d)
 
-        def run(kind, wide):
+        def run(kind, wide, fused=True):
             _native_exp_wide.exp_wide_status = status if wide else (lambda d: (False, "set aside"))
+            _native_exp_wide.FUSED_MAX_DIM = fused_max if fused else 0
             try:
                 out = layer(x)
                 (out.sum() if kind == "sum" else out).backward(None if kind == "sum" else g)
             finally:
                 _native_exp_wide.exp_wide_status = status
+                _native_exp_wide.FUSED_MAX_DIM = fused_max
             x.grad = None
 
         def sdpa(kind):
@@ -58,15 +61,17 @@ def main() -> None:
             out = F.scaled_dot_product_attention(q, q, q)
             (out.sum() if kind == "sum" else out).backward(None if kind == "sum" else g)
 
-        times = {k: [] for k in ("sdpa f+b", "c f+b", "torch f+b", "sdpa sum", "c sum", "torch sum")}
-        run("f+b", True), run("f+b", False)
+        forms = ("fused", "stage", "torch")
+        times = {f"{f} {k}": [] for f in ("sdpa",) + forms for k in ("f+b", "sum")}
+        run("f+b", True), run("f+b", True, False), run("f+b", False)
         for _ in range(args.reps):
             for kind in ("f+b", "sum"):
                 times[f"sdpa {kind}"].append(_time(lambda: sdpa(kind)))
-                times[f"c {kind}"].append(_time(lambda: run(kind, True)))
+                times[f"fused {kind}"].append(_time(lambda: run(kind, True)))
+                times[f"stage {kind}"].append(_time(lambda: run(kind, True, False)))
                 times[f"torch {kind}"].append(_time(lambda: run(kind, False)))
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-        for form in ("c", "torch"):
+        for form in forms:
             print(f"d={d:3d} T={T:4d} B={B:5d} {form:6s} f+b {med[form + ' f+b']:8.1f} ms "
                   f"{med[form + ' f+b'] / med['sdpa f+b']:5.2f}x  sum {med[form + ' sum']:8.1f} ms "
                   f"{med[form + ' sum'] / med['sdpa sum']:5.2f}x  "

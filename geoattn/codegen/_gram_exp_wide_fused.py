@@ -81,12 +81,9 @@ static double *workspace(int64_t T)
     return w;
 }
 
-/* one sample's G = x^T x and M = -A_s G from its token rows Xt (Xd their double copy); returns the shift (-1: failed,
-   M then zero) */
-static int sample_m(int T, const real_t (*Xt)[TP], double *Xd, const double *nA, double *G, double *M)
+/* one sample's M = -A_s G (nA = -A_s); returns the shift (-1: failed, M then zero) */
+static int sample_m(const double *G, const double *nA, double *M)
 {
-    widen(T, Xt, Xd);
-    gram(T, Xd, G);
     mul(nA, G, M, 0);
     const int s = shift_of(M);
     if (s < 0) memset(M, 0, sizeof(double) * MS);
@@ -100,12 +97,13 @@ static void scaled(const double *restrict M, int s, double *restrict P)
     for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) ROW(P, i)[v] = c * ROW(M, i)[v];
 }
 
-/* the forward per sample: G, M = -A_s G, s, E = exp(M), the structure check max|E^T G E - G| <= tol Tr G and
-   y = xE (E rounded to the tokens' type); samples not kept get y = 0, s = -1 and ok = 0, failed shifts E = I and
-   ok = 0. Returns 1 when the scratch could not be allocated. */
+/* the forward per sample: G, the sample kept when Tr G |A_s|_F is finite and at most bound[1] (bound[0] = |A_s|_F),
+   M = -A_s G, s, E = exp(M), the structure check max|E^T G E - G| <= bound[2] Tr G and y = xE (E rounded to the
+   tokens' type); samples not kept get y = 0, s = -2 and ok = 0, failed shifts s = -1, E = I and ok = 0. Returns 1
+   when the scratch could not be allocated. */
 int FN(vp_gram_exp_wide_tok_fwd)(int64_t n, int64_t T, const real_t *restrict x, const double *restrict As,
-                                 const uint8_t *restrict keep, const double *restrict tol, real_t *restrict y,
-                                 int32_t *restrict s, uint8_t *restrict ok)
+                                 const double *restrict bound, real_t *restrict y, int32_t *restrict s,
+                                 uint8_t *restrict ok)
 {
     double *w = workspace(T);
     if (w == NULL) return 1;
@@ -118,29 +116,33 @@ int FN(vp_gram_exp_wide_tok_fwd)(int64_t n, int64_t T, const real_t *restrict x,
     tmat Et;
     load(As, -1.0, nA);
     for (int64_t b = 0; b < n; b++) {
-        if (!keep[b]) {
+        tload(x + b * T * D, (int)T, Xt);
+        widen((int)T, (const real_t (*)[TP])Xt, Xd);
+        gram((int)T, Xd, G);
+        double trace = 0.0;
+        for (int i = 0; i < D; i++) trace += G[i * DP + i];
+        const double scale = trace * bound[0];
+        if (!(isfinite(scale) && scale <= bound[1])) {
             memset(y + b * T * D, 0, sizeof(real_t) * T * D);
-            s[b] = -1;
+            s[b] = -2;
             ok[b] = 0;
             continue;
         }
-        tload(x + b * T * D, (int)T, Xt);
-        const int sb = sample_m((int)T, (const real_t (*)[TP])Xt, Xd, nA, G, M);
+        const int sb = sample_m(G, nA, M);
         scaled(M, sb, rec);
         const double *E = powers_and_squarings(sb < 0 ? 0 : sb, rec);
         mul(G, E, W, 0);
         transpose(E, tr);
         mul(tr, W, R, 0);
-        double r = 0.0, trace = 0.0;
+        double r = 0.0;
         for (int i = 0; i < D; i++) {
-            trace += G[i * DP + i];
             for (int j = 0; j < D; j++) {
                 const double e = fabs(R[i * DP + j] - G[i * DP + j]);
                 r = e > r || e != e ? e : r;
             }
         }
         s[b] = sb;
-        ok[b] = sb >= 0 && r <= *tol * trace;
+        ok[b] = sb >= 0 && r <= bound[2] * trace;
         to_tmat((double (*)[DP])E, 0, Et);
         tmul_n((int)T, (const real_t (*)[TP])Xt, Et, Yt, 0);
         tstore((const real_t (*)[TP])Yt, (int)T, y + b * T * D);
@@ -152,12 +154,12 @@ int FN(vp_gram_exp_wide_tok_fwd)(int64_t n, int64_t T, const real_t *restrict x,
 
 /* the backward per sample: G and M recomputed from the tokens, Ebar = x^T ybar, the record recomputed and its reverse
    mode (Mbar), Gbar = A_s Mbar, gx = ybar E^T + x (Gbar + Gbar^T), gA[b] = -Mbar G (summed by the caller); ybar at
-   the element strides Gs[0] (samples), Gs[1] (tokens), Gs[2] (entries); a sample not kept (s = -1 with keep = 0)
-   gets gx = 0, one whose shift failed gx = ybar (E = I); both gA[b] = 0. Returns 1 when the scratch could not be
+   the element strides Gs[0] (samples), Gs[1] (tokens), Gs[2] (entries); a sample not kept (s = -2) gets gx = 0,
+   one whose shift failed (s = -1) gx = ybar (E = I); both gA[b] = 0. Returns 1 when the scratch could not be
    allocated. */
 int FN(vp_gram_exp_wide_tok_bwd)(int64_t n, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
-                                 const int64_t *restrict Gs, const double *restrict As, const uint8_t *restrict keep,
-                                 const int32_t *restrict s, real_t *restrict gx, double *restrict gA)
+                                 const int64_t *restrict Gs, const double *restrict As, const int32_t *restrict s,
+                                 real_t *restrict gx, double *restrict gA)
 {
     double *w = workspace(T);
     if (w == NULL) return 1;
@@ -172,7 +174,7 @@ int FN(vp_gram_exp_wide_tok_bwd)(int64_t n, int64_t T, const real_t *restrict x,
     for (int64_t b = 0; b < n; b++) {
         real_t *gxb = gx + b * T * D;
         memset(gA + b * D * D, 0, sizeof(double) * D * D);
-        if (!keep[b]) {
+        if (s[b] == -2) {
             memset(gxb, 0, sizeof(real_t) * T * D);
             continue;
         }
@@ -182,7 +184,9 @@ int FN(vp_gram_exp_wide_tok_bwd)(int64_t n, int64_t T, const real_t *restrict x,
             continue;
         }
         tload(x + b * T * D, (int)T, Xt);
-        sample_m((int)T, (const real_t (*)[TP])Xt, Xd, nA, G, M);
+        widen((int)T, (const real_t (*)[TP])Xt, Xd);
+        gram((int)T, Xd, G);
+        sample_m(G, nA, M);
         scaled(M, s[b], rec);
         const double *E = powers_and_squarings(s[b], rec);
         tmul_tn((int)T, (const real_t (*)[TP])Xt, (const real_t (*)[TP])Gd, (double (*)[DP])gE);

@@ -206,6 +206,11 @@ def vp_gram_exp(x: torch.Tensor, A: torch.Tensor, stage=None) -> torch.Tensor:
     """
     T, d = x.shape[-2:]
     batch, xb, Ab = _flat_batch(x, A)
+    if stage is not None and getattr(stage, "FUSED_MAX_DIM", 0) >= d:
+        from ._gram_exp_fused import VPGramExpFused, fused_reason
+        if fused_reason(xb, Ab) is None:  # the same per-sample decisions, taken in C (geoattn.kernels._gram_exp_fused)
+            y, ok = VPGramExpFused.apply(xb, Ab)
+            return _qr_for_failed(y, ok, xb, Ab, "exp").reshape(batch + (T, d))
     with torch.no_grad():
         # summed in float64 without a float64 copy of float32 tokens: a square that overflows float32 is an entry
         # above 1.8e19, whose sample exceeds GRAM_MAX_SCALE in float64 as well (inf > GRAM_MAX_SCALE: the QR form)
@@ -213,9 +218,5 @@ def vp_gram_exp(x: torch.Tensor, A: torch.Tensor, stage=None) -> torch.Tensor:
         sq = xs.square().sum((-2, -1), dtype=torch.float64)
         scale = sq * _skew64(Ab).norm(dim=(-2, -1))
         keep = torch.isfinite(scale) & (scale <= GRAM_MAX_SCALE)
-    fused = None
-    if stage is not None and getattr(stage, "FUSED_MAX_DIM", 0) >= d:
-        from ._gram_exp_fused import VPGramExpFused, fused_reason
-        fused = VPGramExpFused if fused_reason(xb, Ab) is None else None
-    y, ok = fused.apply(xb, Ab, keep) if fused is not None else _VPGramExp.apply(xb, Ab, keep, stage)
+    y, ok = _VPGramExp.apply(xb, Ab, keep, stage)
     return _qr_for_failed(y, ok, xb, Ab, "exp").reshape(batch + (T, d))

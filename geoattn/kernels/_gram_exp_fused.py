@@ -14,9 +14,11 @@ from __future__ import annotations
 import torch
 
 from . import _native, _native_exp_wide as W
-from ._gram import _skew64
+from ._gram import GRAM_MAX_SCALE, _skew64
 
 __all__ = ["fused_reason", "VPGramExpFused"]
+
+_REAL = {torch.float32: "f32", torch.float64: "f64"}
 
 
 def fused_reason(x: torch.Tensor, A: torch.Tensor) -> str | None:
@@ -33,56 +35,57 @@ def fused_reason(x: torch.Tensor, A: torch.Tensor) -> str | None:
     str or None
     """
     d = x.shape[-1]
-    if x.dtype != torch.float32:
-        return f"{x.dtype} tokens: the fused kernels take float32"
+    if x.dtype not in _REAL:
+        return f"{x.dtype} tokens: the fused kernels take float32 (float64 for the tests' gradcheck)"
     if A.dim() != 2:
         return "a weighting per sample: the fused kernels take one shared A"
     if not W.MIN_DIM <= d <= W.FUSED_MAX_DIM:
         return f"d={d}: the fused kernels cover {W.MIN_DIM} <= d <= {W.FUSED_MAX_DIM}"
-    lib = W.library(d, "f32")
+    lib = W.library(d, _REAL[x.dtype])
     return lib if isinstance(lib, str) else None
 
 
 class VPGramExpFused(torch.autograd.Function):
-    r"""``(y, ok)`` of the exponential Gram form from float32 tokens ``x`` ``(n, T, d)``, a shared ``A`` and the
-    samples ``keep`` computed; the backward is the fused kernel's (:math:`\bar x`, :math:`\bar A`), or the
+    r"""``(y, ok)`` of the exponential Gram form from tokens ``x`` ``(n, T, d)`` and a shared ``A``: a sample is
+    computed when :math:`\mathrm{Tr}\,G\,\|A_s\|_F` is finite and at most ``GRAM_MAX_SCALE`` (decided in C from its
+    Gram matrix), else ``y = 0`` and ``ok`` False there; the backward is the fused kernel's (:math:`\bar x`, :math:`\bar A`), or the
     differentiable Gram form when a graph of it is wanted."""
 
     @staticmethod
-    def forward(ctx, x, A, keep):
+    def forward(ctx, x, A):
         n, T, d = x.shape
         x = x.contiguous()
         As = _skew64(A).contiguous()
-        keep8 = keep.to(torch.uint8).contiguous()
-        tol = torch.tensor([d * torch.finfo(x.dtype).eps / 16], dtype=torch.float64)
+        # Note [structure check of the exponential Gram form]: the scale bound and exp_residual_tolerance
+        bound = torch.tensor([float(As.norm()), GRAM_MAX_SCALE, d * torch.finfo(x.dtype).eps / 16],
+                             dtype=torch.float64)
         y = torch.empty_like(x)
         s = torch.empty(n, dtype=torch.int32)
         ok = torch.empty(n, dtype=torch.uint8)
-        lib = W.library(d, "f32")
-        W.run_checked(W._fn(lib, "vp_gram_exp_wide_tok_fwd", d, "f32"), n, T,
-                      [(x, True), (As, False), (keep8, True), (tol, False), (y, True), (s, True), (ok, True)])
-        ctx.save_for_backward(x, A, As, keep, keep8, s)
+        real = _REAL[x.dtype]
+        W.run_checked(W._fn(W.library(d, real), "vp_gram_exp_wide_tok_fwd", d, real), n, T,
+                      [(x, True), (As, False), (bound, False), (y, True), (s, True), (ok, True)])
+        ctx.save_for_backward(x, A, As, s)
         ok = ok.bool()
         ctx.mark_non_differentiable(ok)
         return y, ok
 
     @staticmethod
     def backward(ctx, gy, _ok):
-        x, A, As, keep, keep8, s = ctx.saved_tensors
+        x, A, As, s = ctx.saved_tensors
         if torch.is_grad_enabled():
             from ._gram_exp import _gram_exp_form
-            _, pullback = torch.func.vjp(lambda a, b: _gram_exp_form(a, b, keep), x, A)
-            return (*pullback(gy), None)
+            _, pullback = torch.func.vjp(lambda a, b: _gram_exp_form(a, b, s != -2), x, A)
+            return pullback(gy)
         n, T, d = x.shape
         if gy.dtype != x.dtype:
             gy = gy.to(x.dtype)
         strides = torch.tensor(gy.stride(), dtype=torch.int64)
         gx = torch.empty_like(x)
         gA = _native.scratch((n, d, d), torch.float64)
-        lib = W.library(d, "f32")
-        W.run_checked(W._fn(lib, "vp_gram_exp_wide_tok_bwd", d, "f32"), n, T,
-                      [(x, True), (gy, True), (strides, False), (As, False), (keep8, True), (s, True), (gx, True),
-                       (gA, True)])
+        real = _REAL[x.dtype]
+        W.run_checked(W._fn(W.library(d, real), "vp_gram_exp_wide_tok_bwd", d, real), n, T,
+                      [(x, True), (gy, True), (strides, False), (As, False), (s, True), (gx, True), (gA, True)])
         gAs = gA.sum(0)
         _native.release(gA)
-        return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype), None
+        return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype)
