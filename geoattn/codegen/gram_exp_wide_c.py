@@ -242,7 +242,7 @@ def target_name() -> str:
     return "_native_gram_exp_wide.c"
 
 
-def generate_gram_exp_wide_module(negate_backward: bool = False) -> str:
+def generate_gram_exp_wide_module(negate_backward: bool = False, fault_check: bool = False) -> str:
     """The C source of the wide exponential stage (Note [wide exponential stage]).
 
     Parameters
@@ -250,6 +250,8 @@ def generate_gram_exp_wide_module(negate_backward: bool = False) -> str:
     negate_backward : bool
         print the squarings' adjoint as :math:`\\bar YX + X^T\\bar Y` (a deliberately wrong backward, for the tests'
         negative control)
+    fault_check : bool
+        print the fused forward's structure check with :math:`EGE` in place of :math:`E^TGE` (its negative control)
 
     Returns
     -------
@@ -260,5 +262,7 @@ def generate_gram_exp_wide_module(negate_backward: bool = False) -> str:
     rows = [", ".join(repr(c) for c in coefs[k:k + 4]) for k in range(0, len(coefs), 4)]
     body = _BODY.replace("{COEFS}", "{\n    " + ",\n    ".join(rows) + "\n}")
     body = body.replace("{THETA}", repr(THETA)).replace("{SMAX}", str(SMAX)) + TOKENS + FUSED
+    if fault_check:
+        body = body.replace("transpose(E, tr);\n        mul(tr, W, R, 0);", "mul(E, W, R, 0);")
     body = body.replace("SQUARE_RIGHT", "Yk" if negate_backward else "tr").replace("SLOTS", str(SLOTS))
     return _HEADER.format(lo=MIN_DIM, hi=MAX_DIM, target=target_name()) + body
