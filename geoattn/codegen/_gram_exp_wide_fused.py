@@ -73,7 +73,7 @@ static int shift_of(const double *restrict M)
 }
 
 /* the call's work space: NMAT padded matrices, the record (SLOTS + SMAX_ matrices) and T double token rows */
-#define NMAT 12
+#define NMAT 13
 static double *workspace(int64_t T)
 {
     double *w = NULL;
@@ -153,13 +153,14 @@ int FN(vp_gram_exp_wide_tok_fwd)(int64_t n, int64_t T, const real_t *restrict x,
 }
 
 /* the backward per sample: G and M recomputed from the tokens, Ebar = x^T ybar, the record recomputed and its reverse
-   mode (Mbar), Gbar = A_s Mbar, gx = ybar E^T + x (Gbar + Gbar^T), gA[b] = -Mbar G (summed by the caller); ybar at
-   the element strides Gs[0] (samples), Gs[1] (tokens), Gs[2] (entries); a sample not kept (s = -2) gets gx = 0,
-   one whose shift failed (s = -1) gx = ybar (E = I); both gA[b] = 0. Returns 1 when the scratch could not be
+   mode (Mbar), Gbar = A_s Mbar, gx = ybar E^T + x (Gbar + Gbar^T), and the sum over the call's samples of -Mbar G
+   into gA[0] (first[0] = 1 marks it: the caller sums the parts of a split batch; nothing else of gA is written);
+   ybar at the element strides Gs[0] (samples), Gs[1] (tokens), Gs[2] (entries); a sample not kept (s = -2) gets gx = 0,
+   one whose shift failed (s = -1) gx = ybar (E = I); neither adds to gA. Returns 1 when the scratch could not be
    allocated. */
 int FN(vp_gram_exp_wide_tok_bwd)(int64_t n, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                  const int64_t *restrict Gs, const double *restrict As, const int32_t *restrict s,
-                                 real_t *restrict gx, double *restrict gA)
+                                 real_t *restrict gx, double *restrict gA, uint8_t *restrict first)
 {
     double *w = workspace(T);
     if (w == NULL) return 1;
@@ -168,12 +169,12 @@ int FN(vp_gram_exp_wide_tok_bwd)(int64_t n, int64_t T, const real_t *restrict x,
     if (Xt == NULL) { free(w); return 1; }
     real_t (*Gd)[TP] = Xt + T, (*Out)[TP] = Xt + 2 * T;
     double *nA = w, *G = w + MS, *M = w + 2 * MS, *gE = w + 3 * MS, *gM = w + 4 * MS, *H = w + 5 * MS;
-    double *work = w + 6 * MS, *rec = w + NMAT * MS, *Xd = rec + (SLOTS + SMAX_) * MS;
+    double *work = w + 6 * MS, *gS = w + 12 * MS, *rec = w + NMAT * MS, *Xd = rec + (SLOTS + SMAX_) * MS;
     tmat Et, Ht;
     load(As, -1.0, nA);
+    memset(gS, 0, sizeof(double) * MS);
     for (int64_t b = 0; b < n; b++) {
         real_t *gxb = gx + b * T * D;
-        memset(gA + b * D * D, 0, sizeof(double) * D * D);
         if (s[b] == -2) {
             memset(gxb, 0, sizeof(real_t) * T * D);
             continue;
@@ -198,13 +199,16 @@ int FN(vp_gram_exp_wide_tok_bwd)(int64_t n, int64_t T, const real_t *restrict x,
                 H[i * DP + j] = h;
                 H[j * DP + i] = h;
             }
-        mul(gM, G, M, 0);
-        store(M, -1.0, gA + b * D * D);
+        mul(gM, G, gS, 1);
         to_tmat((double (*)[DP])E, 1, Et);
         to_tmat((double (*)[DP])H, 0, Ht);
         tmul_n((int)T, (const real_t (*)[TP])Gd, Et, Out, 0);
         tmul_n((int)T, (const real_t (*)[TP])Xt, Ht, Out, 1);
         tstore((const real_t (*)[TP])Out, (int)T, gxb);
+    }
+    if (n > 0) {
+        store(gS, -1.0, gA);
+        first[0] = 1;
     }
     free(tbase);
     free(w);

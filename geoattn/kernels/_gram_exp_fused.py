@@ -1,12 +1,16 @@
-r"""The exponential Gram form with its token products in C for ``17 <= d <= 32`` and float32 tokens: one pass over
-the batch per direction (``vp_gram_exp_wide_tok_fwd`` and ``_bwd`` of :mod:`geoattn.kernels._native_exp_wide`,
-Note [fused wide exponential] in :mod:`geoattn.codegen.gram_exp_wide_c`).
+r"""The exponential Gram form with its token products in C for ``17 <= d <= 32``, float32 tokens and a shared ``A``:
+one pass over the batch per direction (``vp_gram_exp_wide_tok_fwd`` and ``_bwd`` of
+:mod:`geoattn.kernels._native_exp_wide`, Note [fused wide exponential] in :mod:`geoattn.codegen.gram_exp_wide_c`).
+Float64 tokens are taken as well (the same text in double: the tests' gradcheck).
 
 Each sample is computed as :class:`geoattn.kernels._gram_exp._VPGramExp` computes it: ``G = x^Tx`` in double, the
-same shift rule, the same stage and its reverse mode, the same structure check (:func:`exp_residual_tolerance`), the
-samples not kept entering as zeros, the shift's failed samples as ``E = I``; only ``y = xE``, :math:`x^T\bar y` and
-:math:`\bar yE^T + xH` run in float32 (the bound is in the Note). The caller's
-:func:`geoattn.kernels._gram._qr_for_failed` replaces the failed samples as before.
+same scale bound (``GRAM_MAX_SCALE``, decided in C from :math:`\mathrm{Tr}\,G = \|x\|_F^2`: no float64 pass over the
+tokens in torch), the same shift rule, the same stage and its reverse mode, the same structure check
+(:func:`geoattn.kernels._gram_exp.exp_residual_tolerance`); a sample not kept never enters the stage (``y = 0``,
+zero gradients), one whose shift fails takes ``E = I``; only ``y = xE``, :math:`x^T\bar y` and
+:math:`\bar yE^T + xH` run in the tokens' type (the bound is in the Note). The caller's
+:func:`geoattn.kernels._gram._qr_for_failed` replaces the failed samples as before. Each part of a split batch sums its
+:math:`-\bar MG` in C into the first entry of its part of a reused scratch (:func:`geoattn.kernels._native.scratch`).
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ def fused_reason(x: torch.Tensor, A: torch.Tensor) -> str | None:
 class VPGramExpFused(torch.autograd.Function):
     r"""``(y, ok)`` of the exponential Gram form from tokens ``x`` ``(n, T, d)`` and a shared ``A``: a sample is
     computed when :math:`\mathrm{Tr}\,G\,\|A_s\|_F` is finite and at most ``GRAM_MAX_SCALE`` (decided in C from its
-    Gram matrix), else ``y = 0`` and ``ok`` False there; the backward is the fused kernel's (:math:`\bar x`, :math:`\bar A`), or the
-    differentiable Gram form when a graph of it is wanted."""
+    Gram matrix), else ``y = 0`` and ``ok`` False there; the backward is the fused kernel's (:math:`\bar x`,
+    :math:`\bar A`), or the differentiable Gram form when a graph of it is wanted."""
 
     @staticmethod
     def forward(ctx, x, A):
@@ -82,10 +86,12 @@ class VPGramExpFused(torch.autograd.Function):
             gy = gy.to(x.dtype)
         strides = torch.tensor(gy.stride(), dtype=torch.int64)
         gx = torch.empty_like(x)
-        gA = _native.scratch((n, d, d), torch.float64)
+        gA = _native.scratch((n, d, d), torch.float64)  # one entry per part of the batch written
+        first = torch.zeros(n, dtype=torch.uint8)
         real = _REAL[x.dtype]
         W.run_checked(W._fn(W.library(d, real), "vp_gram_exp_wide_tok_bwd", d, real), n, T,
-                      [(x, True), (gy, True), (strides, False), (As, False), (s, True), (gx, True), (gA, True)])
-        gAs = gA.sum(0)
+                      [(x, True), (gy, True), (strides, False), (As, False), (s, True), (gx, True), (gA, True),
+                       (first, True)])
+        gAs = gA[first.bool()].sum(0)
         _native.release(gA)
         return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype)

@@ -20,8 +20,8 @@ import torch
 from . import _native
 from ._taylor_exp import shifts
 
-__all__ = ["SOURCE", "MIN_DIM", "MAX_DIM", "SLOTS", "FUSED_MAX_DIM", "build", "library", "run_checked", "exp_wide_status", "route_reason", "StageExp", "stage_exp",
-           "stage_exp_adjoint"]
+__all__ = ["SOURCE", "MIN_DIM", "MAX_DIM", "SLOTS", "FUSED_MAX_DIM", "build", "library", "run_checked",
+           "exp_wide_status", "route_reason", "StageExp", "stage_exp", "stage_exp_adjoint"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram_exp_wide.c")

@@ -41,6 +41,8 @@ static const double COEF[20] = {
     2.08767569878681e-09, 1.6059043836821613e-10, 1.1470745597729725e-11, 7.647163731819816e-13,
     4.779477332387385e-14, 0.0, 0.0, 0.0
 };
+/* the last block S_4 is c_16 I (degree 16: c_17 = c_18 = c_19 = 0), so S_3 = S_4 X^4 + B_3 is B_3 + c_16 X^4 */
+#define TOP_SCALAR (COEF[17] == 0.0 && COEF[18] == 0.0 && COEF[19] == 0.0)
 
 /* C = X Y, or C += X Y when add; C is neither X nor Y. Blocks of RB rows of C in vector accumulators, then the
    rows left one at a time. */
@@ -123,7 +125,10 @@ static const double *powers_and_squarings(int s, double *restrict rec)
         for (int i = 1; i < 4; i++) if (COEF[4 * j + i] != 0.0) axpy(COEF[4 * j + i], P + (i - 1) * MS, Hj);
         for (int i = 0; i < D; i++) Hj[i * DP + i] += COEF[4 * j];
     }
-    for (int j = 3; j >= 0; j--) mul(H + (j + 1) * MS, P + 3 * MS, H + j * MS, 1);
+    for (int j = 3; j >= 0; j--) {
+        if (j == 3 && TOP_SCALAR) axpy(COEF[16], P + 3 * MS, H + 3 * MS);  /* S_4 = c_16 I: the same FMAs */
+        else mul(H + (j + 1) * MS, P + 3 * MS, H + j * MS, 1);
+    }
     const double *Y = H;
     for (int k = 0; k < s; k++) {
         double *Z = rec + (9 + k) * MS;
@@ -165,6 +170,10 @@ static void reverse_one(const double *restrict rec, int s, double *gY, double *r
         }
         if (j == 4) break;
         if (j == 0) memset(gP + 3 * MS, 0, sizeof(double) * MS);
+        if (j == 3 && TOP_SCALAR) {  /* S_4 = c_16 I: its gradient reaches nothing else */
+            axpy(COEF[16], gY, gP + 3 * MS);
+            break;
+        }
         transpose(H + (j + 1) * MS, tr);
         mul(tr, gY, gP + 3 * MS, 1);
         transpose(P + 3 * MS, tr);
@@ -373,7 +382,7 @@ static int shift_of(const double *restrict M)
 }
 
 /* the call's work space: NMAT padded matrices, the record (9 + SMAX_ matrices) and T double token rows */
-#define NMAT 12
+#define NMAT 13
 static double *workspace(int64_t T)
 {
     double *w = NULL;
@@ -453,13 +462,14 @@ int FN(vp_gram_exp_wide_tok_fwd)(int64_t n, int64_t T, const real_t *restrict x,
 }
 
 /* the backward per sample: G and M recomputed from the tokens, Ebar = x^T ybar, the record recomputed and its reverse
-   mode (Mbar), Gbar = A_s Mbar, gx = ybar E^T + x (Gbar + Gbar^T), gA[b] = -Mbar G (summed by the caller); ybar at
-   the element strides Gs[0] (samples), Gs[1] (tokens), Gs[2] (entries); a sample not kept (s = -2) gets gx = 0,
-   one whose shift failed (s = -1) gx = ybar (E = I); both gA[b] = 0. Returns 1 when the scratch could not be
+   mode (Mbar), Gbar = A_s Mbar, gx = ybar E^T + x (Gbar + Gbar^T), and the sum over the call's samples of -Mbar G
+   into gA[0] (first[0] = 1 marks it: the caller sums the parts of a split batch; nothing else of gA is written);
+   ybar at the element strides Gs[0] (samples), Gs[1] (tokens), Gs[2] (entries); a sample not kept (s = -2) gets gx = 0,
+   one whose shift failed (s = -1) gx = ybar (E = I); neither adds to gA. Returns 1 when the scratch could not be
    allocated. */
 int FN(vp_gram_exp_wide_tok_bwd)(int64_t n, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                  const int64_t *restrict Gs, const double *restrict As, const int32_t *restrict s,
-                                 real_t *restrict gx, double *restrict gA)
+                                 real_t *restrict gx, double *restrict gA, uint8_t *restrict first)
 {
     double *w = workspace(T);
     if (w == NULL) return 1;
@@ -468,12 +478,12 @@ int FN(vp_gram_exp_wide_tok_bwd)(int64_t n, int64_t T, const real_t *restrict x,
     if (Xt == NULL) { free(w); return 1; }
     real_t (*Gd)[TP] = Xt + T, (*Out)[TP] = Xt + 2 * T;
     double *nA = w, *G = w + MS, *M = w + 2 * MS, *gE = w + 3 * MS, *gM = w + 4 * MS, *H = w + 5 * MS;
-    double *work = w + 6 * MS, *rec = w + NMAT * MS, *Xd = rec + (9 + SMAX_) * MS;
+    double *work = w + 6 * MS, *gS = w + 12 * MS, *rec = w + NMAT * MS, *Xd = rec + (9 + SMAX_) * MS;
     tmat Et, Ht;
     load(As, -1.0, nA);
+    memset(gS, 0, sizeof(double) * MS);
     for (int64_t b = 0; b < n; b++) {
         real_t *gxb = gx + b * T * D;
-        memset(gA + b * D * D, 0, sizeof(double) * D * D);
         if (s[b] == -2) {
             memset(gxb, 0, sizeof(real_t) * T * D);
             continue;
@@ -498,13 +508,16 @@ int FN(vp_gram_exp_wide_tok_bwd)(int64_t n, int64_t T, const real_t *restrict x,
                 H[i * DP + j] = h;
                 H[j * DP + i] = h;
             }
-        mul(gM, G, M, 0);
-        store(M, -1.0, gA + b * D * D);
+        mul(gM, G, gS, 1);
         to_tmat((double (*)[DP])E, 1, Et);
         to_tmat((double (*)[DP])H, 0, Ht);
         tmul_n((int)T, (const real_t (*)[TP])Gd, Et, Out, 0);
         tmul_n((int)T, (const real_t (*)[TP])Xt, Ht, Out, 1);
         tstore((const real_t (*)[TP])Out, (int)T, gxb);
+    }
+    if (n > 0) {
+        store(gS, -1.0, gA);
+        first[0] = 1;
     }
     free(tbase);
     free(w);
