@@ -22,10 +22,11 @@ from geoattn.kernels import _native_exp_wide
 from geoattn.nn import VolumePreservingAttention
 
 
-def _time(fn) -> float:
-    t0 = time.perf_counter()
+def _time(fn) -> tuple[float, float]:
+    """Wall-clock and this thread's CPU seconds of ``fn()`` (the CPU time is steadier on a shared machine)."""
+    t0, c0 = time.perf_counter(), time.thread_time()
     fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.thread_time() - c0
 
 
 def main() -> None:
@@ -70,13 +71,14 @@ def main() -> None:
                 times[f"fused {kind}"].append(_time(lambda: run(kind, True)))
                 times[f"stage {kind}"].append(_time(lambda: run(kind, True, False)))
                 times[f"torch {kind}"].append(_time(lambda: run(kind, False)))
-        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        med = {k: statistics.median(w for w, _ in v) * 1e3 for k, v in times.items()}
+        cpu = {k: statistics.median(c for _, c in v) * 1e3 for k, v in times.items()}
         for form in forms:
-            print(f"d={d:3d} T={T:4d} B={B:5d} {form:6s} f+b {med[form + ' f+b']:8.1f} ms "
-                  f"{med[form + ' f+b'] / med['sdpa f+b']:5.2f}x  sum {med[form + ' sum']:8.1f} ms "
-                  f"{med[form + ' sum'] / med['sdpa sum']:5.2f}x  "
-                  f"(sdpa {med['sdpa f+b']:.1f} / {med['sdpa sum']:.1f} ms)",
-                  flush=True)
+            f, s = form + " f+b", form + " sum"
+            print(f"d={d:3d} T={T:4d} B={B:5d} {form:6s} f+b {med[f]:8.1f} ms {med[f] / med['sdpa f+b']:5.2f}x  "
+                  f"sum {med[s]:8.1f} ms {med[s] / med['sdpa sum']:5.2f}x  (sdpa {med['sdpa f+b']:.1f} / "
+                  f"{med['sdpa sum']:.1f} ms)  thread CPU {cpu[f] / cpu['sdpa f+b']:5.2f}x / "
+                  f"{cpu[s] / cpu['sdpa sum']:5.2f}x", flush=True)
 
 
 if __name__ == "__main__":
