@@ -21,7 +21,42 @@ it measured slower, the forward writing ``(9 + s) d^2`` doubles per sample (142 
 registers of eight doubles, with fused multiply-adds (stage alone, d = 32, n = 1024, s = 7 or 8, one thread: about
 13 ms forward and 48 ms backward on a quiet moment of a shared machine, near 70 GFLOP/s in the forward's
 products). ``negate_backward`` prints a deliberately wrong backward (the transpose dropped from the squarings'
-adjoint) for the tests' negative control.
+adjoint) for the tests' negative control. The last Paterson--Stockmeyer block is :math:`c_{16}I` (degree 16), so its
+Horner step is a scaled addition and its reverse mode two products fewer: the same fused multiply-adds as the product
+with :math:`c_{16}I`, whose other terms are exact zeros.
+
+Note [fused wide exponential]
+-----------------------------
+Up to ``d = 32`` (``FUSED_MAX_DIM`` of :mod:`geoattn.kernels._native_exp_wide`) and for one shared ``A`` the token
+products run in the same C call as the stage, one sample at a time (:mod:`geoattn.codegen._gram_exp_wide_fused`,
+over the token products of :mod:`geoattn.codegen._gram_lu_big_tokens`), as the wide Cayley route does; no float64
+copy of the tokens is made. Forward: ``G = x^Tx`` accumulated in double from the tokens (float32 squares and
+products are exact in double), the scale bound :math:`\mathrm{Tr}\,G\,\|A_s\|_F \le` ``GRAM_MAX_SCALE``,
+``M = -A_sG``, the shift (the rule of :func:`geoattn.kernels._taylor_exp.shifts`), the exponential, the structure
+check :math:`\max|E^TGE - G| \le` ``d eps / 16`` :math:`\mathrm{Tr}\,G` in double, and ``y = xE`` with ``E``
+rounded to float32 and the sum in float32 (sixteen lanes). Backward: ``G``, ``M`` and the record recomputed from
+the tokens (bit for bit the forward's: the same operations in the same order), :math:`\bar E = x^T\bar y` in
+float32, the reverse mode in double, :math:`\bar x = \bar yE^T + x(\bar G + \bar G^T)` in float32, and
+:math:`-\bar MG` summed over the call's samples in double.
+
+The float32 products' error, per entry, with :math:`u = 2^{-24}` and ``k`` the length of the sum (``k = d`` for
+``y`` and :math:`\bar x`'s two products, ``k = T`` for :math:`\bar E`): rounding ``E`` to float32 adds :math:`u|x||E|`
+and the sum :math:`\gamma_k|x||E|` (:math:`\gamma_k = ku/(1 - ku)`), so
+:math:`|\hat y - xE| \le \gamma_{d+1}|x||E|` entrywise. For invertible ``G``, :math:`E^TGE = G` makes
+:math:`G^{1/2}EG^{-1/2}` orthogonal, so :math:`\|E\|_2 \le \mathrm{cond}(G)^{1/2}`: for well-spread tokens the
+bound is a few units of float32 rounding of each column's norm; the layer's tests hold the fused result to the same ``8 T eps32`` of each column's norm as the float64
+path (:func:`conftest.assert_layer_matches_full64`); :math:`\bar E` is within :math:`\gamma_T|x|^T|\bar y|`, a
+relative float32 rounding of the incoming gradient's product. The structure check, the shift and the decision to
+keep a sample stay in double, so every per-sample decision is the unfused path's up to the order of additions in
+``G``.
+
+Measured (one thread, float32, B*T = 65,536 unit-normal tokens, default-initialised
+``VolumePreservingAttention(32, activation="exp")``, T = 64, forward+backward, thread CPU time on a shared machine):
+the fused forward about 20 ms and backward about 50 ms, all but 2 ms of the layer's 79 ms; the C stage with the token
+products in torch 2.3 to 2.5 times SDPA, the fused kernels 1.3 to 1.5 times (benchmarks/results/exp-wide-ab-cpu.txt).
+The backward recomputes its record: storing the squarings' inputs (``s d^2`` doubles a sample, 58 MB at ``s = 7``)
+would save ``s`` of its 42 products (about 8 ms) for a write and a read of that much memory in a saved (not reused)
+tensor, which the stage's first measurement found slower (Note [wide exponential stage]); not measured again.
 """
 
 from __future__ import annotations
