@@ -1,6 +1,8 @@
 """A/B of the exponential layer's d x d stage for 17 <= d <= 64: the C stage with its token products (route
 gram-exp-wide/native with the fused kernels, d <= 32), the C stage alone (token products in torch) and the batched
-torch form (gram-exp/eager), with torch's SDPA as one head in the same run, timed alternately.
+torch form (gram-exp/eager), with torch's SDPA as one head in the same run, timed alternately: on ``(B, T, d)``
+(torch's composite form) and, last on each row, on ``(B, 1, T, d)`` (its fused flash kernel, the reference of
+benchmarks/layers.py).
 
 One thread, float32, ``--tokens`` unit-normal tokens, a default-initialised
 ``VolumePreservingAttention(d, activation="exp")``, forward+backward with a dense random incoming gradient and with
@@ -57,17 +59,19 @@ def main() -> None:
                 _native_exp_wide.FUSED_MAX_DIM = fused_max
             x.grad = None
 
-        def sdpa(kind):
+        def sdpa(kind, heads=False):
             q = x.detach().clone().requires_grad_()
-            out = F.scaled_dot_product_attention(q, q, q)
+            h = q.unsqueeze(-3) if heads else q  # (B, 1, T, d): torch's fused flash kernel, as benchmarks/layers.py
+            out = F.scaled_dot_product_attention(h, h, h).squeeze(-3)
             (out.sum() if kind == "sum" else out).backward(None if kind == "sum" else g)
 
         forms = ("fused", "stage", "torch")
-        times = {f"{f} {k}": [] for f in ("sdpa",) + forms for k in ("f+b", "sum")}
+        times = {f"{f} {k}": [] for f in ("sdpa", "sdpa4") + forms for k in ("f+b", "sum")}
         run("f+b", True), run("f+b", True, False), run("f+b", False)
         for _ in range(args.reps):
             for kind in ("f+b", "sum"):
                 times[f"sdpa {kind}"].append(_time(lambda: sdpa(kind)))
+                times[f"sdpa4 {kind}"].append(_time(lambda: sdpa(kind, True)))
                 times[f"fused {kind}"].append(_time(lambda: run(kind, True)))
                 times[f"stage {kind}"].append(_time(lambda: run(kind, True, False)))
                 times[f"torch {kind}"].append(_time(lambda: run(kind, False)))
@@ -78,7 +82,8 @@ def main() -> None:
             print(f"d={d:3d} T={T:4d} B={B:5d} {form:6s} f+b {med[f]:8.1f} ms {med[f] / med['sdpa f+b']:5.2f}x  "
                   f"sum {med[s]:8.1f} ms {med[s] / med['sdpa sum']:5.2f}x  (sdpa {med['sdpa f+b']:.1f} / "
                   f"{med['sdpa sum']:.1f} ms)  thread CPU {cpu[f] / cpu['sdpa f+b']:5.2f}x / "
-                  f"{cpu[s] / cpu['sdpa sum']:5.2f}x", flush=True)
+                  f"{cpu[s] / cpu['sdpa sum']:5.2f}x; against (B, 1, T, d) {med[f] / med['sdpa4 f+b']:5.2f}x / "
+                  f"{med[s] / med['sdpa4 sum']:5.2f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,8 @@ The float32 products' error, per entry, with :math:`u = 2^{-24}` and ``k`` the l
 and the sum :math:`\gamma_k|x||E|` (:math:`\gamma_k = ku/(1 - ku)`), so
 :math:`|\hat y - xE| \le \gamma_{d+1}|x||E|` entrywise. For invertible ``G``, :math:`E^TGE = G` makes
 :math:`G^{1/2}EG^{-1/2}` orthogonal, so :math:`\|E\|_2 \le \mathrm{cond}(G)^{1/2}`: for well-spread tokens the
-bound is a few units of float32 rounding of each column's norm; the layer's tests hold the fused result to the same ``8 T eps32`` of each column's norm as the float64
+bound is a few units of float32 rounding of each column's norm; the layer's tests hold the fused result to the
+same ``8 T eps32`` of each column's norm as the float64
 path (:func:`conftest.assert_layer_matches_full64`); :math:`\bar E` is within :math:`\gamma_T|x|^T|\bar y|`, a
 relative float32 rounding of the incoming gradient's product. The structure check, the shift and the decision to
 keep a sample stay in double, so every per-sample decision is the unfused path's up to the order of additions in
