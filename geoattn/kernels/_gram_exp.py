@@ -190,7 +190,9 @@ def vp_gram_exp(x: torch.Tensor, A: torch.Tensor, stage=None) -> torch.Tensor:
     stage : module, optional
         where the ``d x d`` exponential and its reverse mode run: by default the batched torch products of
         :mod:`geoattn.kernels._taylor_exp`; :mod:`geoattn.kernels._native_exp_wide` (its ``stage_exp`` and
-        ``stage_exp_adjoint``) runs the same algorithm in C for ``17 <= d <= 64``
+        ``stage_exp_adjoint``) runs the same algorithm in C for ``17 <= d <= 64``; up to its ``FUSED_MAX_DIM`` (32),
+        for float32 or float64 tokens and a shared ``A``, with the token products in the same C call
+        (:mod:`geoattn.kernels._gram_exp_fused`)
 
     Returns
     -------
