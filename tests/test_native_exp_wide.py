@@ -254,3 +254,23 @@ def test_fused_backward_reads_an_expanded_gradient_in_place():
     gx_sum = torch.autograd.grad(_gram_exp.vp_gram_exp(xs, A, W).sum(), xs)[0]
     gx_dense = torch.autograd.grad(_gram_exp.vp_gram_exp(xs, A, W), xs, torch.ones_like(x))[0]
     assert torch.equal(gx_sum, gx_dense)
+
+
+def test_fused_kernels_split_over_threads_give_the_same_result(monkeypatch):
+    # each part of a split batch sums its -Mbar G into its first scratch entry: the parts' sums must all be counted
+    from geoattn.kernels import _native
+    torch.manual_seed(22)
+    x, A, g = torch.randn(1100, 20, 24), layer_weight(24), torch.randn(1100, 20, 24)
+
+    def run(threads):
+        monkeypatch.setattr(_native, "_threads", lambda: threads)
+        xs, As = x.clone().requires_grad_(), A.clone().requires_grad_()
+        y = _gram_exp.vp_gram_exp(xs, As, W)
+        return (y, *torch.autograd.grad(y, (xs, As), g))
+
+    one, two = run(1), run(2)
+    assert torch.equal(one[0], two[0]) and torch.equal(one[1], two[1])
+    assert x.shape[0] // _native._MIN_PER_THREAD == 2  # two parts with two threads
+    # only the order of the float64 sum over the samples differs (a part left out would change gA by about half)
+    tol = 64 * x.shape[0] * eps(F32) * one[2].abs().max()
+    assert (one[2] - two[2]).abs().max() <= tol
