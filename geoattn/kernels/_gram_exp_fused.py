@@ -19,6 +19,7 @@ import torch
 
 from . import _native, _native_exp_wide as W
 from ._gram import GRAM_MAX_SCALE, _skew64
+from ._gram_exp import _gram_exp_form, exp_residual_tolerance
 
 __all__ = ["fused_reason", "VPGramExpFused"]
 
@@ -61,7 +62,7 @@ class VPGramExpFused(torch.autograd.Function):
         x = x.contiguous()
         As = _skew64(A).contiguous()
         # Note [structure check of the exponential Gram form]: the scale bound and exp_residual_tolerance
-        bound = torch.tensor([float(As.norm()), GRAM_MAX_SCALE, d * torch.finfo(x.dtype).eps / 16],
+        bound = torch.tensor([float(As.norm()), GRAM_MAX_SCALE, exp_residual_tolerance(x.dtype, d)],
                              dtype=torch.float64)
         y = torch.empty_like(x)
         s = torch.empty(n, dtype=torch.int32)
@@ -78,7 +79,6 @@ class VPGramExpFused(torch.autograd.Function):
     def backward(ctx, gy, _ok):
         x, A, As, s = ctx.saved_tensors
         if torch.is_grad_enabled():
-            from ._gram_exp import _gram_exp_form
             _, pullback = torch.func.vjp(lambda a, b: _gram_exp_form(a, b, s != -2), x, A)
             return pullback(gy)
         n, T, d = x.shape
