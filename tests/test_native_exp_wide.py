@@ -13,7 +13,7 @@ import torch
 
 import geoattn.kernels as K
 from geoattn.codegen import gram_exp_wide_c
-from geoattn.kernels import _gram_exp, _native_exp_wide as W, _taylor_exp
+from geoattn.kernels import _gram_exp, _gram_exp_fused, _native_exp_wide as W, _taylor_exp
 from conftest import assert_layer_matches_full64, eps
 
 F32, F64 = torch.float32, torch.float64
@@ -153,3 +153,124 @@ def test_bad_input_says_expected_and_got():
     t = W.stage_exp(torch.zeros(2, 20, 20, dtype=F64))
     with pytest.raises(ValueError, match="Expected a float64 gradient of shape .2, 20, 20.. Got torch.float32"):
         W.stage_exp_adjoint(t, torch.zeros(2, 20, 20))
+
+
+# the fused kernels (d <= 32: the token products in C with the stage; geoattn.kernels._gram_exp_fused)
+
+def test_fused_kernels_serve_float32_and_a_shared_weighting_up_to_32():
+    assert _gram_exp_fused.fused_reason(torch.randn(2, 40, 32), layer_weight(32)) is None
+    assert _gram_exp_fused.fused_reason(torch.randn(2, 40, 17, dtype=F64), layer_weight(17, F64)) is None
+    assert "33" in _gram_exp_fused.fused_reason(torch.randn(2, 40, 33), layer_weight(33))
+    assert "shared" in _gram_exp_fused.fused_reason(torch.randn(2, 40, 20), layer_weight(20, batch=(2,)))
+    assert "bfloat16" in _gram_exp_fused.fused_reason(torch.randn(2, 40, 20, dtype=torch.bfloat16), layer_weight(20))
+
+
+@pytest.mark.parametrize("d,T", [(17, 12), (17, 17), (32, 20), (32, 32), (32, 64)])
+def test_fused_matches_full_form_below_at_and_above_d(d, T):
+    torch.manual_seed(d * T)
+    x, A, g = torch.randn(3, T, d), layer_weight(d), torch.randn(3, T, d)
+    x[1] = torch.randn(T, 5) @ torch.randn(5, d)  # rank 5 < d: G singular
+    xs, As = x.clone().requires_grad_(), A.clone().requires_grad_()
+    y = _gram_exp.vp_gram_exp(xs, As, W)
+    gx, gA = torch.autograd.grad(y, (xs, As), g)
+    assert_layer_matches_full64(x, A, y, gx, gA, g, activation="exp")
+
+
+def test_fused_gradcheck_float64():
+    torch.manual_seed(17)
+    for d, T in [(17, 19), (18, 12)]:
+        x = torch.randn(2, T, d, dtype=F64, requires_grad=True)
+        A = (layer_weight(d, F64) * 3).requires_grad_()
+        assert _gram_exp_fused.fused_reason(x, A) is None
+        assert torch.autograd.gradcheck(lambda a, b: _gram_exp_fused.VPGramExpFused.apply(a, b)[0], (x, A))
+
+
+def _fused_forward(x, A, lib):
+    """The fused forward's (y, s, ok) of float64 tokens from the library ``lib``."""
+    n, T, d = x.shape
+    As = (0.5 * (A - A.mT)).double().contiguous()
+    bound = torch.tensor([float(As.norm()), _gram_exp.GRAM_MAX_SCALE, _gram_exp.exp_residual_tolerance(F32, d)],
+                         dtype=F64)
+    y, s, ok = torch.empty_like(x), torch.empty(n, dtype=torch.int32), torch.empty(n, dtype=torch.uint8)
+    W.run_checked(W._fn(lib, "vp_gram_exp_wide_tok_fwd", d, "f64"), n, T,
+                  [(x, True), (As, False), (bound, False), (y, True), (s, True), (ok, True)])
+    return y, s, ok.bool()
+
+
+def test_fused_shift_and_structure_check_are_the_torch_forms():
+    torch.manual_seed(18)
+    d, T = 24, 40
+    x = torch.randn(6, T, d, dtype=F64) * torch.tensor([0.1, 0.5, 1.0, 2.0, 4.0, 1.0], dtype=F64)[:, None, None]
+    x[5, 0, 0] = float("nan")
+    A = layer_weight(d, F64)
+    y, s, ok = _fused_forward(x, A, W.library(d, "f64"))
+    G = x.mT @ x
+    shift, failed = _taylor_exp.shifts(-(A @ G[:5]))
+    assert torch.equal(s[:5].long(), shift.long()) and not bool(failed.any()) and len(set(s.tolist())) > 2
+    E = torch.linalg.matrix_exp(-(A @ G[:5]))
+    assert torch.equal(ok[:5], _gram_exp.structure_ok(G[:5], E, F32)) and bool(ok[:5].all())
+    assert s[5].item() == -2 and not bool(ok[5]) and bool((y[5] == 0).all())  # not kept: never enters the stage
+
+
+def test_faulty_structure_check_is_caught(tmp_path):
+    # E G E in place of E^T G E: the check must reject every sample it accepted
+    torch.manual_seed(19)
+    d = 20
+    path = os.path.join(tmp_path, "fault_check_exp_wide.c")
+    with open(path, "w") as fh:
+        fh.write(gram_exp_wide_c.generate_gram_exp_wide_module(fault_check=True))
+    broken = W.build(d, path)
+    assert not isinstance(broken, str), broken
+    x, A = torch.randn(4, 40, d, dtype=F64), layer_weight(d, F64)
+    assert bool(_fused_forward(x, A, W.library(d, "f64"))[2].all())
+    assert not bool(_fused_forward(x, A, broken)[2].any())
+
+
+def test_fused_backward_fault_is_caught(tmp_path, monkeypatch):
+    torch.manual_seed(20)
+    d, T = 20, 40
+    path = os.path.join(tmp_path, "broken_fused_exp_wide.c")
+    with open(path, "w") as fh:
+        fh.write(gram_exp_wide_c.generate_gram_exp_wide_module(negate_backward=True))
+    broken = W.build(d, path, real="f32")
+    assert not isinstance(broken, str), broken
+    x, A, g = torch.randn(3, T, d), layer_weight(d), torch.randn(3, T, d)
+
+    def grads():
+        xs, As = x.clone().requires_grad_(), A.clone().requires_grad_()
+        return torch.autograd.grad(_gram_exp.vp_gram_exp(xs, As, W), (xs, As), g)
+
+    good = grads()
+    monkeypatch.setattr(W, "library", lambda d, real="f64": broken)
+    bad = grads()
+    err = max(((b - a).abs().max() / a.abs().max()).item() for a, b in zip(good, bad))
+    assert err > 1e3 * T * eps(F32), f"Expected the fault to change the gradient. Got a relative change of {err:.2e}."
+
+
+def test_fused_backward_reads_an_expanded_gradient_in_place():
+    torch.manual_seed(21)
+    x, A = torch.randn(4, 64, 32), layer_weight(32)
+    xs = x.clone().requires_grad_()
+    gx_sum = torch.autograd.grad(_gram_exp.vp_gram_exp(xs, A, W).sum(), xs)[0]
+    gx_dense = torch.autograd.grad(_gram_exp.vp_gram_exp(xs, A, W), xs, torch.ones_like(x))[0]
+    assert torch.equal(gx_sum, gx_dense)
+
+
+def test_fused_kernels_split_over_threads_give_the_same_result(monkeypatch):
+    # each part of a split batch sums its -Mbar G into its first scratch entry: the parts' sums must all be counted
+    from geoattn.kernels import _native
+    torch.manual_seed(22)
+    x, A, g = torch.randn(1100, 20, 24), layer_weight(24), torch.randn(1100, 20, 24)
+
+    def run(threads):
+        monkeypatch.setattr(_native, "_threads", lambda: threads)
+        xs, As = x.clone().requires_grad_(), A.clone().requires_grad_()
+        y = _gram_exp.vp_gram_exp(xs, As, W)
+        return (y, *torch.autograd.grad(y, (xs, As), g))
+
+    one, two = run(1), run(2)
+    assert torch.equal(one[0], two[0]) and torch.equal(one[1], two[1])
+    assert x.shape[0] // _native._MIN_PER_THREAD == 2  # two parts with two threads
+    # only the order of the float64 sum over the samples differs (a part left out would change gA by about half)
+    tol = 64 * x.shape[0] * eps(F32) * one[2].abs().max()
+    assert (one[2] - two[2]).abs().max() <= tol

@@ -20,20 +20,23 @@ import torch
 from . import _native
 from ._taylor_exp import shifts
 
-__all__ = ["SOURCE", "MIN_DIM", "MAX_DIM", "SLOTS", "build", "exp_wide_status", "route_reason", "StageExp", "stage_exp",
-           "stage_exp_adjoint"]
+__all__ = ["SOURCE", "MIN_DIM", "MAX_DIM", "SLOTS", "FUSED_MAX_DIM", "build", "library", "run_checked",
+           "exp_wide_status", "route_reason", "StageExp", "stage_exp", "stage_exp_adjoint"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram_exp_wide.c")
 #: the widths the stage covers and the matrices of a sample's record before its squarings
 #: (geoattn.codegen.gram_exp_wide_c.MIN_DIM, MAX_DIM, SLOTS: a test keeps them equal)
 MIN_DIM, MAX_DIM, SLOTS = 17, 64, 9
-_RESTYPES = {"vp_gram_exp_wide_fwd": ctypes.c_int, "vp_gram_exp_wide_bwd": ctypes.c_int}
+#: the widths up to which the token products run in C with the stage (geoattn.kernels._gram_exp_fused)
+FUSED_MAX_DIM = 32
+_RESTYPES = {"vp_gram_exp_wide_fwd": ctypes.c_int, "vp_gram_exp_wide_bwd": ctypes.c_int,
+             "vp_gram_exp_wide_tok_fwd": ctypes.c_int, "vp_gram_exp_wide_tok_bwd": ctypes.c_int}
 _lock = threading.Lock()
-_libraries: dict = {}  # d -> CDLL, or the reason it could not be built
+_libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built
 
 
-def build(d: int, source: str = SOURCE) -> ctypes.CDLL | str:
+def build(d: int, source: str = SOURCE, real: str = "f64") -> ctypes.CDLL | str:
     """Compile (or find in the cache) and load the stage of width ``d`` from the C file ``source``; a string says
     why not. The tests build a broken stage with it.
 
@@ -41,21 +44,39 @@ def build(d: int, source: str = SOURCE) -> ctypes.CDLL | str:
     ----------
     d : int
     source : str
+    real : str
+        the tokens' type of the fused kernels, ``"f32"`` or ``"f64"`` (the stage is double in both)
 
     Returns
     -------
     ctypes.CDLL or str
     """
-    return _native.bind(_native.build(d, "f64", source), d, "f64", source, _RESTYPES)
+    return _native.bind(_native.build(d, real, source), d, real, source, _RESTYPES)
 
 
-def _library(d: int) -> ctypes.CDLL | str:
+def library(d: int, real: str = "f64") -> ctypes.CDLL | str:
+    """The stage of width ``d`` whose fused kernels take tokens of type ``real`` (built once), or why not.
+
+    Parameters
+    ----------
+    d : int
+    real : str
+        ``"f32"`` or ``"f64"``
+
+    Returns
+    -------
+    ctypes.CDLL or str
+    """
     if not MIN_DIM <= d <= MAX_DIM:
         return f"d={d}: the native wide exponential stage covers {MIN_DIM} <= d <= {MAX_DIM}"
     with _lock:
-        if d not in _libraries:
-            _libraries[d] = build(d)
-        return _libraries[d]
+        if (d, real) not in _libraries:
+            _libraries[(d, real)] = build(d, real=real)
+        return _libraries[(d, real)]
+
+
+def _library(d: int) -> ctypes.CDLL | str:
+    return library(d, "f64")
 
 
 def exp_wide_status(d: int) -> tuple[bool, str]:
@@ -121,8 +142,8 @@ class StageExp:
         self.E, self.failed, self.shift, self.M, self.lib = E, failed, shift, M, lib
 
 
-def _fn(lib, name: str, d: int):
-    return getattr(lib, f"geoattn_{name}_d{d}_f64")
+def _fn(lib, name: str, d: int, real: str = "f64"):
+    return getattr(lib, f"geoattn_{name}_d{d}_{real}")
 
 
 def stage_exp(M: torch.Tensor, library: ctypes.CDLL | None = None) -> StageExp:
@@ -153,11 +174,11 @@ def stage_exp(M: torch.Tensor, library: ctypes.CDLL | None = None) -> StageExp:
     smax = int(s.max()) if n else 0
     E = torch.empty(n, d, d, dtype=torch.float64)
     if n:
-        _run_checked(_fn(lib, "vp_gram_exp_wide_fwd", d), n, smax, [(M, True), (s32, True), (E, True)])
+        run_checked(_fn(lib, "vp_gram_exp_wide_fwd", d), n, smax, [(M, True), (s32, True), (E, True)])
     return StageExp(E, failed, s32, M, lib)
 
 
-def _run_checked(fn, n: int, smax: int, args: list) -> None:
+def run_checked(fn, n: int, smax: int, args: list) -> None:
     """:func:`geoattn.kernels._native._run` of a stage function, which returns 1 when it could not allocate its
     scratch."""
     failed = []
@@ -193,7 +214,7 @@ def stage_exp_adjoint(t: StageExp, gE: torch.Tensor) -> torch.Tensor:
     gE = gE.contiguous()
     gM = torch.empty_like(t.E)
     if n:
-        _run_checked(_fn(t.lib, "vp_gram_exp_wide_bwd", d), n, int(t.shift.max()),
+        run_checked(_fn(t.lib, "vp_gram_exp_wide_bwd", d), n, int(t.shift.max()),
                      [(t.M, True), (t.shift, True), (gE, True), (gM, True)])
     if bool(t.failed.any()):
         gM = torch.where(t.failed[:, None, None], torch.zeros((), dtype=gM.dtype), gM)

@@ -10,9 +10,16 @@
 #error "GEOATTN_D must be defined"
 #endif
 #define D GEOATTN_D
+#if defined(GEOATTN_F32)
+typedef float real_t;  /* the tokens' type of the fused kernels; the stage is double throughout */
+#define REAL f32
+#else
+typedef double real_t;
+#define REAL f64
+#endif
 #define CAT_(a, b, c) a##_d##b##_##c
 #define CAT(a, b, c) CAT_(a, b, c)
-#define FN(name) CAT(geoattn_##name, D, f64)
+#define FN(name) CAT(geoattn_##name, D, REAL)
 
 /* products and scaled additions as fused multiply-adds (one rounding each; never fast-math: NaN must propagate) */
 #pragma GCC optimize ("fp-contract=fast")
@@ -21,6 +28,9 @@
 #define MS (D * DP)
 #define RB (NV <= 4 ? 4 : 2)
 typedef double vd __attribute__((vector_size(64), may_alias));
+typedef double mat[D][DP] __attribute__((aligned(64)));
+#define THETA_ 0.765625
+#define SMAX_ 40
 #define ROW(M, i) ((vd *)((M) + (i) * DP))
 #define UNROLL _Pragma("GCC unroll 8")
 
@@ -31,6 +41,8 @@ static const double COEF[20] = {
     2.08767569878681e-09, 1.6059043836821613e-10, 1.1470745597729725e-11, 7.647163731819816e-13,
     4.779477332387385e-14, 0.0, 0.0, 0.0
 };
+/* the last block S_4 is c_16 I (degree 16: c_17 = c_18 = c_19 = 0), so S_3 = S_4 X^4 + B_3 is B_3 + c_16 X^4 */
+#define TOP_SCALAR (COEF[17] == 0.0 && COEF[18] == 0.0 && COEF[19] == 0.0)
 
 /* C = X Y, or C += X Y when add; C is neither X nor Y. Blocks of RB rows of C in vector accumulators, then the
    rows left one at a time. */
@@ -94,10 +106,18 @@ static void axpy(double c, const double *restrict Y, double *restrict Z)
 
 /* One sample: M (D x D) scaled by 2^-s; the record rec (9 + s padded matrices: X, X^2, X^3, X^4, S_0 .. S_4,
    then the squarings' results); returns the last of S_0 and the squarings, exp(M) */
+static const double *powers_and_squarings(int s, double *restrict rec);
+
 static const double *forward_one(const double *restrict M, int s, double *restrict rec)
 {
+    load(M, ldexp(1.0, -s), rec);
+    return powers_and_squarings(s, rec);
+}
+
+/* the record from its first matrix X = 2^-s M (already in rec); returns exp(M) */
+static const double *powers_and_squarings(int s, double *restrict rec)
+{
     double *P = rec, *H = rec + 4 * MS;
-    load(M, ldexp(1.0, -s), P);
     for (int k = 1; k < 4; k++) mul(P + (k - 1) * MS, P, P + k * MS, 0);
     for (int j = 0; j < 5; j++) {
         double *Hj = H + j * MS;
@@ -105,7 +125,10 @@ static const double *forward_one(const double *restrict M, int s, double *restri
         for (int i = 1; i < 4; i++) if (COEF[4 * j + i] != 0.0) axpy(COEF[4 * j + i], P + (i - 1) * MS, Hj);
         for (int i = 0; i < D; i++) Hj[i * DP + i] += COEF[4 * j];
     }
-    for (int j = 3; j >= 0; j--) mul(H + (j + 1) * MS, P + 3 * MS, H + j * MS, 1);
+    for (int j = 3; j >= 0; j--) {
+        if (j == 3 && TOP_SCALAR) axpy(COEF[16], P + 3 * MS, H + 3 * MS);  /* S_4 = c_16 I: the same FMAs */
+        else mul(H + (j + 1) * MS, P + 3 * MS, H + j * MS, 1);
+    }
     const double *Y = H;
     for (int k = 0; k < s; k++) {
         double *Z = rec + (9 + k) * MS;
@@ -126,47 +149,377 @@ int FN(vp_gram_exp_wide_fwd)(int64_t n, int64_t smax, const double *M, const int
     return 0;
 }
 
+/* The reverse mode of one sample's record rec (s squarings) from Ebar in gY (padded, overwritten); work holds six
+   matrices; gM = 2^-s Mbar (padded). */
+static void reverse_one(const double *restrict rec, int s, double *gY, double *restrict work, double *restrict gM)
+{
+    double *tmp = work, *tr = work + MS, *gP = work + 2 * MS;
+    const double *P = rec, *H = rec + 4 * MS;
+    for (int k = s - 1; k >= 0; k--) {
+        const double *Yk = k ? rec + (9 + k - 1) * MS : H;
+        transpose(Yk, tr);
+        mul(gY, tr, tmp, 0);
+        mul(tr, gY, tmp, 1);
+        double *t = gY; gY = tmp; tmp = t;
+    }
+    for (int j = 0; j < 5; j++) {
+        for (int i = 1; i < 4; i++) {
+            double *g = gP + (i - 1) * MS;
+            if (j == 0) { memset(g, 0, sizeof(double) * MS); }
+            if (COEF[4 * j + i] != 0.0) axpy(COEF[4 * j + i], gY, g);
+        }
+        if (j == 4) break;
+        if (j == 0) memset(gP + 3 * MS, 0, sizeof(double) * MS);
+        if (j == 3 && TOP_SCALAR) {  /* S_4 = c_16 I: its gradient reaches nothing else */
+            axpy(COEF[16], gY, gP + 3 * MS);
+            break;
+        }
+        transpose(H + (j + 1) * MS, tr);
+        mul(tr, gY, gP + 3 * MS, 1);
+        transpose(P + 3 * MS, tr);
+        mul(gY, tr, tmp, 0);
+        double *t = gY; gY = tmp; tmp = t;
+    }
+    transpose(P, tr);
+    for (int k = 3; k >= 1; k--) {
+        mul(gP + k * MS, tr, gP + (k - 1) * MS, 1);
+        transpose(P + (k - 1) * MS, tmp);
+        mul(tmp, gP + k * MS, gP, 1);
+    }
+    const double c = ldexp(1.0, -s);
+    for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) ROW(gM, i)[v] = c * ROW(gP, i)[v];
+}
+
 /* Per sample b: gM[b] from gE[b], the forward recomputed into a scratch record, then the reverse mode of its steps.
    Returns 1 when the scratch could not be allocated. */
 int FN(vp_gram_exp_wide_bwd)(int64_t n, int64_t smax, const double *M, const int32_t *s, const double *gE,
                              double *gM)
 {
     double *w = NULL;
-    if (posix_memalign((void **)&w, 64, sizeof(double) * (7 + 9 + smax) * MS)) return 1;
-    double *gY = w, *tmp = w + MS, *tr = w + 2 * MS, *gP = w + 3 * MS, *rec = w + 7 * MS;
+    if (posix_memalign((void **)&w, 64, sizeof(double) * (8 + 9 + smax) * MS)) return 1;
+    double *gY = w, *out = w + MS, *work = w + 2 * MS, *rec = w + 8 * MS;
     for (int64_t b = 0; b < n; b++) {
         forward_one(M + b * D * D, s[b], rec);
-        const double *P = rec, *H = rec + 4 * MS;
         load(gE + b * D * D, 1.0, gY);
-        for (int k = s[b] - 1; k >= 0; k--) {
-            const double *Yk = k ? rec + (9 + k - 1) * MS : H;
-            transpose(Yk, tr);
-            mul(gY, tr, tmp, 0);
-            mul(tr, gY, tmp, 1);
-            double *t = gY; gY = tmp; tmp = t;
-        }
-        for (int j = 0; j < 5; j++) {
-            for (int i = 1; i < 4; i++) {
-                double *g = gP + (i - 1) * MS;
-                if (j == 0) { memset(g, 0, sizeof(double) * MS); }
-                if (COEF[4 * j + i] != 0.0) axpy(COEF[4 * j + i], gY, g);
-            }
-            if (j == 4) break;
-            if (j == 0) memset(gP + 3 * MS, 0, sizeof(double) * MS);
-            transpose(H + (j + 1) * MS, tr);
-            mul(tr, gY, gP + 3 * MS, 1);
-            transpose(P + 3 * MS, tr);
-            mul(gY, tr, tmp, 0);
-            double *t = gY; gY = tmp; tmp = t;
-        }
-        transpose(P, tr);
-        for (int k = 3; k >= 1; k--) {
-            mul(gP + k * MS, tr, gP + (k - 1) * MS, 1);
-            transpose(P + (k - 1) * MS, tmp);
-            mul(tmp, gP + k * MS, gP, 1);
-        }
-        store(gP, ldexp(1.0, -s[b]), gM + b * D * D);
+        reverse_one(rec, s[b], gY, work, out);
+        store(out, 1.0, gM + b * D * D);
     }
+    free(w);
+    return 0;
+}
+
+/* token rows of real_t in vectors of TL lanes, NT vectors a row, TP = TL NT entries (zero padded) */
+#define TL ((int)(64 / sizeof(real_t)))
+#define NT ((D + TL - 1) / TL)
+#define TP (TL * NT)
+#define TRB (NT <= 2 ? 8 : NT <= 4 ? 4 : 2)  /* rows per block: 16 vector accumulators */
+typedef real_t vt __attribute__((vector_size(64), may_alias));
+typedef real_t tmat[D][TP] __attribute__((aligned(64)));
+#define VT(M, i) ((vt *)(M)[i])
+
+/* n padded token rows of real_t, aligned to 64 bytes; *base is what to free */
+static real_t (*trows(int64_t n, void **base))[TP]
+{
+    *base = malloc(sizeof(real_t[TP]) * (size_t)n + 64);
+    if (*base == NULL) return NULL;
+    return (real_t (*)[TP])(((uintptr_t)*base + 63) & ~(uintptr_t)63);
+}
+
+static void tload(const real_t *restrict S, int n, real_t (*restrict X)[TP])
+{
+    for (int t = 0; t < n; t++) {
+        for (int j = 0; j < D; j++) X[t][j] = S[t*D + j];
+        for (int j = D; j < TP; j++) X[t][j] = 0;
+    }
+}
+
+/* the same from n rows of S at element strides st (rows) and sj (entries): an expanded incoming gradient (the one of
+   out.sum(), every stride 0) is read where it lies, never materialised */
+static void tload_strided(const real_t *restrict S, int n, int64_t st, int64_t sj, real_t (*restrict X)[TP])
+{
+    for (int t = 0; t < n; t++) {
+        for (int j = 0; j < D; j++) X[t][j] = S[t*st + j*sj];
+        for (int j = D; j < TP; j++) X[t][j] = 0;
+    }
+}
+
+static void tstore(const real_t (*restrict X)[TP], int n, real_t *restrict S)
+{
+    for (int t = 0; t < n; t++)
+        for (int j = 0; j < D; j++) S[t*D + j] = X[t][j];
+}
+
+/* M (double, padded) rounded into Mt, transposed when tr */
+static void to_tmat(mat M, int tr, tmat Mt)
+{
+    for (int i = 0; i < D; i++) {
+        for (int j = 0; j < D; j++) Mt[i][j] = (real_t)(tr ? M[j][i] : M[i][j]);
+        for (int j = D; j < TP; j++) Mt[i][j] = 0;
+    }
+}
+
+/* C = X Y (+ C when add) for n token rows X and Y of D rows; TRB rows of C at a time in vector accumulators */
+static void tmul_n(int n, const real_t (*restrict X)[TP], tmat Y, real_t (*C)[TP], int add)
+{
+    int i = 0;
+    for (; i + TRB <= n; i += TRB) {
+        vt acc[TRB][NT];
+        UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) acc[r][v] = add ? VT(C, i + r)[v]
+                                                                                                     : (vt){0};
+        for (int k = 0; k < D; k++) {
+            vt y[NT];
+            UNROLL for (int v = 0; v < NT; v++) y[v] = VT(Y, k)[v];
+            UNROLL for (int r = 0; r < TRB; r++) {
+                const real_t a = X[i + r][k];
+                UNROLL for (int v = 0; v < NT; v++) acc[r][v] += a*y[v];
+            }
+        }
+        UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) VT(C, i + r)[v] = acc[r][v];
+    }
+    for (; i < n; i++) {
+        vt acc[NT];
+        UNROLL for (int v = 0; v < NT; v++) acc[v] = add ? VT(C, i)[v] : (vt){0};
+        for (int k = 0; k < D; k++) {
+            const real_t a = X[i][k];
+            UNROLL for (int v = 0; v < NT; v++) acc[v] += a*VT(Y, k)[v];
+        }
+        UNROLL for (int v = 0; v < NT; v++) VT(C, i)[v] = acc[v];
+    }
+}
+
+/* C = X^T Y (D x D, a sum over n token rows) into the double matrix Cd */
+static void tmul_tn(int n, const real_t (*X)[TP], const real_t (*Y)[TP], mat Cd)
+{
+    tmat C;
+    int i = 0;
+    for (; i + TRB <= D; i += TRB) {
+        vt acc[TRB][NT];
+        UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) acc[r][v] = (vt){0};
+        for (int t = 0; t < n; t++) {
+            vt y[NT];
+            UNROLL for (int v = 0; v < NT; v++) y[v] = VT(Y, t)[v];
+            UNROLL for (int r = 0; r < TRB; r++) {
+                const real_t a = X[t][i + r];
+                UNROLL for (int v = 0; v < NT; v++) acc[r][v] += a*y[v];
+            }
+        }
+        UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) VT(C, i + r)[v] = acc[r][v];
+    }
+    for (; i < D; i++) {
+        vt acc[NT];
+        UNROLL for (int v = 0; v < NT; v++) acc[v] = (vt){0};
+        for (int t = 0; t < n; t++) {
+            const real_t a = X[t][i];
+            UNROLL for (int v = 0; v < NT; v++) acc[v] += a*VT(Y, t)[v];
+        }
+        UNROLL for (int v = 0; v < NT; v++) VT(C, i)[v] = acc[v];
+    }
+    for (int r = 0; r < D; r++) {
+        for (int j = 0; j < D; j++) Cd[r][j] = C[r][j];
+        for (int j = D; j < DP; j++) Cd[r][j] = 0.0;
+    }
+}
+
+
+/* C = X^T X (double, padded) for n padded double rows X: a sum over the tokens, RB rows of C at a time */
+static void gram(int n, const double *restrict X, double *restrict C)
+{
+    int i = 0;
+    for (; i + RB <= D; i += RB) {
+        vd acc[RB][NV];
+        UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = (vd){0};
+        for (int t = 0; t < n; t++) {
+            vd y[NV];
+            UNROLL for (int v = 0; v < NV; v++) y[v] = ROW(X, t)[v];
+            UNROLL for (int r = 0; r < RB; r++) {
+                const double a = X[t * DP + i + r];
+                UNROLL for (int v = 0; v < NV; v++) acc[r][v] += a * y[v];
+            }
+        }
+        UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) ROW(C, i + r)[v] = acc[r][v];
+    }
+    for (; D % RB && i < D; i++) {
+        vd acc[NV];
+        UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
+        for (int t = 0; t < n; t++) {
+            const double a = X[t * DP + i];
+            UNROLL for (int v = 0; v < NV; v++) acc[v] += a * ROW(X, t)[v];
+        }
+        UNROLL for (int v = 0; v < NV; v++) ROW(C, i)[v] = acc[v];
+    }
+}
+
+/* padded double rows of the n token rows Xt */
+static void widen(int n, const real_t (*restrict Xt)[TP], double *restrict X)
+{
+    for (int t = 0; t < n; t++) {
+        for (int j = 0; j < D; j++) X[t * DP + j] = Xt[t][j];
+        for (int j = D; j < DP; j++) X[t * DP + j] = 0.0;
+    }
+}
+
+/* the shift of geoattn.kernels._taylor_exp.shifts: the least s >= 0 with min(|M|_1, |M|_F) <= THETA 2^s; -1 for a
+   sample whose norm is not finite or that needs more than SMAX squarings */
+static int shift_of(const double *restrict M)
+{
+    double one = 0.0, fro = 0.0;
+    int nan = 0;
+    for (int j = 0; j < D; j++) {
+        double c = 0.0;
+        for (int i = 0; i < D; i++) c += fabs(M[i * DP + j]);
+        if (c != c) nan = 1;
+        else if (c > one) one = c;
+    }
+    for (int i = 0; i < D; i++) for (int j = 0; j < D; j++) fro += M[i * DP + j] * M[i * DP + j];
+    fro = sqrt(fro);
+    if (nan || fro != fro) return -1;
+    const double nrm = fro < one ? fro : one;
+    if (!isfinite(nrm)) return -1;
+    int e;
+    const double m = frexp(nrm / THETA_, &e);
+    const int s = m == 0.5 ? e - 1 : e;
+    return s < 0 ? 0 : s > SMAX_ ? -1 : s;
+}
+
+/* the call's work space: NMAT padded matrices, the record (9 + SMAX_ matrices) and T double token rows */
+#define NMAT 13
+static double *workspace(int64_t T)
+{
+    double *w = NULL;
+    if (posix_memalign((void **)&w, 64, sizeof(double) * ((NMAT + 9 + SMAX_) * MS + T * DP))) return NULL;
+    return w;
+}
+
+/* one sample's M = -A_s G (nA = -A_s); returns the shift (-1: failed, M then zero) */
+static int sample_m(const double *G, const double *nA, double *M)
+{
+    mul(nA, G, M, 0);
+    const int s = shift_of(M);
+    if (s < 0) memset(M, 0, sizeof(double) * MS);
+    return s;
+}
+
+/* the record's first matrix: 2^-s M (padded) */
+static void scaled(const double *restrict M, int s, double *restrict P)
+{
+    const double c = ldexp(1.0, -(s < 0 ? 0 : s));
+    for (int i = 0; i < D; i++) UNROLL for (int v = 0; v < NV; v++) ROW(P, i)[v] = c * ROW(M, i)[v];
+}
+
+/* the forward per sample: G, the sample kept when Tr G |A_s|_F is finite and at most bound[1] (bound[0] = |A_s|_F),
+   M = -A_s G, s, E = exp(M), the structure check max|E^T G E - G| <= bound[2] Tr G and y = xE (E rounded to the
+   tokens' type); samples not kept get y = 0, s = -2 and ok = 0, failed shifts s = -1, E = I and ok = 0. Returns 1
+   when the scratch could not be allocated. */
+int FN(vp_gram_exp_wide_tok_fwd)(int64_t n, int64_t T, const real_t *restrict x, const double *restrict As,
+                                 const double *restrict bound, real_t *restrict y, int32_t *restrict s,
+                                 uint8_t *restrict ok)
+{
+    double *w = workspace(T);
+    if (w == NULL) return 1;
+    void *tbase;
+    real_t (*Xt)[TP] = trows(2 * T, &tbase);
+    if (Xt == NULL) { free(w); return 1; }
+    real_t (*Yt)[TP] = Xt + T;
+    double *nA = w, *G = w + MS, *M = w + 2 * MS, *W = w + 3 * MS, *R = w + 4 * MS, *tr = w + 5 * MS;
+    double *rec = w + NMAT * MS, *Xd = rec + (9 + SMAX_) * MS;
+    tmat Et;
+    load(As, -1.0, nA);
+    for (int64_t b = 0; b < n; b++) {
+        tload(x + b * T * D, (int)T, Xt);
+        widen((int)T, (const real_t (*)[TP])Xt, Xd);
+        gram((int)T, Xd, G);
+        double trace = 0.0;
+        for (int i = 0; i < D; i++) trace += G[i * DP + i];
+        const double scale = trace * bound[0];
+        if (!(isfinite(scale) && scale <= bound[1])) {
+            memset(y + b * T * D, 0, sizeof(real_t) * T * D);
+            s[b] = -2;
+            ok[b] = 0;
+            continue;
+        }
+        const int sb = sample_m(G, nA, M);
+        scaled(M, sb, rec);
+        const double *E = powers_and_squarings(sb < 0 ? 0 : sb, rec);
+        mul(G, E, W, 0);
+        transpose(E, tr);
+        mul(tr, W, R, 0);
+        double r = 0.0;
+        for (int i = 0; i < D; i++) {
+            for (int j = 0; j < D; j++) {
+                const double e = fabs(R[i * DP + j] - G[i * DP + j]);
+                r = e > r || e != e ? e : r;
+            }
+        }
+        s[b] = sb;
+        ok[b] = sb >= 0 && r <= bound[2] * trace;
+        to_tmat((double (*)[DP])E, 0, Et);
+        tmul_n((int)T, (const real_t (*)[TP])Xt, Et, Yt, 0);
+        tstore((const real_t (*)[TP])Yt, (int)T, y + b * T * D);
+    }
+    free(tbase);
+    free(w);
+    return 0;
+}
+
+/* the backward per sample: G and M recomputed from the tokens, Ebar = x^T ybar, the record recomputed and its reverse
+   mode (Mbar), Gbar = A_s Mbar, gx = ybar E^T + x (Gbar + Gbar^T), and the sum over the call's samples of -Mbar G
+   into gA[0] (first[0] = 1 marks it: the caller sums the parts of a split batch; nothing else of gA is written);
+   ybar at the element strides Gs[0] (samples), Gs[1] (tokens), Gs[2] (entries); a sample not kept (s = -2) gets gx = 0,
+   one whose shift failed (s = -1) gx = ybar (E = I); neither adds to gA. Returns 1 when the scratch could not be
+   allocated. */
+int FN(vp_gram_exp_wide_tok_bwd)(int64_t n, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
+                                 const int64_t *restrict Gs, const double *restrict As, const int32_t *restrict s,
+                                 real_t *restrict gx, double *restrict gA, uint8_t *restrict first)
+{
+    double *w = workspace(T);
+    if (w == NULL) return 1;
+    void *tbase;
+    real_t (*Xt)[TP] = trows(3 * T, &tbase);
+    if (Xt == NULL) { free(w); return 1; }
+    real_t (*Gd)[TP] = Xt + T, (*Out)[TP] = Xt + 2 * T;
+    double *nA = w, *G = w + MS, *M = w + 2 * MS, *gE = w + 3 * MS, *gM = w + 4 * MS, *H = w + 5 * MS;
+    double *work = w + 6 * MS, *gS = w + 12 * MS, *rec = w + NMAT * MS, *Xd = rec + (9 + SMAX_) * MS;
+    tmat Et, Ht;
+    load(As, -1.0, nA);
+    memset(gS, 0, sizeof(double) * MS);
+    for (int64_t b = 0; b < n; b++) {
+        real_t *gxb = gx + b * T * D;
+        if (s[b] == -2) {
+            memset(gxb, 0, sizeof(real_t) * T * D);
+            continue;
+        }
+        tload_strided(Gy + b * Gs[0], (int)T, Gs[1], Gs[2], Gd);
+        if (s[b] < 0) {
+            tstore((const real_t (*)[TP])Gd, (int)T, gxb);
+            continue;
+        }
+        tload(x + b * T * D, (int)T, Xt);
+        widen((int)T, (const real_t (*)[TP])Xt, Xd);
+        gram((int)T, Xd, G);
+        sample_m(G, nA, M);
+        scaled(M, s[b], rec);
+        const double *E = powers_and_squarings(s[b], rec);
+        tmul_tn((int)T, (const real_t (*)[TP])Xt, (const real_t (*)[TP])Gd, (double (*)[DP])gE);
+        reverse_one(rec, s[b], gE, work, gM);
+        mul(nA, gM, H, 0);  /* -Gbar */
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j <= i; j++) {
+                const double h = -(H[i * DP + j] + H[j * DP + i]);
+                H[i * DP + j] = h;
+                H[j * DP + i] = h;
+            }
+        mul(gM, G, gS, 1);
+        to_tmat((double (*)[DP])E, 1, Et);
+        to_tmat((double (*)[DP])H, 0, Ht);
+        tmul_n((int)T, (const real_t (*)[TP])Gd, Et, Out, 0);
+        tmul_n((int)T, (const real_t (*)[TP])Xt, Ht, Out, 1);
+        tstore((const real_t (*)[TP])Out, (int)T, gxb);
+    }
+    if (n > 0) {
+        store(gS, -1.0, gA);
+        first[0] = 1;
+    }
+    free(tbase);
     free(w);
     return 0;
 }

@@ -51,7 +51,8 @@ in :mod:`geoattn.kernels._lowrank`):
    ``vp.gram_exp_native_reverse``) in batched float64 products (Note [batched Taylor exponential] in
    :mod:`geoattn.kernels._taylor_exp`; Note [Gram form of the exponential] in :mod:`geoattn.kernels._gram_exp`),
    served first by ``gram-exp-wide/native`` for ``17 <= d <= 64`` (the same algorithm, its ``d x d`` stage in C one
-   sample at a time: :mod:`geoattn.kernels._native_exp_wide`);
+   sample at a time: :mod:`geoattn.kernels._native_exp_wide`; up to ``d = 32`` with float32 tokens and a shared
+   ``A``, the token products in the same C call: :mod:`geoattn.kernels._gram_exp_fused`);
 10. ``lowrank/eager``: the thin QR form (``vp.lowrank_form``) with its derived backward passes, every other ``d < T``.
 
 Per sample, inside the Gram routes: a sample failing the closed form's residual check is solved (Note [closed-form
