@@ -289,3 +289,11 @@ def test_vmapped_incoming_gradients_take_the_functional_backward(monkeypatch):
         assert (bx[k] - ox).abs().max() <= tol * (1 + ox.abs().max())
         assert (bA[k] - oA).abs().max() <= tol * 16 * (1 + oA.abs().max())
     assert len(calls) == 5  # the reference took the native backward
+
+
+def test_a_kernel_that_cannot_allocate_raises():
+    # run_checked: a kernel returning 1 (its buffers not allocated) raises instead of leaving its outputs unwritten
+    out = torch.zeros(4, 3)
+    _native.run_checked(lambda *a: 0, 4, 3, [(out, True)])
+    with pytest.raises(MemoryError, match="Expected the native kernel to allocate"):
+        _native.run_checked(lambda *a: 1, 4, 3, [(out, True)])

@@ -61,3 +61,15 @@ def test_a_non_finite_sample_leaves_the_shared_gradient_finite(d, T, activation,
     tol = 8 * B * torch.finfo(dtype).eps * float(gA2.abs().max())
     assert float((gA - gA2).abs().max()) <= tol
 
+
+
+def test_finite_tokens_whose_scale_overflows_keep_the_qr_form():
+    # |x|_F^2 overflows in double for finite tokens near 1e152: such a sample is large, not lost (gram-solve/eager)
+    torch.manual_seed(3)
+    d, T = 20, 40
+    x = torch.randn(3, T, d, dtype=torch.float64)
+    x[1] *= 5e152
+    A = _weight(d).double()[None]
+    y = K.vp_attention(x, A, method="gram")
+    assert bool(y.isfinite().all())
+    assert torch.equal(y[0], K.vp_attention(x[:1], A, method="gram")[0])

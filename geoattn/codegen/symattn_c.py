@@ -209,8 +209,9 @@ static void transpose(int64_t T, int64_t TP, const real_t *x, real_t *xT)
         for (int64_t i = T; i < TP; i++) xT[k * TP + i] = 0;
 }
 
-/* U (B x T x N) = 2 G a and L (B) = log(one + sum_ij e^{C_ij}), per sample, C = a z^T, a = z A, A symmetric */
-void GEOATTN_NAME(symattn_fwd)(int64_t B, int64_t T, const real_t *zs, const real_t *A, const double *one,
+/* U (B x T x N) = 2 G a and L (B) = log(one + sum_ij e^{C_ij}), per sample, C = a z^T, a = z A, A symmetric;
+   returns 1 when its buffers could not be allocated (the loader raises), 0 otherwise */
+int GEOATTN_NAME(symattn_fwd)(int64_t B, int64_t T, const real_t *zs, const real_t *A, const double *one,
                                real_t *Us, double *Ls)
 {
     int64_t TP = (T + VL - 1) / VL * VL;
@@ -219,9 +220,7 @@ void GEOATTN_NAME(symattn_fwd)(int64_t B, int64_t T, const real_t *zs, const rea
     if (a == NULL || ml == NULL) {
         free(a);
         free(ml);
-        for (int64_t x = 0; x < B * T * N; x++) Us[x] = NAN;
-        for (int64_t b = 0; b < B; b++) Ls[b] = NAN;
-        return;
+        return 1;
     }
     real_t *aT = a + T * N, *buf = aT + N * TP;
     for (int64_t b = 0; b < B; b++) {
@@ -268,19 +267,18 @@ void GEOATTN_NAME(symattn_fwd)(int64_t B, int64_t T, const real_t *zs, const rea
     }
     free(a);
     free(ml);
+    return 0;
 }
 
 /* h and y = (dC'^T a) of Note [native symplectic attention] for the incoming gradient V of the update, per sample:
-   h_i = sum_j G_ij (V_j + (V_i . a_j - s) z_j), y_i = sum_j G_ij (a_i . V_j - s) a_j, s = (1/2) sum_i V_i . U_i */
-void GEOATTN_NAME(symattn_bwd)(int64_t B, int64_t T, const real_t *zs, const real_t *A, const real_t *Vs,
+   h_i = sum_j G_ij (V_j + (V_i . a_j - s) z_j), y_i = sum_j G_ij (a_i . V_j - s) a_j, s = (1/2) sum_i V_i . U_i;
+   returns 1 when its buffer could not be allocated (the loader raises), 0 otherwise */
+int GEOATTN_NAME(symattn_bwd)(int64_t B, int64_t T, const real_t *zs, const real_t *A, const real_t *Vs,
                                const real_t *Us, const double *Ls, real_t *hs, real_t *ys)
 {
     int64_t TP = (T + VL - 1) / VL * VL;
     real_t *a = malloc(sizeof(real_t) * (size_t)(T * N + 2 * N * TP + 3 * T * VL));
-    if (a == NULL) {
-        for (int64_t x = 0; x < B * T * N; x++) hs[x] = ys[x] = NAN;
-        return;
-    }
+    if (a == NULL) return 1;
     real_t *aT = a + T * N, *VT = aT + N * TP, *buf = VT + N * TP;
     for (int64_t b = 0; b < B; b++) {
         const real_t *z = zs + b * T * N, *V = Vs + b * T * N, *U = Us + b * T * N;
@@ -331,6 +329,7 @@ void GEOATTN_NAME(symattn_bwd)(int64_t B, int64_t T, const real_t *zs, const rea
         }
     }
     free(a);
+    return 0;
 }
 """
 

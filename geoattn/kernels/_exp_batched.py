@@ -41,7 +41,7 @@ from __future__ import annotations
 import torch
 
 from ._exp import TAYLOR_MAX_NORM, _ExpSkewEigh, _exp_frechet_adjoint, _norms
-from ._functions import _newton_schulz
+from ._functions import _newton_schulz, _under_functorch
 from ._taylor_exp import taylor_exp, taylor_exp_adjoint
 
 __all__ = ["MIN_T", "POLISH_PER_T", "exp_skew_batched"]
@@ -71,7 +71,7 @@ class _ExpSkewBatched(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (s,) = ctx.saved_tensors
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() or _under_functorch(grad):  # a graph of the backward, or a batched gradient
             return _exp_frechet_adjoint(s, grad), None
         t = ctx.record
         g = taylor_exp_adjoint(t, grad.contiguous())

@@ -354,7 +354,10 @@ def vp_gram_solve(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
         return gen.vp_gram_cayley(xd, Ad).to(x.dtype)
     scale = (xd.detach() * xd.detach()).sum((-2, -1)) * Ad.detach().norm(dim=(-2, -1))
     big = scale > GRAM_MAX_SCALE
-    lost = ~torch.isfinite(scale)  # a non-finite entry: NaN throughout, a constant (see _qr_for_failed)
+    lost = ~torch.isfinite(scale)  # a non-finite entry (NaN throughout, a constant: see _qr_for_failed), or an
+    if bool(lost.any()):  # overflow of the scale alone: finite tokens near 1e152 stay on the QR form
+        with torch.no_grad():
+            lost = ~torch.isfinite(xd).flatten(-2).all(-1) | ~torch.isfinite(Ad).flatten(-2).all(-1)
     if not bool((big | lost).any()):
         return gen.vp_gram_cayley(xd, Ad).to(x.dtype)
     batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])

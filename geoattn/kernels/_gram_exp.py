@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import torch
 
-from ._functions import _traced
+from ._functions import _traced, _under_functorch
 from ._gram import GRAM_MAX_SCALE, _dual, _flat_batch, _qr_for_failed, _skew64
 from ._taylor_exp import taylor_exp, taylor_exp_adjoint
 
@@ -159,8 +159,9 @@ class _VPGramExp(torch.autograd.Function):
     @staticmethod
     def backward(ctx, gy, _ok):
         x, A, keep, xd, As, G, E = ctx.saved_tensors
-        if torch.is_grad_enabled():
-            # a graph of the backward is wanted: through the differentiable Gram form
+        if torch.is_grad_enabled() or _under_functorch(gy):
+            # a graph of the backward is wanted, or a batched incoming gradient (is_grads_batched,
+            # jacobian(vectorize=True)) that the stored-record adjoint cannot read: through the differentiable Gram form
             _, pullback = torch.func.vjp(lambda a, b: _gram_exp_form(a, b, keep), x, A)
             return (*pullback(gy), None, None)
         gyd = _masked(gy.to(torch.float64), keep)

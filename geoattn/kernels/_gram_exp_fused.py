@@ -19,6 +19,7 @@ import torch
 
 from . import _native, _native_exp_wide as W
 from ._gram import GRAM_MAX_SCALE, _skew64
+from ._functions import _under_functorch
 from ._gram_exp import _gram_exp_form, exp_residual_tolerance
 
 __all__ = ["fused_reason", "VPGramExpFused"]
@@ -78,7 +79,7 @@ class VPGramExpFused(torch.autograd.Function):
     @staticmethod
     def backward(ctx, gy, _ok):
         x, A, As, s = ctx.saved_tensors
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() or _under_functorch(gy):  # a graph of the backward, or a batched gradient
             _, pullback = torch.func.vjp(lambda a, b: _gram_exp_form(a, b, s != -2), x, A)
             return pullback(gy)
         n, T, d = x.shape

@@ -326,6 +326,20 @@ def _run(fn, B: int, T: int, args: list) -> None:
         list(pool.map(call, range(parts)))
 
 
+def run_checked(fn, B: int, T: int, args: list, what: str = "its buffers") -> None:
+    """:func:`_run` of a kernel that returns 1 when it could not allocate ``what`` (and 0 otherwise): a failed
+    allocation raises ``MemoryError`` instead of leaving its outputs unwritten."""
+    failed = []
+
+    def call(*a):
+        if fn(*a):
+            failed.append(True)
+
+    _run(call, B, T, args)
+    if failed:
+        raise MemoryError(f"Expected the native kernel to allocate {what} ({T} tokens). Got a failed allocation.")
+
+
 def _check_backward(x: torch.Tensor, A: torch.Tensor, gy: torch.Tensor, N: torch.Tensor) -> None:
     """The arguments of a Gram backward kernel: :func:`_check` of ``x`` and ``A``, ``gy`` like ``x``, ``N`` the
     forward's float64 ``(B, d, d)`` factors."""

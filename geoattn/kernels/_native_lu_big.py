@@ -156,21 +156,6 @@ def _fn(lib, name: str, d: int, dtype: torch.dtype):
     return getattr(lib, f"geoattn_{name}_d{d}_{_native._REALS[dtype][0]}")
 
 
-def _run_checked(fn, B: int, T: int, args: list) -> None:
-    """:func:`geoattn.kernels._native._run` of a fused kernel, which returns 1 when it could not allocate its
-    token buffers."""
-    failed = []
-
-    def call(*a):
-        if fn(*a):
-            failed.append(True)
-
-    _native._run(call, B, T, args)
-    if failed:
-        raise MemoryError(f"Expected the native kernel to allocate its token buffers ({T} tokens). Got a failed "
-                          f"allocation.")
-
-
 def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None = None):
     """``(y, Gram, N, rmax)`` of the Gram form for ``x`` of shape ``(B, T, d)`` (contiguous, float32 or float64,
     CPU) and skew ``A`` (float64 ``(d, d)``, both triangles): ``y`` of ``x``'s dtype, the float64 ``Gram = x^T x``
@@ -193,8 +178,9 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
     y = torch.empty_like(x)
     G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
     tol = torch.tensor([residual_tolerance(x.dtype)], **f64)
-    _run_checked(_fn(lib, "vp_gram_lu_big_tok_fwd", d, x.dtype), B, T,
-                 [(x, True), (A, False), (tol, False), (y, True), (G, True), (N, True), (R, True)])
+    _native.run_checked(_fn(lib, "vp_gram_lu_big_tok_fwd", d, x.dtype), B, T,
+                        [(x, True), (A, False), (tol, False), (y, True), (G, True), (N, True), (R, True)],
+                        "its token buffers")
     return y, G, N, R
 
 
@@ -235,9 +221,9 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device) if gA_out is None else gA_out
     strides = torch.tensor(gy.stride(), dtype=torch.int64)
-    _run_checked(_fn(lib, "vp_gram_lu_big_tok_bwd", d, x.dtype), B, T,
-                 [(x, True), (gy, True), (strides, False), (G, True), (N, True), (A, False), (gx, True),
-                  (gA, True)])
+    _native.run_checked(_fn(lib, "vp_gram_lu_big_tok_bwd", d, x.dtype), B, T,
+                        [(x, True), (gy, True), (strides, False), (G, True), (N, True), (A, False), (gx, True),
+                         (gA, True)], "its token buffers")
     return gx, gA
 
 

@@ -31,7 +31,7 @@ _libraries: dict = {}  # (n, real) -> CDLL, or the reason it could not be built
 def build(n: int, real: str, source: str = SOURCE) -> ctypes.CDLL | str:
     """Compile (or find in the cache) and load the library of head size ``n`` and real type ``real`` (``"f32"``,
     ``"f64"``) from the C file ``source``; a string says why not. The tests build broken kernels with it."""
-    return _native.bind(_native.build(n, real, source), None, real, source, {f: None for f in _FUNCTIONS})
+    return _native.bind(_native.build(n, real, source), None, real, source, {f: ctypes.c_int for f in _FUNCTIONS})
 
 
 def _library(n: int, dtype: torch.dtype) -> ctypes.CDLL | str:
@@ -98,8 +98,8 @@ def native_forward(z: torch.Tensor, A: torch.Tensor, one: bool, library: ctypes.
     L = torch.empty(B, dtype=torch.float64)
     flag = torch.tensor([1.0 if one else 0.0], dtype=torch.float64)
     real = _native._REALS[z.dtype][0]
-    _native._run(getattr(lib, f"geoattn_symattn_fwd_{real}"), B, T,
-                 [(z, True), (A, False), (flag, False), (U, True), (L, True)])
+    _native.run_checked(getattr(lib, f"geoattn_symattn_fwd_{real}"), B, T,
+                        [(z, True), (A, False), (flag, False), (U, True), (L, True)])
     return U, L
 
 
@@ -116,6 +116,6 @@ def native_backward(z: torch.Tensor, A: torch.Tensor, V: torch.Tensor, U: torch.
     _check("L", L, (B,), torch.float64)
     h, y = torch.empty_like(z), torch.empty_like(z)
     real = _native._REALS[z.dtype][0]
-    _native._run(getattr(lib, f"geoattn_symattn_bwd_{real}"), B, T,
-                 [(z, True), (A, False), (V, True), (U, True), (L, True), (h, True), (y, True)])
+    _native.run_checked(getattr(lib, f"geoattn_symattn_bwd_{real}"), B, T,
+                        [(z, True), (A, False), (V, True), (U, True), (L, True), (h, True), (y, True)])
     return h, y
