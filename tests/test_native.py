@@ -3,6 +3,8 @@ source, and the compiled kernels against independent references (geoattn.kernels
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
@@ -297,3 +299,14 @@ def test_a_kernel_that_cannot_allocate_raises():
     _native.run_checked(lambda *a: 0, 4, 3, [(out, True)])
     with pytest.raises(MemoryError, match="Expected the native kernel to allocate"):
         _native.run_checked(lambda *a: 1, 4, 3, [(out, True)])
+
+
+def test_geoattn_native_0_is_not_remembered(monkeypatch):
+    # a status asked while GEOATTN_NATIVE=0 refuses, and the refusal is not cached for the rest of the process
+    libraries = {}
+    monkeypatch.setenv("GEOATTN_NATIVE", "0")
+    assert _native.load(libraries, threading.Lock(), (4, "f32"), lambda d, r: "built") == \
+        "GEOATTN_NATIVE=0 in the environment"
+    assert libraries == {}
+    monkeypatch.delenv("GEOATTN_NATIVE")
+    assert _native.load(libraries, threading.Lock(), (4, "f32"), lambda d, r: "built") == "built"

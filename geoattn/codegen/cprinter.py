@@ -22,6 +22,14 @@ slower than the gather, 0.12 and 0.22 ms). The last block of a batch whose size 
 not a multiple of ``LANES`` repeats its last sample in the unused lanes and stores only the real ones, so every
 sample goes through the same operations whatever its batch: no result depends on the rest of the batch.
 Everything is computed in double; token outputs are rounded once, to the input's type, when stored.
+
+Note [register sums]
+--------------------
+A reduction's running sums (one per lane for each entry of its bindings) are swept in groups of
+``REGISTER_SUMS``: each group is loaded into vector locals, one pass over the tile's tokens adds to them, and they
+are stored back; the next group makes its own pass over the same tile, still in the first-level cache. Without the
+groups the compiler kept every sum of a ``d = 8`` pass in memory (most of its hot loop's instructions were stack
+loads and stores); the order of the additions per sum is unchanged, so the results are bit-identical.
 """
 
 from __future__ import annotations

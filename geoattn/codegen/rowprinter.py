@@ -13,10 +13,11 @@ other, with no copy into lanes (the lane printer's tile gather, Note [lanes] in 
 
 Note [row sums]
 ---------------
-Every sum is in double, in the order of the tokens, from ``0.0``, and without fused multiply-adds in the reductions
-(C99 leaves contraction off): each entry of ``Gram`` and ``Pbar`` is the same sequence of double operations as in
-the lane printer's passes, so both print bit-identical sums (and float32 products are exact in double anyway). The
-row maps sum their ``d`` terms in the order of ``i`` with fused multiply-adds (GCC's ``fp-contract``, as in the
+Every sum is in double, in the order of the tokens, from ``0.0``. The printed function is compiled with fused
+multiply-adds (``#pragma GCC optimize("fp-contract=fast")``), the reductions included: for float32 tokens each product
+of two entries is exact in double, so a fused and an unfused step round alike and ``Gram`` and ``Pbar`` are
+bit-identical to the lane printer's sums (tested); for float64 tokens they may differ from those in the last bits
+(one rounding fewer per step). The row maps sum their ``d`` terms in the order of ``i`` with fused multiply-adds (GCC's ``fp-contract``, as in the
 ``d x d`` stage), then round once to the output type: the same accuracy as the lane printer's, which sums in the
 order of SymPy's printed expression, but not always the same last bit. A sample's results depend on its own tokens
 alone, so no split of the batch changes them and a NaN sample touches no other.

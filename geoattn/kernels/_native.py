@@ -120,6 +120,18 @@ def enabled() -> bool:
     return os.environ.get("GEOATTN_NATIVE", "1") != "0"
 
 
+def load(libraries: dict, lock, key: tuple, make):
+    """The library ``libraries[key]``, made by ``make(*key)`` at its first use under ``lock``: a library, or the
+    reason it could not be built. ``GEOATTN_NATIVE=0`` is answered without building and is never remembered, so
+    unsetting it later lets the kernels serve. The loaders of the generated C files share it."""
+    if not enabled():
+        return "GEOATTN_NATIVE=0 in the environment"
+    with lock:
+        if key not in libraries:
+            libraries[key] = make(*key)
+        return libraries[key]
+
+
 def build(d: int, real: str, source: str = SOURCE, cache_dir: str | None = None) -> ctypes.CDLL | str:
     """Compile (or find in the cache) and load the library of one ``d`` and real type (``"f32"``, ``"f64"``) from
     the C file ``source``; a string says why it could not be built. The tests build broken kernels with it."""
@@ -208,10 +220,7 @@ def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:
     if dtype not in _REALS:
         return f"{dtype}: the native kernels take float32 or float64 tokens"
     key = (d, _REALS[dtype][0])
-    with _lock:
-        if key not in _libraries:
-            _libraries[key] = build(*key)
-        return _libraries[key]
+    return load(_libraries, _lock, key, build)
 
 
 def native_status(d: int | None = None, dtype: torch.dtype | None = None):

@@ -65,10 +65,7 @@ def _library(T: int, dtype: torch.dtype) -> ctypes.CDLL | str:
     if dtype not in _native._REALS:
         return f"{dtype}: the native Cayley solve takes float32 or float64"
     key = (T, _native._REALS[dtype][0])
-    with _lock:
-        if key not in _libraries:
-            _libraries[key] = build(*key)
-        return _libraries[key]
+    return _native.load(_libraries, _lock, key, build)
 
 
 def solve_native_status(T: int, dtype: torch.dtype = torch.float32) -> tuple[bool, str]:

@@ -69,10 +69,7 @@ def library(d: int, real: str = "f64") -> ctypes.CDLL | str:
     """
     if not MIN_DIM <= d <= MAX_DIM:
         return f"d={d}: the native wide exponential stage covers {MIN_DIM} <= d <= {MAX_DIM}"
-    with _lock:
-        if (d, real) not in _libraries:
-            _libraries[(d, real)] = build(d, real=real)
-        return _libraries[(d, real)]
+    return _native.load(_libraries, _lock, (d, real), lambda dd, rr: build(dd, real=rr))
 
 
 def _library(d: int) -> ctypes.CDLL | str:

@@ -84,10 +84,7 @@ def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:
     if dtype not in _native._REALS:
         return f"{dtype}: the native kernels take float32 or float64 tokens"
     key = (d, _native._REALS[dtype][0])
-    with _lock:
-        if key not in _libraries:
-            _libraries[key] = build(*key)
-        return _libraries[key]
+    return _native.load(_libraries, _lock, key, build)
 
 
 def lu_native_status(d: int, dtype: torch.dtype = torch.float32) -> tuple[bool, str]:

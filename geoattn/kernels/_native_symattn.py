@@ -40,10 +40,7 @@ def _library(n: int, dtype: torch.dtype) -> ctypes.CDLL | str:
     if dtype not in _native._REALS:
         return f"{dtype}: the native symplectic attention kernel takes float32 or float64"
     key = (n, _native._REALS[dtype][0])
-    with _lock:
-        if key not in _libraries:
-            _libraries[key] = build(*key)
-        return _libraries[key]
+    return _native.load(_libraries, _lock, key, build)
 
 
 def symattn_native_status(n: int, dtype: torch.dtype = torch.float32) -> tuple[bool, str]:

@@ -157,7 +157,8 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
       :math:`\|S\|` through them; slower on CPU for small matrices.
     * ``"auto"`` (default): per sample, ``"taylor"`` up to
       :math:`\max(\|S\|_1, \|S\|_\infty) = 512` (with one Newton--Schulz
-      step after more than three squarings) and ``"eigh"`` above, where the
+      step after more than three squarings; on the ``taylor-batched`` route
+      below, above norm :math:`8T`) and ``"eigh"`` above, where the
       squarings would cost orthogonality (Note [large norms]); ``"eigh"``
       for the whole batch inside ``torch.func`` transforms (``vmap``,
       ``jacrev``), under ``torch.compile`` and on the meta device, where the
@@ -173,7 +174,12 @@ def exp_skew(S: torch.Tensor, *, method: str = "auto", check: bool = True) -> to
     ``check`` is skipped there (it would branch on the data).
     On CUDA, float32 and half inputs with ``T <= 4`` under ``"auto"`` take a
     Triton kernel of the closed form ``exp_skew.hodge_form`` instead (route
-    ``closed-small/triton``; Note [exp_skew Triton kernel]).
+    ``closed-small/triton``; Note [exp_skew Triton kernel]), whose backward
+    returns the skew part :math:`(\bar E - \bar E^T)/2` of the gradient
+    (``exp_skew.hodge_vjp``), where the other routes return the whole Fréchet
+    adjoint: the two agree through a skew parametrisation such as
+    :math:`S = C - C^T`, and a step along the skew gradient keeps a skew
+    leaf skew.
     ``geoattn.kernels.explain("exp_skew", S)`` says which route computes it.
 
     Parameters

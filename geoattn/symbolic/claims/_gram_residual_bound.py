@@ -51,8 +51,9 @@ def make_measured_bound_claim(with_factor: bool = True, claim_id: str = "vp.gram
         id=claim_id,
         title="the wide d x d stage's residual from the measured error of its solve",
         statement="With G = L L^T + dG and N = I + (A L + dW) X + dN: (I - A G) N - I = A L (X - L^T N) + dW X + dN "
-        "- A dG N, for skew A and any L, X and error matrices; the native stage for 17 <= d <= 64 forms X - L^T N "
-        "(an upper triangular product) and bounds the other terms by their steps' backward errors.",
+        "- A dG N, for skew A and any L, X and error matrices (the identity the native stage for 17 <= d <= 64 "
+        "rests on: it forms X - L^T N and bounds the other terms by their steps' backward errors; those bounds "
+        "and their constants are the stage's rounding analysis, not part of this check).",
         latex=r"(I - AG)N - I = AL(X - L^TN) + dW\,X + dN - A\,dG\,N",
         source="kernels of geoattn.kernels._native_lu_big (geoattn.codegen._gram_lu_big_bound, measured_bound)",
         expected=expected,
