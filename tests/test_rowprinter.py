@@ -171,3 +171,26 @@ def test_negative_control_a_dropped_transpose_is_caught(tmp_path, monkeypatch):
     ref, scale = gyd @ P.mT + xd @ H, gyd.abs() @ P.abs().mT + xd.abs() @ H.abs()
     eps, eps64 = torch.finfo(F32).eps, torch.finfo(F64).eps
     assert not ((gx - ref).abs() <= eps * ref.abs() + 4 * d * eps64 * scale).all()
+
+
+@pytest.mark.parametrize("d", rowprinter.ROW_DIMS)
+def test_two_tokens_a_step_are_bit_identical_to_one(d, tmp_path, monkeypatch):
+    # Note [two tokens a step]: the same operations per token, so the same bits; an odd T takes the one-token tail
+    two = _lib(d, "f32")
+    monkeypatch.setattr(rowprinter, "ROW_UNROLL", 1)
+    one = _lib(d, "f32", tmp_path, gram_lu_c.generate_gram_lu_module((d,)))
+    for T in (2 * rowprinter.ROW_CHUNK + 3, d + 1, 1):
+        x, gy, P, H = _inputs(6, T, d, F32, seed=2)
+        got, want = _passes(two, d, x, gy, P, H, "f32"), _passes(one, d, x, gy, P, H, "f32")
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+def test_negative_control_the_second_token_of_a_step_misread_is_caught(tmp_path):
+    # fault: the second token of each step reads the first token's row of x in y = xP
+    text = gram_lu_c.generate_gram_lu_module((8,)).replace("x_b[(t + 1)*8 + 3]", "x_b[(t + 0)*8 + 3]")
+    assert "x_b[(t + 0)*8 + 3]*(*(const row_u *)(P_s" in text
+    lib = _lib(8, "f32", tmp_path, text)
+    x, gy, P, H = _inputs(3, 6, 8, F32, seed=3)
+    y = _passes(lib, 8, x, gy, P, H, "f32")[1]
+    ref = (x.double() @ P).float()
+    assert not ((y.double() - ref.double()).abs() <= 8 * torch.finfo(F32).eps * (x.double().abs() @ P.abs())).all()

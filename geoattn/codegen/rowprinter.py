@@ -21,6 +21,13 @@ bit-identical to the lane printer's sums (tested); for float64 tokens they may d
 ``d x d`` stage), then round once to the output type: the same accuracy as the lane printer's, which sums in the
 order of SymPy's printed expression, but not always the same last bit. A sample's results depend on its own tokens
 alone, so no split of the batch changes them and a NaN sample touches no other.
+
+Note [two tokens a step]
+------------------------
+The row maps were bound by their loads: each token reads every row of ``S`` (``d`` rows, ``d / 8`` vectors each)
+for ``d`` multiply-adds. They take :data:`ROW_UNROLL` tokens a step, so each row of ``S`` is read once for two
+tokens' multiply-adds, and an odd last token alone. Each token's sum is the same sequence of operations as one
+token at a time, so the outputs are bit-identical to the one-token loop's.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatrixSymbol, Transpose
 from ..errors import CodegenError
 from ..symbolic.kernel_spec import NativeKernelSpec
 
-__all__ = ["ROW_DIMS", "ROW_REGISTERS", "ROW_CHUNK", "print_row_kernel", "row_terms"]
+__all__ = ["ROW_DIMS", "ROW_REGISTERS", "ROW_CHUNK", "ROW_UNROLL", "print_row_kernel", "row_terms"]
 
 #: the widths the row form is printed for: whole vectors of eight doubles per row
 ROW_DIMS = (8, 16)
@@ -41,6 +48,8 @@ ROW_REGISTERS = 16
 #: tokens per chunk: a chunk's rows are converted to double once, into a buffer of ``ROW_CHUNK*d`` doubles per
 #: token input (4 KiB at d = 16), read by every sweep from the first-level cache
 ROW_CHUNK = 32
+#: tokens per step of the row maps' loop (Note [two tokens a step])
+ROW_UNROLL = 2
 
 
 def _name(e, allowed, what: str) -> str:
@@ -152,9 +161,22 @@ def _reductions(spec: NativeKernelSpec, d: int) -> list[str]:
     return lines
 
 
+def _rowmap_step(name: str, parts: list, nh: int, d: int, units: int) -> list[str]:
+    """The lines of row map ``name`` for ``units`` consecutive tokens ``t, t + 1, ...``: each term's row of the
+    per-sample matrix is read once for all of them (Note [two tokens a step]); every token's sum is the same
+    sequence of operations whatever ``units`` is."""
+    tok = [("t" if units == 1 else f"(t + {u})", u) for u in range(units)]
+    lines = [f"row_t o_{name}_{h}_{u} = {a}_b[{t}*{d} + {i}]*{row};" for h, a, i, row in parts[:nh] for t, u in tok]
+    lines += [f"o_{name}_{h}_{u} = o_{name}_{h}_{u} + {a}_b[{t}*{d} + {i}]*{row};"
+              for h, a, i, row in parts[nh:] for t, u in tok]
+    return lines + [f"*(real_u *)({name}_s + (t0 + {t})*{d} + {VW * h}) = __builtin_convertvector(o_{name}_{h}_{u}, "
+                    f"real_u);" for t, u in tok for h in range(nh)]
+
+
 def _rowmaps(spec: NativeKernelSpec, d: int) -> tuple[list[str], list[str]]:
-    """The per-sample preparation (the transposed inputs) and one chunk's loop over its tokens for the row maps."""
-    prep, body, transposed = [], [], []
+    """The per-sample preparation (the transposed inputs) and one chunk's loop over its tokens for the row maps:
+    :data:`ROW_UNROLL` tokens a step, then the remaining tokens one at a time."""
+    prep, step, rest, transposed = [], [], [], []
     for name, e in spec.bindings:
         if _reduction(e, spec) is not None:
             continue
@@ -162,16 +184,15 @@ def _rowmaps(spec: NativeKernelSpec, d: int) -> tuple[list[str], list[str]]:
         for S in (S for _, S, tr in terms if tr and S not in transposed):
             transposed.append(S)
         nh = d // VW  # every term's broadcast entry serves the row's vectors one after the other
-        parts = [(h, f"{a}_b[t*{d} + {i}]*(*(const row_u *)({S + 'T' if tr else S + '_s'} + {i * d + VW * h}))")
+        parts = [(h, a, i, f"(*(const row_u *)({S + 'T' if tr else S + '_s'} + {i * d + VW * h}))")
                  for a, S, tr in terms for i in range(d) for h in range(nh)]
-        body += [f"row_t o_{name}_{h} = {p};" for h, p in parts[:nh]]
-        body += [f"o_{name}_{h} = o_{name}_{h} + {p};" for h, p in parts[nh:]]
-        body += [f"*(real_u *)({name}_s + (t0 + t)*{d} + {VW * h}) = __builtin_convertvector(o_{name}_{h}, real_u);"
-                 for h in range(nh)]
+        step += _rowmap_step(name, parts, nh, d, ROW_UNROLL)
+        rest += _rowmap_step(name, parts, nh, d, 1)
     for S in transposed:
         prep.append(f"double {S}T[{d * d}] __attribute__((aligned(64)));")
         prep.append(f"for (int i = 0; i < {d}; i++) for (int j = 0; j < {d}; j++) {S}T[j*{d} + i] = {S}_s[i*{d} + j];")
-    return prep, ["for (int64_t t = 0; t < nt; t++) {", *["    " + ln for ln in body], "}"]
+    return prep, ["int64_t t = 0;", f"for (; t + {ROW_UNROLL - 1} < nt; t += {ROW_UNROLL}) {{",
+                  *["    " + ln for ln in step], "}", "for (; t < nt; t++) {", *["    " + ln for ln in rest], "}"]
 
 
 def _chunk(spec: NativeKernelSpec, d: int) -> list[str]:

@@ -143,7 +143,7 @@ class _VPGramClosed(torch.autograd.Function):
             ctx.gram = bool(getattr(ctx.native, "SAVED_GRAM", False))
             ctx.save_for_backward(x, A, N, As, *([G] if ctx.gram else []))
             sq = G.diagonal(dim1=-2, dim2=-1).sum(-1)
-            ctx.finite = torch.isfinite(sq)  # |x|_F^2 of a finite sample is finite in double
+            ctx.sq = sq  # |x|_F^2 of a finite sample is finite in double (_finite_mask)
             ctx.mark_non_differentiable(ok, sq)
             return y.to(x.dtype), ok, sq
         As = As[..., None]  # (d, d, 1)
@@ -161,7 +161,7 @@ class _VPGramClosed(torch.autograd.Function):
         ctx.soa = soa
         ctx.save_for_backward(x, A, xs, G, N, P, As)
         sq = gen.soa_tr(G)
-        ctx.finite = torch.isfinite(sq)
+        ctx.sq = sq
         ctx.mark_non_differentiable(ok, sq)
         return y, ok, sq
 
@@ -190,8 +190,8 @@ class _VPGramClosed(torch.autograd.Function):
                     taken.append(_native.scratch(gyn.shape, gyn.dtype).copy_(gyn))
                     gyn = taken[-1]
             gx, gA = ctx.native.gram_backward(xn, gyn if strided else gyn.contiguous(), N, As, **kw)
-            finite = ctx.finite
-            if not bool(finite.all()):
+            finite = _finite_mask(ctx.sq)
+            if finite is not None:
                 gA = torch.where(finite[:, None, None], gA, torch.zeros((), dtype=gA.dtype, device=gA.device))
             gAs = gA.sum(0)
             _native.release(*taken)
@@ -207,8 +207,8 @@ class _VPGramClosed(torch.autograd.Function):
             Mbar, H = gen.vp_gram_closed_vjp(N, (xs.mT @ gys).permute(1, 2, 0).contiguous(), As)
             gx = torch.baddbmm(gys @ P.permute(2, 1, 0).contiguous(), xs, H.permute(2, 0, 1).contiguous()).to(gy.dtype)
         d, B = G.shape[0], G.shape[2]
-        finite = ctx.finite
-        if not bool(finite.all()):
+        finite = _finite_mask(ctx.sq)
+        if finite is not None:
             zero = torch.zeros((), dtype=G.dtype, device=G.device)
             G, Mbar = torch.where(finite, G, zero), torch.where(finite, Mbar, zero)
         gAs = G.reshape(d, d * B) @ Mbar.permute(0, 2, 1).reshape(d * B, d)  # sum over the batch of G Mbar
@@ -297,6 +297,17 @@ def _finite_samples(G: torch.Tensor) -> torch.Tensor:
     return torch.isfinite(G.diagonal(dim1=-2, dim2=-1).sum(-1))
 
 
+def _finite_mask(sq: torch.Tensor) -> torch.Tensor | None:
+    """None when every sample's ``|x|_F^2`` (``sq``, float64, each at least 0 or NaN) is finite, else the mask of
+    the finite samples. One reduction in the common case: a non-finite sum means a non-finite sample or an
+    overflow of the sum (past about ``1e230`` float32 tokens, or float64 tokens near their range's end), and the
+    exact mask is computed then."""
+    if bool(torch.isfinite(sq.sum())):
+        return None
+    finite = torch.isfinite(sq)
+    return None if bool(finite.all()) else finite
+
+
 def _skew64(A: torch.Tensor) -> torch.Tensor:
     """The skew part of ``A`` in float64 (the layer's forms use it, so the gradient in ``A`` is skew)."""
     A = A.to(torch.float64)
@@ -330,7 +341,10 @@ def vp_gram_closed(x: torch.Tensor, A: torch.Tensor, native) -> torch.Tensor:
     shape = x.shape
     xb = x.reshape(-1, *shape[-2:])
     y, _, sq = _VPGramClosed.apply(xb, A, native)
-    big = sq * _skew64(A.detach()).norm() > GRAM_MAX_SCALE
+    scale = sq * _skew64(A.detach()).norm()
+    if bool((scale <= GRAM_MAX_SCALE).all()):  # one test for both below: a NaN or infinite scale fails it
+        return y.reshape(shape)
+    big = scale > GRAM_MAX_SCALE
     lost = ~torch.isfinite(sq)  # a non-finite entry: NaN throughout, a constant (see _qr_for_failed)
     if bool(lost.any()):
         idx = lost.nonzero().squeeze(-1)

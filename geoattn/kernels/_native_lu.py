@@ -42,6 +42,18 @@ time, both builds alternating in one process, one thread, float32, a shared mach
 0.63x at d = 8, T = 16 (1.81 -> 1.29 ms, 2.27 -> 1.43 ms); 0.67x and 0.53x at d = 16, T = 64 (3.81 -> 2.53,
 6.19 -> 3.31 ms); ``gx`` bit-identical there. The layer against SDPA (``benchmarks/layers.py --threads 1``, one
 run, tests running beside it): f+b 0.30 (d = 8, T = 16) and 0.41 (d = 16, T = 64).
+
+Where the layer's time goes at d = 8, T = 16, B = 4096 (``benchmarks/vp_profile.py``,
+``benchmarks/results/vp-profile-d8-cpu.txt``; thread CPU time, one thread, float32, alternating in one process,
+a shared machine): the kernels on the layer's own arrays 2.5-3.1 ms of a layer f+b of 3.0-3.7 ms (SDPA 10-11 ms:
+0.30-0.36x); in the kernels the ``d x d`` stage is about 0.76 ms forward and 0.67 ms backward, the token passes
+0.22 (Gram), 0.24 (y), 0.27 (Pbar) and 0.42 ms (gx). Outside them 0.5-0.8 ms: a fixed cost of 0.33 ms per f+b
+(module, parametrised weight, route selection, autograd, the ctypes calls; 0.6 ms when the caches were evicted by
+the large calls between), the Gram trace per sample (0.08 ms), the shared gradient's sum over the batch
+(0.1 ms), and page faults when glibc has returned the freed 2 MiB outputs to the system (0 to 1,000 per call, up
+to about 1 ms; SDPA pays them too). Taking two tokens a step in the y and gx passes (Note [two tokens a step] in
+:mod:`geoattn.codegen.rowprinter`) left d = 8 unchanged (1.00-1.03x) and took the d = 16, T = 64 backward to
+0.91-0.95x.
 """
 
 from __future__ import annotations
