@@ -70,7 +70,7 @@ def test_batched_weighting_and_rank_deficient_x(d, T):
     x[1] = torch.randn(T, 5) @ torch.randn(5, d)  # rank 5 < d: G singular
     A, g = layer_weight(d, batch=(3,)), torch.randn(3, T, d)
     xs, As = x.clone().requires_grad_(), A.clone().requires_grad_()
-    y = _gram_exp.vp_gram_exp(xs, As, W)
+    y = _gram_exp_fused.vp_gram_exp_wide(xs, As)
     gx, gA = torch.autograd.grad(y, (xs, As), g)
     x64, A64 = x.double().requires_grad_(), A.double().requires_grad_()
     y64 = K.vp_attention(x64, A64, activation="exp", method="full")
@@ -171,7 +171,7 @@ def test_fused_matches_full_form_below_at_and_above_d(d, T):
     x, A, g = torch.randn(3, T, d), layer_weight(d), torch.randn(3, T, d)
     x[1] = torch.randn(T, 5) @ torch.randn(5, d)  # rank 5 < d: G singular
     xs, As = x.clone().requires_grad_(), A.clone().requires_grad_()
-    y = _gram_exp.vp_gram_exp(xs, As, W)
+    y = _gram_exp_fused.vp_gram_exp_wide(xs, As)
     gx, gA = torch.autograd.grad(y, (xs, As), g)
     assert_layer_matches_full64(x, A, y, gx, gA, g, activation="exp")
 
@@ -238,7 +238,7 @@ def test_fused_backward_fault_is_caught(tmp_path, monkeypatch):
 
     def grads():
         xs, As = x.clone().requires_grad_(), A.clone().requires_grad_()
-        return torch.autograd.grad(_gram_exp.vp_gram_exp(xs, As, W), (xs, As), g)
+        return torch.autograd.grad(_gram_exp_fused.vp_gram_exp_wide(xs, As), (xs, As), g)
 
     good = grads()
     monkeypatch.setattr(W, "library", lambda d, real="f64": broken)
@@ -251,8 +251,8 @@ def test_fused_backward_reads_an_expanded_gradient_in_place():
     torch.manual_seed(21)
     x, A = torch.randn(4, 64, 32), layer_weight(32)
     xs = x.clone().requires_grad_()
-    gx_sum = torch.autograd.grad(_gram_exp.vp_gram_exp(xs, A, W).sum(), xs)[0]
-    gx_dense = torch.autograd.grad(_gram_exp.vp_gram_exp(xs, A, W), xs, torch.ones_like(x))[0]
+    gx_sum = torch.autograd.grad(_gram_exp_fused.vp_gram_exp_wide(xs, A).sum(), xs)[0]
+    gx_dense = torch.autograd.grad(_gram_exp_fused.vp_gram_exp_wide(xs, A), xs, torch.ones_like(x))[0]
     assert torch.equal(gx_sum, gx_dense)
 
 
@@ -265,7 +265,7 @@ def test_fused_kernels_split_over_threads_give_the_same_result(monkeypatch):
     def run(threads):
         monkeypatch.setattr(_native, "_threads", lambda: threads)
         xs, As = x.clone().requires_grad_(), A.clone().requires_grad_()
-        y = _gram_exp.vp_gram_exp(xs, As, W)
+        y = _gram_exp_fused.vp_gram_exp_wide(xs, As)
         return (y, *torch.autograd.grad(y, (xs, As), g))
 
     one, two = run(1), run(2)

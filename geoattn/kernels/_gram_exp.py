@@ -191,9 +191,9 @@ def vp_gram_exp(x: torch.Tensor, A: torch.Tensor, stage=None) -> torch.Tensor:
     stage : module, optional
         where the ``d x d`` exponential and its reverse mode run: by default the batched torch products of
         :mod:`geoattn.kernels._taylor_exp`; :mod:`geoattn.kernels._native_exp_wide` (its ``stage_exp`` and
-        ``stage_exp_adjoint``) runs the same algorithm in C for ``17 <= d <= 64``; up to its ``FUSED_MAX_DIM`` (32),
-        for float32 or float64 tokens and a shared ``A``, with the token products in the same C call
-        (:mod:`geoattn.kernels._gram_exp_fused`)
+        ``stage_exp_adjoint``) runs the same algorithm in C for ``17 <= d <= 64`` (the route ``gram-exp-wide``
+        calls :func:`geoattn.kernels._gram_exp_fused.vp_gram_exp_wide`, which up to ``FUSED_MAX_DIM`` (32), for
+        float32 or float64 tokens and a shared ``A``, runs the token products in the same C call)
 
     Returns
     -------
@@ -209,11 +209,6 @@ def vp_gram_exp(x: torch.Tensor, A: torch.Tensor, stage=None) -> torch.Tensor:
     """
     T, d = x.shape[-2:]
     batch, xb, Ab = _flat_batch(x, A)
-    if stage is not None and getattr(stage, "FUSED_MAX_DIM", 0) >= d:
-        from ._gram_exp_fused import VPGramExpFused, fused_reason
-        if fused_reason(xb, Ab) is None:  # the same per-sample decisions, taken in C (geoattn.kernels._gram_exp_fused)
-            y, ok = VPGramExpFused.apply(xb, Ab)
-            return _qr_for_failed(y, ok, xb, Ab, "exp").reshape(batch + (T, d))
     with torch.no_grad():
         # summed in float64 without a float64 copy of float32 tokens: a square that overflows float32 is an entry
         # above 1.8e19, whose sample exceeds GRAM_MAX_SCALE in float64 as well (inf > GRAM_MAX_SCALE: the QR form)

@@ -18,11 +18,11 @@ from __future__ import annotations
 import torch
 
 from . import _native, _native_exp_wide as W
-from ._gram import GRAM_MAX_SCALE, _skew64
+from ._gram import GRAM_MAX_SCALE, _flat_batch, _qr_for_failed, _skew64
 from ._functions import _under_functorch
-from ._gram_exp import _gram_exp_form, exp_residual_tolerance
+from ._gram_exp import _gram_exp_form, exp_residual_tolerance, vp_gram_exp
 
-__all__ = ["fused_reason", "VPGramExpFused"]
+__all__ = ["fused_reason", "VPGramExpFused", "vp_gram_exp_wide"]
 
 _REAL = {torch.float32: "f32", torch.float64: "f64"}
 
@@ -96,3 +96,27 @@ class VPGramExpFused(torch.autograd.Function):
         gAs = gA[first.bool()].sum(0)
         _native.release(gA)
         return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype)
+
+
+def vp_gram_exp_wide(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
+    r"""The exponential Gram form with the ``d x d`` stage of :mod:`geoattn.kernels._native_exp_wide` (route
+    ``gram-exp-wide/native``, ``17 <= d <= 64``): :class:`VPGramExpFused` where :func:`fused_reason` allows it (the
+    token products in the same C call), else :func:`geoattn.kernels._gram_exp.vp_gram_exp` with that stage; the
+    samples that fail the structure check or the scale bound take the QR form either way.
+
+    Parameters
+    ----------
+    x : Tensor ``(..., T, d)``
+    A : Tensor ``(d, d)`` or ``(..., d, d)``; its skew part is used
+
+    Returns
+    -------
+    Tensor of ``x``'s shape (broadcast against ``A``'s batch) and dtype
+    """
+    T, d = x.shape[-2:]
+    if W.FUSED_MAX_DIM >= d:
+        batch, xb, Ab = _flat_batch(x, A)
+        if fused_reason(xb, Ab) is None:  # the same per-sample decisions, taken in C
+            y, ok = VPGramExpFused.apply(xb, Ab)
+            return _qr_for_failed(y, ok, xb, Ab, "exp").reshape(batch + (T, d))
+    return vp_gram_exp(x, A, W)

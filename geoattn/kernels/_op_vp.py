@@ -73,6 +73,7 @@ from ._functions import _traced
 from ._gram import (GRAM_MAX_SCALE, _dual, closed_form_reason, nan_isolated, native_dtype, vp_gram_closed,
                     vp_gram_solve)
 from ._gram_exp import gram_exp_reason, vp_gram_exp
+from ._gram_exp_fused import vp_gram_exp_wide
 from ._gram_exp_closed import CLOSED_EXP_DIMS, gram_exp_closed_reason, vp_gram_exp_closed
 from ._gram_lu import lu_reason, vp_gram_lu
 from ._lowrank import ACTIVATIONS, METHODS, vp_full, vp_lowrank
@@ -367,7 +368,7 @@ VP_ATTENTION = register_operation(Operation(
               claims=("vp.exp_push_through", "vp.gram_exp_closed_form", "vp.gram_exp_closed_form_vjp",
                       "vp.gram_exp_closed_quartic", "vp.gram_exp_closed_quartic_vjp")),
         Route("gram-exp-wide", NATIVE.name, lambda c: _native_exp_wide.route_reason(c, gram_exp_reason),
-              _checked(lambda c: vp_gram_exp(c.x, c.A, _native_exp_wide)),
+              _checked(lambda c: vp_gram_exp_wide(c.x, c.A)),
               per_sample="structure check E^T G E = G failed, a non-finite entry, or " + _GRAM_PER_SAMPLE,
               claims=("vp.exp_push_through", "vp.gram_exp_vjp", "vp.gram_exp_native_truncation",
                       "vp.gram_exp_native_reverse")),
