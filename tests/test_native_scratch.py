@@ -1,4 +1,4 @@
-"""The reused scratch of the native Gram routes (Note [reused scratch] in geoattn.kernels._native): the pool hands a
+"""The reused scratch of the native Gram routes (Note [reused scratch] in geoattn.kernels._scratch): the pool hands a
 released tensor back, never one still taken, and a poisoned scratch tensor changes no result of the layers."""
 
 from __future__ import annotations
@@ -8,23 +8,23 @@ import torch
 
 import geoattn.kernels as K
 from conftest import skew64
-from geoattn.kernels import _native, _native_exp, _native_lu
+from geoattn.kernels import _native_exp, _native_lu, _scratch
 
 F32 = torch.float32
 
 
 def test_the_pool_reuses_a_released_tensor_and_never_one_still_taken():
     shape = (3, 5, 5)
-    a = _native.scratch(shape, torch.float64)
-    _native.release(a)
-    b = _native.scratch(shape, torch.float64)
+    a = _scratch.scratch(shape, torch.float64)
+    _scratch.release(a)
+    b = _scratch.scratch(shape, torch.float64)
     assert b is a
-    c = _native.scratch(shape, torch.float64)  # b is still taken
+    c = _scratch.scratch(shape, torch.float64)  # b is still taken
     assert c is not b and c.shape == shape and c.dtype == torch.float64
-    _native.release(b, c)
-    kept = [_native.scratch((k + 1, 2), F32) for k in range(_native.SCRATCH_KEPT + 3)]
-    _native.release(*kept)
-    assert sum(map(len, _native._scratch.values())) <= _native.SCRATCH_KEPT
+    _scratch.release(b, c)
+    kept = [_scratch.scratch((k + 1, 2), F32) for k in range(_scratch.SCRATCH_KEPT + 3)]
+    _scratch.release(*kept)
+    assert sum(map(len, _scratch._scratch.values())) <= _scratch.SCRATCH_KEPT
 
 
 def _route_or_skip(activation, d):
@@ -42,7 +42,7 @@ def _grads(x, A, activation, dense):
 
 
 def _poison_pool():
-    free = [t for ts in _native._scratch.values() for t in ts]
+    free = [t for ts in _scratch._scratch.values() for t in ts]
     for t in free:
         t.fill_(float("nan"))
     return {id(t) for t in free}
@@ -58,26 +58,26 @@ def _poisoned_scratch_changes_nothing(activation, dense) -> bool:
     gys = [torch.randn(B, T, d) if dense else None for _ in range(2)]
     assert f"-> gram-{'lu' if activation == 'cayley' else 'exp'}/native" in str(
         K.explain("vp_attention", xs[0], A, activation=activation))
-    _native._scratch.clear()
+    _scratch._scratch.clear()
     fresh = [_grads(x, A, activation, gy) for x, gy in zip(xs, gys)]  # each call with fresh scratch
     same = True
     for k in range(2):
-        _native._scratch.clear()
+        _scratch._scratch.clear()
         _grads(xs[1 - k], A, activation, gys[1 - k])  # fills the pool from the other input
         poisoned = _poison_pool()
         assert poisoned, "the route took no scratch: the comparison below would test nothing"
-        handed, take = [], _native.scratch
+        handed, take = [], _scratch.scratch
 
         def spy(*a, **kw):  # the tensors the route takes during the call
             t = take(*a, **kw)
             handed.append(id(t))
             return t
 
-        _native.scratch = spy
+        _scratch.scratch = spy
         try:
             got = _grads(xs[k], A, activation, gys[k])
         finally:
-            _native.scratch = take
+            _scratch.scratch = take
         assert poisoned & set(handed), "no poisoned tensor reused: the comparison below would test nothing"
         same &= all(torch.equal(a, b) for a, b in zip(got, fresh[k]))
     return same

@@ -51,7 +51,7 @@ from __future__ import annotations
 import torch
 
 from . import _generated as gen
-from . import _native
+from . import _native, _scratch
 from ._functions import _traced, _under_functorch
 from ._lowrank import vp_lowrank
 
@@ -180,21 +180,21 @@ class _VPGramClosed(torch.autograd.Function):
             N, As = ctx.saved_tensors[2:4]
             xn = _native_tokens(x)
             kw = {"G": ctx.saved_tensors[4]} if ctx.gram else {}
-            taken = []  # temporaries that never leave this call (Note [reused scratch] in geoattn.kernels._native)
+            taken = []  # temporaries that never leave this call (Note [reused scratch] in geoattn.kernels._scratch)
             gyn = gy.to(xn.dtype)  # an expanded gradient stays expanded for kernels that read strides
             strided = getattr(ctx.native, "STRIDED_GY", False)
             if getattr(ctx.native, "GA_OUT", False):
-                kw["gA_out"] = _native.scratch(N.shape, torch.float64)
+                kw["gA_out"] = _scratch.scratch(N.shape, torch.float64)
                 taken.append(kw["gA_out"])
                 if not strided and not gyn.is_contiguous():  # the expanded gradient of out.sum()
-                    taken.append(_native.scratch(gyn.shape, gyn.dtype).copy_(gyn))
+                    taken.append(_scratch.scratch(gyn.shape, gyn.dtype).copy_(gyn))
                     gyn = taken[-1]
             gx, gA = ctx.native.gram_backward(xn, gyn if strided else gyn.contiguous(), N, As, **kw)
             finite = _finite_mask(ctx.sq)
             if finite is not None:
                 gA = torch.where(finite[:, None, None], gA, torch.zeros((), dtype=gA.dtype, device=gA.device))
             gAs = gA.sum(0)
-            _native.release(*taken)
+            _scratch.release(*taken)
             return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None
         _, _, xs, G, N, P, As = ctx.saved_tensors
         if ctx.soa:

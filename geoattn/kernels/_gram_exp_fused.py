@@ -10,14 +10,14 @@ tokens in torch), the same shift rule, the same stage and its reverse mode, the 
 zero gradients), one whose shift fails takes ``E = I``; only ``y = xE``, :math:`x^T\bar y` and
 :math:`\bar yE^T + xH` run in the tokens' type (the bound is in the Note). The caller's
 :func:`geoattn.kernels._gram._qr_for_failed` replaces the failed samples as before. Each part of a split batch sums its
-:math:`-\bar MG` in C into the first entry of its part of a reused scratch (:func:`geoattn.kernels._native.scratch`).
+:math:`-\bar MG` in C into the first entry of its part of a reused scratch (:func:`geoattn.kernels._scratch.scratch`).
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import _native, _native_exp_wide as W
+from . import _native_exp_wide as W, _scratch
 from ._gram import GRAM_MAX_SCALE, _flat_batch, _qr_for_failed, _skew64
 from ._functions import _under_functorch
 from ._gram_exp import _gram_exp_form, exp_residual_tolerance, vp_gram_exp
@@ -87,14 +87,14 @@ class VPGramExpFused(torch.autograd.Function):
             gy = gy.to(x.dtype)
         strides = torch.tensor(gy.stride(), dtype=torch.int64)
         gx = torch.empty_like(x)
-        gA = _native.scratch((n, d, d), torch.float64)  # one entry per part of the batch written
+        gA = _scratch.scratch((n, d, d), torch.float64)  # one entry per part of the batch written
         first = torch.zeros(n, dtype=torch.uint8)
         real = _REAL[x.dtype]
         W.run_checked(W._fn(W.library(d, real), "vp_gram_exp_wide_tok_bwd", d, real), n, T,
                       [(x, True), (gy, True), (strides, False), (As, False), (s, True), (gx, True), (gA, True),
                        (first, True)])
         gAs = gA[first.bool()].sum(0)
-        _native.release(gA)
+        _scratch.release(gA)
         return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype)
 
 

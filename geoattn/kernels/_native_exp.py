@@ -44,7 +44,7 @@ import types
 
 import torch
 
-from . import _native, _triton
+from . import _native, _scratch, _triton
 from ._functions import _under_functorch
 from ._gram import GRAM_MAX_SCALE, _flat_batch, _qr_for_failed, _skew64, native_dtype
 from ._gram_exp import _gram_exp_form, exp_residual_tolerance
@@ -206,9 +206,9 @@ class _VPGramExpNative(torch.autograd.Function):
         As = _skew64(A).contiguous()
         xn = x.to(native_dtype(x)).contiguous()
         B, _, d = xn.shape
-        taken = [_native.scratch((B, d, d), torch.float64) for _ in range(2)] if kernels is _THIS else []
+        taken = [_scratch.scratch((B, d, d), torch.float64) for _ in range(2)] if kernels is _THIS else []
         y, _, _, R = kernels.gram_exp_forward(xn, As, *([tuple(taken)] if taken else []))
-        _native.release(*taken)  # Gram and E never leave this call (Note [reused scratch] in _native)
+        _scratch.release(*taken)  # Gram and E never leave this call (Note [reused scratch] in _native)
         ok = R <= exp_residual_tolerance(x.dtype, x.shape[-1])
         ctx.kernels = kernels
         ctx.save_for_backward(x, A, ok)
@@ -225,9 +225,9 @@ class _VPGramExpNative(torch.autograd.Function):
         xn = x.to(native_dtype(x)).contiguous()
         gyn, taken = gy.to(xn.dtype), []
         if ctx.kernels is _THIS:  # temporaries that never leave this call (Note [reused scratch] in _native)
-            taken.append(_native.scratch((xn.shape[0],) + A.shape, torch.float64))
+            taken.append(_scratch.scratch((xn.shape[0],) + A.shape, torch.float64))
             if not gyn.is_contiguous():  # the expanded gradient of out.sum()
-                taken.append(_native.scratch(gyn.shape, gyn.dtype).copy_(gyn))
+                taken.append(_scratch.scratch(gyn.shape, gyn.dtype).copy_(gyn))
                 gyn = taken[-1]
         gx, gA = ctx.kernels.gram_exp_backward(xn, gyn.contiguous(), _skew64(A).contiguous(), *taken[:1])
         if not bool(ok.all()):
@@ -235,7 +235,7 @@ class _VPGramExpNative(torch.autograd.Function):
             gx = torch.where(ok[:, None, None], gx, zero)
             gA = torch.where(ok[:, None, None], gA, torch.zeros((), dtype=gA.dtype))
         gAs = gA.sum(0)
-        _native.release(*taken)
+        _scratch.release(*taken)
         return gx.to(x.dtype), (0.5 * (gAs - gAs.mT)).to(A.dtype), None
 
 

@@ -71,7 +71,7 @@ import threading
 
 import torch
 
-from . import _native
+from . import _native, _scratch
 from ._gram import residual_tolerance
 
 __all__ = ["lu_big_status", "gram_forward", "gram_backward", "stage_forward", "stage_backward", "SOURCE", "MIN_DIM",
@@ -165,12 +165,12 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
     lib = _lib(d, x.dtype, library)
     f64 = dict(dtype=torch.float64, device=x.device)
     if d > FUSED_MAX_DIM:  # call-local temporaries from the reusable scratch (Note [reused scratch])
-        xd = _native.scratch(tuple(x.shape), torch.float64).copy_(x)
+        xd = _scratch.scratch(tuple(x.shape), torch.float64).copy_(x)
         G = torch.bmm(xd.transpose(1, 2), xd)
-        Pd = _native.scratch((B, d, d), torch.float64)
+        Pd = _scratch.scratch((B, d, d), torch.float64)
         N, P, R = stage_forward(G, A, x.dtype, lib, P_out=Pd)
         y = torch.bmm(x, P.to(x.dtype))
-        _native.release(xd, Pd)
+        _scratch.release(xd, Pd)
         return y, G, N, R
     y = torch.empty_like(x)
     G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
@@ -207,13 +207,13 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
         _check_stage("gA_out", gA_out, B, d)
     if d > FUSED_MAX_DIM:
         xt = x.transpose(1, 2)
-        Pt = torch.bmm(xt, gy, out=_native.scratch((B, d, d), x.dtype))
-        taken = [_native.scratch((B, d, d), torch.float64) for _ in range(3)]
+        Pt = torch.bmm(xt, gy, out=_scratch.scratch((B, d, d), x.dtype))
+        taken = [_scratch.scratch((B, d, d), torch.float64) for _ in range(3)]
         Pbar = taken.pop().copy_(Pt)
-        _native.release(Pt)
+        _scratch.release(Pt)
         P, H, gA = stage_backward(G, Pbar, N, A, x.dtype, lib, out=(*taken, gA_out))
         gx = torch.baddbmm(torch.bmm(gy, P.transpose(1, 2).to(x.dtype)), x, H.to(x.dtype))
-        _native.release(*taken, Pbar)
+        _scratch.release(*taken, Pbar)
         return gx, gA
     gx = torch.empty_like(x)
     gA = torch.empty(B, d, d, dtype=torch.float64, device=x.device) if gA_out is None else gA_out
