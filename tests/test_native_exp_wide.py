@@ -13,7 +13,7 @@ import torch
 
 import geoattn.kernels as K
 from geoattn.codegen import gram_exp_wide_c
-from geoattn.kernels import _gram_exp, _gram_exp_fused, _native_exp_wide as W, _taylor_exp
+from geoattn.kernels import _gram_exp, _gram_exp_fused, _native, _native_exp_wide as W, _taylor_exp
 from conftest import assert_layer_matches_full64, eps
 
 F32, F64 = torch.float32, torch.float64
@@ -192,8 +192,8 @@ def _fused_forward(x, A, lib):
     bound = torch.tensor([float(As.norm()), _gram_exp.GRAM_MAX_SCALE, _gram_exp.exp_residual_tolerance(F32, d)],
                          dtype=F64)
     y, s, ok = torch.empty_like(x), torch.empty(n, dtype=torch.int32), torch.empty(n, dtype=torch.uint8)
-    W.run_checked(W._fn(lib, "vp_gram_exp_wide_tok_fwd", d, "f64"), n, T,
-                  [(x, True), (As, False), (bound, False), (y, True), (s, True), (ok, True)])
+    _native.run_checked(W._fn(lib, "vp_gram_exp_wide_tok_fwd", d, "f64"), n, T,
+                        [(x, True), (As, False), (bound, False), (y, True), (s, True), (ok, True)])
     return y, s, ok.bool()
 
 

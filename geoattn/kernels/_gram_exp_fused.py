@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _native_exp_wide as W, _scratch
+from . import _native, _native_exp_wide as W, _scratch
 from ._gram import GRAM_MAX_SCALE, _flat_batch, _qr_for_failed, _skew64
 from ._functions import _under_functorch
 from ._gram_exp import _gram_exp_form, exp_residual_tolerance, vp_gram_exp
@@ -69,8 +69,8 @@ class VPGramExpFused(torch.autograd.Function):
         s = torch.empty(n, dtype=torch.int32)
         ok = torch.empty(n, dtype=torch.uint8)
         real = _REAL[x.dtype]
-        W.run_checked(W._fn(W.library(d, real), "vp_gram_exp_wide_tok_fwd", d, real), n, T,
-                      [(x, True), (As, False), (bound, False), (y, True), (s, True), (ok, True)])
+        _native.run_checked(W._fn(W.library(d, real), "vp_gram_exp_wide_tok_fwd", d, real), n, T,
+                            [(x, True), (As, False), (bound, False), (y, True), (s, True), (ok, True)])
         ctx.save_for_backward(x, A, As, s)
         ok = ok.bool()
         ctx.mark_non_differentiable(ok)
@@ -90,9 +90,9 @@ class VPGramExpFused(torch.autograd.Function):
         gA = _scratch.scratch((n, d, d), torch.float64)  # one entry per part of the batch written
         first = torch.zeros(n, dtype=torch.uint8)
         real = _REAL[x.dtype]
-        W.run_checked(W._fn(W.library(d, real), "vp_gram_exp_wide_tok_bwd", d, real), n, T,
-                      [(x, True), (gy, True), (strides, False), (As, False), (s, True), (gx, True), (gA, True),
-                       (first, True)])
+        _native.run_checked(W._fn(W.library(d, real), "vp_gram_exp_wide_tok_bwd", d, real), n, T,
+                            [(x, True), (gy, True), (strides, False), (As, False), (s, True), (gx, True),
+                             (gA, True), (first, True)])
         gAs = gA[first.bool()].sum(0)
         _scratch.release(gA)
         return gx, (0.5 * (gAs - gAs.mT)).to(A.dtype)

@@ -296,7 +296,7 @@ def run_checked(fn, B: int, T: int, args: list, what: str = "its buffers") -> No
 
     _run(call, B, T, args)
     if failed:
-        raise MemoryError(f"Expected the native kernel to allocate {what} ({T} tokens). Got a failed allocation.")
+        raise MemoryError(f"Expected the native kernel to allocate {what}. Got a failed allocation.")
 
 
 def _check_backward(x: torch.Tensor, A: torch.Tensor, gy: torch.Tensor, N: torch.Tensor) -> None:

@@ -189,11 +189,8 @@ def gram_exp_backward(x: torch.Tensor, gy: torch.Tensor, A: torch.Tensor, librar
         raise ValueError(f"Expected gA_out contiguous, float64, of shape {(B, d, d)}. Got {gA.dtype} "
                          f"{tuple(gA.shape)}{'' if gA.is_contiguous() else ', not contiguous'}.")
     fn = getattr(lib, f"geoattn_vp_gram_exp_bwd_d{d}_{_native._REALS[x.dtype][0]}")
-    failed = []
-    _native._run(lambda *a: failed.append(fn(*a)), B, T, [(x, True), (gy, True), (A, False), (gx, True), (gA, True)])
-    if any(failed):
-        raise MemoryError(f"Expected the backward kernel's scratch to be allocated. Got a failed allocation "
-                          f"({sum(map(bool, failed))} of {len(failed)} calls).")
+    _native.run_checked(fn, B, T, [(x, True), (gy, True), (A, False), (gx, True), (gA, True)],
+                        "the backward kernel's scratch")
     return gx, gA
 
 

@@ -20,7 +20,7 @@ import torch
 from . import _native
 from ._taylor_exp import shifts
 
-__all__ = ["SOURCE", "MIN_DIM", "MAX_DIM", "SLOTS", "FUSED_MAX_DIM", "build", "library", "run_checked",
+__all__ = ["SOURCE", "MIN_DIM", "MAX_DIM", "SLOTS", "FUSED_MAX_DIM", "build", "library",
            "exp_wide_status", "route_reason", "StageExp", "stage_exp", "stage_exp_adjoint"]
 
 #: the generated C source
@@ -171,22 +171,8 @@ def stage_exp(M: torch.Tensor, library: ctypes.CDLL | None = None) -> StageExp:
     smax = int(s.max()) if n else 0
     E = torch.empty(n, d, d, dtype=torch.float64)
     if n:
-        run_checked(_fn(lib, "vp_gram_exp_wide_fwd", d), n, smax, [(M, True), (s32, True), (E, True)])
+        _native.run_checked(_fn(lib, "vp_gram_exp_wide_fwd", d), n, smax, [(M, True), (s32, True), (E, True)])
     return StageExp(E, failed, s32, M, lib)
-
-
-def run_checked(fn, n: int, smax: int, args: list) -> None:
-    """:func:`geoattn.kernels._native._run` of a stage function, which returns 1 when it could not allocate its
-    scratch."""
-    failed = []
-
-    def call(*a):
-        if fn(*a):
-            failed.append(True)
-
-    _native._run(call, n, smax, args)
-    if failed:
-        raise MemoryError("Expected the native stage to allocate its scratch matrices. Got a failed allocation.")
 
 
 def stage_exp_adjoint(t: StageExp, gE: torch.Tensor) -> torch.Tensor:
@@ -211,8 +197,8 @@ def stage_exp_adjoint(t: StageExp, gE: torch.Tensor) -> torch.Tensor:
     gE = gE.contiguous()
     gM = torch.empty_like(t.E)
     if n:
-        run_checked(_fn(t.lib, "vp_gram_exp_wide_bwd", d), n, int(t.shift.max()),
-                     [(t.M, True), (t.shift, True), (gE, True), (gM, True)])
+        _native.run_checked(_fn(t.lib, "vp_gram_exp_wide_bwd", d), n, int(t.shift.max()),
+                            [(t.M, True), (t.shift, True), (gE, True), (gM, True)])
     if bool(t.failed.any()):
         gM = torch.where(t.failed[:, None, None], torch.zeros((), dtype=gM.dtype), gM)
     return gM
