@@ -184,11 +184,7 @@ class _VPGramClosed(torch.autograd.Function):
             gyn = gy.to(xn.dtype)  # an expanded gradient stays expanded for kernels that read strides
             strided = getattr(ctx.native, "STRIDED_GY", False)
             if getattr(ctx.native, "GA_OUT", False):
-                kw["gA_out"] = _scratch.scratch(N.shape, torch.float64)
-                taken.append(kw["gA_out"])
-                if not strided and not gyn.is_contiguous():  # the expanded gradient of out.sum()
-                    taken.append(_scratch.scratch(gyn.shape, gyn.dtype).copy_(gyn))
-                    gyn = taken[-1]
+                kw["gA_out"], gyn, taken = _scratch.backward_buffers(N.shape[0], N.shape[-1], gyn, strided)
             gx, gA = ctx.native.gram_backward(xn, gyn if strided else gyn.contiguous(), N, As, **kw)
             finite = _finite_mask(ctx.sq)
             if finite is not None:

@@ -134,7 +134,7 @@ def gram_exp_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | No
         a library to call instead of the one built from :data:`SOURCE` (the tests' broken kernels)
     out : tuple of Tensor, optional
         ``(Gram, E)``: contiguous float64 ``(B, d, d)`` tensors to write them into (the layer's reused scratch,
-        Note [reused scratch] in :mod:`geoattn.kernels._native`)
+        Note [reused scratch] in :mod:`geoattn.kernels._scratch`)
 
     Returns
     -------
@@ -205,7 +205,7 @@ class _VPGramExpNative(torch.autograd.Function):
         B, _, d = xn.shape
         taken = [_scratch.scratch((B, d, d), torch.float64) for _ in range(2)] if kernels is _THIS else []
         y, _, _, R = kernels.gram_exp_forward(xn, As, *([tuple(taken)] if taken else []))
-        _scratch.release(*taken)  # Gram and E never leave this call (Note [reused scratch] in _native)
+        _scratch.release(*taken)  # Gram and E never leave this call (Note [reused scratch] in _scratch)
         ok = R <= exp_residual_tolerance(x.dtype, x.shape[-1])
         ctx.kernels = kernels
         ctx.save_for_backward(x, A, ok)
@@ -221,11 +221,8 @@ class _VPGramExpNative(torch.autograd.Function):
             return (*pullback(gy), None)
         xn = x.to(native_dtype(x)).contiguous()
         gyn, taken = gy.to(xn.dtype), []
-        if ctx.kernels is _THIS:  # temporaries that never leave this call (Note [reused scratch] in _native)
-            taken.append(_scratch.scratch((xn.shape[0],) + A.shape, torch.float64))
-            if not gyn.is_contiguous():  # the expanded gradient of out.sum()
-                taken.append(_scratch.scratch(gyn.shape, gyn.dtype).copy_(gyn))
-                gyn = taken[-1]
+        if ctx.kernels is _THIS:  # temporaries that never leave this call (Note [reused scratch] in _scratch)
+            _, gyn, taken = _scratch.backward_buffers(xn.shape[0], A.shape[-1], gyn)
         gx, gA = ctx.kernels.gram_exp_backward(xn, gyn.contiguous(), _skew64(A).contiguous(), *taken[:1])
         if not bool(ok.all()):
             zero = torch.zeros((), dtype=gx.dtype)

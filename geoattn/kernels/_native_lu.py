@@ -76,7 +76,7 @@ MIN_DIM, MAX_DIM = 5, 16
 #: pass over the tokens then computes ``Pbar = x^T Gy`` alone
 SAVED_GRAM = True
 #: :func:`gram_backward` writes the per-sample gradient into a tensor the layer hands it (``gA_out=``): reused
-#: scratch (Note [reused scratch] in :mod:`geoattn.kernels._native`)
+#: scratch (Note [reused scratch] in :mod:`geoattn.kernels._scratch`)
 GA_OUT = True
 _lock = threading.Lock()
 _libraries: dict = {}  # (d, real) -> CDLL, or the reason it could not be built

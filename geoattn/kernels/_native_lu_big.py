@@ -190,7 +190,7 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     not given; the layer passes the forward's, so neither path recomputes them). ``gy`` has ``x``'s shape and dtype
     and any strides (``STRIDED_GY``): the expanded gradient of ``out.sum()`` is read in place. ``gA_out``, when
     given, receives ``gA`` (contiguous float64 ``(B, d, d)``; ``GA_OUT``); the stage's call-local ``P`` and ``H``
-    of the unfused path come from the reusable scratch (Note [reused scratch] in :mod:`geoattn.kernels._native`)."""
+    of the unfused path come from the reusable scratch (Note [reused scratch] in :mod:`geoattn.kernels._scratch`)."""
     _native._check(x, A)
     if gy.shape != x.shape or gy.dtype != x.dtype or gy.device != x.device:
         raise ValueError(f"Expected gy of x's shape {tuple(x.shape)}, dtype {x.dtype} and device {x.device}. Got "

@@ -18,7 +18,7 @@ import threading
 
 import torch
 
-__all__ = ["scratch", "release", "SCRATCH_KEPT"]
+__all__ = ["scratch", "release", "backward_buffers", "SCRATCH_KEPT"]
 
 _scratch_lock = threading.Lock()
 _scratch: dict = {}  # (shape, dtype) -> the free CPU tensors of that shape (Note [reused scratch])
@@ -59,3 +59,21 @@ def release(*tensors: torch.Tensor) -> None:
             _scratch[oldest].pop(0)
             if not _scratch[oldest]:
                 del _scratch[oldest]
+
+
+def backward_buffers(batch: int, d: int, gy: torch.Tensor, strided: bool = False):
+    """The scratch of a Gram backward kernel's call: the per-sample gradient in ``A`` (float64 ``(batch, d, d)``)
+    and the incoming gradient as the kernel reads it (``gy`` itself when contiguous or when the kernel reads
+    strides, else a scratch copy: the expanded gradient of ``out.sum()``).
+
+    Returns
+    -------
+    (Tensor, Tensor, list of Tensor)
+        ``(gA_out, gy, taken)``; hand ``taken`` back with :func:`release` once the call's results no longer refer
+        to it.
+    """
+    taken = [scratch((batch, d, d), torch.float64)]
+    if not strided and not gy.is_contiguous():
+        taken.append(scratch(gy.shape, gy.dtype).copy_(gy))
+        gy = taken[-1]
+    return taken[0], gy, taken
