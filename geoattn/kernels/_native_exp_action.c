@@ -1,0 +1,230 @@
+/* Native CPU kernel of the Chebyshev action exp(S) x of skew S (T x T) on K = GEOATTN_D columns, 1 <= K <= 16.
+
+   DO NOT EDIT: this file is written by `geoattn codegen` (geoattn/codegen/exp_action_c.py); `geoattn codegen
+   --check` fails when it is stale. One sample at a time, VL rows side by side, each to its own degree
+   [ledger: exp_action.chebyshev_recurrence, exp_action.chebyshev_adjoint].
+   Compiled at first use by geoattn.kernels._native_exp_action, one library per K and real type
+   (-DGEOATTN_D=<K> -DGEOATTN_F32 or -DGEOATTN_F64); never with -ffast-math.
+*/
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast")
+#elif defined(__clang__)
+#pragma clang fp contract(fast)
+#endif
+
+#if defined(GEOATTN_F32)
+typedef float real_t;
+#define GEOATTN_NAME(name) geoattn_##name##_f32
+#elif defined(GEOATTN_F64)
+typedef double real_t;
+#define GEOATTN_NAME(name) geoattn_##name##_f64
+#else
+#error "compile with -DGEOATTN_F32 or -DGEOATTN_F64"
+#endif
+#if GEOATTN_D >= 1 && GEOATTN_D <= 16
+
+#define K GEOATTN_D
+#define VL ((int)(64 / sizeof(real_t)))
+typedef real_t vr __attribute__((vector_size(64)));
+
+static inline __attribute__((always_inline)) vr splat(real_t x)
+{
+    vr zero = {0};
+    return x - zero;  /* x - (+0) is x for every x (-0 and NaN included): folded into the broadcast */
+}
+
+static inline vr load(const real_t *p)
+{
+    vr v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store(real_t *p, vr v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* out[j, i] = sum_l M[l, i] v[j, l] for the K rows j of v (K x TP) and M (T x TP), one block of VL i at a time;
+   the sum over l in order, as the columns of one product */
+static void product(int64_t T, int64_t TP, const real_t *M, const real_t *v, real_t *out)
+{
+    for (int64_t ib = 0; ib < TP; ib += VL) {
+        vr acc[K];
+        #pragma GCC unroll 16
+        for (int j = 0; j < K; j++) acc[j] = load(M + ib) * splat(v[j * TP]);
+        for (int64_t l = 1; l < T; l++) {
+            vr m = load(M + l * TP + ib);
+            #pragma GCC unroll 16
+            for (int j = 0; j < K; j++) acc[j] += m * splat(v[j * TP + l]);
+        }
+        #pragma GCC unroll 16
+        for (int j = 0; j < K; j++) store(out + j * TP + ib, acc[j]);
+    }
+}
+
+/* Xt[l, i] = S[i, l] / r and, when Xr is not NULL, Xr[l, i] = S[l, i] / r (T x TP, padding zero) */
+static void scaled(int64_t T, int64_t TP, const real_t *S, real_t r, real_t *Xt, real_t *Xr)
+{
+    for (int64_t l = 0; l < T; l++) {
+        for (int64_t i = 0; i < T; i++) {
+            Xt[l * TP + i] = S[i * T + l] / r;
+            if (Xr) Xr[l * TP + i] = S[l * T + i] / r;
+        }
+        for (int64_t i = T; i < TP; i++) {
+            Xt[l * TP + i] = 0;
+            if (Xr) Xr[l * TP + i] = 0;
+        }
+    }
+}
+
+/* a (T x K, rows of K) into its row form at (K x TP), the padding zero */
+static void rows(int64_t T, int64_t TP, const real_t *a, real_t *at)
+{
+    memset(at, 0, sizeof(real_t) * (size_t)(K * TP));
+    for (int64_t i = 0; i < T; i++)
+        for (int j = 0; j < K; j++) at[j * TP + i] = a[i * K + j];
+}
+
+static void unrows(int64_t T, int64_t TP, const real_t *at, real_t *a)
+{
+    for (int64_t i = 0; i < T; i++)
+        for (int j = 0; j < K; j++) a[i * K + j] = at[j * TP + i];
+}
+
+/* vn = 2 p + vp (p = v X^T already in vn); the Chebyshev step of the ledger's recurrence */
+static void step(int64_t TP, real_t *vn, const real_t *vp)
+{
+    for (int64_t q = 0; q < K * TP; q += VL) store(vn + q, load(vn + q) * splat(2) + load(vp + q));
+}
+
+static void axpy(int64_t TP, real_t c, const real_t *v, real_t *y)
+{
+    for (int64_t q = 0; q < K * TP; q += VL) store(y + q, load(y + q) + load(v + q) * splat(c));
+}
+
+/* the recurrence to degree m into y (y^T = sum c_k v_k) */
+static void series(int64_t T, int64_t TP, int64_t m, const real_t *Xt, const real_t *c, real_t *v0, real_t *v1,
+                   real_t *v2, real_t *y)
+{
+    for (int64_t q = 0; q < K * TP; q += VL) store(y + q, load(v0 + q) * splat(c[0]));
+    if (m == 0) return;
+    product(T, TP, Xt, v0, v1);
+    axpy(TP, c[1], v1, y);
+    for (int64_t k = 1; k < m; k++) {
+        product(T, TP, Xt, v1, v2);
+        step(TP, v2, v0);
+        axpy(TP, c[k + 1], v2, y);
+        real_t *t = v0;
+        v0 = v1;
+        v1 = v2;
+        v2 = t;
+    }
+}
+
+/* V[k] = v_k for k = 0 .. m - 1 (V[0] given), in the order of series */
+static void basis(int64_t T, int64_t TP, int64_t m, const real_t *Xt, real_t *V)
+{
+    int64_t KT = K * TP;
+    if (m > 1) product(T, TP, Xt, V, V + KT);
+    for (int64_t k = 1; k + 1 < m; k++) {
+        product(T, TP, Xt, V + k * KT, V + (k + 1) * KT);
+        step(TP, V + (k + 1) * KT, V + (k - 1) * KT);
+    }
+}
+
+/* y (B x T x K) = exp(S) x per sample by its own degree deg[b] <= meta[0] - 1 with coefficients c (B x meta[0])
+   and bound rho (B); returns 1 when its buffer could not be allocated (the loader raises), 0 otherwise */
+int GEOATTN_NAME(exp_action_fwd)(int64_t B, int64_t T, const real_t *Ss, const real_t *xs, const real_t *rho,
+                                 const real_t *cs, const int64_t *deg, const int64_t *meta, real_t *ys)
+{
+    int64_t TP = (T + VL - 1) / VL * VL, CM = meta[0];
+    real_t *Xt = malloc(sizeof(real_t) * (size_t)(T * TP + 4 * K * TP));
+    if (Xt == NULL) return 1;
+    real_t *v0 = Xt + T * TP, *v1 = v0 + K * TP, *v2 = v1 + K * TP, *y = v2 + K * TP;
+    for (int64_t b = 0; b < B; b++) {
+        scaled(T, TP, Ss + b * T * T, rho[b], Xt, NULL);
+        rows(T, TP, xs + b * T * K, v0);
+        series(T, TP, deg[b], Xt, cs + b * CM, v0, v1, v2, y);
+        unrows(T, TP, y, ys + b * T * K);
+    }
+    free(Xt);
+    return 0;
+}
+
+/* (dL/dS, dL/dx) per sample for the incoming gradient g (B x T x K) of y = exp(S) x (the forward's arguments);
+   returns 1 when its buffers could not be allocated, 0 otherwise */
+int GEOATTN_NAME(exp_action_bwd)(int64_t B, int64_t T, const real_t *Ss, const real_t *xs, const real_t *rho,
+                                 const real_t *cs, const int64_t *deg, const int64_t *meta, const real_t *gs,
+                                 real_t *gSs, real_t *gxs)
+{
+    int64_t TP = (T + VL - 1) / VL * VL, CM = meta[0], KT = K * TP;
+    size_t n = (size_t)(2 * T * TP + 6 * KT + 2 * (CM > 1 ? CM - 1 : 1) * KT);
+    real_t *Xt = malloc(sizeof(real_t) * n);
+    if (Xt == NULL) return 1;
+    real_t *Xr = Xt + T * TP, *v0 = Xr + T * TP, *v1 = v0 + KT, *v2 = v1 + KT, *y = v2 + KT, *gt = y + KT;
+    real_t *bx = gt + KT, *V = bx + KT, *Bs = V + (CM > 1 ? CM - 1 : 1) * KT;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t m = deg[b];
+        const real_t *c = cs + b * CM;
+        real_t *gS = gSs + b * T * T;
+        rows(T, TP, gs + b * T * K, gt);
+        if (m == 0) {
+            memset(gS, 0, sizeof(real_t) * (size_t)(T * T));
+            for (int64_t q = 0; q < KT; q += VL) store(v0 + q, load(gt + q) * splat(c[0]));
+            unrows(T, TP, v0, gxs + b * T * K);
+            continue;
+        }
+        scaled(T, TP, Ss + b * T * T, rho[b], Xt, Xr);
+        rows(T, TP, xs + b * T * K, V);
+        basis(T, TP, m, Xt, V);
+        /* the adjoint recurrence: bn = b_{k+1}, bn2 = b_{k+2}; Bs[k - 1] = (k > 1 ? 2 : 1) b_k */
+        real_t *bn = NULL, *bn2 = NULL, *bufs[3] = {v0, v1, v2};
+        for (int64_t k = m; k >= 1; k--) {
+            real_t *bk = bufs[k % 3];
+            if (bn != NULL) product(T, TP, Xr, bn, bx);
+            for (int64_t q = 0; q < KT; q += VL) {
+                vr t = load(gt + q) * splat(c[k]);
+                if (bn2 != NULL) t = load(bn2 + q) + t;
+                if (bn != NULL) t = load(bx + q) * splat(2) + t;
+                store(bk + q, t);
+                store(Bs + (k - 1) * KT + q, k > 1 ? t * splat(2) : t);
+            }
+            bn2 = bn;
+            bn = bk;
+        }
+        product(T, TP, Xr, bn, bx);
+        for (int64_t q = 0; q < KT; q += VL) {
+            vr t = load(gt + q) * splat(c[0]) + load(bx + q);
+            if (bn2 != NULL) t += load(bn2 + q);
+            store(y + q, t);
+        }
+        unrows(T, TP, y, gxs + b * T * K);
+        /* dL/dS[p, q] = (sum_r Bs[r, p] V[r, q]) / rho over the m K stacked rows r */
+        int64_t R = m * K;
+        for (int64_t p = 0; p < T; p++) {
+            for (int64_t qb = 0; qb < TP; qb += VL) {
+                vr a0 = {0}, a1 = {0};
+                int64_t r = 0;
+                for (; r + 1 < R; r += 2) {
+                    a0 += load(V + r * TP + qb) * splat(Bs[r * TP + p]);
+                    a1 += load(V + (r + 1) * TP + qb) * splat(Bs[(r + 1) * TP + p]);
+                }
+                if (r < R) a0 += load(V + r * TP + qb) * splat(Bs[r * TP + p]);
+                vr s = (a0 + a1) / splat(rho[b]);
+                real_t tmp[64 / sizeof(real_t)];
+                store(tmp, s);
+                int64_t w = T - qb < VL ? T - qb : VL;
+                memcpy(gS + p * T + qb, tmp, sizeof(real_t) * (size_t)w);
+            }
+        }
+    }
+    free(Xt);
+    return 0;
+}
+#endif
