@@ -1,6 +1,8 @@
 r"""The operation ``exp_skew_action``: ``exp(S) x`` for skew ``S`` (``T x T``) and ``x`` (``T x d``), batched.
 
-Routes, in order: ``empty`` (``T = 0`` or ``d = 0``), ``chebyshev/eager`` (the Chebyshev expansion of the action,
+Routes, in order: ``empty`` (``T = 0`` or ``d = 0``), ``chebyshev/native`` (the same expansion by the generated C
+kernel of :mod:`geoattn.kernels._native_exp_action`: CPU, float32 or float64, ``T <= 256``, ``d <= 16``, the kernel
+built), ``chebyshev/eager`` (the Chebyshev expansion of the action,
 Note [the Chebyshev action] in :mod:`geoattn.kernels._exp_action`; per sample, samples whose degree would exceed
 the limit, or whose norm is not finite, take ``exp_skew`` formed densely), ``dense/eager`` (``exp_skew(S) @ x``:
 ``method="dense"``, and every call traced by ``torch.func``, ``torch.compile`` or on the meta device).
@@ -11,11 +13,12 @@ from __future__ import annotations
 import torch
 
 from ..errors import OptionError, ShapeError
-from ._backends import EAGER
+from ._backends import EAGER, NATIVE
 from ._checks import check_float, check_matmul, check_same, check_skew, check_square, half_in_float32
 from ._exp import run_exp_skew
 from ._exp_action import MAX_DEGREE, chebyshev_degree, exp_skew_action_chebyshev, norm_bound
 from ._functions import _traced
+from ._native_exp_action import MAX_K, MAX_T, exp_action_native_status, exp_skew_action_native
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
 __all__ = ["exp_skew_action", "EXP_SKEW_ACTION", "degree_limit"]
@@ -63,7 +66,7 @@ def _run_dense(c: Call) -> torch.Tensor:
     return _dense(c.S, c.x, c.traced)
 
 
-def _run_chebyshev(c: Call) -> torch.Tensor:
+def _run_chebyshev(c: Call, native: bool = False) -> torch.Tensor:
     if c.check:
         check_skew("S", c.S)
     T, d = c.S.shape[-1], c.x.shape[-1]
@@ -75,12 +78,13 @@ def _run_chebyshev(c: Call) -> torch.Tensor:
     degree = chebyshev_degree(rho, torch.finfo(S.dtype).eps / 2)
     limit = degree_limit(T)
     served = finite & (degree <= limit)
+    action = exp_skew_action_native if native else exp_skew_action_chebyshev
     if bool(served.all()):
-        return exp_skew_action_chebyshev(S, x, rho, degree, limit).reshape(c.x.shape)
+        return action(S, x, rho, degree, limit).reshape(c.x.shape)
     idx, rest = served.nonzero().squeeze(-1), (~served).nonzero().squeeze(-1)
     parts = [_dense(S[rest], x[rest])]
     if idx.numel():
-        parts.insert(0, exp_skew_action_chebyshev(S[idx], x[idx], rho[idx], degree[idx], limit))
+        parts.insert(0, action(S[idx], x[idx], rho[idx], degree[idx], limit))
     order = torch.argsort(torch.cat([idx, rest]))
     return torch.cat(parts)[order].reshape(c.x.shape)
 
@@ -93,11 +97,33 @@ def _chebyshev_when(c: Call) -> str | None:
     return None
 
 
+def _native_when(c: Call) -> str | None:
+    why = _chebyshev_when(c)
+    if why is not None:
+        return why
+    if c.device.type != "cpu":
+        return f"device {c.device.type}: the native kernel runs on the CPU"
+    if c.S.dtype not in (torch.float32, torch.float64):
+        return f"{c.S.dtype}: the native kernel takes float32 or float64"
+    T, k = c.S.shape[-1], c.x.shape[-1]
+    if T > MAX_T:
+        return f"T={T}: the native kernel serves T <= {MAX_T}"
+    if k > MAX_K:
+        return f"d={k}: the native kernel serves at most {MAX_K} columns"
+    ok, why = exp_action_native_status(k, c.S.dtype)
+    return None if ok else why
+
+
 EXP_SKEW_ACTION = register_operation(Operation(
     "exp_skew_action",
     _bind,
     (
         Route("empty", EAGER.name, _empty, lambda c: c.x.clone()),
+        Route("chebyshev", NATIVE.name, _native_when, lambda c: _run_chebyshev(c, native=True),
+              per_sample="degree from the Bessel tail bound at rho = min(||S||_1, sqrt(||S^2||_1)), each sample run "
+              "to its own degree; above the degree limit or a non-finite norm: exp_skew formed densely",
+              claims=("exp_action.chebyshev_recurrence", "exp_action.chebyshev_adjoint",
+                      "exp_action.truncation_bound")),
         Route("chebyshev", EAGER.name, _chebyshev_when, _run_chebyshev,
               per_sample="degree from the Bessel tail bound at rho = min(||S||_1, sqrt(||S^2||_1)); above "
               "the degree limit or a non-finite norm: exp_skew formed densely",
