@@ -16,6 +16,7 @@ from .gram_lu_c import generate_gram_lu_module, target_name as gram_lu_target_na
 from .gram_lu_big_c import generate_gram_lu_big_module, target_name as gram_lu_big_target_name
 from .cayley_solve_c import generate_cayley_solve_module, target_name as cayley_solve_target_name
 from .symattn_c import generate_symattn_module, target_name as symattn_target_name
+from .exp_action_c import generate_exp_action_module, target_name as exp_action_target_name
 from .gram_exp_triton import TARGET as EXP_TRITON_TARGET, generate_triton_exp_module
 from .gram_lu_triton import TARGET as LU_TRITON_TARGET, generate_triton_lu_module
 from .cprinter import LANES, REAL_PRELUDE, REAL_TYPES, TOKEN_CHUNK, c_function_name, print_native_kernel
@@ -296,6 +297,7 @@ def _outputs(path, native_path, triton_dir, ledger_path):
         out.append((os.path.join(os.path.dirname(native), cayley_solve_target_name()), generate_cayley_solve_module))
         out.append((os.path.join(os.path.dirname(native), gram_exp_target_name()), generate_gram_exp_module))
         out.append((os.path.join(os.path.dirname(native), symattn_target_name()), generate_symattn_module))
+        out.append((os.path.join(os.path.dirname(native), exp_action_target_name()), generate_exp_action_module))
         out.append((os.path.join(os.path.dirname(native), gram_exp_wide_target_name()), generate_gram_exp_wide_module))
     if triton_dir is not False:
         out += _triton_outputs(triton_dir)

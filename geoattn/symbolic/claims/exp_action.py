@@ -6,6 +6,12 @@ r"""The claims behind ``exp_skew_action``: the Chebyshev expansion of ``exp(S) x
   :math:`t \mapsto X` is an algebra homomorphism from :math:`\mathbb{Q}(i)[t]`, so the polynomial identity in ``t``
   holds for every square ``X`` (Note [free-algebra images] in :mod:`.taylor`); the engine checks it exactly for
   every degree the kernel can use (``k <= 160``).
+* ``exp_action.chebyshev_adjoint``: the backward of ``y = sum_{k<=m} c_k w_k`` (the eager form's
+  :func:`~geoattn.kernels._exp_action._adjoint` and the native kernel of :mod:`geoattn.codegen.exp_action_c`): with
+  ``a_m = c_m g``, ``a_k = c_k g + 2X^Ta_{k+1} + a_{k+2}``, ``a_0 = c_0 g + X^Ta_1 + a_2``, the gradients of
+  ``<g, y>`` are ``d/dx = a_0`` and ``d/dX = a_1 w_0^T + 2 sum_{k=2}^{m} a_k w_{k-1}^T``; checked exactly against
+  SymPy's derivatives with every entry of ``X``, ``x``, ``g`` and every ``c_k`` a symbol, at ``n = 2, m <= 5`` and
+  ``n = 3, m = 3`` (a negative control doubles the ``a_1`` term).
 * ``exp_action.truncation_bound``: for skew ``S``, :math:`\rho \ge \|S\|_2` and the degree ``m`` of the rule
   (the smallest whose bound is at most ``u``; ``tests/test_exp_action.py`` checks the kernel's degree table
   against the rule),
@@ -26,8 +32,8 @@ from ..proof import identity
 from ..strategies import MatrixIdentity
 from ._common import Policy, at_sizes
 
-__all__ = ["CLAIMS", "MAX_DEGREE", "recurrence_identity", "make_recurrence_claim", "tail_bound", "degree_for",
-           "make_truncation_claim"]
+__all__ = ["CLAIMS", "MAX_DEGREE", "recurrence_identity", "make_recurrence_claim", "adjoint_identity",
+           "make_adjoint_claim", "tail_bound", "degree_for", "make_truncation_claim"]
 
 #: the largest degree of the kernel (geoattn.kernels._exp_action.MAX_DEGREE; a test keeps the two equal)
 MAX_DEGREE = 160
@@ -92,6 +98,63 @@ def make_recurrence_claim(sign: int = 1, claim_id: str = "exp_action.chebyshev_r
             exact=at_sizes({"K": MAX_DEGREE}),
             exact_method=f"exact polynomial identity in Q(i)[t] for every k <= {MAX_DEGREE} (the largest degree of "
             "the kernel); t -> X is an algebra homomorphism, so it holds for every square X",
+        ),
+    )
+
+
+def adjoint_identity(first: int = 1) -> MatrixIdentity:
+    r"""The adjoint recurrence's ``(d/dX, d/dx)`` of ``<g, sum_k c_k w_k>`` minus SymPy's derivatives, stacked;
+    ``first`` is the factor of the ``a_1 w_0^T`` term (1; ``first = 2`` is a negative control)."""
+
+    def residual(size, X, x, g, c):
+        m = size["K"]
+        # the derivatives are taken in fresh symbols, then evaluated at X, x (symbols, or a rational point)
+        Xs = sp.Matrix(*X.shape, lambda i, j: sp.Dummy(f"X{i}{j}"))
+        xs = sp.Matrix(*x.shape, lambda i, j: sp.Dummy(f"x{i}{j}"))
+        at = {**dict(zip(Xs, X)), **dict(zip(xs, x))}
+        w = [xs, Xs * xs]
+        for k in range(1, m):
+            w.append(2 * Xs * w[k] + w[k - 1])
+        loss = (g.T * sum((c[k, 0] * w[k] for k in range(m + 1)), sp.zeros(*x.shape)))[0, 0]
+        a = [None] * (m + 3)
+        a[m + 1] = a[m + 2] = sp.zeros(*x.shape)
+        for k in range(m, 0, -1):
+            a[k] = c[k, 0] * g + 2 * Xs.T * a[k + 1] + a[k + 2]
+        a0 = c[0, 0] * g + Xs.T * a[1] + a[2]
+        gX = first * a[1] * w[0].T
+        for k in range(2, m + 1):
+            gX += 2 * a[k] * w[k - 1].T
+        dX = sp.Matrix(*X.shape, lambda i, j: sp.diff(loss, Xs[i, j]))
+        dx = sp.Matrix(*x.shape, lambda i, j: sp.diff(loss, xs[i, j]))
+        r = (gX - dX).reshape(X.shape[0] * X.shape[1], 1).col_join(a0 - dx)
+        return r.applyfunc(lambda e: sp.expand(sp.expand(e).xreplace(at)))
+
+    return MatrixIdentity("adjoint recurrence of sum_k c_k w_k minus the derivatives of <g, y> in X and x",
+                          variables=lambda s: {"X": alg.general("X", s["n"], s["n"]), "x": alg.general("x", s["n"], 1),
+                                               "g": alg.general("g", s["n"], 1), "c": alg.general("c", s["K"] + 1, 1)},
+                          residual=residual)
+
+
+def make_adjoint_claim(first: int = 1, claim_id: str = "exp_action.chebyshev_adjoint",
+                       expected: Level = Level.CHECKED) -> Claim:
+    """The adjoint claim; ``first = 2`` gives the negative control."""
+    return Claim(
+        id=claim_id,
+        title="the adjoint (Clenshaw) recurrence of the Chebyshev action",
+        statement="For y = sum_{k<=m} c_k w_k with w_0 = x, w_1 = X x, w_{k+1} = 2 X w_k + w_{k-1} and an incoming "
+        "gradient g: with a_m = c_m g, a_k = c_k g + 2 X^T a_{k+1} + a_{k+2} (k >= 1), a_0 = c_0 g + X^T a_1 + a_2, "
+        "the gradients of <g, y> are a_0 in x and a_1 w_0^T + 2 sum_{k=2}^m a_k w_{k-1}^T in X (kernel "
+        "exp_skew_action, its eager and native backward); checked exactly at n = 2, m <= 5 and n = 3, m = 3.",
+        latex=r"\frac{\partial\langle g, y\rangle}{\partial X} = a_1w_0^T + 2\sum_{k=2}^m a_kw_{k-1}^T,\ "
+        r"\frac{\partial\langle g, y\rangle}{\partial x} = a_0",
+        source="kernel exp_skew_action (Note [the Chebyshev action]; geoattn.codegen.exp_action_c)",
+        expected=expected,
+        checker=Policy(
+            identity=adjoint_identity(first),
+            search=at_sizes({"n": 2, "K": 3}),
+            points=2,
+            exact=at_sizes({"n": 2, "K": 1}, {"n": 2, "K": 2}, {"n": 2, "K": 5}, {"n": 3, "K": 3}),
+            exact_method="exact polynomial identity in the entries of X, x, g and the c_k (SymPy derivatives)",
         ),
     )
 
@@ -162,4 +225,4 @@ def make_truncation_claim(offset: int = 0, claim_id: str = "exp_action.truncatio
 
 
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
-CLAIMS = [make_recurrence_claim(), make_truncation_claim()]
+CLAIMS = [make_recurrence_claim(), make_adjoint_claim(), make_truncation_claim()]
