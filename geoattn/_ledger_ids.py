@@ -94,6 +94,7 @@ CLAIMS = {
     "vp_lower.offdiag_blocks": ("kernels", "checked"),
     "vp_lower.merge": ("kernels", "checked"),
     "exp_action.chebyshev_recurrence": ("kernels", "checked"),
+    "exp_action.chebyshev_adjoint": ("kernels", "checked"),
     "exp_action.truncation_bound": ("kernels", "proved"),
     "exp_skew.hodge_vjp": ("kernels", "checked"),
     "exp_skew.hodge_vjp_series": ("kernels", "proved"),

@@ -85,23 +85,58 @@ static inline void store(real_t *p, vr v)
     memcpy(p, &v, sizeof v);
 }
 
-/* out[j, i] = sum_l M[l, i] v[j, l] for the K rows j of v (K x TP) and M (T x TP), one block of VL i at a time;
-   the sum over l in order, as the columns of one product */
+/* out[j, i] = sum_l M[l, i] v[j, l] for the K rows j of v (K x TP) and M (T x TP), NB blocks of VL i at a time
+   (independent sums for the multiply-add units); the sum over l in order, as the columns of one product */
+#define PRODUCT_BLOCKS(NB)                                                                                   \
+    static void product_##NB(int64_t T, int64_t TP, int64_t ib, const real_t *M, const real_t *v, real_t *out) \
+    {                                                                                                        \
+        vr acc[NB][K];                                                                                       \
+        for (int u = 0; u < NB; u++)                                                                         \
+            for (int j = 0; j < K; j++) acc[u][j] = load(M + ib + u * VL) * splat(v[j * TP]);                \
+        for (int64_t l = 1; l < T; l++) {                                                                    \
+            for (int u = 0; u < NB; u++) {                                                                   \
+                vr m = load(M + l * TP + ib + u * VL);                                                       \
+                for (int j = 0; j < K; j++) acc[u][j] += m * splat(v[j * TP + l]);                           \
+            }                                                                                                \
+        }                                                                                                    \
+        for (int u = 0; u < NB; u++)                                                                         \
+            for (int j = 0; j < K; j++) store(out + j * TP + ib + u * VL, acc[u][j]);                        \
+    }
+PRODUCT_BLOCKS(1)
+PRODUCT_BLOCKS(2)
+
 static void product(int64_t T, int64_t TP, const real_t *M, const real_t *v, real_t *out)
 {
-    for (int64_t ib = 0; ib < TP; ib += VL) {
-        vr acc[K];
-        #pragma GCC unroll 16
-        for (int j = 0; j < K; j++) acc[j] = load(M + ib) * splat(v[j * TP]);
-        for (int64_t l = 1; l < T; l++) {
-            vr m = load(M + l * TP + ib);
-            #pragma GCC unroll 16
-            for (int j = 0; j < K; j++) acc[j] += m * splat(v[j * TP + l]);
-        }
-        #pragma GCC unroll 16
-        for (int j = 0; j < K; j++) store(out + j * TP + ib, acc[j]);
-    }
+    int64_t ib = 0;
+    if (K <= 8)
+        for (; ib + 2 * VL <= TP; ib += 2 * VL) product_2(T, TP, ib, M, v, out);
+    for (; ib < TP; ib += VL) product_1(T, TP, ib, M, v, out);
 }
+
+/* G[p, q] = sum_{r < R} Bs[r, p] V[r, q] for NP rows p from p0 and NQ blocks of VL columns q from qb: each row
+   of V read once per NP rows p */
+#define OUTER_BLOCK(NP, NQ)                                                                                  \
+    static void outer_##NP##_##NQ(int64_t R, int64_t TP, const real_t *V, const real_t *Bs, int64_t p0,       \
+                                  int64_t qb, vr out[8][4])                                                  \
+    {                                                                                                        \
+        vr acc[NP][NQ];                                                                                      \
+        for (int a = 0; a < NP; a++)                                                                         \
+            for (int e = 0; e < NQ; e++) acc[a][e] = splat(0);                                               \
+        for (int64_t r = 0; r < R; r++) {                                                                    \
+            vr w[NQ];                                                                                        \
+            for (int e = 0; e < NQ; e++) w[e] = load(V + r * TP + qb + e * VL);                              \
+            for (int a = 0; a < NP; a++) {                                                                   \
+                vr bb = splat(Bs[r * TP + p0 + a]);                                                          \
+                for (int e = 0; e < NQ; e++) acc[a][e] += w[e] * bb;                                         \
+            }                                                                                                \
+        }                                                                                                    \
+        for (int a = 0; a < NP; a++)                                                                         \
+            for (int e = 0; e < NQ; e++) out[a][e] = acc[a][e];                                              \
+    }
+OUTER_BLOCK(8, 1)
+OUTER_BLOCK(4, 1)
+OUTER_BLOCK(4, 2)
+OUTER_BLOCK(4, 4)
 
 /* Xt[l, i] = S[i, l] / r and, when Xr is not NULL, Xr[l, i] = S[l, i] / r (T x TP, padding zero) */
 static void scaled(int64_t T, int64_t TP, const real_t *S, real_t r, real_t *Xt, real_t *Xr)
@@ -240,22 +275,26 @@ int GEOATTN_NAME(exp_action_bwd)(int64_t B, int64_t T, const real_t *Ss, const r
             store(y + q, t);
         }
         unrows(T, TP, y, gxs + b * T * K);
-        /* dL/dS[p, q] = (sum_r Bs[r, p] V[r, q]) / rho over the m K stacked rows r */
+        /* dL/dS[p, q] = (sum_r Bs[r, p] V[r, q]) / rho over the m K stacked rows r (Bs zero past T) */
         int64_t R = m * K;
-        for (int64_t p = 0; p < T; p++) {
-            for (int64_t qb = 0; qb < TP; qb += VL) {
-                vr a0 = {0}, a1 = {0};
-                int64_t r = 0;
-                for (; r + 1 < R; r += 2) {
-                    a0 += load(V + r * TP + qb) * splat(Bs[r * TP + p]);
-                    a1 += load(V + (r + 1) * TP + qb) * splat(Bs[(r + 1) * TP + p]);
+        int np = TP == VL ? 8 : 4;  /* one block of columns: eight rows p at a time, for independent sums */
+        for (int64_t p0 = 0; p0 < T; p0 += np) {
+            for (int64_t qb = 0; qb < TP;) {
+                vr out[8][4];
+                int nq = np == 8 ? 1 : TP - qb >= 4 * VL ? 4 : TP - qb >= 2 * VL ? 2 : 1;
+                if (np == 8) outer_8_1(R, TP, V, Bs, p0, qb, out);
+                else if (nq == 4) outer_4_4(R, TP, V, Bs, p0, qb, out);
+                else if (nq == 2) outer_4_2(R, TP, V, Bs, p0, qb, out);
+                else outer_4_1(R, TP, V, Bs, p0, qb, out);
+                for (int a = 0; a < np && p0 + a < T; a++) {
+                    for (int e = 0; e < nq; e++) {
+                        real_t tmp[64 / sizeof(real_t)];
+                        store(tmp, out[a][e] / splat(rho[b]));
+                        int64_t q = qb + e * VL, w = T - q < VL ? T - q : VL;
+                        if (w > 0) memcpy(gS + (p0 + a) * T + q, tmp, sizeof(real_t) * (size_t)w);
+                    }
                 }
-                if (r < R) a0 += load(V + r * TP + qb) * splat(Bs[r * TP + p]);
-                vr s = (a0 + a1) / splat(rho[b]);
-                real_t tmp[64 / sizeof(real_t)];
-                store(tmp, s);
-                int64_t w = T - qb < VL ? T - qb : VL;
-                memcpy(gS + p * T + qb, tmp, sizeof(real_t) * (size_t)w);
+                qb += nq * VL;
             }
         }
     }
