@@ -134,9 +134,8 @@ def test_negative_controls(tmp_path, broken, where):
         assert _err(y.detach(), ref, x.detach()) > 1e3 * tol
     else:
         assert _err(y.detach(), ref, x.detach()) <= tol
-        with pytest.raises(torch.autograd.GradcheckError):
-            torch.autograd.gradcheck(lambda S, x: na.exp_skew_action_native(S, x, rho, deg, 48, library=lib),
-                                     (S, x))
+        assert not torch.autograd.gradcheck(lambda S, x: na.exp_skew_action_native(S, x, rho, deg, 48, library=lib),
+                                            (S, x), raise_exception=False)
     with pytest.raises(ValueError, match="Expected broken in"):
         exp_action_c.generate_exp_action_module("nonsense")
 
