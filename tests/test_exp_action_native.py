@@ -148,5 +148,5 @@ def test_generated_file_is_fresh_and_explain_reasons():
     assert "at most 16 columns" in str(K.explain("exp_skew_action", S, x))
     assert "T <= 256" in str(K.explain("exp_skew_action", _skew(1, 257), torch.randn(1, 257, 2, dtype=torch.float64)))
     with pytest.raises(ValueError, match="Expected x as a contiguous CPU"):
-        na.native_forward(S, x.mT, torch.ones(2, dtype=torch.float64), torch.ones(2, 1, dtype=torch.float64),
+        na.native_forward(S, torch.randn(2, 3, 8, dtype=torch.float64).mT, torch.ones(2, dtype=torch.float64), torch.ones(2, 1, dtype=torch.float64),
                           torch.zeros(2, dtype=torch.int64))
