@@ -150,3 +150,12 @@ def test_generated_file_is_fresh_and_explain_reasons():
     with pytest.raises(ValueError, match="Expected x as a contiguous CPU"):
         na.native_forward(S, torch.randn(2, 3, 8, dtype=torch.float64).mT, torch.ones(2, dtype=torch.float64), torch.ones(2, 1, dtype=torch.float64),
                           torch.zeros(2, dtype=torch.int64))
+
+
+def test_adjoint_claim_and_negative_control():
+    from geoattn.symbolic.claim import Level
+    from geoattn.symbolic.claims import exp_action as claim
+
+    assert claim.make_adjoint_claim().check().level is Level.CHECKED
+    v = claim.make_adjoint_claim(2, "neg.exp_action_adjoint", Level.REFUTED).check()
+    assert v.level is Level.REFUTED and v.counterexample is not None
