@@ -30,6 +30,18 @@ A reduction's running sums (one per lane for each entry of its bindings) are swe
 are stored back; the next group makes its own pass over the same tile, still in the first-level cache. Without the
 groups the compiler kept every sum of a ``d = 8`` pass in memory (most of its hot loop's instructions were stack
 loads and stores); the order of the additions per sum is unchanged, so the results are bit-identical.
+
+Note [vector width]
+-------------------
+GCC keeps a vector type wider than the target's registers in memory: with ``vector_size(64)`` on an AVX2 machine
+(no AVX-512) every accumulator of a hot loop was a stack slot, each multiply-add a load, an add and a store
+(``vfmadd213pd 384(%rsp), ...``, even for four accumulators). The kernels written for 64-byte vectors ran 5 to 20
+times slower there than on an AVX-512 machine (one thread, float32, 65,536 tokens: the Gram pass of d = 8, T = 16
+2.4 ms against 0.22). The kernels therefore take their vector width from :data:`VECTOR_PRELUDE`:
+``GEOATTN_VBYTES`` is the width of one register of the target the compiler was told (64 bytes with AVX-512, 32
+with AVX, 16 otherwise) and ``GEOATTN_VREGS`` the number of such registers (32 with AVX-512, 16 otherwise), which
+the register blocking is sized from. A lane's arithmetic does not depend on how many lanes a vector holds, so the
+results are the same at every width, bit for bit.
 """
 
 from __future__ import annotations
@@ -41,7 +53,8 @@ from .printer import CodegenError
 #: the kind of a binding (kept under its former name for the tests of the sorting)
 _kind = binding_kind
 
-__all__ = ["LANES", "TOKEN_CHUNK", "REAL_TYPES", "REAL_PRELUDE", "c_function_name", "print_native_kernel"]
+__all__ = ["LANES", "TOKEN_CHUNK", "REAL_TYPES", "REAL_PRELUDE", "VECTOR_PRELUDE", "c_function_name",
+           "print_native_kernel"]
 
 #: samples per block (Note [lanes])
 LANES = 8
@@ -61,6 +74,21 @@ REAL_PRELUDE = "\n".join(
     [f"#{'if' if k == 0 else 'elif'} defined(GEOATTN_{sfx.upper()})\ntypedef {c} real_t;\n"
      f"#define GEOATTN_NAME(name) geoattn_##name##_{sfx}" for k, (sfx, c) in enumerate(REAL_TYPES.items())]
     + ["#else\n#error \"compile with -DGEOATTN_F32 or -DGEOATTN_F64\"\n#endif"])
+#: the C lines that define ``GEOATTN_VBYTES`` (bytes of one vector register of the target) and ``GEOATTN_VREGS``
+#: (how many there are) from the compiler's predefined macros, unless defined before (Note [vector width])
+VECTOR_PRELUDE = """/* one vector register of the target: GCC keeps a wider vector type in memory (Note [vector width]);
+   a definition given before this one (the tests' other widths) is kept */
+#if defined(GEOATTN_VBYTES)
+#elif defined(__AVX512F__)
+#define GEOATTN_VBYTES 64
+#define GEOATTN_VREGS 32
+#elif defined(__AVX__)
+#define GEOATTN_VBYTES 32
+#define GEOATTN_VREGS 16
+#else
+#define GEOATTN_VBYTES 16
+#define GEOATTN_VREGS 16
+#endif"""
 
 
 def c_function_name(spec: NativeKernelSpec, d: int, real: str) -> str:

@@ -5,7 +5,8 @@ time, with ``X = S / rho`` (``T x T``) and the vectors ``w_k`` (``T x K``) of th
 sample's own degree; the degrees and the coefficients ``c_k`` are computed by the caller and passed in. Vectors are
 held in row form, ``v_k = w_k^T`` (``K x TP``, ``TP`` the length ``T`` rounded up to ``VL`` lanes, the padding
 zero), and a product ``v X^T`` is vectorised over the ``VL`` rows of one block of ``X`` (one vector register of
-``VL`` reals, 64 bytes: 16 float32 lanes), its ``T`` columns taken one at a time, so every lane keeps its own sum:
+``VL`` reals: ``GEOATTN_VBYTES`` bytes, 16 float32 lanes with AVX-512 and 8 with AVX2, Note [vector width] in
+:mod:`geoattn.codegen.cprinter`), its ``T`` columns taken one at a time, so every lane keeps its own sum:
 
 * forward (ledger ``exp_action.chebyshev_recurrence``): ``v_0 = x^T``, ``v_1 = v_0 X^T``,
   ``v_{k+1} = 2 v_k X^T + v_{k-1}``, ``y^T = sum_k c_k v_k`` (the row form of :func:`~geoattn.kernels._exp_action.
@@ -24,7 +25,7 @@ The template is one text compiled with ``-DGEOATTN_D=<K>`` (the columns of ``x``
 
 from __future__ import annotations
 
-from .cprinter import REAL_PRELUDE
+from .cprinter import REAL_PRELUDE, VECTOR_PRELUDE
 
 __all__ = ["MAX_K", "BROKEN", "generate_exp_action_module", "target_name"]
 
@@ -64,8 +65,12 @@ HEADER = """/* Native CPU kernel of the Chebyshev action exp(S) x of skew S (T x
 
 TEMPLATE = r"""
 #define K GEOATTN_D
-#define VL ((int)(64 / sizeof(real_t)))
-typedef real_t vr __attribute__((vector_size(64)));
+#define VL ((int)(GEOATTN_VBYTES / sizeof(real_t)))
+typedef real_t vr __attribute__((vector_size(GEOATTN_VBYTES)));
+/* two blocks of rows per product where their 2 K sums and two rows of M fit in the registers */
+#define TWO_BLOCKS (K <= 8 && 2 * K + 2 <= GEOATTN_VREGS)
+/* four blocks of columns per outer product (16 sums) only with 32 registers */
+#define FOUR_COLUMNS (GEOATTN_VREGS >= 32)
 
 static inline __attribute__((always_inline)) vr splat(real_t x)
 {
@@ -108,7 +113,7 @@ PRODUCT_BLOCKS(2)
 static void product(int64_t T, int64_t TP, const real_t *M, const real_t *v, real_t *out)
 {
     int64_t ib = 0;
-    if (K <= 8)
+    if (TWO_BLOCKS)
         for (; ib + 2 * VL <= TP; ib += 2 * VL) product_2(T, TP, ib, M, v, out);
     for (; ib < TP; ib += VL) product_1(T, TP, ib, M, v, out);
 }
@@ -281,14 +286,14 @@ int GEOATTN_NAME(exp_action_bwd)(int64_t B, int64_t T, const real_t *Ss, const r
         for (int64_t p0 = 0; p0 < T; p0 += np) {
             for (int64_t qb = 0; qb < TP;) {
                 vr out[8][4];
-                int nq = np == 8 ? 1 : TP - qb >= 4 * VL ? 4 : TP - qb >= 2 * VL ? 2 : 1;
+                int nq = np == 8 ? 1 : FOUR_COLUMNS && TP - qb >= 4 * VL ? 4 : TP - qb >= 2 * VL ? 2 : 1;
                 if (np == 8) outer_8_1(R, TP, V, Bs, p0, qb, out);
                 else if (nq == 4) outer_4_4(R, TP, V, Bs, p0, qb, out);
                 else if (nq == 2) outer_4_2(R, TP, V, Bs, p0, qb, out);
                 else outer_4_1(R, TP, V, Bs, p0, qb, out);
                 for (int a = 0; a < np && p0 + a < T; a++) {
                     for (int e = 0; e < nq; e++) {
-                        real_t tmp[64 / sizeof(real_t)];
+                        real_t tmp[VL];
                         store(tmp, out[a][e] / splat(rho[b]));
                         int64_t q = qb + e * VL, w = T - q < VL ? T - q : VL;
                         if (w > 0) memcpy(gS + (p0 + a) * T + q, tmp, sizeof(real_t) * (size_t)w);
@@ -307,7 +312,7 @@ def generate_exp_action_module(broken: str | None = None) -> str:
     """The text of ``_native_exp_action.c`` (``broken``: one of :data:`BROKEN`, a deliberately wrong kernel)."""
     if broken is not None and broken not in BROKEN:
         raise ValueError(f"Expected broken in {BROKEN} or None. Got {broken!r}.")
-    head = HEADER.format(top=MAX_K, claims=", ".join(_CLAIMS), prelude=REAL_PRELUDE)
+    head = HEADER.format(top=MAX_K, claims=", ".join(_CLAIMS), prelude=REAL_PRELUDE + "\n" + VECTOR_PRELUDE)
     body = TEMPLATE.replace("@SIGN@", " -" if broken == "recurrence_sign" else " +")
     body = body.replace("@FACTOR@", " * splat(2)" if broken == "adjoint_factor" else "")
     return head + f"#if GEOATTN_D >= 1 && GEOATTN_D <= {MAX_K}\n" + body + "#endif\n"

@@ -26,11 +26,28 @@ typedef double real_t;
 #else
 #error "compile with -DGEOATTN_F32 or -DGEOATTN_F64"
 #endif
+/* one vector register of the target: GCC keeps a wider vector type in memory (Note [vector width]);
+   a definition given before this one (the tests' other widths) is kept */
+#if defined(GEOATTN_VBYTES)
+#elif defined(__AVX512F__)
+#define GEOATTN_VBYTES 64
+#define GEOATTN_VREGS 32
+#elif defined(__AVX__)
+#define GEOATTN_VBYTES 32
+#define GEOATTN_VREGS 16
+#else
+#define GEOATTN_VBYTES 16
+#define GEOATTN_VREGS 16
+#endif
 #if GEOATTN_D >= 1 && GEOATTN_D <= 16
 
 #define K GEOATTN_D
-#define VL ((int)(64 / sizeof(real_t)))
-typedef real_t vr __attribute__((vector_size(64)));
+#define VL ((int)(GEOATTN_VBYTES / sizeof(real_t)))
+typedef real_t vr __attribute__((vector_size(GEOATTN_VBYTES)));
+/* two blocks of rows per product where their 2 K sums and two rows of M fit in the registers */
+#define TWO_BLOCKS (K <= 8 && 2 * K + 2 <= GEOATTN_VREGS)
+/* four blocks of columns per outer product (16 sums) only with 32 registers */
+#define FOUR_COLUMNS (GEOATTN_VREGS >= 32)
 
 static inline __attribute__((always_inline)) vr splat(real_t x)
 {
@@ -73,7 +90,7 @@ PRODUCT_BLOCKS(2)
 static void product(int64_t T, int64_t TP, const real_t *M, const real_t *v, real_t *out)
 {
     int64_t ib = 0;
-    if (K <= 8)
+    if (TWO_BLOCKS)
         for (; ib + 2 * VL <= TP; ib += 2 * VL) product_2(T, TP, ib, M, v, out);
     for (; ib < TP; ib += VL) product_1(T, TP, ib, M, v, out);
 }
@@ -246,14 +263,14 @@ int GEOATTN_NAME(exp_action_bwd)(int64_t B, int64_t T, const real_t *Ss, const r
         for (int64_t p0 = 0; p0 < T; p0 += np) {
             for (int64_t qb = 0; qb < TP;) {
                 vr out[8][4];
-                int nq = np == 8 ? 1 : TP - qb >= 4 * VL ? 4 : TP - qb >= 2 * VL ? 2 : 1;
+                int nq = np == 8 ? 1 : FOUR_COLUMNS && TP - qb >= 4 * VL ? 4 : TP - qb >= 2 * VL ? 2 : 1;
                 if (np == 8) outer_8_1(R, TP, V, Bs, p0, qb, out);
                 else if (nq == 4) outer_4_4(R, TP, V, Bs, p0, qb, out);
                 else if (nq == 2) outer_4_2(R, TP, V, Bs, p0, qb, out);
                 else outer_4_1(R, TP, V, Bs, p0, qb, out);
                 for (int a = 0; a < np && p0 + a < T; a++) {
                     for (int e = 0; e < nq; e++) {
-                        real_t tmp[64 / sizeof(real_t)];
+                        real_t tmp[VL];
                         store(tmp, out[a][e] / splat(rho[b]));
                         int64_t q = qb + e * VL, w = T - q < VL ? T - q : VL;
                         if (w > 0) memcpy(gS + (p0 + a) * T + q, tmp, sizeof(real_t) * (size_t)w);
