@@ -1,6 +1,6 @@
 """The generated C kernels at every vector width (Note [vector width] in geoattn.codegen.cprinter): each kernel
-compiled with the width forced to 16, 32 and 64 bytes gives the default build's results bit for bit, and no
-generated file declares a vector type of a fixed width."""
+compiled with the width forced to each of 16, 32 and 64 bytes that the machine holds in registers gives the default
+build's results bit for bit, and no generated file declares a vector type of a fixed width."""
 
 from __future__ import annotations
 
@@ -12,12 +12,24 @@ import torch
 
 from geoattn.kernels import _exp_action as ea
 from geoattn.kernels import _native_exp_action as na
+from geoattn.kernels import _native_symattn as ns
 
 KERNELS = os.path.join(os.path.dirname(__file__), os.pardir, "geoattn", "kernels")
-#: (bytes, registers) of the widths the kernels are compiled for: SSE/NEON, AVX2, AVX-512
-WIDTHS = [(16, 16), (32, 16), (64, 32)]
+
+
+def _cpu_flags() -> set:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return {f for ln in fh if ln.startswith("flags") for f in ln.split(":", 1)[1].split()}
+    except OSError:
+        return set()
+
+
+#: (bytes, registers) of the widths the kernels are compiled for that this machine holds in registers (SSE/NEON,
+#: AVX2, AVX-512): a wider one is emulated by GCC through memory, where it may contract multiply-adds differently
+WIDTHS = [(16, 16)] + [(32, 16)] * ("avx" in _cpu_flags()) + [(64, 32)] * ("avx512f" in _cpu_flags())
 #: the generated files whose vector types take their width from GEOATTN_VBYTES
-CONVERTED = ["_native_exp_action.c"]
+CONVERTED = ["_native_exp_action.c", "_native_symattn.c"]
 
 
 def forced(tmp_path, source: str, vbytes: int, vregs: int) -> str:
@@ -67,3 +79,22 @@ def test_exp_action_every_width_bit_identical(tmp_path, vbytes, vregs, dtype, k,
     assert torch.equal(na.native_forward(S, x, r, c, deg, lib), ref)
     for got, want in zip(na.native_backward(S, x, r, c, deg, gy, lib), na.native_backward(S, x, r, c, deg, gy)):
         assert torch.equal(got, want)
+
+
+@pytest.mark.skipif(not ns.symattn_native_status(4)[0], reason="native kernel not built")
+@pytest.mark.parametrize("vbytes,vregs", WIDTHS)
+@pytest.mark.parametrize("dtype,n,T", [(torch.float32, 4, 21), (torch.float32, 8, 35), (torch.float64, 2, 9)])
+def test_symattn_every_width_bit_identical(tmp_path, vbytes, vregs, dtype, n, T):
+    g = torch.Generator().manual_seed(T)
+    z = torch.randn(5, T, n, generator=g).to(dtype)
+    a = torch.randn(n, n, generator=g)
+    A = (a + a.T).to(dtype) / 2
+    V = torch.randn(5, T, n, generator=g).to(dtype)
+    lib = ns.build(n, ns._native._REALS[dtype][0], forced(tmp_path, ns.SOURCE, vbytes, vregs))
+    assert not isinstance(lib, str), lib
+    for one in (False, True):
+        U, L = ns.native_forward(z, A, one)
+        U2, L2 = ns.native_forward(z, A, one, lib)
+        assert torch.equal(U2, U) and torch.equal(L2, L)
+        for got, want in zip(ns.native_backward(z, A, V, U, L, lib), ns.native_backward(z, A, V, U, L)):
+            assert torch.equal(got, want)

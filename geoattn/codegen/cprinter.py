@@ -41,7 +41,9 @@ times slower there than on an AVX-512 machine (one thread, float32, 65,536 token
 ``GEOATTN_VBYTES`` is the width of one register of the target the compiler was told (64 bytes with AVX-512, 32
 with AVX, 16 otherwise) and ``GEOATTN_VREGS`` the number of such registers (32 with AVX-512, 16 otherwise), which
 the register blocking is sized from. A lane's arithmetic does not depend on how many lanes a vector holds, so the
-results are the same at every width, bit for bit.
+results are the same, bit for bit, at every width the machine holds in registers (``tests/test_vector_width.py``);
+a width wider than the registers, emulated through memory, may contract multiply-adds differently (the symplectic
+backward differed there by a few units in the last place).
 """
 
 from __future__ import annotations

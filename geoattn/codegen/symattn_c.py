@@ -3,11 +3,12 @@ r"""The C source of symplectic attention's native CPU kernel (the ``native`` rou
 With a symmetric :math:`A` and the softmax over all entries, :math:`C = az^T` (:math:`a = zA`) is symmetric, so is
 :math:`G = e^{C - L}` (:math:`L` the sample's log-sum-exp, with the one softmax's extra zero logit), and the update
 is :math:`U = 2Ga` (ledger ``symattn.sdpa_form``). The kernel takes one sample at a time and a block of
-``VL`` rows side by side (one vector register of ``VL`` reals, 64 bytes), its ``T`` columns one at a time, so a
+``VL`` rows side by side (one vector register of ``VL`` reals, ``GEOATTN_VBYTES`` bytes: Note [vector width] in
+:mod:`geoattn.codegen.cprinter`), its ``T`` columns one at a time, so a
 row's sums stay in one lane and no horizontal reduction is needed:
 
 * forward: per row block, the scores :math:`C_{ij}` (the head size :math:`n` unrolled by the compiler) into a
-  ``T x VL`` buffer (16 KB at ``T = 256``) with the row maxima :math:`m_i`, then :math:`l_i = \sum_j e^{C_{ij} -
+  ``T x VL`` buffer (16 KB at ``T = 256`` with 16 lanes) with the row maxima :math:`m_i`, then :math:`l_i = \sum_j e^{C_{ij} -
   m_i}` and :math:`O_i = \sum_j e^{C_{ij} - m_i}a_j`; per sample, in double, :math:`L = \log(\epsilon +
   \sum_i e^{m_i} l_i)` and :math:`U_i = 2e^{m_i - L}O_i`;
 * backward (ledger ``symattn.native_vjp``): with :math:`s = \tfrac12\sum_i V_i\cdot U_i` (:math:`= \langle G,
@@ -46,7 +47,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from .cprinter import REAL_PRELUDE
+from .cprinter import REAL_PRELUDE, VECTOR_PRELUDE
 
 __all__ = ["MAX_N", "DEGREE", "EXP_LOW", "EXP_HIGH", "exp_coefficients", "exp_error_bound",
            "generate_symattn_module", "target_name"]
@@ -144,9 +145,9 @@ typedef int64_t int_t;
 #define MANT 52
 #define BIAS 1023
 #endif
-#define VL ((int)(64 / sizeof(real_t)))
-typedef real_t vr __attribute__((vector_size(64)));
-typedef int_t vi __attribute__((vector_size(64)));
+#define VL ((int)(GEOATTN_VBYTES / sizeof(real_t)))
+typedef real_t vr __attribute__((vector_size(GEOATTN_VBYTES)));
+typedef int_t vi __attribute__((vector_size(GEOATTN_VBYTES)));
 @COEFFICIENTS@
 
 static inline __attribute__((always_inline)) vr splat(real_t x)
@@ -338,7 +339,7 @@ def generate_symattn_module(broken: str | None = None) -> str:
     """The text of ``_native_symattn.c`` (``broken``: one of :data:`BROKEN`, a deliberately wrong kernel)."""
     if broken is not None and broken not in BROKEN:
         raise ValueError(f"Expected broken in {BROKEN} or None. Got {broken!r}.")
-    head = HEADER.format(top=MAX_N, claims=", ".join(_CLAIMS), prelude=REAL_PRELUDE)
+    head = HEADER.format(top=MAX_N, claims=", ".join(_CLAIMS), prelude=REAL_PRELUDE + "\n" + VECTOR_PRELUDE)
     body = TEMPLATE
     body = body.replace("@COEFFICIENTS@", _coefficient_lines())
     body = body.replace("@SCALE@", "" if broken == "exp_scale" else " * scale")  # e^r without its 2^k

@@ -30,6 +30,19 @@ typedef double real_t;
 #else
 #error "compile with -DGEOATTN_F32 or -DGEOATTN_F64"
 #endif
+/* one vector register of the target: GCC keeps a wider vector type in memory (Note [vector width]);
+   a definition given before this one (the tests' other widths) is kept */
+#if defined(GEOATTN_VBYTES)
+#elif defined(__AVX512F__)
+#define GEOATTN_VBYTES 64
+#define GEOATTN_VREGS 32
+#elif defined(__AVX__)
+#define GEOATTN_VBYTES 32
+#define GEOATTN_VREGS 16
+#else
+#define GEOATTN_VBYTES 16
+#define GEOATTN_VREGS 16
+#endif
 #if GEOATTN_D >= 1 && GEOATTN_D <= 16
 
 #define N GEOATTN_D
@@ -54,9 +67,9 @@ typedef int64_t int_t;
 #define MANT 52
 #define BIAS 1023
 #endif
-#define VL ((int)(64 / sizeof(real_t)))
-typedef real_t vr __attribute__((vector_size(64)));
-typedef int_t vi __attribute__((vector_size(64)));
+#define VL ((int)(GEOATTN_VBYTES / sizeof(real_t)))
+typedef real_t vr __attribute__((vector_size(GEOATTN_VBYTES)));
+typedef int_t vi __attribute__((vector_size(GEOATTN_VBYTES)));
 #if defined(GEOATTN_F32)
 #define EXP_DEG 7
 static const real_t EXP_C[] = {
