@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from geoattn.kernels import _exp_action as ea
+from geoattn.kernels import _native, _native_exp, _native_lu
 from geoattn.kernels import _native_exp_action as na
 from geoattn.kernels import _native_symattn as ns
 
@@ -29,7 +30,7 @@ def _cpu_flags() -> set:
 #: AVX2, AVX-512): a wider one is emulated by GCC through memory, where it may contract multiply-adds differently
 WIDTHS = [(16, 16)] + [(32, 16)] * ("avx" in _cpu_flags()) + [(64, 32)] * ("avx512f" in _cpu_flags())
 #: the generated files whose vector types take their width from GEOATTN_VBYTES
-CONVERTED = ["_native_exp_action.c", "_native_symattn.c"]
+CONVERTED = ["_native_exp_action.c", "_native_symattn.c", "_native_gram.c", "_native_gram_lu.c", "_native_gram_exp.c"]
 
 
 def forced(tmp_path, source: str, vbytes: int, vregs: int) -> str:
@@ -98,3 +99,62 @@ def test_symattn_every_width_bit_identical(tmp_path, vbytes, vregs, dtype, n, T)
         assert torch.equal(U2, U) and torch.equal(L2, L)
         for got, want in zip(ns.native_backward(z, A, V, U, L, lib), ns.native_backward(z, A, V, U, L)):
             assert torch.equal(got, want)
+
+
+def _gram_inputs(B, T, d, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, T, d, generator=g).to(dtype)
+    gy = torch.randn(B, T, d, generator=g).to(dtype)
+    a = torch.randn(d, d, generator=g, dtype=torch.float64)
+    return x, gy, (a - a.T).contiguous()
+
+
+#: (module, its forward, its backward, the widths d it is built for) of the Gram kernels
+GRAM = {
+    "closed": (_native, _native.gram_forward, _native.gram_backward, (1, 2, 3, 4)),
+    "lu": (_native_lu, _native_lu.gram_forward, _native_lu.gram_backward, (5, 8, 16)),
+    "exp": (_native_exp, _native_exp.gram_exp_forward, _native_exp.gram_exp_backward, (3, 4, 7, 8, 16)),
+}
+
+
+@pytest.mark.skipif(not _native.native_status(4, torch.float32)[0], reason="native kernels not built")
+@pytest.mark.parametrize("vbytes,vregs", WIDTHS)
+@pytest.mark.parametrize("kind,d", [(k, d) for k, v in GRAM.items() for d in v[3]])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gram_every_width_bit_identical(tmp_path, vbytes, vregs, kind, d, dtype):
+    mod, forward, backward, _ = GRAM[kind]
+    # B = 11: a last block of lanes that is not full at every width; T = 37: a last tile of tokens that is not full
+    x, gy, A = _gram_inputs(11, 37, d, dtype, seed=d)
+    lib = mod.build(d, _native._REALS[dtype][0], forced(tmp_path, mod.SOURCE, vbytes, vregs))
+    assert not isinstance(lib, str), lib
+    ref, got = forward(x, A), forward(x, A, lib)
+    if kind == "exp":
+        pairs = [*zip(ref, got), *zip(backward(x, gy, A), backward(x, gy, A, lib))]
+    else:
+        pairs = [*zip(ref, got), *zip(backward(x, gy, ref[2], A), backward(x, gy, ref[2], A, lib))]
+    if kind == "lu" and dtype == torch.float64 and vbytes == 16:
+        # two lanes a vector: the pivoted recomputation (every float64 sample takes it: its residual tolerance is
+        # eps / 16) differs in the last bits from the wider widths; the fast form alone is bit-identical
+        # (test_lu_fast_form_two_lanes_bit_identical). Within k d eps of each output's scale:
+        for a, b in pairs:
+            assert (a - b).abs().max() <= 8 * d * torch.finfo(dtype).eps * a.abs().max().clamp_min(1)
+        return
+    for a, b in pairs:
+        assert torch.equal(a, b)
+
+
+@pytest.mark.skipif(not _native.native_status(4, torch.float32)[0], reason="native kernels not built")
+@pytest.mark.parametrize("d", [5, 16])
+def test_lu_fast_form_two_lanes_bit_identical(tmp_path, d):
+    from geoattn.codegen import gram_lu_c
+    src = tmp_path / "fast.c"
+    src.write_text(gram_lu_c.generate_gram_lu_module(dims=(d,), retry=False))
+    x, gy, A = _gram_inputs(11, 37, d, torch.float64, seed=d)
+    outs = []
+    for vbytes, vregs in WIDTHS:
+        lib = _native_lu.build(d, "f64", forced(tmp_path, str(src), vbytes, vregs))
+        assert not isinstance(lib, str), lib
+        y, G, N, R = _native_lu.gram_forward(x, A, lib)
+        outs.append((y, G, N, R, *_native_lu.gram_backward(x, gy, N, A, lib, G=G)))
+    for other in outs[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(outs[0], other))

@@ -58,12 +58,16 @@ _kind = binding_kind
 __all__ = ["LANES", "TOKEN_CHUNK", "REAL_TYPES", "REAL_PRELUDE", "VECTOR_PRELUDE", "c_function_name",
            "print_native_kernel"]
 
-#: samples per block (Note [lanes])
-LANES = 8
+#: samples per block, a C expression: one vector register of doubles, 8 with AVX-512 and 4 with AVX2 (Note [lanes],
+#: Note [vector width])
+LANES = "(GEOATTN_VBYTES / 8)"
 #: tokens per tile (Note [lanes])
 TOKEN_CHUNK = 32
-#: sums of a reduction kept in vector registers during one pass over a tile (Note [register sums])
+#: sums of a reduction kept in vector registers during one pass over a tile (Note [register sums]) with 32 vector
+#: registers (AVX-512)
 REGISTER_SUMS = 16
+#: registers of the target -> sums per group: half of them, the rest hold the tokens' entries and the temporaries
+REGISTER_SUMS_AT = {32: REGISTER_SUMS, 16: 8}
 #: the block-scope C type of one value in every lane: a GCC/Clang vector of ``LANES`` doubles that may alias the
 #: lane arrays and needs only their 8-byte alignment
 LANES_TYPE = ("typedef double geoattn_lanes_t __attribute__((vector_size(LANES*sizeof(double)), aligned(8), "
@@ -71,11 +75,6 @@ LANES_TYPE = ("typedef double geoattn_lanes_t __attribute__((vector_size(LANES*s
 #: suffix -> C type of the token-sized arrays; a function is printed once, with ``real_t`` and
 #: ``GEOATTN_NAME(...)``, and compiled for one of them (``-DGEOATTN_F32`` or ``-DGEOATTN_F64``)
 REAL_TYPES = {"f32": "float", "f64": "double"}
-#: the C lines that define ``real_t`` and ``GEOATTN_NAME`` from the compiler's ``-DGEOATTN_<REAL>``
-REAL_PRELUDE = "\n".join(
-    [f"#{'if' if k == 0 else 'elif'} defined(GEOATTN_{sfx.upper()})\ntypedef {c} real_t;\n"
-     f"#define GEOATTN_NAME(name) geoattn_##name##_{sfx}" for k, (sfx, c) in enumerate(REAL_TYPES.items())]
-    + ["#else\n#error \"compile with -DGEOATTN_F32 or -DGEOATTN_F64\"\n#endif"])
 #: the C lines that define ``GEOATTN_VBYTES`` (bytes of one vector register of the target) and ``GEOATTN_VREGS``
 #: (how many there are) from the compiler's predefined macros, unless defined before (Note [vector width])
 VECTOR_PRELUDE = """/* one vector register of the target: GCC keeps a wider vector type in memory (Note [vector width]);
@@ -91,6 +90,12 @@ VECTOR_PRELUDE = """/* one vector register of the target: GCC keeps a wider vect
 #define GEOATTN_VBYTES 16
 #define GEOATTN_VREGS 16
 #endif"""
+#: the C lines that define ``real_t`` and ``GEOATTN_NAME`` from the compiler's ``-DGEOATTN_<REAL>``, then
+#: :data:`VECTOR_PRELUDE`
+REAL_PRELUDE = "\n".join(
+    [f"#{'if' if k == 0 else 'elif'} defined(GEOATTN_{sfx.upper()})\ntypedef {c} real_t;\n"
+     f"#define GEOATTN_NAME(name) geoattn_##name##_{sfx}" for k, (sfx, c) in enumerate(REAL_TYPES.items())]
+    + ["#else\n#error \"compile with -DGEOATTN_F32 or -DGEOATTN_F64\"\n#endif", VECTOR_PRELUDE])
 
 
 def c_function_name(spec: NativeKernelSpec, d: int, real: str) -> str:
@@ -263,8 +268,9 @@ class _Function:
         return "\n".join(out) + "\n"
 
     def _reduction_groups(self, bindings) -> list[str]:
-        """The reductions' statements for one tile: per group of at most :data:`REGISTER_SUMS` sums, the sums
-        loaded into vector locals, one pass over the tile's tokens, the sums stored back (Note [register sums])."""
+        """The reductions' statements for one tile: per group of at most :data:`REGISTER_SUMS` sums (of
+        :data:`REGISTER_SUMS_AT` the target's registers), the sums loaded into vector locals, one pass over the tile's
+        tokens, the sums stored back (Note [register sums])."""
         results, temps = [], []
         for b in bindings:
             temps += b.temps
@@ -278,8 +284,16 @@ class _Function:
         for t, _ in temps:
             vnames[t] = str(t)
         lines = []
-        for g in range(0, len(results), REGISTER_SUMS):
-            group = results[g:g + REGISTER_SUMS]
+        for k, (regs, size) in enumerate(REGISTER_SUMS_AT.items()):
+            lines.append(f"#if GEOATTN_VREGS >= {regs}" if k == 0 else "#else")
+            lines += self._reduction_group_lines(results, temps, vnames, loads, size)
+        return lines + ["#endif"]
+
+    @staticmethod
+    def _reduction_group_lines(results, temps, vnames, loads, size: int) -> list[str]:
+        lines = []
+        for g in range(0, len(results), size):
+            group = results[g:g + size]
             codes = [_ScalarC(vnames).doprint(e) for _, e in group]
             used = set().union(*(e.free_symbols for _, e in group), *(e.free_symbols for _, e in temps))
             lines.append("{")

@@ -25,7 +25,7 @@ The template is one text compiled with ``-DGEOATTN_D=<K>`` (the columns of ``x``
 
 from __future__ import annotations
 
-from .cprinter import REAL_PRELUDE, VECTOR_PRELUDE
+from .cprinter import REAL_PRELUDE
 
 __all__ = ["MAX_K", "BROKEN", "generate_exp_action_module", "target_name"]
 
@@ -312,7 +312,7 @@ def generate_exp_action_module(broken: str | None = None) -> str:
     """The text of ``_native_exp_action.c`` (``broken``: one of :data:`BROKEN`, a deliberately wrong kernel)."""
     if broken is not None and broken not in BROKEN:
         raise ValueError(f"Expected broken in {BROKEN} or None. Got {broken!r}.")
-    head = HEADER.format(top=MAX_K, claims=", ".join(_CLAIMS), prelude=REAL_PRELUDE + "\n" + VECTOR_PRELUDE)
+    head = HEADER.format(top=MAX_K, claims=", ".join(_CLAIMS), prelude=REAL_PRELUDE)
     body = TEMPLATE.replace("@SIGN@", " -" if broken == "recurrence_sign" else " +")
     body = body.replace("@FACTOR@", " * splat(2)" if broken == "adjoint_factor" else "")
     return head + f"#if GEOATTN_D >= 1 && GEOATTN_D <= {MAX_K}\n" + body + "#endif\n"

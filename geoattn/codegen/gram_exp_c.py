@@ -169,7 +169,7 @@ def target_name() -> str:
 
 def _group(d: int, negate_backward: bool) -> str:
     printed = [print_pass(SPECS[k], d) for k in ("gram", "out", "grams", "gx")]
-    template = TEMPLATE.format(d=d, sl=LANES, negate=int(negate_backward), stage=STAGE)
+    template = TEMPLATE.format(d=d, sl="(GEOATTN_VBYTES / 8)", negate=int(negate_backward), stage=STAGE)
     return f"#if GEOATTN_D == {d}\n\n" + "\n".join(printed) + template + f"\n#endif  /* d = {d} */\n"
 
 

@@ -1,7 +1,8 @@
 r"""The ``d x d`` stage of the native exponential kernels (printed into ``_native_gram_exp.c`` by
 :mod:`geoattn.codegen.gram_exp_c`, once per width, between its token passes and its drivers).
 
-Per group of ``SL = 8`` samples, one sample per lane of a GCC vector of eight doubles (each lane's arithmetic that
+Per group of ``SL`` samples (one vector register of doubles, ``GEOATTN_VBYTES / 8``: 8 with AVX-512, 4 with AVX2,
+Note [vector width] in :mod:`geoattn.codegen.cprinter`), one sample per lane of a GCC vector (each lane's arithmetic that
 of a scalar loop, no sum reassociated; ``a*b + c`` fused where the CPU has a fused multiply-add):
 
 * forward (``ex_forward``): :math:`M = -A\,\mathrm{Gram}`, the least ``s`` per lane with
@@ -58,8 +59,9 @@ typedef long long exl __attribute__((vector_size(8*SL)));
 typedef exv exm[D][D];
 #define EX_UNROLL _Pragma("GCC unroll 16")
 
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
 #define EX_SHUFFLE 1
+#if SL == 8
 /* out[l][k] = in[k][l] for eight vectors of eight doubles: three rounds of pairwise interleaves */
 static inline void ex_t8(const exv in[8], exv out[8])
 {
@@ -82,6 +84,19 @@ static inline void ex_t8(const exv in[8], exv out[8])
     }
 }
 #else
+/* out[l][k] = in[k][l] for four vectors of four doubles (SL = 4): two rounds of pairwise interleaves */
+static inline void ex_t8(const exv in[4], exv out[4])
+{
+    static const exl p1a = {0, 4, 2, 6}, p1b = {1, 5, 3, 7}, p2a = {0, 1, 4, 5}, p2b = {2, 3, 6, 7};
+    const exv a0 = __builtin_shuffle(in[0], in[1], p1a), a1 = __builtin_shuffle(in[0], in[1], p1b);
+    const exv a2 = __builtin_shuffle(in[2], in[3], p1a), a3 = __builtin_shuffle(in[2], in[3], p1b);
+    out[0] = __builtin_shuffle(a0, a2, p2a);
+    out[1] = __builtin_shuffle(a1, a3, p2a);
+    out[2] = __builtin_shuffle(a0, a2, p2b);
+    out[3] = __builtin_shuffle(a1, a3, p2b);
+}
+#endif
+#else
 #define EX_SHUFFLE 0
 #endif
 
@@ -93,9 +108,9 @@ static void ex_vload(const double *restrict S, int nl, exm out)
     int e = 0;
     for (int l = 0; l < SL; l++) src[l] = S + (l < nl ? l : nl - 1)*D*D;
 #if EX_SHUFFLE
-    for (; e + 8 <= D*D; e += 8) {
-        exv rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
+    for (; e + SL <= D*D; e += SL) {
+        exv rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], src[l] + e, sizeof(exv));
         ex_t8(rows, o + e);
     }
 #endif
@@ -109,11 +124,11 @@ static void ex_vstore(exm in, int nl, double *restrict S)
     const exv *v = &in[0][0];
     int e = 0;
 #if EX_SHUFFLE
-    if (nl == 8)
-        for (; e + 8 <= D*D; e += 8) {
-            exv rows[8];
+    if (nl == SL)
+        for (; e + SL <= D*D; e += SL) {
+            exv rows[SL];
             ex_t8(v + e, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + e, &rows[l], sizeof(exv));
         }
 #endif
     for (int l = 0; l < nl; l++)

@@ -53,6 +53,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -74,6 +77,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -82,10 +101,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -97,12 +116,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -316,6 +335,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d{d})(int64_t B, int64_t T, const real_t *restr
 }}
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -339,10 +359,11 @@ _FLAGS = """#include <float.h>
 """
 
 
-def group_lanes(d: int) -> int:
-    """Samples per group of the ``d x d`` stage: 8 at every ``d`` (the transposes are written for 8; in one noisy
-    run of the pivoted stage alone at ``d = 16``, 4 samples per group took twice as long in the backward)."""
-    return 8
+def group_lanes(d: int) -> str:
+    """Samples per group of the ``d x d`` stage, a C expression: one vector register of doubles,
+    ``GEOATTN_VBYTES / 8`` (8 with AVX-512, 4 with AVX2: Note [vector width] in :mod:`geoattn.codegen.cprinter`);
+    the transposes are written for 8 and 4, other widths move the lanes element by element."""
+    return "(GEOATTN_VBYTES / 8)"
 
 
 def print_stage(d: int, negate_backward: bool = False, fault_fast: bool = False, retry: bool = True) -> str:

@@ -38,18 +38,27 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatrixSymbol, Transpose
 from ..errors import CodegenError
 from ..symbolic.kernel_spec import NativeKernelSpec
 
-__all__ = ["ROW_DIMS", "ROW_REGISTERS", "ROW_CHUNK", "ROW_UNROLL", "print_row_kernel", "row_terms"]
+__all__ = ["ROW_DIMS", "ROW_REGISTERS", "ROW_REGISTERS_AT", "ROW_CHUNK", "ROW_UNROLL", "print_row_kernel",
+           "row_terms"]
 
-#: the widths the row form is printed for: whole vectors of eight doubles per row
+#: the widths the row form is printed for: whole vectors of doubles per row at every vector width
 ROW_DIMS = (8, 16)
-#: vectors of eight doubles accumulated per sweep over a sample's tokens (half of AVX-512's 32 registers: the rest
-#: hold the token rows and the broadcasts)
-ROW_REGISTERS = 16
+#: doubles per vector -> vectors accumulated per sweep over a sample's tokens: half of the target's registers
+#: (AVX-512's 32 of eight doubles; 16 of four with AVX2, of two without), the rest hold the token rows and the
+#: broadcasts (Note [vector width] in :mod:`geoattn.codegen.cprinter`)
+ROW_REGISTERS_AT = {8: 16, 4: 8, 2: 8}
+#: the accumulators at AVX-512's width (kept under its former name)
+ROW_REGISTERS = ROW_REGISTERS_AT[8]
+#: doubles per vector -> the C condition on ``GEOATTN_VBYTES`` under which the body of that width is compiled
+WIDTH_CONDITIONS = {8: "GEOATTN_VBYTES >= 64", 4: "GEOATTN_VBYTES >= 32", 2: None}
 #: tokens per chunk: a chunk's rows are converted to double once, into a buffer of ``ROW_CHUNK*d`` doubles per
 #: token input (4 KiB at d = 16), read by every sweep from the first-level cache
 ROW_CHUNK = 32
 #: tokens per step of the row maps' loop (Note [two tokens a step])
 ROW_UNROLL = 2
+#: the most output vectors of the row maps held for one step of :data:`ROW_UNROLL` tokens; a row of more vectors
+#: (d = 16 at two doubles per vector) takes one token a step
+ROW_MAP_REGISTERS = 8
 
 
 def _name(e, allowed, what: str) -> str:
@@ -126,42 +135,46 @@ def _check(spec: NativeKernelSpec, d: int) -> None:
         raise CodegenError(f"Expected a binding for every output. Got none for {missing}.")
 
 
-#: doubles per vector: a row of ``d`` is ``d / VW`` vectors (GCC lowers wider generic vectors through the stack)
+#: doubles per vector at AVX-512's width: a row of ``d`` is ``d / VW`` vectors (GCC lowers wider generic vectors
+#: through the stack); every width of :data:`ROW_REGISTERS_AT` is printed, each under its condition
 VW = 8
-_TYPES = [
-    "typedef double row_t __attribute__((vector_size(8*sizeof(double))));",
-    "typedef double row_u __attribute__((vector_size(8*sizeof(double)), aligned(8), may_alias));",
-    "typedef real_t real_u __attribute__((vector_size(8*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));",
-]
 
 
-def _row(name: str, d: int, h: int) -> str:
+def _types(vw: int) -> list[str]:
+    """The vector types of a body printed for ``vw`` doubles per vector."""
+    return [f"typedef double row_t __attribute__((vector_size({vw}*sizeof(double))));",
+            f"typedef double row_u __attribute__((vector_size({vw}*sizeof(double)), aligned(8), may_alias));",
+            f"typedef real_t real_u __attribute__((vector_size({vw}*sizeof(real_t)), aligned(sizeof(real_t)), "
+            "may_alias));"]
+
+
+def _row(name: str, d: int, h: int, vw: int) -> str:
     """The C expression of vector ``h`` of token row ``t`` of the chunk of the token input ``name`` (in double)."""
-    return f"(*(const row_u *)({name}_b + t*{d} + {VW * h}))"
+    return f"(*(const row_u *)({name}_b + t*{d} + {vw * h}))"
 
 
-def _reductions(spec: NativeKernelSpec, d: int) -> list[str]:
+def _reductions(spec: NativeKernelSpec, d: int, vw: int) -> list[str]:
     """One chunk's sweeps of the reductions: per group of rows, the rows' sums loaded from the outputs, one pass
     over the chunk's tokens (a broadcast entry of ``a`` times the row of ``b``), the sums stored back."""
     rows = [(name, i, h, a, b) for name, e in spec.bindings if (r := _reduction(e, spec)) for a, b in [r]
-            for i in range(d) for h in range(d // VW)]
-    lines = []
-    for g in range(0, len(rows), ROW_REGISTERS):
-        group = rows[g:g + ROW_REGISTERS]
+            for i in range(d) for h in range(d // vw)]
+    lines, regs = [], ROW_REGISTERS_AT[vw]
+    for g in range(0, len(rows), regs):
+        group = rows[g:g + regs]
         lines.append("{")
-        lines += [f"    row_t acc{k} = *(const row_u *)({name}_s + {i * d + VW * h});"
+        lines += [f"    row_t acc{k} = *(const row_u *)({name}_s + {i * d + vw * h});"
                   for k, (name, i, h, _, _) in enumerate(group)]
         lines.append("    for (int64_t t = 0; t < nt; t++) {")
-        lines += [f"        acc{k} = acc{k} + {a}_b[t*{d} + {i}]*{_row(b, d, h)};"
+        lines += [f"        acc{k} = acc{k} + {a}_b[t*{d} + {i}]*{_row(b, d, h, vw)};"
                   for k, (_, i, h, a, b) in enumerate(group)]
         lines.append("    }")
-        lines += [f"    *(row_u *)({name}_s + {i * d + VW * h}) = acc{k};"
+        lines += [f"    *(row_u *)({name}_s + {i * d + vw * h}) = acc{k};"
                   for k, (name, i, h, _, _) in enumerate(group)]
         lines.append("}")
     return lines
 
 
-def _rowmap_step(name: str, parts: list, nh: int, d: int, units: int) -> list[str]:
+def _rowmap_step(name: str, parts: list, nh: int, d: int, units: int, vw: int) -> list[str]:
     """The lines of row map ``name`` for ``units`` consecutive tokens ``t, t + 1, ...``: each term's row of the
     per-sample matrix is read once for all of them (Note [two tokens a step]); every token's sum is the same
     sequence of operations whatever ``units`` is."""
@@ -169,29 +182,31 @@ def _rowmap_step(name: str, parts: list, nh: int, d: int, units: int) -> list[st
     lines = [f"row_t o_{name}_{h}_{u} = {a}_b[{t}*{d} + {i}]*{row};" for h, a, i, row in parts[:nh] for t, u in tok]
     lines += [f"o_{name}_{h}_{u} = o_{name}_{h}_{u} + {a}_b[{t}*{d} + {i}]*{row};"
               for h, a, i, row in parts[nh:] for t, u in tok]
-    return lines + [f"*(real_u *)({name}_s + (t0 + {t})*{d} + {VW * h}) = __builtin_convertvector(o_{name}_{h}_{u}, "
+    return lines + [f"*(real_u *)({name}_s + (t0 + {t})*{d} + {vw * h}) = __builtin_convertvector(o_{name}_{h}_{u}, "
                     f"real_u);" for t, u in tok for h in range(nh)]
 
 
-def _rowmaps(spec: NativeKernelSpec, d: int) -> tuple[list[str], list[str]]:
+def _rowmaps(spec: NativeKernelSpec, d: int, vw: int) -> tuple[list[str], list[str]]:
     """The per-sample preparation (the transposed inputs) and one chunk's loop over its tokens for the row maps:
-    :data:`ROW_UNROLL` tokens a step, then the remaining tokens one at a time."""
+    :data:`ROW_UNROLL` tokens a step (one where a step's outputs would exceed :data:`ROW_MAP_REGISTERS` vectors),
+    then the remaining tokens one at a time."""
     prep, step, rest, transposed = [], [], [], []
+    units = ROW_UNROLL if ROW_UNROLL * (d // vw) <= ROW_MAP_REGISTERS else 1
     for name, e in spec.bindings:
         if _reduction(e, spec) is not None:
             continue
         terms = row_terms(e, spec)
         for S in (S for _, S, tr in terms if tr and S not in transposed):
             transposed.append(S)
-        nh = d // VW  # every term's broadcast entry serves the row's vectors one after the other
-        parts = [(h, a, i, f"(*(const row_u *)({S + 'T' if tr else S + '_s'} + {i * d + VW * h}))")
+        nh = d // vw  # every term's broadcast entry serves the row's vectors one after the other
+        parts = [(h, a, i, f"(*(const row_u *)({S + 'T' if tr else S + '_s'} + {i * d + vw * h}))")
                  for a, S, tr in terms for i in range(d) for h in range(nh)]
-        step += _rowmap_step(name, parts, nh, d, ROW_UNROLL)
-        rest += _rowmap_step(name, parts, nh, d, 1)
+        step += _rowmap_step(name, parts, nh, d, units, vw)
+        rest += _rowmap_step(name, parts, nh, d, 1, vw)
     for S in transposed:
         prep.append(f"double {S}T[{d * d}] __attribute__((aligned(64)));")
         prep.append(f"for (int i = 0; i < {d}; i++) for (int j = 0; j < {d}; j++) {S}T[j*{d} + i] = {S}_s[i*{d} + j];")
-    return prep, ["int64_t t = 0;", f"for (; t + {ROW_UNROLL - 1} < nt; t += {ROW_UNROLL}) {{",
+    return prep, ["int64_t t = 0;", f"for (; t + {units - 1} < nt; t += {units}) {{",
                   *["    " + ln for ln in step], "}", "for (; t < nt; t++) {", *["    " + ln for ln in rest], "}"]
 
 
@@ -209,7 +224,8 @@ def _chunk(spec: NativeKernelSpec, d: int) -> list[str]:
 def print_row_kernel(spec: NativeKernelSpec, d: int) -> str:
     """The C source of one token pass in the row form (module docstring): ``spec`` at ``d`` in :data:`ROW_DIMS`,
     with the lane printer's name and parameters (:func:`geoattn.codegen.cprinter.print_native_kernel`), so the
-    drivers call either.
+    drivers call either; one function per vector width of :data:`ROW_REGISTERS_AT`, each under its condition on
+    ``GEOATTN_VBYTES`` (:data:`WIDTH_CONDITIONS`, Note [vector width] in :mod:`geoattn.codegen.cprinter`).
 
     Parameters
     ----------
@@ -222,7 +238,8 @@ def print_row_kernel(spec: NativeKernelSpec, d: int) -> str:
     Returns
     -------
     str
-        the C function, with ``real_t`` and ``GEOATTN_NAME`` of :data:`geoattn.codegen.cprinter.REAL_PRELUDE`.
+        the C function, with ``real_t``, ``GEOATTN_NAME`` and ``GEOATTN_VBYTES`` of
+        :data:`geoattn.codegen.cprinter.REAL_PRELUDE`.
 
     Raises
     ------
@@ -230,6 +247,17 @@ def print_row_kernel(spec: NativeKernelSpec, d: int) -> str:
         for a binding of any other shape, a ``d`` outside :data:`ROW_DIMS`, or arguments the row form does not take.
     """
     _check(spec, d)
+    widths = list(ROW_REGISTERS_AT)
+    out = []
+    for k, vw in enumerate(widths):
+        cond = WIDTH_CONDITIONS[vw]
+        out.append(f"#if {cond}" if k == 0 else f"#elif {cond}" if cond else "#else")
+        out.append(_print_width(spec, d, vw))
+    return "\n".join(out) + "#endif\n"
+
+
+def _print_width(spec: NativeKernelSpec, d: int, vw: int) -> str:
+    """The function of :func:`print_row_kernel` for ``vw`` doubles per vector."""
     params = ["int64_t B", "int64_t T"]
     params += [f"const real_t *restrict {n}" for n in spec.token_inputs]
     params += [f"const double *restrict {n}" for n in spec.sample_inputs]
@@ -237,12 +265,12 @@ def print_row_kernel(spec: NativeKernelSpec, d: int) -> str:
     params += [f"double *restrict {n}" for n in spec.sample_outputs]
     ind = "    "
     maps = any(_reduction(e, spec) is None for _, e in spec.bindings)
-    out = [f"/* {spec.doc} Printed in the row form. */", "#ifndef ROW_CHUNK", f"#define ROW_CHUNK {ROW_CHUNK}",
+    out = [f"/* {spec.doc} Printed in the row form, {vw} doubles per vector. */", "#ifndef ROW_CHUNK", f"#define ROW_CHUNK {ROW_CHUNK}",
            "#endif"]
     out += ["#if defined(__GNUC__) && !defined(__clang__)", "#pragma GCC push_options",
                 '#pragma GCC optimize ("fp-contract=fast")', "#endif"]
     out += [f"void GEOATTN_NAME({spec.name}_d{d})({', '.join(params)})", "{"]
-    out += [ind + t for t in _TYPES[:2 + bool(spec.token_outputs)]]
+    out += [ind + t for t in _types(vw)[:2 + bool(spec.token_outputs)]]
     out += ["#if !defined(GEOATTN_F64)"] + [ind + f"double {n}_buf[ROW_CHUNK*{d}] __attribute__((aligned(64)));"
                                           for n in spec.token_inputs] + ["#endif"]
     out.append(ind + "for (int64_t b = 0; b < B; b++) {")
@@ -251,11 +279,11 @@ def print_row_kernel(spec: NativeKernelSpec, d: int) -> str:
     out += [ind * 2 + f"real_t *restrict {n}_s = {n} + b*T*{d};" for n in spec.token_outputs]
     out += [ind * 2 + f"double *restrict {n}_s = {n} + b*{d * d};" for n in spec.sample_outputs]
     out += [ind * 2 + f"for (int k = 0; k < {d * d}; k++) {n}_s[k] = 0.0;" for n in spec.sample_outputs]
-    prep, loop = _rowmaps(spec, d) if maps else ([], [])
+    prep, loop = _rowmaps(spec, d, vw) if maps else ([], [])
     out += [ind * 2 + ln for ln in prep]
     out.append(ind * 2 + "for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {")
     out += [(ind * 3 if not ln.startswith("#") else "") + ln for ln in _chunk(spec, d)]
-    out += [ind * 3 + ln for ln in _reductions(spec, d) + loop]
+    out += [ind * 3 + ln for ln in _reductions(spec, d, vw) + loop]
     out.append(ind * 2 + "}")
     out += [ind + "}", "}"]
     out += ["#if defined(__GNUC__) && !defined(__clang__)", "#pragma GCC pop_options", "#endif"]

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from .cprinter import REAL_PRELUDE, VECTOR_PRELUDE
+from .cprinter import REAL_PRELUDE
 
 __all__ = ["MAX_N", "DEGREE", "EXP_LOW", "EXP_HIGH", "exp_coefficients", "exp_error_bound",
            "generate_symattn_module", "target_name"]
@@ -339,7 +339,7 @@ def generate_symattn_module(broken: str | None = None) -> str:
     """The text of ``_native_symattn.c`` (``broken``: one of :data:`BROKEN`, a deliberately wrong kernel)."""
     if broken is not None and broken not in BROKEN:
         raise ValueError(f"Expected broken in {BROKEN} or None. Got {broken!r}.")
-    head = HEADER.format(top=MAX_N, claims=", ".join(_CLAIMS), prelude=REAL_PRELUDE + "\n" + VECTOR_PRELUDE)
+    head = HEADER.format(top=MAX_N, claims=", ".join(_CLAIMS), prelude=REAL_PRELUDE)
     body = TEMPLATE
     body = body.replace("@COEFFICIENTS@", _coefficient_lines())
     body = body.replace("@SCALE@", "" if broken == "exp_scale" else " * scale")  # e^r without its 2^k

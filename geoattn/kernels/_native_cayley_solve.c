@@ -18,6 +18,19 @@ typedef double real_t;
 #else
 #error "compile with -DGEOATTN_F32 or -DGEOATTN_F64"
 #endif
+/* one vector register of the target: GCC keeps a wider vector type in memory (Note [vector width]);
+   a definition given before this one (the tests' other widths) is kept */
+#if defined(GEOATTN_VBYTES)
+#elif defined(__AVX512F__)
+#define GEOATTN_VBYTES 64
+#define GEOATTN_VREGS 32
+#elif defined(__AVX__)
+#define GEOATTN_VBYTES 32
+#define GEOATTN_VREGS 16
+#else
+#define GEOATTN_VBYTES 16
+#define GEOATTN_VREGS 16
+#endif
 
 #if GEOATTN_D >= 4 && GEOATTN_D <= 32
 #define D GEOATTN_D

@@ -20,7 +20,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#define LANES 8
+#define LANES (GEOATTN_VBYTES / 8)
 #define TOKEN_CHUNK 32
 
 #if defined(GEOATTN_F32)
@@ -31,6 +31,19 @@ typedef double real_t;
 #define GEOATTN_NAME(name) geoattn_##name##_f64
 #else
 #error "compile with -DGEOATTN_F32 or -DGEOATTN_F64"
+#endif
+/* one vector register of the target: GCC keeps a wider vector type in memory (Note [vector width]);
+   a definition given before this one (the tests' other widths) is kept */
+#if defined(GEOATTN_VBYTES)
+#elif defined(__AVX512F__)
+#define GEOATTN_VBYTES 64
+#define GEOATTN_VREGS 32
+#elif defined(__AVX__)
+#define GEOATTN_VBYTES 32
+#define GEOATTN_VREGS 16
+#else
+#define GEOATTN_VBYTES 16
+#define GEOATTN_VREGS 16
 #endif
 
 /* functions:
@@ -86,6 +99,7 @@ void GEOATTN_NAME(vp_gram_fwd_d1)(int64_t B, int64_t T, const real_t *restrict x
             }
             for (int64_t tt = 0; tt < nt*1; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 for (int64_t tt = 0; tt < nt; tt++) {
@@ -94,6 +108,16 @@ void GEOATTN_NAME(vp_gram_fwd_d1)(int64_t B, int64_t T, const real_t *restrict x
                 }
                 *(geoattn_lanes_t *)Gram_0_0 = acc0;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 1*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*1 + 0] = Gram_0_0[l];
@@ -162,6 +186,7 @@ void GEOATTN_NAME(vp_gram_bwd_d1)(int64_t B, int64_t T, const real_t *restrict x
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*1; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_0;
@@ -174,6 +199,20 @@ void GEOATTN_NAME(vp_gram_bwd_d1)(int64_t B, int64_t T, const real_t *restrict x
                 *(geoattn_lanes_t *)Gram_0_0 = acc0;
                 *(geoattn_lanes_t *)Pbar_0_0 = acc1;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 1*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 1*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_Gy_0*v_x_0;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_0 = acc1;
+            }
+            #endif
         }
         for (int l = 0; l < LANES; l++) {
             P_0_0[l] = 2.0*N_0_0[l] - 1.0;
@@ -311,6 +350,7 @@ void GEOATTN_NAME(vp_gram_fwd_d2)(int64_t B, int64_t T, const real_t *restrict x
             }
             for (int64_t tt = 0; tt < nt*2; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -326,6 +366,23 @@ void GEOATTN_NAME(vp_gram_fwd_d2)(int64_t B, int64_t T, const real_t *restrict x
                 *(geoattn_lanes_t *)Gram_0_1 = acc1;
                 *(geoattn_lanes_t *)Gram_1_1 = acc2;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 2*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 2*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + (v_x_1*v_x_1);
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_1_1 = acc2;
+            }
+            #endif
         }
         for (int l = 0; l < LANES; l++) {
             const double sJ_0 = A_1_0*Gram_0_1[l];
@@ -467,6 +524,7 @@ void GEOATTN_NAME(vp_gram_bwd_d2)(int64_t B, int64_t T, const real_t *restrict x
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*2; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -496,6 +554,37 @@ void GEOATTN_NAME(vp_gram_bwd_d2)(int64_t B, int64_t T, const real_t *restrict x
                 *(geoattn_lanes_t *)Pbar_1_0 = acc5;
                 *(geoattn_lanes_t *)Pbar_1_1 = acc6;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 2*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 2*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 2*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 2*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + (v_x_1*v_x_1);
+                    acc3 = acc3 + v_Gy_0*v_x_0;
+                    acc4 = acc4 + v_Gy_1*v_x_0;
+                    acc5 = acc5 + v_Gy_0*v_x_1;
+                    acc6 = acc6 + v_Gy_1*v_x_1;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_1_1 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_0 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc6;
+            }
+            #endif
         }
         for (int l = 0; l < LANES; l++) {
             P_0_0[l] = 2.0*N_0_0[l] - 1.0;
@@ -741,6 +830,7 @@ void GEOATTN_NAME(vp_gram_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x
             }
             for (int64_t tt = 0; tt < nt*3; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -766,6 +856,33 @@ void GEOATTN_NAME(vp_gram_fwd_d3)(int64_t B, int64_t T, const real_t *restrict x
                 *(geoattn_lanes_t *)Gram_1_2 = acc4;
                 *(geoattn_lanes_t *)Gram_2_2 = acc5;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 3*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + (v_x_1*v_x_1);
+                    acc4 = acc4 + v_x_1*v_x_2;
+                    acc5 = acc5 + (v_x_2*v_x_2);
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_1_1 = acc3;
+                *(geoattn_lanes_t *)Gram_1_2 = acc4;
+                *(geoattn_lanes_t *)Gram_2_2 = acc5;
+            }
+            #endif
         }
         for (int l = 0; l < LANES; l++) {
             const double sJ_0 = A_1_0*Gram_0_1[l];
@@ -1004,6 +1121,7 @@ void GEOATTN_NAME(vp_gram_bwd_d3)(int64_t B, int64_t T, const real_t *restrict x
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*3; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -1059,6 +1177,72 @@ void GEOATTN_NAME(vp_gram_bwd_d3)(int64_t B, int64_t T, const real_t *restrict x
                 *(geoattn_lanes_t *)Pbar_2_1 = acc13;
                 *(geoattn_lanes_t *)Pbar_2_2 = acc14;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_0_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 3*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + (v_x_1*v_x_1);
+                    acc4 = acc4 + v_x_1*v_x_2;
+                    acc5 = acc5 + (v_x_2*v_x_2);
+                    acc6 = acc6 + v_Gy_0*v_x_0;
+                    acc7 = acc7 + v_Gy_1*v_x_0;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_1_1 = acc3;
+                *(geoattn_lanes_t *)Gram_1_2 = acc4;
+                *(geoattn_lanes_t *)Gram_2_2 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_1;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 3*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 3*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_0;
+                    acc1 = acc1 + v_Gy_0*v_x_1;
+                    acc2 = acc2 + v_Gy_1*v_x_1;
+                    acc3 = acc3 + v_Gy_2*v_x_1;
+                    acc4 = acc4 + v_Gy_0*v_x_2;
+                    acc5 = acc5 + v_Gy_1*v_x_2;
+                    acc6 = acc6 + v_Gy_2*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_0_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_2 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc6;
+            }
+            #endif
         }
         for (int l = 0; l < LANES; l++) {
             P_0_0[l] = 2.0*N_0_0[l] - 1.0;
@@ -1469,6 +1653,7 @@ void GEOATTN_NAME(vp_gram_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x
             }
             for (int64_t tt = 0; tt < nt*4; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -1507,6 +1692,52 @@ void GEOATTN_NAME(vp_gram_fwd_d4)(int64_t B, int64_t T, const real_t *restrict x
                 *(geoattn_lanes_t *)Gram_2_3 = acc8;
                 *(geoattn_lanes_t *)Gram_3_3 = acc9;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 4*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + (v_x_1*v_x_1);
+                    acc5 = acc5 + v_x_1*v_x_2;
+                    acc6 = acc6 + v_x_1*v_x_3;
+                    acc7 = acc7 + (v_x_2*v_x_2);
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_1_1 = acc4;
+                *(geoattn_lanes_t *)Gram_1_2 = acc5;
+                *(geoattn_lanes_t *)Gram_1_3 = acc6;
+                *(geoattn_lanes_t *)Gram_2_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 4*tt)*LANES);
+                    acc0 = acc0 + v_x_2*v_x_3;
+                    acc1 = acc1 + (v_x_3*v_x_3);
+                }
+                *(geoattn_lanes_t *)Gram_2_3 = acc0;
+                *(geoattn_lanes_t *)Gram_3_3 = acc1;
+            }
+            #endif
         }
         for (int l = 0; l < LANES; l++) {
             const double sJ_0 = A_1_0*Gram_0_1[l];
@@ -1876,6 +2107,7 @@ void GEOATTN_NAME(vp_gram_bwd_d4)(int64_t B, int64_t T, const real_t *restrict x
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*4; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -1977,6 +2209,124 @@ void GEOATTN_NAME(vp_gram_bwd_d4)(int64_t B, int64_t T, const real_t *restrict x
                 *(geoattn_lanes_t *)Pbar_3_2 = acc8;
                 *(geoattn_lanes_t *)Pbar_3_3 = acc9;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 4*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + (v_x_1*v_x_1);
+                    acc5 = acc5 + v_x_1*v_x_2;
+                    acc6 = acc6 + v_x_1*v_x_3;
+                    acc7 = acc7 + (v_x_2*v_x_2);
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_1_1 = acc4;
+                *(geoattn_lanes_t *)Gram_1_2 = acc5;
+                *(geoattn_lanes_t *)Gram_1_3 = acc6;
+                *(geoattn_lanes_t *)Gram_2_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 4*tt)*LANES);
+                    acc0 = acc0 + v_x_2*v_x_3;
+                    acc1 = acc1 + (v_x_3*v_x_3);
+                    acc2 = acc2 + v_Gy_0*v_x_0;
+                    acc3 = acc3 + v_Gy_1*v_x_0;
+                    acc4 = acc4 + v_Gy_2*v_x_0;
+                    acc5 = acc5 + v_Gy_3*v_x_0;
+                    acc6 = acc6 + v_Gy_0*v_x_1;
+                    acc7 = acc7 + v_Gy_1*v_x_1;
+                }
+                *(geoattn_lanes_t *)Gram_2_3 = acc0;
+                *(geoattn_lanes_t *)Gram_3_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 4*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_1;
+                    acc1 = acc1 + v_Gy_3*v_x_1;
+                    acc2 = acc2 + v_Gy_0*v_x_2;
+                    acc3 = acc3 + v_Gy_1*v_x_2;
+                    acc4 = acc4 + v_Gy_2*v_x_2;
+                    acc5 = acc5 + v_Gy_3*v_x_2;
+                    acc6 = acc6 + v_Gy_0*v_x_3;
+                    acc7 = acc7 + v_Gy_1*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_1_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 4*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 4*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_3;
+                    acc1 = acc1 + v_Gy_3*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_3_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_3 = acc1;
+            }
+            #endif
         }
         for (int l = 0; l < LANES; l++) {
             P_0_0[l] = 2.0*N_0_0[l] - 1.0;

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#define LANES 8
+#define LANES (GEOATTN_VBYTES / 8)
 #define TOKEN_CHUNK 16
 #define BLOCK 32
 
@@ -24,6 +24,19 @@ typedef double real_t;
 #define GEOATTN_NAME(name) geoattn_##name##_f64
 #else
 #error "compile with -DGEOATTN_F32 or -DGEOATTN_F64"
+#endif
+/* one vector register of the target: GCC keeps a wider vector type in memory (Note [vector width]);
+   a definition given before this one (the tests' other widths) is kept */
+#if defined(GEOATTN_VBYTES)
+#elif defined(__AVX512F__)
+#define GEOATTN_VBYTES 64
+#define GEOATTN_VREGS 32
+#elif defined(__AVX__)
+#define GEOATTN_VBYTES 32
+#define GEOATTN_VREGS 16
+#else
+#define GEOATTN_VBYTES 16
+#define GEOATTN_VREGS 16
 #endif
 
 #if GEOATTN_D == 5
@@ -75,6 +88,7 @@ void GEOATTN_NAME(vp_gram_lu_gram_d5)(int64_t B, int64_t T, const real_t *restri
             }
             for (int64_t tt = 0; tt < nt*5; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -129,6 +143,70 @@ void GEOATTN_NAME(vp_gram_lu_gram_d5)(int64_t B, int64_t T, const real_t *restri
                 *(geoattn_lanes_t *)Gram_3_4 = acc13;
                 *(geoattn_lanes_t *)Gram_4_4 = acc14;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 5*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + v_x_0*v_x_4;
+                    acc5 = acc5 + (v_x_1*v_x_1);
+                    acc6 = acc6 + v_x_1*v_x_2;
+                    acc7 = acc7 + v_x_1*v_x_3;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_0_4 = acc4;
+                *(geoattn_lanes_t *)Gram_1_1 = acc5;
+                *(geoattn_lanes_t *)Gram_1_2 = acc6;
+                *(geoattn_lanes_t *)Gram_1_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_3;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_4;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 5*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_4;
+                    acc1 = acc1 + (v_x_2*v_x_2);
+                    acc2 = acc2 + v_x_2*v_x_3;
+                    acc3 = acc3 + v_x_2*v_x_4;
+                    acc4 = acc4 + (v_x_3*v_x_3);
+                    acc5 = acc5 + v_x_3*v_x_4;
+                    acc6 = acc6 + (v_x_4*v_x_4);
+                }
+                *(geoattn_lanes_t *)Gram_1_4 = acc0;
+                *(geoattn_lanes_t *)Gram_2_2 = acc1;
+                *(geoattn_lanes_t *)Gram_2_3 = acc2;
+                *(geoattn_lanes_t *)Gram_2_4 = acc3;
+                *(geoattn_lanes_t *)Gram_3_3 = acc4;
+                *(geoattn_lanes_t *)Gram_3_4 = acc5;
+                *(geoattn_lanes_t *)Gram_4_4 = acc6;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*25 + 0] = Gram_0_0[l];
@@ -322,6 +400,7 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d5)(int64_t B, int64_t T, const real_t *restri
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*5; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
@@ -421,6 +500,123 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d5)(int64_t B, int64_t T, const real_t *restri
                 *(geoattn_lanes_t *)Pbar_4_3 = acc7;
                 *(geoattn_lanes_t *)Pbar_4_4 = acc8;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_1;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 5*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_0;
+                    acc1 = acc1 + v_Gy_1*v_x_0;
+                    acc2 = acc2 + v_Gy_2*v_x_0;
+                    acc3 = acc3 + v_Gy_3*v_x_0;
+                    acc4 = acc4 + v_Gy_4*v_x_0;
+                    acc5 = acc5 + v_Gy_0*v_x_1;
+                    acc6 = acc6 + v_Gy_1*v_x_1;
+                    acc7 = acc7 + v_Gy_2*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 5*tt)*LANES);
+                    acc0 = acc0 + v_Gy_3*v_x_1;
+                    acc1 = acc1 + v_Gy_4*v_x_1;
+                    acc2 = acc2 + v_Gy_0*v_x_2;
+                    acc3 = acc3 + v_Gy_1*v_x_2;
+                    acc4 = acc4 + v_Gy_2*v_x_2;
+                    acc5 = acc5 + v_Gy_3*v_x_2;
+                    acc6 = acc6 + v_Gy_4*v_x_2;
+                    acc7 = acc7 + v_Gy_0*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_1_3 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_4 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_1;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 5*tt)*LANES);
+                    acc0 = acc0 + v_Gy_1*v_x_3;
+                    acc1 = acc1 + v_Gy_2*v_x_3;
+                    acc2 = acc2 + v_Gy_3*v_x_3;
+                    acc3 = acc3 + v_Gy_4*v_x_3;
+                    acc4 = acc4 + v_Gy_0*v_x_4;
+                    acc5 = acc5 + v_Gy_1*v_x_4;
+                    acc6 = acc6 + v_Gy_2*v_x_4;
+                    acc7 = acc7 + v_Gy_3*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_3_1 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_2 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_3 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_4 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 5*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 5*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_4_4 = acc0;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*25 + 0] = Pbar_0_0[l];
@@ -601,7 +797,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d5)(int64_t B, int64_t T, const real_t *restrict
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -722,6 +918,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -743,6 +942,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -751,10 +966,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -766,12 +981,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -983,6 +1198,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d5)(int64_t B, int64_t T, const real_t *restric
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -1055,6 +1271,7 @@ void GEOATTN_NAME(vp_gram_lu_gram_d6)(int64_t B, int64_t T, const real_t *restri
             }
             for (int64_t tt = 0; tt < nt*6; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -1135,6 +1352,97 @@ void GEOATTN_NAME(vp_gram_lu_gram_d6)(int64_t B, int64_t T, const real_t *restri
                 *(geoattn_lanes_t *)Gram_4_5 = acc3;
                 *(geoattn_lanes_t *)Gram_5_5 = acc4;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 6*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + v_x_0*v_x_4;
+                    acc5 = acc5 + v_x_0*v_x_5;
+                    acc6 = acc6 + (v_x_1*v_x_1);
+                    acc7 = acc7 + v_x_1*v_x_2;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_0_4 = acc4;
+                *(geoattn_lanes_t *)Gram_0_5 = acc5;
+                *(geoattn_lanes_t *)Gram_1_1 = acc6;
+                *(geoattn_lanes_t *)Gram_1_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_4;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_5;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_3_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 6*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_3;
+                    acc1 = acc1 + v_x_1*v_x_4;
+                    acc2 = acc2 + v_x_1*v_x_5;
+                    acc3 = acc3 + (v_x_2*v_x_2);
+                    acc4 = acc4 + v_x_2*v_x_3;
+                    acc5 = acc5 + v_x_2*v_x_4;
+                    acc6 = acc6 + v_x_2*v_x_5;
+                    acc7 = acc7 + (v_x_3*v_x_3);
+                }
+                *(geoattn_lanes_t *)Gram_1_3 = acc0;
+                *(geoattn_lanes_t *)Gram_1_4 = acc1;
+                *(geoattn_lanes_t *)Gram_1_5 = acc2;
+                *(geoattn_lanes_t *)Gram_2_2 = acc3;
+                *(geoattn_lanes_t *)Gram_2_3 = acc4;
+                *(geoattn_lanes_t *)Gram_2_4 = acc5;
+                *(geoattn_lanes_t *)Gram_2_5 = acc6;
+                *(geoattn_lanes_t *)Gram_3_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_3_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_4_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_4_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_5_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 6*tt)*LANES);
+                    acc0 = acc0 + v_x_3*v_x_4;
+                    acc1 = acc1 + v_x_3*v_x_5;
+                    acc2 = acc2 + (v_x_4*v_x_4);
+                    acc3 = acc3 + v_x_4*v_x_5;
+                    acc4 = acc4 + (v_x_5*v_x_5);
+                }
+                *(geoattn_lanes_t *)Gram_3_4 = acc0;
+                *(geoattn_lanes_t *)Gram_3_5 = acc1;
+                *(geoattn_lanes_t *)Gram_4_4 = acc2;
+                *(geoattn_lanes_t *)Gram_4_5 = acc3;
+                *(geoattn_lanes_t *)Gram_5_5 = acc4;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*36 + 0] = Gram_0_0[l];
@@ -1385,6 +1693,7 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d6)(int64_t B, int64_t T, const real_t *restri
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*6; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
@@ -1529,6 +1838,173 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d6)(int64_t B, int64_t T, const real_t *restri
                 *(geoattn_lanes_t *)Pbar_5_4 = acc2;
                 *(geoattn_lanes_t *)Pbar_5_5 = acc3;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 6*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_0;
+                    acc1 = acc1 + v_Gy_1*v_x_0;
+                    acc2 = acc2 + v_Gy_2*v_x_0;
+                    acc3 = acc3 + v_Gy_3*v_x_0;
+                    acc4 = acc4 + v_Gy_4*v_x_0;
+                    acc5 = acc5 + v_Gy_5*v_x_0;
+                    acc6 = acc6 + v_Gy_0*v_x_1;
+                    acc7 = acc7 + v_Gy_1*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 6*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_1;
+                    acc1 = acc1 + v_Gy_3*v_x_1;
+                    acc2 = acc2 + v_Gy_4*v_x_1;
+                    acc3 = acc3 + v_Gy_5*v_x_1;
+                    acc4 = acc4 + v_Gy_0*v_x_2;
+                    acc5 = acc5 + v_Gy_1*v_x_2;
+                    acc6 = acc6 + v_Gy_2*v_x_2;
+                    acc7 = acc7 + v_Gy_3*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_1_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_3_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 6*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_2;
+                    acc1 = acc1 + v_Gy_5*v_x_2;
+                    acc2 = acc2 + v_Gy_0*v_x_3;
+                    acc3 = acc3 + v_Gy_1*v_x_3;
+                    acc4 = acc4 + v_Gy_2*v_x_3;
+                    acc5 = acc5 + v_Gy_3*v_x_3;
+                    acc6 = acc6 + v_Gy_4*v_x_3;
+                    acc7 = acc7 + v_Gy_5*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_2_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_3_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_4_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 6*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_4;
+                    acc1 = acc1 + v_Gy_1*v_x_4;
+                    acc2 = acc2 + v_Gy_2*v_x_4;
+                    acc3 = acc3 + v_Gy_3*v_x_4;
+                    acc4 = acc4 + v_Gy_4*v_x_4;
+                    acc5 = acc5 + v_Gy_5*v_x_4;
+                    acc6 = acc6 + v_Gy_0*v_x_5;
+                    acc7 = acc7 + v_Gy_1*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_4_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_4_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 6*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 6*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_5;
+                    acc1 = acc1 + v_Gy_3*v_x_5;
+                    acc2 = acc2 + v_Gy_4*v_x_5;
+                    acc3 = acc3 + v_Gy_5*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_5_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_5 = acc3;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*36 + 0] = Pbar_0_0[l];
@@ -1766,7 +2242,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d6)(int64_t B, int64_t T, const real_t *restrict
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -1887,6 +2363,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -1908,6 +2387,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -1916,10 +2411,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -1931,12 +2426,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -2148,6 +2643,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d6)(int64_t B, int64_t T, const real_t *restric
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -2234,6 +2730,7 @@ void GEOATTN_NAME(vp_gram_lu_gram_d7)(int64_t B, int64_t T, const real_t *restri
             }
             for (int64_t tt = 0; tt < nt*7; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -2338,6 +2835,129 @@ void GEOATTN_NAME(vp_gram_lu_gram_d7)(int64_t B, int64_t T, const real_t *restri
                 *(geoattn_lanes_t *)Gram_5_6 = acc10;
                 *(geoattn_lanes_t *)Gram_6_6 = acc11;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + v_x_0*v_x_4;
+                    acc5 = acc5 + v_x_0*v_x_5;
+                    acc6 = acc6 + v_x_0*v_x_6;
+                    acc7 = acc7 + (v_x_1*v_x_1);
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_0_4 = acc4;
+                *(geoattn_lanes_t *)Gram_0_5 = acc5;
+                *(geoattn_lanes_t *)Gram_0_6 = acc6;
+                *(geoattn_lanes_t *)Gram_1_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_2;
+                    acc1 = acc1 + v_x_1*v_x_3;
+                    acc2 = acc2 + v_x_1*v_x_4;
+                    acc3 = acc3 + v_x_1*v_x_5;
+                    acc4 = acc4 + v_x_1*v_x_6;
+                    acc5 = acc5 + (v_x_2*v_x_2);
+                    acc6 = acc6 + v_x_2*v_x_3;
+                    acc7 = acc7 + v_x_2*v_x_4;
+                }
+                *(geoattn_lanes_t *)Gram_1_2 = acc0;
+                *(geoattn_lanes_t *)Gram_1_3 = acc1;
+                *(geoattn_lanes_t *)Gram_1_4 = acc2;
+                *(geoattn_lanes_t *)Gram_1_5 = acc3;
+                *(geoattn_lanes_t *)Gram_1_6 = acc4;
+                *(geoattn_lanes_t *)Gram_2_2 = acc5;
+                *(geoattn_lanes_t *)Gram_2_3 = acc6;
+                *(geoattn_lanes_t *)Gram_2_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_3_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_3_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_4_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + v_x_2*v_x_5;
+                    acc1 = acc1 + v_x_2*v_x_6;
+                    acc2 = acc2 + (v_x_3*v_x_3);
+                    acc3 = acc3 + v_x_3*v_x_4;
+                    acc4 = acc4 + v_x_3*v_x_5;
+                    acc5 = acc5 + v_x_3*v_x_6;
+                    acc6 = acc6 + (v_x_4*v_x_4);
+                    acc7 = acc7 + v_x_4*v_x_5;
+                }
+                *(geoattn_lanes_t *)Gram_2_5 = acc0;
+                *(geoattn_lanes_t *)Gram_2_6 = acc1;
+                *(geoattn_lanes_t *)Gram_3_3 = acc2;
+                *(geoattn_lanes_t *)Gram_3_4 = acc3;
+                *(geoattn_lanes_t *)Gram_3_5 = acc4;
+                *(geoattn_lanes_t *)Gram_3_6 = acc5;
+                *(geoattn_lanes_t *)Gram_4_4 = acc6;
+                *(geoattn_lanes_t *)Gram_4_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_4_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_5_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_5_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_6_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + v_x_4*v_x_6;
+                    acc1 = acc1 + (v_x_5*v_x_5);
+                    acc2 = acc2 + v_x_5*v_x_6;
+                    acc3 = acc3 + (v_x_6*v_x_6);
+                }
+                *(geoattn_lanes_t *)Gram_4_6 = acc0;
+                *(geoattn_lanes_t *)Gram_5_5 = acc1;
+                *(geoattn_lanes_t *)Gram_5_6 = acc2;
+                *(geoattn_lanes_t *)Gram_6_6 = acc3;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*49 + 0] = Gram_0_0[l];
@@ -2655,6 +3275,7 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d7)(int64_t B, int64_t T, const real_t *restri
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*7; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
@@ -2850,6 +3471,239 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d7)(int64_t B, int64_t T, const real_t *restri
                 }
                 *(geoattn_lanes_t *)Pbar_6_6 = acc0;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_0;
+                    acc1 = acc1 + v_Gy_1*v_x_0;
+                    acc2 = acc2 + v_Gy_2*v_x_0;
+                    acc3 = acc3 + v_Gy_3*v_x_0;
+                    acc4 = acc4 + v_Gy_4*v_x_0;
+                    acc5 = acc5 + v_Gy_5*v_x_0;
+                    acc6 = acc6 + v_Gy_6*v_x_0;
+                    acc7 = acc7 + v_Gy_0*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_1;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + v_Gy_1*v_x_1;
+                    acc1 = acc1 + v_Gy_2*v_x_1;
+                    acc2 = acc2 + v_Gy_3*v_x_1;
+                    acc3 = acc3 + v_Gy_4*v_x_1;
+                    acc4 = acc4 + v_Gy_5*v_x_1;
+                    acc5 = acc5 + v_Gy_6*v_x_1;
+                    acc6 = acc6 + v_Gy_0*v_x_2;
+                    acc7 = acc7 + v_Gy_1*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_1_1 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_2 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_3 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_4 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_5 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_6 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_0;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_1;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_2;
+                    acc1 = acc1 + v_Gy_3*v_x_2;
+                    acc2 = acc2 + v_Gy_4*v_x_2;
+                    acc3 = acc3 + v_Gy_5*v_x_2;
+                    acc4 = acc4 + v_Gy_6*v_x_2;
+                    acc5 = acc5 + v_Gy_0*v_x_3;
+                    acc6 = acc6 + v_Gy_1*v_x_3;
+                    acc7 = acc7 + v_Gy_2*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_2_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_1 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + v_Gy_3*v_x_3;
+                    acc1 = acc1 + v_Gy_4*v_x_3;
+                    acc2 = acc2 + v_Gy_5*v_x_3;
+                    acc3 = acc3 + v_Gy_6*v_x_3;
+                    acc4 = acc4 + v_Gy_0*v_x_4;
+                    acc5 = acc5 + v_Gy_1*v_x_4;
+                    acc6 = acc6 + v_Gy_2*v_x_4;
+                    acc7 = acc7 + v_Gy_3*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_3_3 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_4 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_5 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_6 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_0;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_4;
+                    acc1 = acc1 + v_Gy_5*v_x_4;
+                    acc2 = acc2 + v_Gy_6*v_x_4;
+                    acc3 = acc3 + v_Gy_0*v_x_5;
+                    acc4 = acc4 + v_Gy_1*v_x_5;
+                    acc5 = acc5 + v_Gy_2*v_x_5;
+                    acc6 = acc6 + v_Gy_3*v_x_5;
+                    acc7 = acc7 + v_Gy_4*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_4_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_0 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_1 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_2 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_3 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + v_Gy_5*v_x_5;
+                    acc1 = acc1 + v_Gy_6*v_x_5;
+                    acc2 = acc2 + v_Gy_0*v_x_6;
+                    acc3 = acc3 + v_Gy_1*v_x_6;
+                    acc4 = acc4 + v_Gy_2*v_x_6;
+                    acc5 = acc5 + v_Gy_3*v_x_6;
+                    acc6 = acc6 + v_Gy_4*v_x_6;
+                    acc7 = acc7 + v_Gy_5*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_5_5 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_6 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 7*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 7*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_6_6 = acc0;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*49 + 0] = Pbar_0_0[l];
@@ -3154,7 +4008,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d7)(int64_t B, int64_t T, const real_t *restrict
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -3275,6 +4129,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -3296,6 +4153,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -3304,10 +4177,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -3319,12 +4192,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -3536,6 +4409,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d7)(int64_t B, int64_t T, const real_t *restric
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -3549,7 +4423,8 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d7)(int64_t B, int64_t T, const real_t *restric
 
 #if GEOATTN_D == 8
 
-/* The Gram matrix Gram = x^T x of each sample, one pass over its tokens. Printed in the row form. */
+#if GEOATTN_VBYTES >= 64
+/* The Gram matrix Gram = x^T x of each sample, one pass over its tokens. Printed in the row form, 8 doubles per vector. */
 #ifndef ROW_CHUNK
 #define ROW_CHUNK 32
 #endif
@@ -3611,7 +4486,247 @@ void GEOATTN_NAME(vp_gram_lu_gram_d8)(int64_t B, int64_t T, const real_t *restri
 #pragma GCC pop_options
 #endif
 
-/* The output y = x P, P = 2N - I, of each sample from its P. Printed in the row form. */
+#elif GEOATTN_VBYTES >= 32
+/* The Gram matrix Gram = x^T x of each sample, one pass over its tokens. Printed in the row form, 4 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_gram_d8)(int64_t B, int64_t T, const real_t *restrict x, double *restrict Gram)
+{
+    typedef double row_t __attribute__((vector_size(4*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(4*sizeof(double)), aligned(8), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*8;
+        double *restrict Gram_s = Gram + b*64;
+        for (int k = 0; k < 64; k++) Gram_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 0);
+                row_t acc1 = *(const row_u *)(Gram_s + 4);
+                row_t acc2 = *(const row_u *)(Gram_s + 8);
+                row_t acc3 = *(const row_u *)(Gram_s + 12);
+                row_t acc4 = *(const row_u *)(Gram_s + 16);
+                row_t acc5 = *(const row_u *)(Gram_s + 20);
+                row_t acc6 = *(const row_u *)(Gram_s + 24);
+                row_t acc7 = *(const row_u *)(Gram_s + 28);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 0]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 0]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc2 = acc2 + x_b[t*8 + 1]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc3 = acc3 + x_b[t*8 + 1]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc4 = acc4 + x_b[t*8 + 2]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 2]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc6 = acc6 + x_b[t*8 + 3]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc7 = acc7 + x_b[t*8 + 3]*(*(const row_u *)(x_b + t*8 + 4));
+                }
+                *(row_u *)(Gram_s + 0) = acc0;
+                *(row_u *)(Gram_s + 4) = acc1;
+                *(row_u *)(Gram_s + 8) = acc2;
+                *(row_u *)(Gram_s + 12) = acc3;
+                *(row_u *)(Gram_s + 16) = acc4;
+                *(row_u *)(Gram_s + 20) = acc5;
+                *(row_u *)(Gram_s + 24) = acc6;
+                *(row_u *)(Gram_s + 28) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 32);
+                row_t acc1 = *(const row_u *)(Gram_s + 36);
+                row_t acc2 = *(const row_u *)(Gram_s + 40);
+                row_t acc3 = *(const row_u *)(Gram_s + 44);
+                row_t acc4 = *(const row_u *)(Gram_s + 48);
+                row_t acc5 = *(const row_u *)(Gram_s + 52);
+                row_t acc6 = *(const row_u *)(Gram_s + 56);
+                row_t acc7 = *(const row_u *)(Gram_s + 60);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 4]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 4]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc2 = acc2 + x_b[t*8 + 5]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc3 = acc3 + x_b[t*8 + 5]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc4 = acc4 + x_b[t*8 + 6]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 6]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc6 = acc6 + x_b[t*8 + 7]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc7 = acc7 + x_b[t*8 + 7]*(*(const row_u *)(x_b + t*8 + 4));
+                }
+                *(row_u *)(Gram_s + 32) = acc0;
+                *(row_u *)(Gram_s + 36) = acc1;
+                *(row_u *)(Gram_s + 40) = acc2;
+                *(row_u *)(Gram_s + 44) = acc3;
+                *(row_u *)(Gram_s + 48) = acc4;
+                *(row_u *)(Gram_s + 52) = acc5;
+                *(row_u *)(Gram_s + 56) = acc6;
+                *(row_u *)(Gram_s + 60) = acc7;
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#else
+/* The Gram matrix Gram = x^T x of each sample, one pass over its tokens. Printed in the row form, 2 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_gram_d8)(int64_t B, int64_t T, const real_t *restrict x, double *restrict Gram)
+{
+    typedef double row_t __attribute__((vector_size(2*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(2*sizeof(double)), aligned(8), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*8;
+        double *restrict Gram_s = Gram + b*64;
+        for (int k = 0; k < 64; k++) Gram_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 0);
+                row_t acc1 = *(const row_u *)(Gram_s + 2);
+                row_t acc2 = *(const row_u *)(Gram_s + 4);
+                row_t acc3 = *(const row_u *)(Gram_s + 6);
+                row_t acc4 = *(const row_u *)(Gram_s + 8);
+                row_t acc5 = *(const row_u *)(Gram_s + 10);
+                row_t acc6 = *(const row_u *)(Gram_s + 12);
+                row_t acc7 = *(const row_u *)(Gram_s + 14);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 0]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 0]*(*(const row_u *)(x_b + t*8 + 2));
+                    acc2 = acc2 + x_b[t*8 + 0]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc3 = acc3 + x_b[t*8 + 0]*(*(const row_u *)(x_b + t*8 + 6));
+                    acc4 = acc4 + x_b[t*8 + 1]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 1]*(*(const row_u *)(x_b + t*8 + 2));
+                    acc6 = acc6 + x_b[t*8 + 1]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc7 = acc7 + x_b[t*8 + 1]*(*(const row_u *)(x_b + t*8 + 6));
+                }
+                *(row_u *)(Gram_s + 0) = acc0;
+                *(row_u *)(Gram_s + 2) = acc1;
+                *(row_u *)(Gram_s + 4) = acc2;
+                *(row_u *)(Gram_s + 6) = acc3;
+                *(row_u *)(Gram_s + 8) = acc4;
+                *(row_u *)(Gram_s + 10) = acc5;
+                *(row_u *)(Gram_s + 12) = acc6;
+                *(row_u *)(Gram_s + 14) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 16);
+                row_t acc1 = *(const row_u *)(Gram_s + 18);
+                row_t acc2 = *(const row_u *)(Gram_s + 20);
+                row_t acc3 = *(const row_u *)(Gram_s + 22);
+                row_t acc4 = *(const row_u *)(Gram_s + 24);
+                row_t acc5 = *(const row_u *)(Gram_s + 26);
+                row_t acc6 = *(const row_u *)(Gram_s + 28);
+                row_t acc7 = *(const row_u *)(Gram_s + 30);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 2]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 2]*(*(const row_u *)(x_b + t*8 + 2));
+                    acc2 = acc2 + x_b[t*8 + 2]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc3 = acc3 + x_b[t*8 + 2]*(*(const row_u *)(x_b + t*8 + 6));
+                    acc4 = acc4 + x_b[t*8 + 3]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 3]*(*(const row_u *)(x_b + t*8 + 2));
+                    acc6 = acc6 + x_b[t*8 + 3]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc7 = acc7 + x_b[t*8 + 3]*(*(const row_u *)(x_b + t*8 + 6));
+                }
+                *(row_u *)(Gram_s + 16) = acc0;
+                *(row_u *)(Gram_s + 18) = acc1;
+                *(row_u *)(Gram_s + 20) = acc2;
+                *(row_u *)(Gram_s + 22) = acc3;
+                *(row_u *)(Gram_s + 24) = acc4;
+                *(row_u *)(Gram_s + 26) = acc5;
+                *(row_u *)(Gram_s + 28) = acc6;
+                *(row_u *)(Gram_s + 30) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 32);
+                row_t acc1 = *(const row_u *)(Gram_s + 34);
+                row_t acc2 = *(const row_u *)(Gram_s + 36);
+                row_t acc3 = *(const row_u *)(Gram_s + 38);
+                row_t acc4 = *(const row_u *)(Gram_s + 40);
+                row_t acc5 = *(const row_u *)(Gram_s + 42);
+                row_t acc6 = *(const row_u *)(Gram_s + 44);
+                row_t acc7 = *(const row_u *)(Gram_s + 46);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 4]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 4]*(*(const row_u *)(x_b + t*8 + 2));
+                    acc2 = acc2 + x_b[t*8 + 4]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc3 = acc3 + x_b[t*8 + 4]*(*(const row_u *)(x_b + t*8 + 6));
+                    acc4 = acc4 + x_b[t*8 + 5]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 5]*(*(const row_u *)(x_b + t*8 + 2));
+                    acc6 = acc6 + x_b[t*8 + 5]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc7 = acc7 + x_b[t*8 + 5]*(*(const row_u *)(x_b + t*8 + 6));
+                }
+                *(row_u *)(Gram_s + 32) = acc0;
+                *(row_u *)(Gram_s + 34) = acc1;
+                *(row_u *)(Gram_s + 36) = acc2;
+                *(row_u *)(Gram_s + 38) = acc3;
+                *(row_u *)(Gram_s + 40) = acc4;
+                *(row_u *)(Gram_s + 42) = acc5;
+                *(row_u *)(Gram_s + 44) = acc6;
+                *(row_u *)(Gram_s + 46) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 48);
+                row_t acc1 = *(const row_u *)(Gram_s + 50);
+                row_t acc2 = *(const row_u *)(Gram_s + 52);
+                row_t acc3 = *(const row_u *)(Gram_s + 54);
+                row_t acc4 = *(const row_u *)(Gram_s + 56);
+                row_t acc5 = *(const row_u *)(Gram_s + 58);
+                row_t acc6 = *(const row_u *)(Gram_s + 60);
+                row_t acc7 = *(const row_u *)(Gram_s + 62);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 6]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 6]*(*(const row_u *)(x_b + t*8 + 2));
+                    acc2 = acc2 + x_b[t*8 + 6]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc3 = acc3 + x_b[t*8 + 6]*(*(const row_u *)(x_b + t*8 + 6));
+                    acc4 = acc4 + x_b[t*8 + 7]*(*(const row_u *)(x_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 7]*(*(const row_u *)(x_b + t*8 + 2));
+                    acc6 = acc6 + x_b[t*8 + 7]*(*(const row_u *)(x_b + t*8 + 4));
+                    acc7 = acc7 + x_b[t*8 + 7]*(*(const row_u *)(x_b + t*8 + 6));
+                }
+                *(row_u *)(Gram_s + 48) = acc0;
+                *(row_u *)(Gram_s + 50) = acc1;
+                *(row_u *)(Gram_s + 52) = acc2;
+                *(row_u *)(Gram_s + 54) = acc3;
+                *(row_u *)(Gram_s + 56) = acc4;
+                *(row_u *)(Gram_s + 58) = acc5;
+                *(row_u *)(Gram_s + 60) = acc6;
+                *(row_u *)(Gram_s + 62) = acc7;
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#endif
+
+#if GEOATTN_VBYTES >= 64
+/* The output y = x P, P = 2N - I, of each sample from its P. Printed in the row form, 8 doubles per vector. */
 #ifndef ROW_CHUNK
 #define ROW_CHUNK 32
 #endif
@@ -3678,7 +4793,253 @@ void GEOATTN_NAME(vp_gram_lu_out_d8)(int64_t B, int64_t T, const real_t *restric
 #pragma GCC pop_options
 #endif
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). Printed in the row form. */
+#elif GEOATTN_VBYTES >= 32
+/* The output y = x P, P = 2N - I, of each sample from its P. Printed in the row form, 4 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_out_d8)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict P, real_t *restrict y)
+{
+    typedef double row_t __attribute__((vector_size(4*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(4*sizeof(double)), aligned(8), may_alias));
+    typedef real_t real_u __attribute__((vector_size(4*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*8;
+        const double *restrict P_s = P + b*64;
+        real_t *restrict y_s = y + b*T*8;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            int64_t t = 0;
+            for (; t + 1 < nt; t += 2) {
+                row_t o_y_0_0 = x_b[(t + 0)*8 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_0_1 = x_b[(t + 1)*8 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_1_0 = x_b[(t + 0)*8 + 0]*(*(const row_u *)(P_s + 4));
+                row_t o_y_1_1 = x_b[(t + 1)*8 + 0]*(*(const row_u *)(P_s + 4));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(P_s + 8));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(P_s + 8));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(P_s + 12));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(P_s + 12));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(P_s + 16));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(P_s + 16));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(P_s + 20));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(P_s + 20));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(P_s + 24));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(P_s + 24));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(P_s + 28));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(P_s + 28));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(P_s + 32));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(P_s + 32));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(P_s + 36));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(P_s + 36));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(P_s + 40));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(P_s + 40));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(P_s + 44));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(P_s + 44));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(P_s + 48));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(P_s + 48));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(P_s + 52));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(P_s + 52));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(P_s + 56));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(P_s + 56));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(P_s + 60));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(P_s + 60));
+                *(real_u *)(y_s + (t0 + (t + 0))*8 + 0) = __builtin_convertvector(o_y_0_0, real_u);
+                *(real_u *)(y_s + (t0 + (t + 0))*8 + 4) = __builtin_convertvector(o_y_1_0, real_u);
+                *(real_u *)(y_s + (t0 + (t + 1))*8 + 0) = __builtin_convertvector(o_y_0_1, real_u);
+                *(real_u *)(y_s + (t0 + (t + 1))*8 + 4) = __builtin_convertvector(o_y_1_1, real_u);
+            }
+            for (; t < nt; t++) {
+                row_t o_y_0_0 = x_b[t*8 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_1_0 = x_b[t*8 + 0]*(*(const row_u *)(P_s + 4));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 1]*(*(const row_u *)(P_s + 8));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 1]*(*(const row_u *)(P_s + 12));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 2]*(*(const row_u *)(P_s + 16));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 2]*(*(const row_u *)(P_s + 20));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 3]*(*(const row_u *)(P_s + 24));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 3]*(*(const row_u *)(P_s + 28));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 4]*(*(const row_u *)(P_s + 32));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 4]*(*(const row_u *)(P_s + 36));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 5]*(*(const row_u *)(P_s + 40));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 5]*(*(const row_u *)(P_s + 44));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 6]*(*(const row_u *)(P_s + 48));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 6]*(*(const row_u *)(P_s + 52));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 7]*(*(const row_u *)(P_s + 56));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 7]*(*(const row_u *)(P_s + 60));
+                *(real_u *)(y_s + (t0 + t)*8 + 0) = __builtin_convertvector(o_y_0_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*8 + 4) = __builtin_convertvector(o_y_1_0, real_u);
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#else
+/* The output y = x P, P = 2N - I, of each sample from its P. Printed in the row form, 2 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_out_d8)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict P, real_t *restrict y)
+{
+    typedef double row_t __attribute__((vector_size(2*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(2*sizeof(double)), aligned(8), may_alias));
+    typedef real_t real_u __attribute__((vector_size(2*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*8;
+        const double *restrict P_s = P + b*64;
+        real_t *restrict y_s = y + b*T*8;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            int64_t t = 0;
+            for (; t + 1 < nt; t += 2) {
+                row_t o_y_0_0 = x_b[(t + 0)*8 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_0_1 = x_b[(t + 1)*8 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_1_0 = x_b[(t + 0)*8 + 0]*(*(const row_u *)(P_s + 2));
+                row_t o_y_1_1 = x_b[(t + 1)*8 + 0]*(*(const row_u *)(P_s + 2));
+                row_t o_y_2_0 = x_b[(t + 0)*8 + 0]*(*(const row_u *)(P_s + 4));
+                row_t o_y_2_1 = x_b[(t + 1)*8 + 0]*(*(const row_u *)(P_s + 4));
+                row_t o_y_3_0 = x_b[(t + 0)*8 + 0]*(*(const row_u *)(P_s + 6));
+                row_t o_y_3_1 = x_b[(t + 1)*8 + 0]*(*(const row_u *)(P_s + 6));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(P_s + 8));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(P_s + 8));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(P_s + 10));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(P_s + 10));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(P_s + 12));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(P_s + 12));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(P_s + 14));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(P_s + 14));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(P_s + 16));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(P_s + 16));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(P_s + 18));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(P_s + 18));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(P_s + 20));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(P_s + 20));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(P_s + 22));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(P_s + 22));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(P_s + 24));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(P_s + 24));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(P_s + 26));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(P_s + 26));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(P_s + 28));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(P_s + 28));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(P_s + 30));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(P_s + 30));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(P_s + 32));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(P_s + 32));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(P_s + 34));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(P_s + 34));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(P_s + 36));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(P_s + 36));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(P_s + 38));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(P_s + 38));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(P_s + 40));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(P_s + 40));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(P_s + 42));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(P_s + 42));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(P_s + 44));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(P_s + 44));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(P_s + 46));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(P_s + 46));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(P_s + 48));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(P_s + 48));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(P_s + 50));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(P_s + 50));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(P_s + 52));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(P_s + 52));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(P_s + 54));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(P_s + 54));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(P_s + 56));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(P_s + 56));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(P_s + 58));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(P_s + 58));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(P_s + 60));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(P_s + 60));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(P_s + 62));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(P_s + 62));
+                *(real_u *)(y_s + (t0 + (t + 0))*8 + 0) = __builtin_convertvector(o_y_0_0, real_u);
+                *(real_u *)(y_s + (t0 + (t + 0))*8 + 2) = __builtin_convertvector(o_y_1_0, real_u);
+                *(real_u *)(y_s + (t0 + (t + 0))*8 + 4) = __builtin_convertvector(o_y_2_0, real_u);
+                *(real_u *)(y_s + (t0 + (t + 0))*8 + 6) = __builtin_convertvector(o_y_3_0, real_u);
+                *(real_u *)(y_s + (t0 + (t + 1))*8 + 0) = __builtin_convertvector(o_y_0_1, real_u);
+                *(real_u *)(y_s + (t0 + (t + 1))*8 + 2) = __builtin_convertvector(o_y_1_1, real_u);
+                *(real_u *)(y_s + (t0 + (t + 1))*8 + 4) = __builtin_convertvector(o_y_2_1, real_u);
+                *(real_u *)(y_s + (t0 + (t + 1))*8 + 6) = __builtin_convertvector(o_y_3_1, real_u);
+            }
+            for (; t < nt; t++) {
+                row_t o_y_0_0 = x_b[t*8 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_1_0 = x_b[t*8 + 0]*(*(const row_u *)(P_s + 2));
+                row_t o_y_2_0 = x_b[t*8 + 0]*(*(const row_u *)(P_s + 4));
+                row_t o_y_3_0 = x_b[t*8 + 0]*(*(const row_u *)(P_s + 6));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 1]*(*(const row_u *)(P_s + 8));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 1]*(*(const row_u *)(P_s + 10));
+                o_y_2_0 = o_y_2_0 + x_b[t*8 + 1]*(*(const row_u *)(P_s + 12));
+                o_y_3_0 = o_y_3_0 + x_b[t*8 + 1]*(*(const row_u *)(P_s + 14));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 2]*(*(const row_u *)(P_s + 16));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 2]*(*(const row_u *)(P_s + 18));
+                o_y_2_0 = o_y_2_0 + x_b[t*8 + 2]*(*(const row_u *)(P_s + 20));
+                o_y_3_0 = o_y_3_0 + x_b[t*8 + 2]*(*(const row_u *)(P_s + 22));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 3]*(*(const row_u *)(P_s + 24));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 3]*(*(const row_u *)(P_s + 26));
+                o_y_2_0 = o_y_2_0 + x_b[t*8 + 3]*(*(const row_u *)(P_s + 28));
+                o_y_3_0 = o_y_3_0 + x_b[t*8 + 3]*(*(const row_u *)(P_s + 30));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 4]*(*(const row_u *)(P_s + 32));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 4]*(*(const row_u *)(P_s + 34));
+                o_y_2_0 = o_y_2_0 + x_b[t*8 + 4]*(*(const row_u *)(P_s + 36));
+                o_y_3_0 = o_y_3_0 + x_b[t*8 + 4]*(*(const row_u *)(P_s + 38));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 5]*(*(const row_u *)(P_s + 40));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 5]*(*(const row_u *)(P_s + 42));
+                o_y_2_0 = o_y_2_0 + x_b[t*8 + 5]*(*(const row_u *)(P_s + 44));
+                o_y_3_0 = o_y_3_0 + x_b[t*8 + 5]*(*(const row_u *)(P_s + 46));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 6]*(*(const row_u *)(P_s + 48));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 6]*(*(const row_u *)(P_s + 50));
+                o_y_2_0 = o_y_2_0 + x_b[t*8 + 6]*(*(const row_u *)(P_s + 52));
+                o_y_3_0 = o_y_3_0 + x_b[t*8 + 6]*(*(const row_u *)(P_s + 54));
+                o_y_0_0 = o_y_0_0 + x_b[t*8 + 7]*(*(const row_u *)(P_s + 56));
+                o_y_1_0 = o_y_1_0 + x_b[t*8 + 7]*(*(const row_u *)(P_s + 58));
+                o_y_2_0 = o_y_2_0 + x_b[t*8 + 7]*(*(const row_u *)(P_s + 60));
+                o_y_3_0 = o_y_3_0 + x_b[t*8 + 7]*(*(const row_u *)(P_s + 62));
+                *(real_u *)(y_s + (t0 + t)*8 + 0) = __builtin_convertvector(o_y_0_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*8 + 2) = __builtin_convertvector(o_y_1_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*8 + 4) = __builtin_convertvector(o_y_2_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*8 + 6) = __builtin_convertvector(o_y_3_0, real_u);
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#endif
+
+#if GEOATTN_VBYTES >= 64
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). Printed in the row form, 8 doubles per vector. */
 #ifndef ROW_CHUNK
 #define ROW_CHUNK 32
 #endif
@@ -3745,7 +5106,257 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d8)(int64_t B, int64_t T, const real_t *restri
 #pragma GCC pop_options
 #endif
 
-/* The gradient gx = Gy P^T + x H of each sample from its P and H. Printed in the row form. */
+#elif GEOATTN_VBYTES >= 32
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). Printed in the row form, 4 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_pbar_d8)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
+{
+    typedef double row_t __attribute__((vector_size(4*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(4*sizeof(double)), aligned(8), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*8;
+        const real_t *restrict Gy_s = Gy + b*T*8;
+        double *restrict Pbar_s = Pbar + b*64;
+        for (int k = 0; k < 64; k++) Pbar_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+            const double *restrict Gy_b = Gy_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*8; k++) Gy_buf[k] = (double)Gy_s[t0*8 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 0);
+                row_t acc1 = *(const row_u *)(Pbar_s + 4);
+                row_t acc2 = *(const row_u *)(Pbar_s + 8);
+                row_t acc3 = *(const row_u *)(Pbar_s + 12);
+                row_t acc4 = *(const row_u *)(Pbar_s + 16);
+                row_t acc5 = *(const row_u *)(Pbar_s + 20);
+                row_t acc6 = *(const row_u *)(Pbar_s + 24);
+                row_t acc7 = *(const row_u *)(Pbar_s + 28);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 0]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 0]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc2 = acc2 + x_b[t*8 + 1]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc3 = acc3 + x_b[t*8 + 1]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc4 = acc4 + x_b[t*8 + 2]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 2]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc6 = acc6 + x_b[t*8 + 3]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc7 = acc7 + x_b[t*8 + 3]*(*(const row_u *)(Gy_b + t*8 + 4));
+                }
+                *(row_u *)(Pbar_s + 0) = acc0;
+                *(row_u *)(Pbar_s + 4) = acc1;
+                *(row_u *)(Pbar_s + 8) = acc2;
+                *(row_u *)(Pbar_s + 12) = acc3;
+                *(row_u *)(Pbar_s + 16) = acc4;
+                *(row_u *)(Pbar_s + 20) = acc5;
+                *(row_u *)(Pbar_s + 24) = acc6;
+                *(row_u *)(Pbar_s + 28) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 32);
+                row_t acc1 = *(const row_u *)(Pbar_s + 36);
+                row_t acc2 = *(const row_u *)(Pbar_s + 40);
+                row_t acc3 = *(const row_u *)(Pbar_s + 44);
+                row_t acc4 = *(const row_u *)(Pbar_s + 48);
+                row_t acc5 = *(const row_u *)(Pbar_s + 52);
+                row_t acc6 = *(const row_u *)(Pbar_s + 56);
+                row_t acc7 = *(const row_u *)(Pbar_s + 60);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 4]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 4]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc2 = acc2 + x_b[t*8 + 5]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc3 = acc3 + x_b[t*8 + 5]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc4 = acc4 + x_b[t*8 + 6]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 6]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc6 = acc6 + x_b[t*8 + 7]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc7 = acc7 + x_b[t*8 + 7]*(*(const row_u *)(Gy_b + t*8 + 4));
+                }
+                *(row_u *)(Pbar_s + 32) = acc0;
+                *(row_u *)(Pbar_s + 36) = acc1;
+                *(row_u *)(Pbar_s + 40) = acc2;
+                *(row_u *)(Pbar_s + 44) = acc3;
+                *(row_u *)(Pbar_s + 48) = acc4;
+                *(row_u *)(Pbar_s + 52) = acc5;
+                *(row_u *)(Pbar_s + 56) = acc6;
+                *(row_u *)(Pbar_s + 60) = acc7;
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#else
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). Printed in the row form, 2 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_pbar_d8)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
+{
+    typedef double row_t __attribute__((vector_size(2*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(2*sizeof(double)), aligned(8), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*8;
+        const real_t *restrict Gy_s = Gy + b*T*8;
+        double *restrict Pbar_s = Pbar + b*64;
+        for (int k = 0; k < 64; k++) Pbar_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+            const double *restrict Gy_b = Gy_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*8; k++) Gy_buf[k] = (double)Gy_s[t0*8 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 0);
+                row_t acc1 = *(const row_u *)(Pbar_s + 2);
+                row_t acc2 = *(const row_u *)(Pbar_s + 4);
+                row_t acc3 = *(const row_u *)(Pbar_s + 6);
+                row_t acc4 = *(const row_u *)(Pbar_s + 8);
+                row_t acc5 = *(const row_u *)(Pbar_s + 10);
+                row_t acc6 = *(const row_u *)(Pbar_s + 12);
+                row_t acc7 = *(const row_u *)(Pbar_s + 14);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 0]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 0]*(*(const row_u *)(Gy_b + t*8 + 2));
+                    acc2 = acc2 + x_b[t*8 + 0]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc3 = acc3 + x_b[t*8 + 0]*(*(const row_u *)(Gy_b + t*8 + 6));
+                    acc4 = acc4 + x_b[t*8 + 1]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 1]*(*(const row_u *)(Gy_b + t*8 + 2));
+                    acc6 = acc6 + x_b[t*8 + 1]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc7 = acc7 + x_b[t*8 + 1]*(*(const row_u *)(Gy_b + t*8 + 6));
+                }
+                *(row_u *)(Pbar_s + 0) = acc0;
+                *(row_u *)(Pbar_s + 2) = acc1;
+                *(row_u *)(Pbar_s + 4) = acc2;
+                *(row_u *)(Pbar_s + 6) = acc3;
+                *(row_u *)(Pbar_s + 8) = acc4;
+                *(row_u *)(Pbar_s + 10) = acc5;
+                *(row_u *)(Pbar_s + 12) = acc6;
+                *(row_u *)(Pbar_s + 14) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 16);
+                row_t acc1 = *(const row_u *)(Pbar_s + 18);
+                row_t acc2 = *(const row_u *)(Pbar_s + 20);
+                row_t acc3 = *(const row_u *)(Pbar_s + 22);
+                row_t acc4 = *(const row_u *)(Pbar_s + 24);
+                row_t acc5 = *(const row_u *)(Pbar_s + 26);
+                row_t acc6 = *(const row_u *)(Pbar_s + 28);
+                row_t acc7 = *(const row_u *)(Pbar_s + 30);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 2]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 2]*(*(const row_u *)(Gy_b + t*8 + 2));
+                    acc2 = acc2 + x_b[t*8 + 2]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc3 = acc3 + x_b[t*8 + 2]*(*(const row_u *)(Gy_b + t*8 + 6));
+                    acc4 = acc4 + x_b[t*8 + 3]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 3]*(*(const row_u *)(Gy_b + t*8 + 2));
+                    acc6 = acc6 + x_b[t*8 + 3]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc7 = acc7 + x_b[t*8 + 3]*(*(const row_u *)(Gy_b + t*8 + 6));
+                }
+                *(row_u *)(Pbar_s + 16) = acc0;
+                *(row_u *)(Pbar_s + 18) = acc1;
+                *(row_u *)(Pbar_s + 20) = acc2;
+                *(row_u *)(Pbar_s + 22) = acc3;
+                *(row_u *)(Pbar_s + 24) = acc4;
+                *(row_u *)(Pbar_s + 26) = acc5;
+                *(row_u *)(Pbar_s + 28) = acc6;
+                *(row_u *)(Pbar_s + 30) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 32);
+                row_t acc1 = *(const row_u *)(Pbar_s + 34);
+                row_t acc2 = *(const row_u *)(Pbar_s + 36);
+                row_t acc3 = *(const row_u *)(Pbar_s + 38);
+                row_t acc4 = *(const row_u *)(Pbar_s + 40);
+                row_t acc5 = *(const row_u *)(Pbar_s + 42);
+                row_t acc6 = *(const row_u *)(Pbar_s + 44);
+                row_t acc7 = *(const row_u *)(Pbar_s + 46);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 4]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 4]*(*(const row_u *)(Gy_b + t*8 + 2));
+                    acc2 = acc2 + x_b[t*8 + 4]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc3 = acc3 + x_b[t*8 + 4]*(*(const row_u *)(Gy_b + t*8 + 6));
+                    acc4 = acc4 + x_b[t*8 + 5]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 5]*(*(const row_u *)(Gy_b + t*8 + 2));
+                    acc6 = acc6 + x_b[t*8 + 5]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc7 = acc7 + x_b[t*8 + 5]*(*(const row_u *)(Gy_b + t*8 + 6));
+                }
+                *(row_u *)(Pbar_s + 32) = acc0;
+                *(row_u *)(Pbar_s + 34) = acc1;
+                *(row_u *)(Pbar_s + 36) = acc2;
+                *(row_u *)(Pbar_s + 38) = acc3;
+                *(row_u *)(Pbar_s + 40) = acc4;
+                *(row_u *)(Pbar_s + 42) = acc5;
+                *(row_u *)(Pbar_s + 44) = acc6;
+                *(row_u *)(Pbar_s + 46) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 48);
+                row_t acc1 = *(const row_u *)(Pbar_s + 50);
+                row_t acc2 = *(const row_u *)(Pbar_s + 52);
+                row_t acc3 = *(const row_u *)(Pbar_s + 54);
+                row_t acc4 = *(const row_u *)(Pbar_s + 56);
+                row_t acc5 = *(const row_u *)(Pbar_s + 58);
+                row_t acc6 = *(const row_u *)(Pbar_s + 60);
+                row_t acc7 = *(const row_u *)(Pbar_s + 62);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*8 + 6]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc1 = acc1 + x_b[t*8 + 6]*(*(const row_u *)(Gy_b + t*8 + 2));
+                    acc2 = acc2 + x_b[t*8 + 6]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc3 = acc3 + x_b[t*8 + 6]*(*(const row_u *)(Gy_b + t*8 + 6));
+                    acc4 = acc4 + x_b[t*8 + 7]*(*(const row_u *)(Gy_b + t*8 + 0));
+                    acc5 = acc5 + x_b[t*8 + 7]*(*(const row_u *)(Gy_b + t*8 + 2));
+                    acc6 = acc6 + x_b[t*8 + 7]*(*(const row_u *)(Gy_b + t*8 + 4));
+                    acc7 = acc7 + x_b[t*8 + 7]*(*(const row_u *)(Gy_b + t*8 + 6));
+                }
+                *(row_u *)(Pbar_s + 48) = acc0;
+                *(row_u *)(Pbar_s + 50) = acc1;
+                *(row_u *)(Pbar_s + 52) = acc2;
+                *(row_u *)(Pbar_s + 54) = acc3;
+                *(row_u *)(Pbar_s + 56) = acc4;
+                *(row_u *)(Pbar_s + 58) = acc5;
+                *(row_u *)(Pbar_s + 60) = acc6;
+                *(row_u *)(Pbar_s + 62) = acc7;
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#endif
+
+#if GEOATTN_VBYTES >= 64
+/* The gradient gx = Gy P^T + x H of each sample from its P and H. Printed in the row form, 8 doubles per vector. */
 #ifndef ROW_CHUNK
 #define ROW_CHUNK 32
 #endif
@@ -3844,11 +5455,416 @@ void GEOATTN_NAME(vp_gram_lu_gx_d8)(int64_t B, int64_t T, const real_t *restrict
 #pragma GCC pop_options
 #endif
 
+#elif GEOATTN_VBYTES >= 32
+/* The gradient gx = Gy P^T + x H of each sample from its P and H. Printed in the row form, 4 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_gx_d8)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict P, const double *restrict H, real_t *restrict gx)
+{
+    typedef double row_t __attribute__((vector_size(4*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(4*sizeof(double)), aligned(8), may_alias));
+    typedef real_t real_u __attribute__((vector_size(4*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*8;
+        const real_t *restrict Gy_s = Gy + b*T*8;
+        const double *restrict P_s = P + b*64;
+        const double *restrict H_s = H + b*64;
+        real_t *restrict gx_s = gx + b*T*8;
+        double PT[64] __attribute__((aligned(64)));
+        for (int i = 0; i < 8; i++) for (int j = 0; j < 8; j++) PT[j*8 + i] = P_s[i*8 + j];
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+            const double *restrict Gy_b = Gy_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*8; k++) Gy_buf[k] = (double)Gy_s[t0*8 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            int64_t t = 0;
+            for (; t + 1 < nt; t += 2) {
+                row_t o_gx_0_0 = Gy_b[(t + 0)*8 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_0_1 = Gy_b[(t + 1)*8 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_1_0 = Gy_b[(t + 0)*8 + 0]*(*(const row_u *)(PT + 4));
+                row_t o_gx_1_1 = Gy_b[(t + 1)*8 + 0]*(*(const row_u *)(PT + 4));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 1]*(*(const row_u *)(PT + 8));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 1]*(*(const row_u *)(PT + 8));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 1]*(*(const row_u *)(PT + 12));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 1]*(*(const row_u *)(PT + 12));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 2]*(*(const row_u *)(PT + 16));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 2]*(*(const row_u *)(PT + 16));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 2]*(*(const row_u *)(PT + 20));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 2]*(*(const row_u *)(PT + 20));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 3]*(*(const row_u *)(PT + 24));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 3]*(*(const row_u *)(PT + 24));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 3]*(*(const row_u *)(PT + 28));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 3]*(*(const row_u *)(PT + 28));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 4]*(*(const row_u *)(PT + 32));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 4]*(*(const row_u *)(PT + 32));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 4]*(*(const row_u *)(PT + 36));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 4]*(*(const row_u *)(PT + 36));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 5]*(*(const row_u *)(PT + 40));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 5]*(*(const row_u *)(PT + 40));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 5]*(*(const row_u *)(PT + 44));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 5]*(*(const row_u *)(PT + 44));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 6]*(*(const row_u *)(PT + 48));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 6]*(*(const row_u *)(PT + 48));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 6]*(*(const row_u *)(PT + 52));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 6]*(*(const row_u *)(PT + 52));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 7]*(*(const row_u *)(PT + 56));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 7]*(*(const row_u *)(PT + 56));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 7]*(*(const row_u *)(PT + 60));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 7]*(*(const row_u *)(PT + 60));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(H_s + 8));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(H_s + 8));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(H_s + 12));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(H_s + 12));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(H_s + 16));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(H_s + 16));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(H_s + 20));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(H_s + 20));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(H_s + 24));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(H_s + 24));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(H_s + 28));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(H_s + 28));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(H_s + 32));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(H_s + 32));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(H_s + 36));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(H_s + 36));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(H_s + 40));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(H_s + 40));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(H_s + 44));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(H_s + 44));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(H_s + 48));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(H_s + 48));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(H_s + 52));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(H_s + 52));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(H_s + 56));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(H_s + 56));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(H_s + 60));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(H_s + 60));
+                *(real_u *)(gx_s + (t0 + (t + 0))*8 + 0) = __builtin_convertvector(o_gx_0_0, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 0))*8 + 4) = __builtin_convertvector(o_gx_1_0, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 1))*8 + 0) = __builtin_convertvector(o_gx_0_1, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 1))*8 + 4) = __builtin_convertvector(o_gx_1_1, real_u);
+            }
+            for (; t < nt; t++) {
+                row_t o_gx_0_0 = Gy_b[t*8 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_1_0 = Gy_b[t*8 + 0]*(*(const row_u *)(PT + 4));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 1]*(*(const row_u *)(PT + 8));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 1]*(*(const row_u *)(PT + 12));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 2]*(*(const row_u *)(PT + 16));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 2]*(*(const row_u *)(PT + 20));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 3]*(*(const row_u *)(PT + 24));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 3]*(*(const row_u *)(PT + 28));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 4]*(*(const row_u *)(PT + 32));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 4]*(*(const row_u *)(PT + 36));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 5]*(*(const row_u *)(PT + 40));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 5]*(*(const row_u *)(PT + 44));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 6]*(*(const row_u *)(PT + 48));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 6]*(*(const row_u *)(PT + 52));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 7]*(*(const row_u *)(PT + 56));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 7]*(*(const row_u *)(PT + 60));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 1]*(*(const row_u *)(H_s + 8));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 1]*(*(const row_u *)(H_s + 12));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 2]*(*(const row_u *)(H_s + 16));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 2]*(*(const row_u *)(H_s + 20));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 3]*(*(const row_u *)(H_s + 24));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 3]*(*(const row_u *)(H_s + 28));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 4]*(*(const row_u *)(H_s + 32));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 4]*(*(const row_u *)(H_s + 36));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 5]*(*(const row_u *)(H_s + 40));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 5]*(*(const row_u *)(H_s + 44));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 6]*(*(const row_u *)(H_s + 48));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 6]*(*(const row_u *)(H_s + 52));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 7]*(*(const row_u *)(H_s + 56));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 7]*(*(const row_u *)(H_s + 60));
+                *(real_u *)(gx_s + (t0 + t)*8 + 0) = __builtin_convertvector(o_gx_0_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*8 + 4) = __builtin_convertvector(o_gx_1_0, real_u);
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#else
+/* The gradient gx = Gy P^T + x H of each sample from its P and H. Printed in the row form, 2 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_gx_d8)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict P, const double *restrict H, real_t *restrict gx)
+{
+    typedef double row_t __attribute__((vector_size(2*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(2*sizeof(double)), aligned(8), may_alias));
+    typedef real_t real_u __attribute__((vector_size(2*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*8] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*8;
+        const real_t *restrict Gy_s = Gy + b*T*8;
+        const double *restrict P_s = P + b*64;
+        const double *restrict H_s = H + b*64;
+        real_t *restrict gx_s = gx + b*T*8;
+        double PT[64] __attribute__((aligned(64)));
+        for (int i = 0; i < 8; i++) for (int j = 0; j < 8; j++) PT[j*8 + i] = P_s[i*8 + j];
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*8;
+            const double *restrict Gy_b = Gy_s + t0*8;
+#else
+            for (int64_t k = 0; k < nt*8; k++) x_buf[k] = (double)x_s[t0*8 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*8; k++) Gy_buf[k] = (double)Gy_s[t0*8 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            int64_t t = 0;
+            for (; t + 1 < nt; t += 2) {
+                row_t o_gx_0_0 = Gy_b[(t + 0)*8 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_0_1 = Gy_b[(t + 1)*8 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_1_0 = Gy_b[(t + 0)*8 + 0]*(*(const row_u *)(PT + 2));
+                row_t o_gx_1_1 = Gy_b[(t + 1)*8 + 0]*(*(const row_u *)(PT + 2));
+                row_t o_gx_2_0 = Gy_b[(t + 0)*8 + 0]*(*(const row_u *)(PT + 4));
+                row_t o_gx_2_1 = Gy_b[(t + 1)*8 + 0]*(*(const row_u *)(PT + 4));
+                row_t o_gx_3_0 = Gy_b[(t + 0)*8 + 0]*(*(const row_u *)(PT + 6));
+                row_t o_gx_3_1 = Gy_b[(t + 1)*8 + 0]*(*(const row_u *)(PT + 6));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 1]*(*(const row_u *)(PT + 8));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 1]*(*(const row_u *)(PT + 8));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 1]*(*(const row_u *)(PT + 10));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 1]*(*(const row_u *)(PT + 10));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*8 + 1]*(*(const row_u *)(PT + 12));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*8 + 1]*(*(const row_u *)(PT + 12));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*8 + 1]*(*(const row_u *)(PT + 14));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*8 + 1]*(*(const row_u *)(PT + 14));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 2]*(*(const row_u *)(PT + 16));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 2]*(*(const row_u *)(PT + 16));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 2]*(*(const row_u *)(PT + 18));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 2]*(*(const row_u *)(PT + 18));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*8 + 2]*(*(const row_u *)(PT + 20));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*8 + 2]*(*(const row_u *)(PT + 20));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*8 + 2]*(*(const row_u *)(PT + 22));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*8 + 2]*(*(const row_u *)(PT + 22));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 3]*(*(const row_u *)(PT + 24));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 3]*(*(const row_u *)(PT + 24));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 3]*(*(const row_u *)(PT + 26));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 3]*(*(const row_u *)(PT + 26));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*8 + 3]*(*(const row_u *)(PT + 28));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*8 + 3]*(*(const row_u *)(PT + 28));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*8 + 3]*(*(const row_u *)(PT + 30));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*8 + 3]*(*(const row_u *)(PT + 30));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 4]*(*(const row_u *)(PT + 32));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 4]*(*(const row_u *)(PT + 32));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 4]*(*(const row_u *)(PT + 34));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 4]*(*(const row_u *)(PT + 34));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*8 + 4]*(*(const row_u *)(PT + 36));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*8 + 4]*(*(const row_u *)(PT + 36));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*8 + 4]*(*(const row_u *)(PT + 38));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*8 + 4]*(*(const row_u *)(PT + 38));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 5]*(*(const row_u *)(PT + 40));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 5]*(*(const row_u *)(PT + 40));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 5]*(*(const row_u *)(PT + 42));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 5]*(*(const row_u *)(PT + 42));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*8 + 5]*(*(const row_u *)(PT + 44));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*8 + 5]*(*(const row_u *)(PT + 44));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*8 + 5]*(*(const row_u *)(PT + 46));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*8 + 5]*(*(const row_u *)(PT + 46));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 6]*(*(const row_u *)(PT + 48));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 6]*(*(const row_u *)(PT + 48));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 6]*(*(const row_u *)(PT + 50));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 6]*(*(const row_u *)(PT + 50));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*8 + 6]*(*(const row_u *)(PT + 52));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*8 + 6]*(*(const row_u *)(PT + 52));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*8 + 6]*(*(const row_u *)(PT + 54));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*8 + 6]*(*(const row_u *)(PT + 54));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*8 + 7]*(*(const row_u *)(PT + 56));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*8 + 7]*(*(const row_u *)(PT + 56));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*8 + 7]*(*(const row_u *)(PT + 58));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*8 + 7]*(*(const row_u *)(PT + 58));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*8 + 7]*(*(const row_u *)(PT + 60));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*8 + 7]*(*(const row_u *)(PT + 60));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*8 + 7]*(*(const row_u *)(PT + 62));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*8 + 7]*(*(const row_u *)(PT + 62));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 0]*(*(const row_u *)(H_s + 2));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 0]*(*(const row_u *)(H_s + 2));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*8 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*8 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*8 + 0]*(*(const row_u *)(H_s + 6));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*8 + 0]*(*(const row_u *)(H_s + 6));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(H_s + 8));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(H_s + 8));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(H_s + 10));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(H_s + 10));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(H_s + 12));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(H_s + 12));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*8 + 1]*(*(const row_u *)(H_s + 14));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*8 + 1]*(*(const row_u *)(H_s + 14));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(H_s + 16));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(H_s + 16));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(H_s + 18));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(H_s + 18));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(H_s + 20));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(H_s + 20));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*8 + 2]*(*(const row_u *)(H_s + 22));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*8 + 2]*(*(const row_u *)(H_s + 22));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(H_s + 24));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(H_s + 24));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(H_s + 26));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(H_s + 26));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(H_s + 28));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(H_s + 28));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*8 + 3]*(*(const row_u *)(H_s + 30));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*8 + 3]*(*(const row_u *)(H_s + 30));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(H_s + 32));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(H_s + 32));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(H_s + 34));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(H_s + 34));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(H_s + 36));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(H_s + 36));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*8 + 4]*(*(const row_u *)(H_s + 38));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*8 + 4]*(*(const row_u *)(H_s + 38));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(H_s + 40));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(H_s + 40));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(H_s + 42));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(H_s + 42));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(H_s + 44));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(H_s + 44));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*8 + 5]*(*(const row_u *)(H_s + 46));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*8 + 5]*(*(const row_u *)(H_s + 46));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(H_s + 48));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(H_s + 48));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(H_s + 50));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(H_s + 50));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(H_s + 52));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(H_s + 52));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*8 + 6]*(*(const row_u *)(H_s + 54));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*8 + 6]*(*(const row_u *)(H_s + 54));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(H_s + 56));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(H_s + 56));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(H_s + 58));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(H_s + 58));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(H_s + 60));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(H_s + 60));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*8 + 7]*(*(const row_u *)(H_s + 62));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*8 + 7]*(*(const row_u *)(H_s + 62));
+                *(real_u *)(gx_s + (t0 + (t + 0))*8 + 0) = __builtin_convertvector(o_gx_0_0, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 0))*8 + 2) = __builtin_convertvector(o_gx_1_0, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 0))*8 + 4) = __builtin_convertvector(o_gx_2_0, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 0))*8 + 6) = __builtin_convertvector(o_gx_3_0, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 1))*8 + 0) = __builtin_convertvector(o_gx_0_1, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 1))*8 + 2) = __builtin_convertvector(o_gx_1_1, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 1))*8 + 4) = __builtin_convertvector(o_gx_2_1, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 1))*8 + 6) = __builtin_convertvector(o_gx_3_1, real_u);
+            }
+            for (; t < nt; t++) {
+                row_t o_gx_0_0 = Gy_b[t*8 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_1_0 = Gy_b[t*8 + 0]*(*(const row_u *)(PT + 2));
+                row_t o_gx_2_0 = Gy_b[t*8 + 0]*(*(const row_u *)(PT + 4));
+                row_t o_gx_3_0 = Gy_b[t*8 + 0]*(*(const row_u *)(PT + 6));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 1]*(*(const row_u *)(PT + 8));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 1]*(*(const row_u *)(PT + 10));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*8 + 1]*(*(const row_u *)(PT + 12));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*8 + 1]*(*(const row_u *)(PT + 14));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 2]*(*(const row_u *)(PT + 16));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 2]*(*(const row_u *)(PT + 18));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*8 + 2]*(*(const row_u *)(PT + 20));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*8 + 2]*(*(const row_u *)(PT + 22));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 3]*(*(const row_u *)(PT + 24));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 3]*(*(const row_u *)(PT + 26));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*8 + 3]*(*(const row_u *)(PT + 28));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*8 + 3]*(*(const row_u *)(PT + 30));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 4]*(*(const row_u *)(PT + 32));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 4]*(*(const row_u *)(PT + 34));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*8 + 4]*(*(const row_u *)(PT + 36));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*8 + 4]*(*(const row_u *)(PT + 38));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 5]*(*(const row_u *)(PT + 40));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 5]*(*(const row_u *)(PT + 42));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*8 + 5]*(*(const row_u *)(PT + 44));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*8 + 5]*(*(const row_u *)(PT + 46));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 6]*(*(const row_u *)(PT + 48));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 6]*(*(const row_u *)(PT + 50));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*8 + 6]*(*(const row_u *)(PT + 52));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*8 + 6]*(*(const row_u *)(PT + 54));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*8 + 7]*(*(const row_u *)(PT + 56));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*8 + 7]*(*(const row_u *)(PT + 58));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*8 + 7]*(*(const row_u *)(PT + 60));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*8 + 7]*(*(const row_u *)(PT + 62));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 0]*(*(const row_u *)(H_s + 2));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*8 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*8 + 0]*(*(const row_u *)(H_s + 6));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 1]*(*(const row_u *)(H_s + 8));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 1]*(*(const row_u *)(H_s + 10));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*8 + 1]*(*(const row_u *)(H_s + 12));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*8 + 1]*(*(const row_u *)(H_s + 14));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 2]*(*(const row_u *)(H_s + 16));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 2]*(*(const row_u *)(H_s + 18));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*8 + 2]*(*(const row_u *)(H_s + 20));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*8 + 2]*(*(const row_u *)(H_s + 22));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 3]*(*(const row_u *)(H_s + 24));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 3]*(*(const row_u *)(H_s + 26));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*8 + 3]*(*(const row_u *)(H_s + 28));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*8 + 3]*(*(const row_u *)(H_s + 30));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 4]*(*(const row_u *)(H_s + 32));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 4]*(*(const row_u *)(H_s + 34));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*8 + 4]*(*(const row_u *)(H_s + 36));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*8 + 4]*(*(const row_u *)(H_s + 38));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 5]*(*(const row_u *)(H_s + 40));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 5]*(*(const row_u *)(H_s + 42));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*8 + 5]*(*(const row_u *)(H_s + 44));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*8 + 5]*(*(const row_u *)(H_s + 46));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 6]*(*(const row_u *)(H_s + 48));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 6]*(*(const row_u *)(H_s + 50));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*8 + 6]*(*(const row_u *)(H_s + 52));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*8 + 6]*(*(const row_u *)(H_s + 54));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*8 + 7]*(*(const row_u *)(H_s + 56));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*8 + 7]*(*(const row_u *)(H_s + 58));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*8 + 7]*(*(const row_u *)(H_s + 60));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*8 + 7]*(*(const row_u *)(H_s + 62));
+                *(real_u *)(gx_s + (t0 + t)*8 + 0) = __builtin_convertvector(o_gx_0_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*8 + 2) = __builtin_convertvector(o_gx_1_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*8 + 4) = __builtin_convertvector(o_gx_2_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*8 + 6) = __builtin_convertvector(o_gx_3_0, real_u);
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#endif
+
 #define D 8
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -3969,6 +5985,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -3990,6 +6009,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -3998,10 +6033,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -4013,12 +6048,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -4230,6 +6265,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d8)(int64_t B, int64_t T, const real_t *restric
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -4350,6 +6386,7 @@ void GEOATTN_NAME(vp_gram_lu_gram_d9)(int64_t B, int64_t T, const real_t *restri
             }
             for (int64_t tt = 0; tt < nt*9; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -4519,6 +6556,206 @@ void GEOATTN_NAME(vp_gram_lu_gram_d9)(int64_t B, int64_t T, const real_t *restri
                 *(geoattn_lanes_t *)Gram_7_8 = acc11;
                 *(geoattn_lanes_t *)Gram_8_8 = acc12;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 9*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + v_x_0*v_x_4;
+                    acc5 = acc5 + v_x_0*v_x_5;
+                    acc6 = acc6 + v_x_0*v_x_6;
+                    acc7 = acc7 + v_x_0*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_0_4 = acc4;
+                *(geoattn_lanes_t *)Gram_0_5 = acc5;
+                *(geoattn_lanes_t *)Gram_0_6 = acc6;
+                *(geoattn_lanes_t *)Gram_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_x_0*v_x_8;
+                    acc1 = acc1 + (v_x_1*v_x_1);
+                    acc2 = acc2 + v_x_1*v_x_2;
+                    acc3 = acc3 + v_x_1*v_x_3;
+                    acc4 = acc4 + v_x_1*v_x_4;
+                    acc5 = acc5 + v_x_1*v_x_5;
+                    acc6 = acc6 + v_x_1*v_x_6;
+                    acc7 = acc7 + v_x_1*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_0_8 = acc0;
+                *(geoattn_lanes_t *)Gram_1_1 = acc1;
+                *(geoattn_lanes_t *)Gram_1_2 = acc2;
+                *(geoattn_lanes_t *)Gram_1_3 = acc3;
+                *(geoattn_lanes_t *)Gram_1_4 = acc4;
+                *(geoattn_lanes_t *)Gram_1_5 = acc5;
+                *(geoattn_lanes_t *)Gram_1_6 = acc6;
+                *(geoattn_lanes_t *)Gram_1_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_2_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_8;
+                    acc1 = acc1 + (v_x_2*v_x_2);
+                    acc2 = acc2 + v_x_2*v_x_3;
+                    acc3 = acc3 + v_x_2*v_x_4;
+                    acc4 = acc4 + v_x_2*v_x_5;
+                    acc5 = acc5 + v_x_2*v_x_6;
+                    acc6 = acc6 + v_x_2*v_x_7;
+                    acc7 = acc7 + v_x_2*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_1_8 = acc0;
+                *(geoattn_lanes_t *)Gram_2_2 = acc1;
+                *(geoattn_lanes_t *)Gram_2_3 = acc2;
+                *(geoattn_lanes_t *)Gram_2_4 = acc3;
+                *(geoattn_lanes_t *)Gram_2_5 = acc4;
+                *(geoattn_lanes_t *)Gram_2_6 = acc5;
+                *(geoattn_lanes_t *)Gram_2_7 = acc6;
+                *(geoattn_lanes_t *)Gram_2_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_3_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_3_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_3_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_4_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + (v_x_3*v_x_3);
+                    acc1 = acc1 + v_x_3*v_x_4;
+                    acc2 = acc2 + v_x_3*v_x_5;
+                    acc3 = acc3 + v_x_3*v_x_6;
+                    acc4 = acc4 + v_x_3*v_x_7;
+                    acc5 = acc5 + v_x_3*v_x_8;
+                    acc6 = acc6 + (v_x_4*v_x_4);
+                    acc7 = acc7 + v_x_4*v_x_5;
+                }
+                *(geoattn_lanes_t *)Gram_3_3 = acc0;
+                *(geoattn_lanes_t *)Gram_3_4 = acc1;
+                *(geoattn_lanes_t *)Gram_3_5 = acc2;
+                *(geoattn_lanes_t *)Gram_3_6 = acc3;
+                *(geoattn_lanes_t *)Gram_3_7 = acc4;
+                *(geoattn_lanes_t *)Gram_3_8 = acc5;
+                *(geoattn_lanes_t *)Gram_4_4 = acc6;
+                *(geoattn_lanes_t *)Gram_4_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_4_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_4_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_4_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_5_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_5_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_5_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_5_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_6_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_x_4*v_x_6;
+                    acc1 = acc1 + v_x_4*v_x_7;
+                    acc2 = acc2 + v_x_4*v_x_8;
+                    acc3 = acc3 + (v_x_5*v_x_5);
+                    acc4 = acc4 + v_x_5*v_x_6;
+                    acc5 = acc5 + v_x_5*v_x_7;
+                    acc6 = acc6 + v_x_5*v_x_8;
+                    acc7 = acc7 + (v_x_6*v_x_6);
+                }
+                *(geoattn_lanes_t *)Gram_4_6 = acc0;
+                *(geoattn_lanes_t *)Gram_4_7 = acc1;
+                *(geoattn_lanes_t *)Gram_4_8 = acc2;
+                *(geoattn_lanes_t *)Gram_5_5 = acc3;
+                *(geoattn_lanes_t *)Gram_5_6 = acc4;
+                *(geoattn_lanes_t *)Gram_5_7 = acc5;
+                *(geoattn_lanes_t *)Gram_5_8 = acc6;
+                *(geoattn_lanes_t *)Gram_6_6 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_6_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_6_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_7_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_7_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_8_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_x_6*v_x_7;
+                    acc1 = acc1 + v_x_6*v_x_8;
+                    acc2 = acc2 + (v_x_7*v_x_7);
+                    acc3 = acc3 + v_x_7*v_x_8;
+                    acc4 = acc4 + (v_x_8*v_x_8);
+                }
+                *(geoattn_lanes_t *)Gram_6_7 = acc0;
+                *(geoattn_lanes_t *)Gram_6_8 = acc1;
+                *(geoattn_lanes_t *)Gram_7_7 = acc2;
+                *(geoattn_lanes_t *)Gram_7_8 = acc3;
+                *(geoattn_lanes_t *)Gram_8_8 = acc4;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*81 + 0] = Gram_0_0[l];
@@ -5000,6 +7237,7 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d9)(int64_t B, int64_t T, const real_t *restri
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*9; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
@@ -5327,6 +7565,394 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d9)(int64_t B, int64_t T, const real_t *restri
                 }
                 *(geoattn_lanes_t *)Pbar_8_8 = acc0;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_0;
+                    acc1 = acc1 + v_Gy_1*v_x_0;
+                    acc2 = acc2 + v_Gy_2*v_x_0;
+                    acc3 = acc3 + v_Gy_3*v_x_0;
+                    acc4 = acc4 + v_Gy_4*v_x_0;
+                    acc5 = acc5 + v_Gy_5*v_x_0;
+                    acc6 = acc6 + v_Gy_6*v_x_0;
+                    acc7 = acc7 + v_Gy_7*v_x_0;
+                }
+                *(geoattn_lanes_t *)Pbar_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_1;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_4;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_5;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_0;
+                    acc1 = acc1 + v_Gy_0*v_x_1;
+                    acc2 = acc2 + v_Gy_1*v_x_1;
+                    acc3 = acc3 + v_Gy_2*v_x_1;
+                    acc4 = acc4 + v_Gy_3*v_x_1;
+                    acc5 = acc5 + v_Gy_4*v_x_1;
+                    acc6 = acc6 + v_Gy_5*v_x_1;
+                    acc7 = acc7 + v_Gy_6*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_0_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_2 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_3 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_4 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_5 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_6 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_7*v_x_1;
+                    acc1 = acc1 + v_Gy_8*v_x_1;
+                    acc2 = acc2 + v_Gy_0*v_x_2;
+                    acc3 = acc3 + v_Gy_1*v_x_2;
+                    acc4 = acc4 + v_Gy_2*v_x_2;
+                    acc5 = acc5 + v_Gy_3*v_x_2;
+                    acc6 = acc6 + v_Gy_4*v_x_2;
+                    acc7 = acc7 + v_Gy_5*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_1_7 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_8 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_0;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_3_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_2;
+                    acc1 = acc1 + v_Gy_7*v_x_2;
+                    acc2 = acc2 + v_Gy_8*v_x_2;
+                    acc3 = acc3 + v_Gy_0*v_x_3;
+                    acc4 = acc4 + v_Gy_1*v_x_3;
+                    acc5 = acc5 + v_Gy_2*v_x_3;
+                    acc6 = acc6 + v_Gy_3*v_x_3;
+                    acc7 = acc7 + v_Gy_4*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_2_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc3;
+                *(geoattn_lanes_t *)Pbar_3_1 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_2 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_3 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_5*v_x_3;
+                    acc1 = acc1 + v_Gy_6*v_x_3;
+                    acc2 = acc2 + v_Gy_7*v_x_3;
+                    acc3 = acc3 + v_Gy_8*v_x_3;
+                    acc4 = acc4 + v_Gy_0*v_x_4;
+                    acc5 = acc5 + v_Gy_1*v_x_4;
+                    acc6 = acc6 + v_Gy_2*v_x_4;
+                    acc7 = acc7 + v_Gy_3*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_3_5 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_6 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_7 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_8 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_4_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_0;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_1;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_4;
+                    acc1 = acc1 + v_Gy_5*v_x_4;
+                    acc2 = acc2 + v_Gy_6*v_x_4;
+                    acc3 = acc3 + v_Gy_7*v_x_4;
+                    acc4 = acc4 + v_Gy_8*v_x_4;
+                    acc5 = acc5 + v_Gy_0*v_x_5;
+                    acc6 = acc6 + v_Gy_1*v_x_5;
+                    acc7 = acc7 + v_Gy_2*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_4_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_4_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_0 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_1 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_3*v_x_5;
+                    acc1 = acc1 + v_Gy_4*v_x_5;
+                    acc2 = acc2 + v_Gy_5*v_x_5;
+                    acc3 = acc3 + v_Gy_6*v_x_5;
+                    acc4 = acc4 + v_Gy_7*v_x_5;
+                    acc5 = acc5 + v_Gy_8*v_x_5;
+                    acc6 = acc6 + v_Gy_0*v_x_6;
+                    acc7 = acc7 + v_Gy_1*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_5_3 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_4 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_5 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_6 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_7 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_8 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_6_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_6;
+                    acc1 = acc1 + v_Gy_3*v_x_6;
+                    acc2 = acc2 + v_Gy_4*v_x_6;
+                    acc3 = acc3 + v_Gy_5*v_x_6;
+                    acc4 = acc4 + v_Gy_6*v_x_6;
+                    acc5 = acc5 + v_Gy_7*v_x_6;
+                    acc6 = acc6 + v_Gy_8*v_x_6;
+                    acc7 = acc7 + v_Gy_0*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_6_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_6_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_0 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_7_1;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_7_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_7_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_7_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_1*v_x_7;
+                    acc1 = acc1 + v_Gy_2*v_x_7;
+                    acc2 = acc2 + v_Gy_3*v_x_7;
+                    acc3 = acc3 + v_Gy_4*v_x_7;
+                    acc4 = acc4 + v_Gy_5*v_x_7;
+                    acc5 = acc5 + v_Gy_6*v_x_7;
+                    acc6 = acc6 + v_Gy_7*v_x_7;
+                    acc7 = acc7 + v_Gy_8*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_7_1 = acc0;
+                *(geoattn_lanes_t *)Pbar_7_2 = acc1;
+                *(geoattn_lanes_t *)Pbar_7_3 = acc2;
+                *(geoattn_lanes_t *)Pbar_7_4 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_5 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_6 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_7 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_8_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_8_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_8_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_8_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_8;
+                    acc1 = acc1 + v_Gy_1*v_x_8;
+                    acc2 = acc2 + v_Gy_2*v_x_8;
+                    acc3 = acc3 + v_Gy_3*v_x_8;
+                    acc4 = acc4 + v_Gy_4*v_x_8;
+                    acc5 = acc5 + v_Gy_5*v_x_8;
+                    acc6 = acc6 + v_Gy_6*v_x_8;
+                    acc7 = acc7 + v_Gy_7*v_x_8;
+                }
+                *(geoattn_lanes_t *)Pbar_8_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_8_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_8_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_8_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_8_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 9*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 9*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_8;
+                }
+                *(geoattn_lanes_t *)Pbar_8_8 = acc0;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*81 + 0] = Pbar_0_0[l];
@@ -5795,7 +8421,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d9)(int64_t B, int64_t T, const real_t *restrict
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -5916,6 +8542,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -5937,6 +8566,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -5945,10 +8590,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -5960,12 +8605,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -6177,6 +8822,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d9)(int64_t B, int64_t T, const real_t *restric
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -6317,6 +8963,7 @@ void GEOATTN_NAME(vp_gram_lu_gram_d10)(int64_t B, int64_t T, const real_t *restr
             }
             for (int64_t tt = 0; tt < nt*10; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -6528,6 +9175,251 @@ void GEOATTN_NAME(vp_gram_lu_gram_d10)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Gram_8_9 = acc5;
                 *(geoattn_lanes_t *)Gram_9_9 = acc6;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 10*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + v_x_0*v_x_4;
+                    acc5 = acc5 + v_x_0*v_x_5;
+                    acc6 = acc6 + v_x_0*v_x_6;
+                    acc7 = acc7 + v_x_0*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_0_4 = acc4;
+                *(geoattn_lanes_t *)Gram_0_5 = acc5;
+                *(geoattn_lanes_t *)Gram_0_6 = acc6;
+                *(geoattn_lanes_t *)Gram_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_4;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_5;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_x_0*v_x_8;
+                    acc1 = acc1 + v_x_0*v_x_9;
+                    acc2 = acc2 + (v_x_1*v_x_1);
+                    acc3 = acc3 + v_x_1*v_x_2;
+                    acc4 = acc4 + v_x_1*v_x_3;
+                    acc5 = acc5 + v_x_1*v_x_4;
+                    acc6 = acc6 + v_x_1*v_x_5;
+                    acc7 = acc7 + v_x_1*v_x_6;
+                }
+                *(geoattn_lanes_t *)Gram_0_8 = acc0;
+                *(geoattn_lanes_t *)Gram_0_9 = acc1;
+                *(geoattn_lanes_t *)Gram_1_1 = acc2;
+                *(geoattn_lanes_t *)Gram_1_2 = acc3;
+                *(geoattn_lanes_t *)Gram_1_3 = acc4;
+                *(geoattn_lanes_t *)Gram_1_4 = acc5;
+                *(geoattn_lanes_t *)Gram_1_5 = acc6;
+                *(geoattn_lanes_t *)Gram_1_6 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_9;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_4;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_5;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_7;
+                    acc1 = acc1 + v_x_1*v_x_8;
+                    acc2 = acc2 + v_x_1*v_x_9;
+                    acc3 = acc3 + (v_x_2*v_x_2);
+                    acc4 = acc4 + v_x_2*v_x_3;
+                    acc5 = acc5 + v_x_2*v_x_4;
+                    acc6 = acc6 + v_x_2*v_x_5;
+                    acc7 = acc7 + v_x_2*v_x_6;
+                }
+                *(geoattn_lanes_t *)Gram_1_7 = acc0;
+                *(geoattn_lanes_t *)Gram_1_8 = acc1;
+                *(geoattn_lanes_t *)Gram_1_9 = acc2;
+                *(geoattn_lanes_t *)Gram_2_2 = acc3;
+                *(geoattn_lanes_t *)Gram_2_3 = acc4;
+                *(geoattn_lanes_t *)Gram_2_4 = acc5;
+                *(geoattn_lanes_t *)Gram_2_5 = acc6;
+                *(geoattn_lanes_t *)Gram_2_6 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_2_9;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_3_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_3_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_3_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_x_2*v_x_7;
+                    acc1 = acc1 + v_x_2*v_x_8;
+                    acc2 = acc2 + v_x_2*v_x_9;
+                    acc3 = acc3 + (v_x_3*v_x_3);
+                    acc4 = acc4 + v_x_3*v_x_4;
+                    acc5 = acc5 + v_x_3*v_x_5;
+                    acc6 = acc6 + v_x_3*v_x_6;
+                    acc7 = acc7 + v_x_3*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_2_7 = acc0;
+                *(geoattn_lanes_t *)Gram_2_8 = acc1;
+                *(geoattn_lanes_t *)Gram_2_9 = acc2;
+                *(geoattn_lanes_t *)Gram_3_3 = acc3;
+                *(geoattn_lanes_t *)Gram_3_4 = acc4;
+                *(geoattn_lanes_t *)Gram_3_5 = acc5;
+                *(geoattn_lanes_t *)Gram_3_6 = acc6;
+                *(geoattn_lanes_t *)Gram_3_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_3_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_4_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_4_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_4_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_4_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_4_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_x_3*v_x_8;
+                    acc1 = acc1 + v_x_3*v_x_9;
+                    acc2 = acc2 + (v_x_4*v_x_4);
+                    acc3 = acc3 + v_x_4*v_x_5;
+                    acc4 = acc4 + v_x_4*v_x_6;
+                    acc5 = acc5 + v_x_4*v_x_7;
+                    acc6 = acc6 + v_x_4*v_x_8;
+                    acc7 = acc7 + v_x_4*v_x_9;
+                }
+                *(geoattn_lanes_t *)Gram_3_8 = acc0;
+                *(geoattn_lanes_t *)Gram_3_9 = acc1;
+                *(geoattn_lanes_t *)Gram_4_4 = acc2;
+                *(geoattn_lanes_t *)Gram_4_5 = acc3;
+                *(geoattn_lanes_t *)Gram_4_6 = acc4;
+                *(geoattn_lanes_t *)Gram_4_7 = acc5;
+                *(geoattn_lanes_t *)Gram_4_8 = acc6;
+                *(geoattn_lanes_t *)Gram_4_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_5_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_5_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_5_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_5_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_5_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_6_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_6_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_6_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + (v_x_5*v_x_5);
+                    acc1 = acc1 + v_x_5*v_x_6;
+                    acc2 = acc2 + v_x_5*v_x_7;
+                    acc3 = acc3 + v_x_5*v_x_8;
+                    acc4 = acc4 + v_x_5*v_x_9;
+                    acc5 = acc5 + (v_x_6*v_x_6);
+                    acc6 = acc6 + v_x_6*v_x_7;
+                    acc7 = acc7 + v_x_6*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_5_5 = acc0;
+                *(geoattn_lanes_t *)Gram_5_6 = acc1;
+                *(geoattn_lanes_t *)Gram_5_7 = acc2;
+                *(geoattn_lanes_t *)Gram_5_8 = acc3;
+                *(geoattn_lanes_t *)Gram_5_9 = acc4;
+                *(geoattn_lanes_t *)Gram_6_6 = acc5;
+                *(geoattn_lanes_t *)Gram_6_7 = acc6;
+                *(geoattn_lanes_t *)Gram_6_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_6_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_7_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_7_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_7_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_8_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_8_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_9_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_x_6*v_x_9;
+                    acc1 = acc1 + (v_x_7*v_x_7);
+                    acc2 = acc2 + v_x_7*v_x_8;
+                    acc3 = acc3 + v_x_7*v_x_9;
+                    acc4 = acc4 + (v_x_8*v_x_8);
+                    acc5 = acc5 + v_x_8*v_x_9;
+                    acc6 = acc6 + (v_x_9*v_x_9);
+                }
+                *(geoattn_lanes_t *)Gram_6_9 = acc0;
+                *(geoattn_lanes_t *)Gram_7_7 = acc1;
+                *(geoattn_lanes_t *)Gram_7_8 = acc2;
+                *(geoattn_lanes_t *)Gram_7_9 = acc3;
+                *(geoattn_lanes_t *)Gram_8_8 = acc4;
+                *(geoattn_lanes_t *)Gram_8_9 = acc5;
+                *(geoattn_lanes_t *)Gram_9_9 = acc6;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*100 + 0] = Gram_0_0[l];
@@ -7106,6 +9998,7 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d10)(int64_t B, int64_t T, const real_t *restr
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*10; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
@@ -7513,6 +10406,480 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d10)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Pbar_9_8 = acc2;
                 *(geoattn_lanes_t *)Pbar_9_9 = acc3;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_0;
+                    acc1 = acc1 + v_Gy_1*v_x_0;
+                    acc2 = acc2 + v_Gy_2*v_x_0;
+                    acc3 = acc3 + v_Gy_3*v_x_0;
+                    acc4 = acc4 + v_Gy_4*v_x_0;
+                    acc5 = acc5 + v_Gy_5*v_x_0;
+                    acc6 = acc6 + v_Gy_6*v_x_0;
+                    acc7 = acc7 + v_Gy_7*v_x_0;
+                }
+                *(geoattn_lanes_t *)Pbar_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_0;
+                    acc1 = acc1 + v_Gy_9*v_x_0;
+                    acc2 = acc2 + v_Gy_0*v_x_1;
+                    acc3 = acc3 + v_Gy_1*v_x_1;
+                    acc4 = acc4 + v_Gy_2*v_x_1;
+                    acc5 = acc5 + v_Gy_3*v_x_1;
+                    acc6 = acc6 + v_Gy_4*v_x_1;
+                    acc7 = acc7 + v_Gy_5*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_0_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_1;
+                    acc1 = acc1 + v_Gy_7*v_x_1;
+                    acc2 = acc2 + v_Gy_8*v_x_1;
+                    acc3 = acc3 + v_Gy_9*v_x_1;
+                    acc4 = acc4 + v_Gy_0*v_x_2;
+                    acc5 = acc5 + v_Gy_1*v_x_2;
+                    acc6 = acc6 + v_Gy_2*v_x_2;
+                    acc7 = acc7 + v_Gy_3*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_1_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_9 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_2;
+                    acc1 = acc1 + v_Gy_5*v_x_2;
+                    acc2 = acc2 + v_Gy_6*v_x_2;
+                    acc3 = acc3 + v_Gy_7*v_x_2;
+                    acc4 = acc4 + v_Gy_8*v_x_2;
+                    acc5 = acc5 + v_Gy_9*v_x_2;
+                    acc6 = acc6 + v_Gy_0*v_x_3;
+                    acc7 = acc7 + v_Gy_1*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_2_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_3_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_3;
+                    acc1 = acc1 + v_Gy_3*v_x_3;
+                    acc2 = acc2 + v_Gy_4*v_x_3;
+                    acc3 = acc3 + v_Gy_5*v_x_3;
+                    acc4 = acc4 + v_Gy_6*v_x_3;
+                    acc5 = acc5 + v_Gy_7*v_x_3;
+                    acc6 = acc6 + v_Gy_8*v_x_3;
+                    acc7 = acc7 + v_Gy_9*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_3_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_3_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_4_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_4;
+                    acc1 = acc1 + v_Gy_1*v_x_4;
+                    acc2 = acc2 + v_Gy_2*v_x_4;
+                    acc3 = acc3 + v_Gy_3*v_x_4;
+                    acc4 = acc4 + v_Gy_4*v_x_4;
+                    acc5 = acc5 + v_Gy_5*v_x_4;
+                    acc6 = acc6 + v_Gy_6*v_x_4;
+                    acc7 = acc7 + v_Gy_7*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_4_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_4_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_4;
+                    acc1 = acc1 + v_Gy_9*v_x_4;
+                    acc2 = acc2 + v_Gy_0*v_x_5;
+                    acc3 = acc3 + v_Gy_1*v_x_5;
+                    acc4 = acc4 + v_Gy_2*v_x_5;
+                    acc5 = acc5 + v_Gy_3*v_x_5;
+                    acc6 = acc6 + v_Gy_4*v_x_5;
+                    acc7 = acc7 + v_Gy_5*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_4_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_5;
+                    acc1 = acc1 + v_Gy_7*v_x_5;
+                    acc2 = acc2 + v_Gy_8*v_x_5;
+                    acc3 = acc3 + v_Gy_9*v_x_5;
+                    acc4 = acc4 + v_Gy_0*v_x_6;
+                    acc5 = acc5 + v_Gy_1*v_x_6;
+                    acc6 = acc6 + v_Gy_2*v_x_6;
+                    acc7 = acc7 + v_Gy_3*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_5_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_9 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_6_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_6;
+                    acc1 = acc1 + v_Gy_5*v_x_6;
+                    acc2 = acc2 + v_Gy_6*v_x_6;
+                    acc3 = acc3 + v_Gy_7*v_x_6;
+                    acc4 = acc4 + v_Gy_8*v_x_6;
+                    acc5 = acc5 + v_Gy_9*v_x_6;
+                    acc6 = acc6 + v_Gy_0*v_x_7;
+                    acc7 = acc7 + v_Gy_1*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_6_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_6_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_7_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_7_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_7_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_7_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_7;
+                    acc1 = acc1 + v_Gy_3*v_x_7;
+                    acc2 = acc2 + v_Gy_4*v_x_7;
+                    acc3 = acc3 + v_Gy_5*v_x_7;
+                    acc4 = acc4 + v_Gy_6*v_x_7;
+                    acc5 = acc5 + v_Gy_7*v_x_7;
+                    acc6 = acc6 + v_Gy_8*v_x_7;
+                    acc7 = acc7 + v_Gy_9*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_7_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_7_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_7_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_7_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_8_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_8_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_8_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_8_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_8;
+                    acc1 = acc1 + v_Gy_1*v_x_8;
+                    acc2 = acc2 + v_Gy_2*v_x_8;
+                    acc3 = acc3 + v_Gy_3*v_x_8;
+                    acc4 = acc4 + v_Gy_4*v_x_8;
+                    acc5 = acc5 + v_Gy_5*v_x_8;
+                    acc6 = acc6 + v_Gy_6*v_x_8;
+                    acc7 = acc7 + v_Gy_7*v_x_8;
+                }
+                *(geoattn_lanes_t *)Pbar_8_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_8_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_8_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_8_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_8_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_9_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_9_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_9_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_9_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_9_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_9_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_8;
+                    acc1 = acc1 + v_Gy_9*v_x_8;
+                    acc2 = acc2 + v_Gy_0*v_x_9;
+                    acc3 = acc3 + v_Gy_1*v_x_9;
+                    acc4 = acc4 + v_Gy_2*v_x_9;
+                    acc5 = acc5 + v_Gy_3*v_x_9;
+                    acc6 = acc6 + v_Gy_4*v_x_9;
+                    acc7 = acc7 + v_Gy_5*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_8_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_9_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_9_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_9_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_9_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_9_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_9_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_9_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_9_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_9_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_9_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 10*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 10*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_9;
+                    acc1 = acc1 + v_Gy_7*v_x_9;
+                    acc2 = acc2 + v_Gy_8*v_x_9;
+                    acc3 = acc3 + v_Gy_9*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_9_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_9_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_9_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_9_9 = acc3;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*100 + 0] = Pbar_0_0[l];
@@ -8078,7 +11445,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d10)(int64_t B, int64_t T, const real_t *restric
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -8199,6 +11566,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -8220,6 +11590,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -8228,10 +11614,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -8243,12 +11629,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -8460,6 +11846,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d10)(int64_t B, int64_t T, const real_t *restri
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -8622,6 +12009,7 @@ void GEOATTN_NAME(vp_gram_lu_gram_d11)(int64_t B, int64_t T, const real_t *restr
             }
             for (int64_t tt = 0; tt < nt*11; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -8877,6 +12265,304 @@ void GEOATTN_NAME(vp_gram_lu_gram_d11)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Gram_9_10 = acc0;
                 *(geoattn_lanes_t *)Gram_10_10 = acc1;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 11*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + v_x_0*v_x_4;
+                    acc5 = acc5 + v_x_0*v_x_5;
+                    acc6 = acc6 + v_x_0*v_x_6;
+                    acc7 = acc7 + v_x_0*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_0_4 = acc4;
+                *(geoattn_lanes_t *)Gram_0_5 = acc5;
+                *(geoattn_lanes_t *)Gram_0_6 = acc6;
+                *(geoattn_lanes_t *)Gram_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_x_0*v_x_8;
+                    acc1 = acc1 + v_x_0*v_x_9;
+                    acc2 = acc2 + v_x_0*v_x_10;
+                    acc3 = acc3 + (v_x_1*v_x_1);
+                    acc4 = acc4 + v_x_1*v_x_2;
+                    acc5 = acc5 + v_x_1*v_x_3;
+                    acc6 = acc6 + v_x_1*v_x_4;
+                    acc7 = acc7 + v_x_1*v_x_5;
+                }
+                *(geoattn_lanes_t *)Gram_0_8 = acc0;
+                *(geoattn_lanes_t *)Gram_0_9 = acc1;
+                *(geoattn_lanes_t *)Gram_0_10 = acc2;
+                *(geoattn_lanes_t *)Gram_1_1 = acc3;
+                *(geoattn_lanes_t *)Gram_1_2 = acc4;
+                *(geoattn_lanes_t *)Gram_1_3 = acc5;
+                *(geoattn_lanes_t *)Gram_1_4 = acc6;
+                *(geoattn_lanes_t *)Gram_1_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_6;
+                    acc1 = acc1 + v_x_1*v_x_7;
+                    acc2 = acc2 + v_x_1*v_x_8;
+                    acc3 = acc3 + v_x_1*v_x_9;
+                    acc4 = acc4 + v_x_1*v_x_10;
+                    acc5 = acc5 + (v_x_2*v_x_2);
+                    acc6 = acc6 + v_x_2*v_x_3;
+                    acc7 = acc7 + v_x_2*v_x_4;
+                }
+                *(geoattn_lanes_t *)Gram_1_6 = acc0;
+                *(geoattn_lanes_t *)Gram_1_7 = acc1;
+                *(geoattn_lanes_t *)Gram_1_8 = acc2;
+                *(geoattn_lanes_t *)Gram_1_9 = acc3;
+                *(geoattn_lanes_t *)Gram_1_10 = acc4;
+                *(geoattn_lanes_t *)Gram_2_2 = acc5;
+                *(geoattn_lanes_t *)Gram_2_3 = acc6;
+                *(geoattn_lanes_t *)Gram_2_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_2_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_2_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_3_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_3_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_x_2*v_x_5;
+                    acc1 = acc1 + v_x_2*v_x_6;
+                    acc2 = acc2 + v_x_2*v_x_7;
+                    acc3 = acc3 + v_x_2*v_x_8;
+                    acc4 = acc4 + v_x_2*v_x_9;
+                    acc5 = acc5 + v_x_10*v_x_2;
+                    acc6 = acc6 + (v_x_3*v_x_3);
+                    acc7 = acc7 + v_x_3*v_x_4;
+                }
+                *(geoattn_lanes_t *)Gram_2_5 = acc0;
+                *(geoattn_lanes_t *)Gram_2_6 = acc1;
+                *(geoattn_lanes_t *)Gram_2_7 = acc2;
+                *(geoattn_lanes_t *)Gram_2_8 = acc3;
+                *(geoattn_lanes_t *)Gram_2_9 = acc4;
+                *(geoattn_lanes_t *)Gram_2_10 = acc5;
+                *(geoattn_lanes_t *)Gram_3_3 = acc6;
+                *(geoattn_lanes_t *)Gram_3_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_3_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_3_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_3_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_4_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_x_3*v_x_5;
+                    acc1 = acc1 + v_x_3*v_x_6;
+                    acc2 = acc2 + v_x_3*v_x_7;
+                    acc3 = acc3 + v_x_3*v_x_8;
+                    acc4 = acc4 + v_x_3*v_x_9;
+                    acc5 = acc5 + v_x_10*v_x_3;
+                    acc6 = acc6 + (v_x_4*v_x_4);
+                    acc7 = acc7 + v_x_4*v_x_5;
+                }
+                *(geoattn_lanes_t *)Gram_3_5 = acc0;
+                *(geoattn_lanes_t *)Gram_3_6 = acc1;
+                *(geoattn_lanes_t *)Gram_3_7 = acc2;
+                *(geoattn_lanes_t *)Gram_3_8 = acc3;
+                *(geoattn_lanes_t *)Gram_3_9 = acc4;
+                *(geoattn_lanes_t *)Gram_3_10 = acc5;
+                *(geoattn_lanes_t *)Gram_4_4 = acc6;
+                *(geoattn_lanes_t *)Gram_4_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_4_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_4_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_4_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_4_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_4_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_5_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_5_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_5_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_x_4*v_x_6;
+                    acc1 = acc1 + v_x_4*v_x_7;
+                    acc2 = acc2 + v_x_4*v_x_8;
+                    acc3 = acc3 + v_x_4*v_x_9;
+                    acc4 = acc4 + v_x_10*v_x_4;
+                    acc5 = acc5 + (v_x_5*v_x_5);
+                    acc6 = acc6 + v_x_5*v_x_6;
+                    acc7 = acc7 + v_x_5*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_4_6 = acc0;
+                *(geoattn_lanes_t *)Gram_4_7 = acc1;
+                *(geoattn_lanes_t *)Gram_4_8 = acc2;
+                *(geoattn_lanes_t *)Gram_4_9 = acc3;
+                *(geoattn_lanes_t *)Gram_4_10 = acc4;
+                *(geoattn_lanes_t *)Gram_5_5 = acc5;
+                *(geoattn_lanes_t *)Gram_5_6 = acc6;
+                *(geoattn_lanes_t *)Gram_5_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_5_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_5_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_5_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_6_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_6_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_6_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_6_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_6_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_x_5*v_x_8;
+                    acc1 = acc1 + v_x_5*v_x_9;
+                    acc2 = acc2 + v_x_10*v_x_5;
+                    acc3 = acc3 + (v_x_6*v_x_6);
+                    acc4 = acc4 + v_x_6*v_x_7;
+                    acc5 = acc5 + v_x_6*v_x_8;
+                    acc6 = acc6 + v_x_6*v_x_9;
+                    acc7 = acc7 + v_x_10*v_x_6;
+                }
+                *(geoattn_lanes_t *)Gram_5_8 = acc0;
+                *(geoattn_lanes_t *)Gram_5_9 = acc1;
+                *(geoattn_lanes_t *)Gram_5_10 = acc2;
+                *(geoattn_lanes_t *)Gram_6_6 = acc3;
+                *(geoattn_lanes_t *)Gram_6_7 = acc4;
+                *(geoattn_lanes_t *)Gram_6_8 = acc5;
+                *(geoattn_lanes_t *)Gram_6_9 = acc6;
+                *(geoattn_lanes_t *)Gram_6_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_7_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_7_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_7_9;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_7_10;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_8_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_8_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_8_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_9_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + (v_x_7*v_x_7);
+                    acc1 = acc1 + v_x_7*v_x_8;
+                    acc2 = acc2 + v_x_7*v_x_9;
+                    acc3 = acc3 + v_x_10*v_x_7;
+                    acc4 = acc4 + (v_x_8*v_x_8);
+                    acc5 = acc5 + v_x_8*v_x_9;
+                    acc6 = acc6 + v_x_10*v_x_8;
+                    acc7 = acc7 + (v_x_9*v_x_9);
+                }
+                *(geoattn_lanes_t *)Gram_7_7 = acc0;
+                *(geoattn_lanes_t *)Gram_7_8 = acc1;
+                *(geoattn_lanes_t *)Gram_7_9 = acc2;
+                *(geoattn_lanes_t *)Gram_7_10 = acc3;
+                *(geoattn_lanes_t *)Gram_8_8 = acc4;
+                *(geoattn_lanes_t *)Gram_8_9 = acc5;
+                *(geoattn_lanes_t *)Gram_8_10 = acc6;
+                *(geoattn_lanes_t *)Gram_9_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_9_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_10_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_x_10*v_x_9;
+                    acc1 = acc1 + (v_x_10*v_x_10);
+                }
+                *(geoattn_lanes_t *)Gram_9_10 = acc0;
+                *(geoattn_lanes_t *)Gram_10_10 = acc1;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*121 + 0] = Gram_0_0[l];
@@ -9562,6 +13248,7 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d11)(int64_t B, int64_t T, const real_t *restr
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*11; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
@@ -10061,6 +13748,581 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d11)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Pbar_10_9 = acc7;
                 *(geoattn_lanes_t *)Pbar_10_10 = acc8;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_0;
+                    acc1 = acc1 + v_Gy_1*v_x_0;
+                    acc2 = acc2 + v_Gy_2*v_x_0;
+                    acc3 = acc3 + v_Gy_3*v_x_0;
+                    acc4 = acc4 + v_Gy_4*v_x_0;
+                    acc5 = acc5 + v_Gy_5*v_x_0;
+                    acc6 = acc6 + v_Gy_6*v_x_0;
+                    acc7 = acc7 + v_Gy_7*v_x_0;
+                }
+                *(geoattn_lanes_t *)Pbar_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_0;
+                    acc1 = acc1 + v_Gy_9*v_x_0;
+                    acc2 = acc2 + v_Gy_10*v_x_0;
+                    acc3 = acc3 + v_Gy_0*v_x_1;
+                    acc4 = acc4 + v_Gy_1*v_x_1;
+                    acc5 = acc5 + v_Gy_2*v_x_1;
+                    acc6 = acc6 + v_Gy_3*v_x_1;
+                    acc7 = acc7 + v_Gy_4*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_0_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_2 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_3 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_5*v_x_1;
+                    acc1 = acc1 + v_Gy_6*v_x_1;
+                    acc2 = acc2 + v_Gy_7*v_x_1;
+                    acc3 = acc3 + v_Gy_8*v_x_1;
+                    acc4 = acc4 + v_Gy_9*v_x_1;
+                    acc5 = acc5 + v_Gy_10*v_x_1;
+                    acc6 = acc6 + v_Gy_0*v_x_2;
+                    acc7 = acc7 + v_Gy_1*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_1_5 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_6 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_7 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_8 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_9 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_10 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_2;
+                    acc1 = acc1 + v_Gy_3*v_x_2;
+                    acc2 = acc2 + v_Gy_4*v_x_2;
+                    acc3 = acc3 + v_Gy_5*v_x_2;
+                    acc4 = acc4 + v_Gy_6*v_x_2;
+                    acc5 = acc5 + v_Gy_7*v_x_2;
+                    acc6 = acc6 + v_Gy_8*v_x_2;
+                    acc7 = acc7 + v_Gy_9*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_2_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_0;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_1;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_2;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_3_3;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_4;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_5;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_10*v_x_2;
+                    acc1 = acc1 + v_Gy_0*v_x_3;
+                    acc2 = acc2 + v_Gy_1*v_x_3;
+                    acc3 = acc3 + v_Gy_2*v_x_3;
+                    acc4 = acc4 + v_Gy_3*v_x_3;
+                    acc5 = acc5 + v_Gy_4*v_x_3;
+                    acc6 = acc6 + v_Gy_5*v_x_3;
+                    acc7 = acc7 + v_Gy_6*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_2_10 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_1 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_2 = acc3;
+                *(geoattn_lanes_t *)Pbar_3_3 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_4 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_5 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_6 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_9;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_10;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_7*v_x_3;
+                    acc1 = acc1 + v_Gy_8*v_x_3;
+                    acc2 = acc2 + v_Gy_9*v_x_3;
+                    acc3 = acc3 + v_Gy_10*v_x_3;
+                    acc4 = acc4 + v_Gy_0*v_x_4;
+                    acc5 = acc5 + v_Gy_1*v_x_4;
+                    acc6 = acc6 + v_Gy_2*v_x_4;
+                    acc7 = acc7 + v_Gy_3*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_3_7 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_8 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_9 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_10 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_4_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_4;
+                    acc1 = acc1 + v_Gy_5*v_x_4;
+                    acc2 = acc2 + v_Gy_6*v_x_4;
+                    acc3 = acc3 + v_Gy_7*v_x_4;
+                    acc4 = acc4 + v_Gy_8*v_x_4;
+                    acc5 = acc5 + v_Gy_9*v_x_4;
+                    acc6 = acc6 + v_Gy_10*v_x_4;
+                    acc7 = acc7 + v_Gy_0*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_4_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_4_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_0 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_1;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_1*v_x_5;
+                    acc1 = acc1 + v_Gy_2*v_x_5;
+                    acc2 = acc2 + v_Gy_3*v_x_5;
+                    acc3 = acc3 + v_Gy_4*v_x_5;
+                    acc4 = acc4 + v_Gy_5*v_x_5;
+                    acc5 = acc5 + v_Gy_6*v_x_5;
+                    acc6 = acc6 + v_Gy_7*v_x_5;
+                    acc7 = acc7 + v_Gy_8*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_5_1 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_2 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_3 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_4 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_5 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_6 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_7 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_9*v_x_5;
+                    acc1 = acc1 + v_Gy_10*v_x_5;
+                    acc2 = acc2 + v_Gy_0*v_x_6;
+                    acc3 = acc3 + v_Gy_1*v_x_6;
+                    acc4 = acc4 + v_Gy_2*v_x_6;
+                    acc5 = acc5 + v_Gy_3*v_x_6;
+                    acc6 = acc6 + v_Gy_4*v_x_6;
+                    acc7 = acc7 + v_Gy_5*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_5_9 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_10 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_6_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_0;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_1;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_6;
+                    acc1 = acc1 + v_Gy_7*v_x_6;
+                    acc2 = acc2 + v_Gy_8*v_x_6;
+                    acc3 = acc3 + v_Gy_9*v_x_6;
+                    acc4 = acc4 + v_Gy_10*v_x_6;
+                    acc5 = acc5 + v_Gy_0*v_x_7;
+                    acc6 = acc6 + v_Gy_1*v_x_7;
+                    acc7 = acc7 + v_Gy_2*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_6_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_6_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_9 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_10 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_0 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_1 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_7_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_7_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_7_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_7_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_3*v_x_7;
+                    acc1 = acc1 + v_Gy_4*v_x_7;
+                    acc2 = acc2 + v_Gy_5*v_x_7;
+                    acc3 = acc3 + v_Gy_6*v_x_7;
+                    acc4 = acc4 + v_Gy_7*v_x_7;
+                    acc5 = acc5 + v_Gy_8*v_x_7;
+                    acc6 = acc6 + v_Gy_9*v_x_7;
+                    acc7 = acc7 + v_Gy_10*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_7_3 = acc0;
+                *(geoattn_lanes_t *)Pbar_7_4 = acc1;
+                *(geoattn_lanes_t *)Pbar_7_5 = acc2;
+                *(geoattn_lanes_t *)Pbar_7_6 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_7 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_8 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_9 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_8_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_8_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_8_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_8_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_8;
+                    acc1 = acc1 + v_Gy_1*v_x_8;
+                    acc2 = acc2 + v_Gy_2*v_x_8;
+                    acc3 = acc3 + v_Gy_3*v_x_8;
+                    acc4 = acc4 + v_Gy_4*v_x_8;
+                    acc5 = acc5 + v_Gy_5*v_x_8;
+                    acc6 = acc6 + v_Gy_6*v_x_8;
+                    acc7 = acc7 + v_Gy_7*v_x_8;
+                }
+                *(geoattn_lanes_t *)Pbar_8_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_8_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_8_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_8_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_8_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_9_0;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_9_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_9_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_9_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_9_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_8;
+                    acc1 = acc1 + v_Gy_9*v_x_8;
+                    acc2 = acc2 + v_Gy_10*v_x_8;
+                    acc3 = acc3 + v_Gy_0*v_x_9;
+                    acc4 = acc4 + v_Gy_1*v_x_9;
+                    acc5 = acc5 + v_Gy_2*v_x_9;
+                    acc6 = acc6 + v_Gy_3*v_x_9;
+                    acc7 = acc7 + v_Gy_4*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_8_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_9_0 = acc3;
+                *(geoattn_lanes_t *)Pbar_9_1 = acc4;
+                *(geoattn_lanes_t *)Pbar_9_2 = acc5;
+                *(geoattn_lanes_t *)Pbar_9_3 = acc6;
+                *(geoattn_lanes_t *)Pbar_9_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_9_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_9_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_9_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_9_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_9_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_9_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_10_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_10_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_5*v_x_9;
+                    acc1 = acc1 + v_Gy_6*v_x_9;
+                    acc2 = acc2 + v_Gy_7*v_x_9;
+                    acc3 = acc3 + v_Gy_8*v_x_9;
+                    acc4 = acc4 + v_Gy_9*v_x_9;
+                    acc5 = acc5 + v_Gy_10*v_x_9;
+                    acc6 = acc6 + v_Gy_0*v_x_10;
+                    acc7 = acc7 + v_Gy_1*v_x_10;
+                }
+                *(geoattn_lanes_t *)Pbar_9_5 = acc0;
+                *(geoattn_lanes_t *)Pbar_9_6 = acc1;
+                *(geoattn_lanes_t *)Pbar_9_7 = acc2;
+                *(geoattn_lanes_t *)Pbar_9_8 = acc3;
+                *(geoattn_lanes_t *)Pbar_9_9 = acc4;
+                *(geoattn_lanes_t *)Pbar_9_10 = acc5;
+                *(geoattn_lanes_t *)Pbar_10_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_10_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_10_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_10_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_10_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_10_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_10_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_10_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_10_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_10_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_10;
+                    acc1 = acc1 + v_Gy_3*v_x_10;
+                    acc2 = acc2 + v_Gy_4*v_x_10;
+                    acc3 = acc3 + v_Gy_5*v_x_10;
+                    acc4 = acc4 + v_Gy_6*v_x_10;
+                    acc5 = acc5 + v_Gy_7*v_x_10;
+                    acc6 = acc6 + v_Gy_8*v_x_10;
+                    acc7 = acc7 + v_Gy_9*v_x_10;
+                }
+                *(geoattn_lanes_t *)Pbar_10_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_10_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_10_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_10_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_10_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_10_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_10_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_10_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_10_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 11*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 11*tt)*LANES);
+                    acc0 = acc0 + v_Gy_10*v_x_10;
+                }
+                *(geoattn_lanes_t *)Pbar_10_10 = acc0;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*121 + 0] = Pbar_0_0[l];
@@ -10733,7 +14995,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d11)(int64_t B, int64_t T, const real_t *restric
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -10854,6 +15116,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -10875,6 +15140,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -10883,10 +15164,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -10898,12 +15179,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -11115,6 +15396,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d11)(int64_t B, int64_t T, const real_t *restri
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -11301,6 +15583,7 @@ void GEOATTN_NAME(vp_gram_lu_gram_d12)(int64_t B, int64_t T, const real_t *restr
             }
             for (int64_t tt = 0; tt < nt*12; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -11601,6 +15884,358 @@ void GEOATTN_NAME(vp_gram_lu_gram_d12)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Gram_10_11 = acc12;
                 *(geoattn_lanes_t *)Gram_11_11 = acc13;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 12*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + v_x_0*v_x_4;
+                    acc5 = acc5 + v_x_0*v_x_5;
+                    acc6 = acc6 + v_x_0*v_x_6;
+                    acc7 = acc7 + v_x_0*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_0_4 = acc4;
+                *(geoattn_lanes_t *)Gram_0_5 = acc5;
+                *(geoattn_lanes_t *)Gram_0_6 = acc6;
+                *(geoattn_lanes_t *)Gram_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_x_0*v_x_8;
+                    acc1 = acc1 + v_x_0*v_x_9;
+                    acc2 = acc2 + v_x_0*v_x_10;
+                    acc3 = acc3 + v_x_0*v_x_11;
+                    acc4 = acc4 + (v_x_1*v_x_1);
+                    acc5 = acc5 + v_x_1*v_x_2;
+                    acc6 = acc6 + v_x_1*v_x_3;
+                    acc7 = acc7 + v_x_1*v_x_4;
+                }
+                *(geoattn_lanes_t *)Gram_0_8 = acc0;
+                *(geoattn_lanes_t *)Gram_0_9 = acc1;
+                *(geoattn_lanes_t *)Gram_0_10 = acc2;
+                *(geoattn_lanes_t *)Gram_0_11 = acc3;
+                *(geoattn_lanes_t *)Gram_1_1 = acc4;
+                *(geoattn_lanes_t *)Gram_1_2 = acc5;
+                *(geoattn_lanes_t *)Gram_1_3 = acc6;
+                *(geoattn_lanes_t *)Gram_1_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_11;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_5;
+                    acc1 = acc1 + v_x_1*v_x_6;
+                    acc2 = acc2 + v_x_1*v_x_7;
+                    acc3 = acc3 + v_x_1*v_x_8;
+                    acc4 = acc4 + v_x_1*v_x_9;
+                    acc5 = acc5 + v_x_1*v_x_10;
+                    acc6 = acc6 + v_x_1*v_x_11;
+                    acc7 = acc7 + (v_x_2*v_x_2);
+                }
+                *(geoattn_lanes_t *)Gram_1_5 = acc0;
+                *(geoattn_lanes_t *)Gram_1_6 = acc1;
+                *(geoattn_lanes_t *)Gram_1_7 = acc2;
+                *(geoattn_lanes_t *)Gram_1_8 = acc3;
+                *(geoattn_lanes_t *)Gram_1_9 = acc4;
+                *(geoattn_lanes_t *)Gram_1_10 = acc5;
+                *(geoattn_lanes_t *)Gram_1_11 = acc6;
+                *(geoattn_lanes_t *)Gram_2_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_2_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_2_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 12*tt)*LANES);
+                    acc0 = acc0 + v_x_2*v_x_3;
+                    acc1 = acc1 + v_x_2*v_x_4;
+                    acc2 = acc2 + v_x_2*v_x_5;
+                    acc3 = acc3 + v_x_2*v_x_6;
+                    acc4 = acc4 + v_x_2*v_x_7;
+                    acc5 = acc5 + v_x_2*v_x_8;
+                    acc6 = acc6 + v_x_2*v_x_9;
+                    acc7 = acc7 + v_x_10*v_x_2;
+                }
+                *(geoattn_lanes_t *)Gram_2_3 = acc0;
+                *(geoattn_lanes_t *)Gram_2_4 = acc1;
+                *(geoattn_lanes_t *)Gram_2_5 = acc2;
+                *(geoattn_lanes_t *)Gram_2_6 = acc3;
+                *(geoattn_lanes_t *)Gram_2_7 = acc4;
+                *(geoattn_lanes_t *)Gram_2_8 = acc5;
+                *(geoattn_lanes_t *)Gram_2_9 = acc6;
+                *(geoattn_lanes_t *)Gram_2_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_3_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_3_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_3_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_3_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_x_11*v_x_2;
+                    acc1 = acc1 + (v_x_3*v_x_3);
+                    acc2 = acc2 + v_x_3*v_x_4;
+                    acc3 = acc3 + v_x_3*v_x_5;
+                    acc4 = acc4 + v_x_3*v_x_6;
+                    acc5 = acc5 + v_x_3*v_x_7;
+                    acc6 = acc6 + v_x_3*v_x_8;
+                    acc7 = acc7 + v_x_3*v_x_9;
+                }
+                *(geoattn_lanes_t *)Gram_2_11 = acc0;
+                *(geoattn_lanes_t *)Gram_3_3 = acc1;
+                *(geoattn_lanes_t *)Gram_3_4 = acc2;
+                *(geoattn_lanes_t *)Gram_3_5 = acc3;
+                *(geoattn_lanes_t *)Gram_3_6 = acc4;
+                *(geoattn_lanes_t *)Gram_3_7 = acc5;
+                *(geoattn_lanes_t *)Gram_3_8 = acc6;
+                *(geoattn_lanes_t *)Gram_3_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_3_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_4_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_4_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_4_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_4_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_4_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_x_10*v_x_3;
+                    acc1 = acc1 + v_x_11*v_x_3;
+                    acc2 = acc2 + (v_x_4*v_x_4);
+                    acc3 = acc3 + v_x_4*v_x_5;
+                    acc4 = acc4 + v_x_4*v_x_6;
+                    acc5 = acc5 + v_x_4*v_x_7;
+                    acc6 = acc6 + v_x_4*v_x_8;
+                    acc7 = acc7 + v_x_4*v_x_9;
+                }
+                *(geoattn_lanes_t *)Gram_3_10 = acc0;
+                *(geoattn_lanes_t *)Gram_3_11 = acc1;
+                *(geoattn_lanes_t *)Gram_4_4 = acc2;
+                *(geoattn_lanes_t *)Gram_4_5 = acc3;
+                *(geoattn_lanes_t *)Gram_4_6 = acc4;
+                *(geoattn_lanes_t *)Gram_4_7 = acc5;
+                *(geoattn_lanes_t *)Gram_4_8 = acc6;
+                *(geoattn_lanes_t *)Gram_4_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_4_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_4_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_5_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_5_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_5_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_5_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_5_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_5_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_x_10*v_x_4;
+                    acc1 = acc1 + v_x_11*v_x_4;
+                    acc2 = acc2 + (v_x_5*v_x_5);
+                    acc3 = acc3 + v_x_5*v_x_6;
+                    acc4 = acc4 + v_x_5*v_x_7;
+                    acc5 = acc5 + v_x_5*v_x_8;
+                    acc6 = acc6 + v_x_5*v_x_9;
+                    acc7 = acc7 + v_x_10*v_x_5;
+                }
+                *(geoattn_lanes_t *)Gram_4_10 = acc0;
+                *(geoattn_lanes_t *)Gram_4_11 = acc1;
+                *(geoattn_lanes_t *)Gram_5_5 = acc2;
+                *(geoattn_lanes_t *)Gram_5_6 = acc3;
+                *(geoattn_lanes_t *)Gram_5_7 = acc4;
+                *(geoattn_lanes_t *)Gram_5_8 = acc5;
+                *(geoattn_lanes_t *)Gram_5_9 = acc6;
+                *(geoattn_lanes_t *)Gram_5_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_5_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_6_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_6_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_6_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_6_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_6_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_6_11;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_7_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_x_11*v_x_5;
+                    acc1 = acc1 + (v_x_6*v_x_6);
+                    acc2 = acc2 + v_x_6*v_x_7;
+                    acc3 = acc3 + v_x_6*v_x_8;
+                    acc4 = acc4 + v_x_6*v_x_9;
+                    acc5 = acc5 + v_x_10*v_x_6;
+                    acc6 = acc6 + v_x_11*v_x_6;
+                    acc7 = acc7 + (v_x_7*v_x_7);
+                }
+                *(geoattn_lanes_t *)Gram_5_11 = acc0;
+                *(geoattn_lanes_t *)Gram_6_6 = acc1;
+                *(geoattn_lanes_t *)Gram_6_7 = acc2;
+                *(geoattn_lanes_t *)Gram_6_8 = acc3;
+                *(geoattn_lanes_t *)Gram_6_9 = acc4;
+                *(geoattn_lanes_t *)Gram_6_10 = acc5;
+                *(geoattn_lanes_t *)Gram_6_11 = acc6;
+                *(geoattn_lanes_t *)Gram_7_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_7_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_7_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_7_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_7_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_8_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_8_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_8_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_8_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_x_7*v_x_8;
+                    acc1 = acc1 + v_x_7*v_x_9;
+                    acc2 = acc2 + v_x_10*v_x_7;
+                    acc3 = acc3 + v_x_11*v_x_7;
+                    acc4 = acc4 + (v_x_8*v_x_8);
+                    acc5 = acc5 + v_x_8*v_x_9;
+                    acc6 = acc6 + v_x_10*v_x_8;
+                    acc7 = acc7 + v_x_11*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_7_8 = acc0;
+                *(geoattn_lanes_t *)Gram_7_9 = acc1;
+                *(geoattn_lanes_t *)Gram_7_10 = acc2;
+                *(geoattn_lanes_t *)Gram_7_11 = acc3;
+                *(geoattn_lanes_t *)Gram_8_8 = acc4;
+                *(geoattn_lanes_t *)Gram_8_9 = acc5;
+                *(geoattn_lanes_t *)Gram_8_10 = acc6;
+                *(geoattn_lanes_t *)Gram_8_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_9_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_9_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_9_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_10_10;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_10_11;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_11_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + (v_x_9*v_x_9);
+                    acc1 = acc1 + v_x_10*v_x_9;
+                    acc2 = acc2 + v_x_11*v_x_9;
+                    acc3 = acc3 + (v_x_10*v_x_10);
+                    acc4 = acc4 + v_x_10*v_x_11;
+                    acc5 = acc5 + (v_x_11*v_x_11);
+                }
+                *(geoattn_lanes_t *)Gram_9_9 = acc0;
+                *(geoattn_lanes_t *)Gram_9_10 = acc1;
+                *(geoattn_lanes_t *)Gram_9_11 = acc2;
+                *(geoattn_lanes_t *)Gram_10_10 = acc3;
+                *(geoattn_lanes_t *)Gram_10_11 = acc4;
+                *(geoattn_lanes_t *)Gram_11_11 = acc5;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*144 + 0] = Gram_0_0[l];
@@ -12403,6 +17038,7 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d12)(int64_t B, int64_t T, const real_t *restr
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*12; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
@@ -12997,6 +17633,680 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d12)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Pbar_11_10 = acc14;
                 *(geoattn_lanes_t *)Pbar_11_11 = acc15;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_0;
+                    acc1 = acc1 + v_Gy_1*v_x_0;
+                    acc2 = acc2 + v_Gy_2*v_x_0;
+                    acc3 = acc3 + v_Gy_3*v_x_0;
+                    acc4 = acc4 + v_Gy_4*v_x_0;
+                    acc5 = acc5 + v_Gy_5*v_x_0;
+                    acc6 = acc6 + v_Gy_6*v_x_0;
+                    acc7 = acc7 + v_Gy_7*v_x_0;
+                }
+                *(geoattn_lanes_t *)Pbar_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_0;
+                    acc1 = acc1 + v_Gy_9*v_x_0;
+                    acc2 = acc2 + v_Gy_10*v_x_0;
+                    acc3 = acc3 + v_Gy_11*v_x_0;
+                    acc4 = acc4 + v_Gy_0*v_x_1;
+                    acc5 = acc5 + v_Gy_1*v_x_1;
+                    acc6 = acc6 + v_Gy_2*v_x_1;
+                    acc7 = acc7 + v_Gy_3*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_0_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_1;
+                    acc1 = acc1 + v_Gy_5*v_x_1;
+                    acc2 = acc2 + v_Gy_6*v_x_1;
+                    acc3 = acc3 + v_Gy_7*v_x_1;
+                    acc4 = acc4 + v_Gy_8*v_x_1;
+                    acc5 = acc5 + v_Gy_9*v_x_1;
+                    acc6 = acc6 + v_Gy_10*v_x_1;
+                    acc7 = acc7 + v_Gy_11*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_1_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_2;
+                    acc1 = acc1 + v_Gy_1*v_x_2;
+                    acc2 = acc2 + v_Gy_2*v_x_2;
+                    acc3 = acc3 + v_Gy_3*v_x_2;
+                    acc4 = acc4 + v_Gy_4*v_x_2;
+                    acc5 = acc5 + v_Gy_5*v_x_2;
+                    acc6 = acc6 + v_Gy_6*v_x_2;
+                    acc7 = acc7 + v_Gy_7*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_2_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_3_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_2;
+                    acc1 = acc1 + v_Gy_9*v_x_2;
+                    acc2 = acc2 + v_Gy_10*v_x_2;
+                    acc3 = acc3 + v_Gy_11*v_x_2;
+                    acc4 = acc4 + v_Gy_0*v_x_3;
+                    acc5 = acc5 + v_Gy_1*v_x_3;
+                    acc6 = acc6 + v_Gy_2*v_x_3;
+                    acc7 = acc7 + v_Gy_3*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_2_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_3_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_3;
+                    acc1 = acc1 + v_Gy_5*v_x_3;
+                    acc2 = acc2 + v_Gy_6*v_x_3;
+                    acc3 = acc3 + v_Gy_7*v_x_3;
+                    acc4 = acc4 + v_Gy_8*v_x_3;
+                    acc5 = acc5 + v_Gy_9*v_x_3;
+                    acc6 = acc6 + v_Gy_10*v_x_3;
+                    acc7 = acc7 + v_Gy_11*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_3_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_3_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_4_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_4;
+                    acc1 = acc1 + v_Gy_1*v_x_4;
+                    acc2 = acc2 + v_Gy_2*v_x_4;
+                    acc3 = acc3 + v_Gy_3*v_x_4;
+                    acc4 = acc4 + v_Gy_4*v_x_4;
+                    acc5 = acc5 + v_Gy_5*v_x_4;
+                    acc6 = acc6 + v_Gy_6*v_x_4;
+                    acc7 = acc7 + v_Gy_7*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_4_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_4_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_4_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_4;
+                    acc1 = acc1 + v_Gy_9*v_x_4;
+                    acc2 = acc2 + v_Gy_10*v_x_4;
+                    acc3 = acc3 + v_Gy_11*v_x_4;
+                    acc4 = acc4 + v_Gy_0*v_x_5;
+                    acc5 = acc5 + v_Gy_1*v_x_5;
+                    acc6 = acc6 + v_Gy_2*v_x_5;
+                    acc7 = acc7 + v_Gy_3*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_4_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_4_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_5;
+                    acc1 = acc1 + v_Gy_5*v_x_5;
+                    acc2 = acc2 + v_Gy_6*v_x_5;
+                    acc3 = acc3 + v_Gy_7*v_x_5;
+                    acc4 = acc4 + v_Gy_8*v_x_5;
+                    acc5 = acc5 + v_Gy_9*v_x_5;
+                    acc6 = acc6 + v_Gy_10*v_x_5;
+                    acc7 = acc7 + v_Gy_11*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_5_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_6_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_6;
+                    acc1 = acc1 + v_Gy_1*v_x_6;
+                    acc2 = acc2 + v_Gy_2*v_x_6;
+                    acc3 = acc3 + v_Gy_3*v_x_6;
+                    acc4 = acc4 + v_Gy_4*v_x_6;
+                    acc5 = acc5 + v_Gy_5*v_x_6;
+                    acc6 = acc6 + v_Gy_6*v_x_6;
+                    acc7 = acc7 + v_Gy_7*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_6_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_6_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_6_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_6;
+                    acc1 = acc1 + v_Gy_9*v_x_6;
+                    acc2 = acc2 + v_Gy_10*v_x_6;
+                    acc3 = acc3 + v_Gy_11*v_x_6;
+                    acc4 = acc4 + v_Gy_0*v_x_7;
+                    acc5 = acc5 + v_Gy_1*v_x_7;
+                    acc6 = acc6 + v_Gy_2*v_x_7;
+                    acc7 = acc7 + v_Gy_3*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_6_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_6_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_7_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_7_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_7_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_7_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_7;
+                    acc1 = acc1 + v_Gy_5*v_x_7;
+                    acc2 = acc2 + v_Gy_6*v_x_7;
+                    acc3 = acc3 + v_Gy_7*v_x_7;
+                    acc4 = acc4 + v_Gy_8*v_x_7;
+                    acc5 = acc5 + v_Gy_9*v_x_7;
+                    acc6 = acc6 + v_Gy_10*v_x_7;
+                    acc7 = acc7 + v_Gy_11*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_7_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_7_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_7_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_7_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_8_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_8_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_8_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_8_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_8;
+                    acc1 = acc1 + v_Gy_1*v_x_8;
+                    acc2 = acc2 + v_Gy_2*v_x_8;
+                    acc3 = acc3 + v_Gy_3*v_x_8;
+                    acc4 = acc4 + v_Gy_4*v_x_8;
+                    acc5 = acc5 + v_Gy_5*v_x_8;
+                    acc6 = acc6 + v_Gy_6*v_x_8;
+                    acc7 = acc7 + v_Gy_7*v_x_8;
+                }
+                *(geoattn_lanes_t *)Pbar_8_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_8_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_8_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_8_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_8_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_9_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_9_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_9_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_9_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_8;
+                    acc1 = acc1 + v_Gy_9*v_x_8;
+                    acc2 = acc2 + v_Gy_10*v_x_8;
+                    acc3 = acc3 + v_Gy_11*v_x_8;
+                    acc4 = acc4 + v_Gy_0*v_x_9;
+                    acc5 = acc5 + v_Gy_1*v_x_9;
+                    acc6 = acc6 + v_Gy_2*v_x_9;
+                    acc7 = acc7 + v_Gy_3*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_8_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_9_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_9_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_9_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_9_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_9_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_9_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_9_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_9_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_9_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_9_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_9_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_9_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_9;
+                    acc1 = acc1 + v_Gy_5*v_x_9;
+                    acc2 = acc2 + v_Gy_6*v_x_9;
+                    acc3 = acc3 + v_Gy_7*v_x_9;
+                    acc4 = acc4 + v_Gy_8*v_x_9;
+                    acc5 = acc5 + v_Gy_9*v_x_9;
+                    acc6 = acc6 + v_Gy_10*v_x_9;
+                    acc7 = acc7 + v_Gy_11*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_9_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_9_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_9_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_9_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_9_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_9_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_9_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_9_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_10_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_10_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_10_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_10_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_10_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_10_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_10_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_10_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_10;
+                    acc1 = acc1 + v_Gy_1*v_x_10;
+                    acc2 = acc2 + v_Gy_2*v_x_10;
+                    acc3 = acc3 + v_Gy_3*v_x_10;
+                    acc4 = acc4 + v_Gy_4*v_x_10;
+                    acc5 = acc5 + v_Gy_5*v_x_10;
+                    acc6 = acc6 + v_Gy_6*v_x_10;
+                    acc7 = acc7 + v_Gy_7*v_x_10;
+                }
+                *(geoattn_lanes_t *)Pbar_10_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_10_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_10_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_10_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_10_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_10_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_10_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_10_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_10_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_10_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_10_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_10_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_11_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_11_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_11_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_11_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_10;
+                    acc1 = acc1 + v_Gy_9*v_x_10;
+                    acc2 = acc2 + v_Gy_10*v_x_10;
+                    acc3 = acc3 + v_Gy_11*v_x_10;
+                    acc4 = acc4 + v_Gy_0*v_x_11;
+                    acc5 = acc5 + v_Gy_1*v_x_11;
+                    acc6 = acc6 + v_Gy_2*v_x_11;
+                    acc7 = acc7 + v_Gy_3*v_x_11;
+                }
+                *(geoattn_lanes_t *)Pbar_10_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_10_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_10_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_10_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_11_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_11_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_11_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_11_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_11_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_11_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_11_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_11_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_11_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_11_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_11_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_11_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 12*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 12*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_11;
+                    acc1 = acc1 + v_Gy_5*v_x_11;
+                    acc2 = acc2 + v_Gy_6*v_x_11;
+                    acc3 = acc3 + v_Gy_7*v_x_11;
+                    acc4 = acc4 + v_Gy_8*v_x_11;
+                    acc5 = acc5 + v_Gy_9*v_x_11;
+                    acc6 = acc6 + v_Gy_10*v_x_11;
+                    acc7 = acc7 + v_Gy_11*v_x_11;
+                }
+                *(geoattn_lanes_t *)Pbar_11_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_11_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_11_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_11_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_11_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_11_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_11_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_11_11 = acc7;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*144 + 0] = Pbar_0_0[l];
@@ -13786,7 +19096,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d12)(int64_t B, int64_t T, const real_t *restric
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -13907,6 +19217,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -13928,6 +19241,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -13936,10 +19265,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -13951,12 +19280,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -14168,6 +19497,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d12)(int64_t B, int64_t T, const real_t *restri
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -14380,6 +19710,7 @@ void GEOATTN_NAME(vp_gram_lu_gram_d13)(int64_t B, int64_t T, const real_t *restr
             }
             for (int64_t tt = 0; tt < nt*13; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -14734,6 +20065,419 @@ void GEOATTN_NAME(vp_gram_lu_gram_d13)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Gram_11_12 = acc9;
                 *(geoattn_lanes_t *)Gram_12_12 = acc10;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 13*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + v_x_0*v_x_4;
+                    acc5 = acc5 + v_x_0*v_x_5;
+                    acc6 = acc6 + v_x_0*v_x_6;
+                    acc7 = acc7 + v_x_0*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_0_4 = acc4;
+                *(geoattn_lanes_t *)Gram_0_5 = acc5;
+                *(geoattn_lanes_t *)Gram_0_6 = acc6;
+                *(geoattn_lanes_t *)Gram_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_x_0*v_x_8;
+                    acc1 = acc1 + v_x_0*v_x_9;
+                    acc2 = acc2 + v_x_0*v_x_10;
+                    acc3 = acc3 + v_x_0*v_x_11;
+                    acc4 = acc4 + v_x_0*v_x_12;
+                    acc5 = acc5 + (v_x_1*v_x_1);
+                    acc6 = acc6 + v_x_1*v_x_2;
+                    acc7 = acc7 + v_x_1*v_x_3;
+                }
+                *(geoattn_lanes_t *)Gram_0_8 = acc0;
+                *(geoattn_lanes_t *)Gram_0_9 = acc1;
+                *(geoattn_lanes_t *)Gram_0_10 = acc2;
+                *(geoattn_lanes_t *)Gram_0_11 = acc3;
+                *(geoattn_lanes_t *)Gram_0_12 = acc4;
+                *(geoattn_lanes_t *)Gram_1_1 = acc5;
+                *(geoattn_lanes_t *)Gram_1_2 = acc6;
+                *(geoattn_lanes_t *)Gram_1_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_4;
+                    acc1 = acc1 + v_x_1*v_x_5;
+                    acc2 = acc2 + v_x_1*v_x_6;
+                    acc3 = acc3 + v_x_1*v_x_7;
+                    acc4 = acc4 + v_x_1*v_x_8;
+                    acc5 = acc5 + v_x_1*v_x_9;
+                    acc6 = acc6 + v_x_1*v_x_10;
+                    acc7 = acc7 + v_x_1*v_x_11;
+                }
+                *(geoattn_lanes_t *)Gram_1_4 = acc0;
+                *(geoattn_lanes_t *)Gram_1_5 = acc1;
+                *(geoattn_lanes_t *)Gram_1_6 = acc2;
+                *(geoattn_lanes_t *)Gram_1_7 = acc3;
+                *(geoattn_lanes_t *)Gram_1_8 = acc4;
+                *(geoattn_lanes_t *)Gram_1_9 = acc5;
+                *(geoattn_lanes_t *)Gram_1_10 = acc6;
+                *(geoattn_lanes_t *)Gram_1_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_2_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_12;
+                    acc1 = acc1 + (v_x_2*v_x_2);
+                    acc2 = acc2 + v_x_2*v_x_3;
+                    acc3 = acc3 + v_x_2*v_x_4;
+                    acc4 = acc4 + v_x_2*v_x_5;
+                    acc5 = acc5 + v_x_2*v_x_6;
+                    acc6 = acc6 + v_x_2*v_x_7;
+                    acc7 = acc7 + v_x_2*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_1_12 = acc0;
+                *(geoattn_lanes_t *)Gram_2_2 = acc1;
+                *(geoattn_lanes_t *)Gram_2_3 = acc2;
+                *(geoattn_lanes_t *)Gram_2_4 = acc3;
+                *(geoattn_lanes_t *)Gram_2_5 = acc4;
+                *(geoattn_lanes_t *)Gram_2_6 = acc5;
+                *(geoattn_lanes_t *)Gram_2_7 = acc6;
+                *(geoattn_lanes_t *)Gram_2_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_2_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_12;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_3;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_4;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_3_5;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_3_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_x_2*v_x_9;
+                    acc1 = acc1 + v_x_10*v_x_2;
+                    acc2 = acc2 + v_x_11*v_x_2;
+                    acc3 = acc3 + v_x_12*v_x_2;
+                    acc4 = acc4 + (v_x_3*v_x_3);
+                    acc5 = acc5 + v_x_3*v_x_4;
+                    acc6 = acc6 + v_x_3*v_x_5;
+                    acc7 = acc7 + v_x_3*v_x_6;
+                }
+                *(geoattn_lanes_t *)Gram_2_9 = acc0;
+                *(geoattn_lanes_t *)Gram_2_10 = acc1;
+                *(geoattn_lanes_t *)Gram_2_11 = acc2;
+                *(geoattn_lanes_t *)Gram_2_12 = acc3;
+                *(geoattn_lanes_t *)Gram_3_3 = acc4;
+                *(geoattn_lanes_t *)Gram_3_4 = acc5;
+                *(geoattn_lanes_t *)Gram_3_5 = acc6;
+                *(geoattn_lanes_t *)Gram_3_6 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_3_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_3_9;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_3_10;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_11;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_12;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_4_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_x_3*v_x_7;
+                    acc1 = acc1 + v_x_3*v_x_8;
+                    acc2 = acc2 + v_x_3*v_x_9;
+                    acc3 = acc3 + v_x_10*v_x_3;
+                    acc4 = acc4 + v_x_11*v_x_3;
+                    acc5 = acc5 + v_x_12*v_x_3;
+                    acc6 = acc6 + (v_x_4*v_x_4);
+                    acc7 = acc7 + v_x_4*v_x_5;
+                }
+                *(geoattn_lanes_t *)Gram_3_7 = acc0;
+                *(geoattn_lanes_t *)Gram_3_8 = acc1;
+                *(geoattn_lanes_t *)Gram_3_9 = acc2;
+                *(geoattn_lanes_t *)Gram_3_10 = acc3;
+                *(geoattn_lanes_t *)Gram_3_11 = acc4;
+                *(geoattn_lanes_t *)Gram_3_12 = acc5;
+                *(geoattn_lanes_t *)Gram_4_4 = acc6;
+                *(geoattn_lanes_t *)Gram_4_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_4_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_4_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_4_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_4_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_4_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_4_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_5_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_x_4*v_x_6;
+                    acc1 = acc1 + v_x_4*v_x_7;
+                    acc2 = acc2 + v_x_4*v_x_8;
+                    acc3 = acc3 + v_x_4*v_x_9;
+                    acc4 = acc4 + v_x_10*v_x_4;
+                    acc5 = acc5 + v_x_11*v_x_4;
+                    acc6 = acc6 + v_x_12*v_x_4;
+                    acc7 = acc7 + (v_x_5*v_x_5);
+                }
+                *(geoattn_lanes_t *)Gram_4_6 = acc0;
+                *(geoattn_lanes_t *)Gram_4_7 = acc1;
+                *(geoattn_lanes_t *)Gram_4_8 = acc2;
+                *(geoattn_lanes_t *)Gram_4_9 = acc3;
+                *(geoattn_lanes_t *)Gram_4_10 = acc4;
+                *(geoattn_lanes_t *)Gram_4_11 = acc5;
+                *(geoattn_lanes_t *)Gram_4_12 = acc6;
+                *(geoattn_lanes_t *)Gram_5_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_5_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_5_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_5_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_5_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_5_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_5_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_5_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_6_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_x_5*v_x_6;
+                    acc1 = acc1 + v_x_5*v_x_7;
+                    acc2 = acc2 + v_x_5*v_x_8;
+                    acc3 = acc3 + v_x_5*v_x_9;
+                    acc4 = acc4 + v_x_10*v_x_5;
+                    acc5 = acc5 + v_x_11*v_x_5;
+                    acc6 = acc6 + v_x_12*v_x_5;
+                    acc7 = acc7 + (v_x_6*v_x_6);
+                }
+                *(geoattn_lanes_t *)Gram_5_6 = acc0;
+                *(geoattn_lanes_t *)Gram_5_7 = acc1;
+                *(geoattn_lanes_t *)Gram_5_8 = acc2;
+                *(geoattn_lanes_t *)Gram_5_9 = acc3;
+                *(geoattn_lanes_t *)Gram_5_10 = acc4;
+                *(geoattn_lanes_t *)Gram_5_11 = acc5;
+                *(geoattn_lanes_t *)Gram_5_12 = acc6;
+                *(geoattn_lanes_t *)Gram_6_6 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_6_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_6_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_6_9;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_6_10;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_6_11;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_6_12;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_7_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_7_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_x_6*v_x_7;
+                    acc1 = acc1 + v_x_6*v_x_8;
+                    acc2 = acc2 + v_x_6*v_x_9;
+                    acc3 = acc3 + v_x_10*v_x_6;
+                    acc4 = acc4 + v_x_11*v_x_6;
+                    acc5 = acc5 + v_x_12*v_x_6;
+                    acc6 = acc6 + (v_x_7*v_x_7);
+                    acc7 = acc7 + v_x_7*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_6_7 = acc0;
+                *(geoattn_lanes_t *)Gram_6_8 = acc1;
+                *(geoattn_lanes_t *)Gram_6_9 = acc2;
+                *(geoattn_lanes_t *)Gram_6_10 = acc3;
+                *(geoattn_lanes_t *)Gram_6_11 = acc4;
+                *(geoattn_lanes_t *)Gram_6_12 = acc5;
+                *(geoattn_lanes_t *)Gram_7_7 = acc6;
+                *(geoattn_lanes_t *)Gram_7_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_7_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_7_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_7_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_7_12;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_8_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_8_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_8_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_8_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_x_7*v_x_9;
+                    acc1 = acc1 + v_x_10*v_x_7;
+                    acc2 = acc2 + v_x_11*v_x_7;
+                    acc3 = acc3 + v_x_12*v_x_7;
+                    acc4 = acc4 + (v_x_8*v_x_8);
+                    acc5 = acc5 + v_x_8*v_x_9;
+                    acc6 = acc6 + v_x_10*v_x_8;
+                    acc7 = acc7 + v_x_11*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_7_9 = acc0;
+                *(geoattn_lanes_t *)Gram_7_10 = acc1;
+                *(geoattn_lanes_t *)Gram_7_11 = acc2;
+                *(geoattn_lanes_t *)Gram_7_12 = acc3;
+                *(geoattn_lanes_t *)Gram_8_8 = acc4;
+                *(geoattn_lanes_t *)Gram_8_9 = acc5;
+                *(geoattn_lanes_t *)Gram_8_10 = acc6;
+                *(geoattn_lanes_t *)Gram_8_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_8_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_9_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_9_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_9_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_9_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_10_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_10_11;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_10_12;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_x_12*v_x_8;
+                    acc1 = acc1 + (v_x_9*v_x_9);
+                    acc2 = acc2 + v_x_10*v_x_9;
+                    acc3 = acc3 + v_x_11*v_x_9;
+                    acc4 = acc4 + v_x_12*v_x_9;
+                    acc5 = acc5 + (v_x_10*v_x_10);
+                    acc6 = acc6 + v_x_10*v_x_11;
+                    acc7 = acc7 + v_x_10*v_x_12;
+                }
+                *(geoattn_lanes_t *)Gram_8_12 = acc0;
+                *(geoattn_lanes_t *)Gram_9_9 = acc1;
+                *(geoattn_lanes_t *)Gram_9_10 = acc2;
+                *(geoattn_lanes_t *)Gram_9_11 = acc3;
+                *(geoattn_lanes_t *)Gram_9_12 = acc4;
+                *(geoattn_lanes_t *)Gram_10_10 = acc5;
+                *(geoattn_lanes_t *)Gram_10_11 = acc6;
+                *(geoattn_lanes_t *)Gram_10_12 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_11_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_11_12;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_12_12;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + (v_x_11*v_x_11);
+                    acc1 = acc1 + v_x_11*v_x_12;
+                    acc2 = acc2 + (v_x_12*v_x_12);
+                }
+                *(geoattn_lanes_t *)Gram_11_11 = acc0;
+                *(geoattn_lanes_t *)Gram_11_12 = acc1;
+                *(geoattn_lanes_t *)Gram_12_12 = acc2;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*169 + 0] = Gram_0_0[l];
@@ -15663,6 +21407,7 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d13)(int64_t B, int64_t T, const real_t *restr
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*13; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
@@ -16376,6 +22121,805 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d13)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Pbar_12_11 = acc7;
                 *(geoattn_lanes_t *)Pbar_12_12 = acc8;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_0;
+                    acc1 = acc1 + v_Gy_1*v_x_0;
+                    acc2 = acc2 + v_Gy_2*v_x_0;
+                    acc3 = acc3 + v_Gy_3*v_x_0;
+                    acc4 = acc4 + v_Gy_4*v_x_0;
+                    acc5 = acc5 + v_Gy_5*v_x_0;
+                    acc6 = acc6 + v_Gy_6*v_x_0;
+                    acc7 = acc7 + v_Gy_7*v_x_0;
+                }
+                *(geoattn_lanes_t *)Pbar_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_1;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_0;
+                    acc1 = acc1 + v_Gy_9*v_x_0;
+                    acc2 = acc2 + v_Gy_10*v_x_0;
+                    acc3 = acc3 + v_Gy_11*v_x_0;
+                    acc4 = acc4 + v_Gy_12*v_x_0;
+                    acc5 = acc5 + v_Gy_0*v_x_1;
+                    acc6 = acc6 + v_Gy_1*v_x_1;
+                    acc7 = acc7 + v_Gy_2*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_0_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_12 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_3*v_x_1;
+                    acc1 = acc1 + v_Gy_4*v_x_1;
+                    acc2 = acc2 + v_Gy_5*v_x_1;
+                    acc3 = acc3 + v_Gy_6*v_x_1;
+                    acc4 = acc4 + v_Gy_7*v_x_1;
+                    acc5 = acc5 + v_Gy_8*v_x_1;
+                    acc6 = acc6 + v_Gy_9*v_x_1;
+                    acc7 = acc7 + v_Gy_10*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_1_3 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_4 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_5 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_6 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_7 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_8 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_9 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_12;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_11*v_x_1;
+                    acc1 = acc1 + v_Gy_12*v_x_1;
+                    acc2 = acc2 + v_Gy_0*v_x_2;
+                    acc3 = acc3 + v_Gy_1*v_x_2;
+                    acc4 = acc4 + v_Gy_2*v_x_2;
+                    acc5 = acc5 + v_Gy_3*v_x_2;
+                    acc6 = acc6 + v_Gy_4*v_x_2;
+                    acc7 = acc7 + v_Gy_5*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_1_11 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_12 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_2;
+                    acc1 = acc1 + v_Gy_7*v_x_2;
+                    acc2 = acc2 + v_Gy_8*v_x_2;
+                    acc3 = acc3 + v_Gy_9*v_x_2;
+                    acc4 = acc4 + v_Gy_10*v_x_2;
+                    acc5 = acc5 + v_Gy_11*v_x_2;
+                    acc6 = acc6 + v_Gy_12*v_x_2;
+                    acc7 = acc7 + v_Gy_0*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_2_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_9 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_10 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_11 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_12 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_1;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_3_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_1*v_x_3;
+                    acc1 = acc1 + v_Gy_2*v_x_3;
+                    acc2 = acc2 + v_Gy_3*v_x_3;
+                    acc3 = acc3 + v_Gy_4*v_x_3;
+                    acc4 = acc4 + v_Gy_5*v_x_3;
+                    acc5 = acc5 + v_Gy_6*v_x_3;
+                    acc6 = acc6 + v_Gy_7*v_x_3;
+                    acc7 = acc7 + v_Gy_8*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_3_1 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_2 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_3 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_4 = acc3;
+                *(geoattn_lanes_t *)Pbar_3_5 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_6 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_7 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_12;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_9*v_x_3;
+                    acc1 = acc1 + v_Gy_10*v_x_3;
+                    acc2 = acc2 + v_Gy_11*v_x_3;
+                    acc3 = acc3 + v_Gy_12*v_x_3;
+                    acc4 = acc4 + v_Gy_0*v_x_4;
+                    acc5 = acc5 + v_Gy_1*v_x_4;
+                    acc6 = acc6 + v_Gy_2*v_x_4;
+                    acc7 = acc7 + v_Gy_3*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_3_9 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_10 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_11 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_12 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_4_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_4;
+                    acc1 = acc1 + v_Gy_5*v_x_4;
+                    acc2 = acc2 + v_Gy_6*v_x_4;
+                    acc3 = acc3 + v_Gy_7*v_x_4;
+                    acc4 = acc4 + v_Gy_8*v_x_4;
+                    acc5 = acc5 + v_Gy_9*v_x_4;
+                    acc6 = acc6 + v_Gy_10*v_x_4;
+                    acc7 = acc7 + v_Gy_11*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_4_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_4_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_0;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_1;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_2;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_3;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_4;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_5;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_12*v_x_4;
+                    acc1 = acc1 + v_Gy_0*v_x_5;
+                    acc2 = acc2 + v_Gy_1*v_x_5;
+                    acc3 = acc3 + v_Gy_2*v_x_5;
+                    acc4 = acc4 + v_Gy_3*v_x_5;
+                    acc5 = acc5 + v_Gy_4*v_x_5;
+                    acc6 = acc6 + v_Gy_5*v_x_5;
+                    acc7 = acc7 + v_Gy_6*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_4_12 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_0 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_1 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_2 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_3 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_4 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_5 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_6 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_9;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_10;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_11;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_12;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_7*v_x_5;
+                    acc1 = acc1 + v_Gy_8*v_x_5;
+                    acc2 = acc2 + v_Gy_9*v_x_5;
+                    acc3 = acc3 + v_Gy_10*v_x_5;
+                    acc4 = acc4 + v_Gy_11*v_x_5;
+                    acc5 = acc5 + v_Gy_12*v_x_5;
+                    acc6 = acc6 + v_Gy_0*v_x_6;
+                    acc7 = acc7 + v_Gy_1*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_5_7 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_8 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_9 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_10 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_11 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_12 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_6_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_6;
+                    acc1 = acc1 + v_Gy_3*v_x_6;
+                    acc2 = acc2 + v_Gy_4*v_x_6;
+                    acc3 = acc3 + v_Gy_5*v_x_6;
+                    acc4 = acc4 + v_Gy_6*v_x_6;
+                    acc5 = acc5 + v_Gy_7*v_x_6;
+                    acc6 = acc6 + v_Gy_8*v_x_6;
+                    acc7 = acc7 + v_Gy_9*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_6_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_6_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_6_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_7_0;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_10*v_x_6;
+                    acc1 = acc1 + v_Gy_11*v_x_6;
+                    acc2 = acc2 + v_Gy_12*v_x_6;
+                    acc3 = acc3 + v_Gy_0*v_x_7;
+                    acc4 = acc4 + v_Gy_1*v_x_7;
+                    acc5 = acc5 + v_Gy_2*v_x_7;
+                    acc6 = acc6 + v_Gy_3*v_x_7;
+                    acc7 = acc7 + v_Gy_4*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_6_10 = acc0;
+                *(geoattn_lanes_t *)Pbar_6_11 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_12 = acc2;
+                *(geoattn_lanes_t *)Pbar_7_0 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_1 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_2 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_3 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_7_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_7_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_7_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_7_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_11;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_12;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_5*v_x_7;
+                    acc1 = acc1 + v_Gy_6*v_x_7;
+                    acc2 = acc2 + v_Gy_7*v_x_7;
+                    acc3 = acc3 + v_Gy_8*v_x_7;
+                    acc4 = acc4 + v_Gy_9*v_x_7;
+                    acc5 = acc5 + v_Gy_10*v_x_7;
+                    acc6 = acc6 + v_Gy_11*v_x_7;
+                    acc7 = acc7 + v_Gy_12*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_7_5 = acc0;
+                *(geoattn_lanes_t *)Pbar_7_6 = acc1;
+                *(geoattn_lanes_t *)Pbar_7_7 = acc2;
+                *(geoattn_lanes_t *)Pbar_7_8 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_9 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_10 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_11 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_12 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_8_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_8_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_8_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_8_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_8;
+                    acc1 = acc1 + v_Gy_1*v_x_8;
+                    acc2 = acc2 + v_Gy_2*v_x_8;
+                    acc3 = acc3 + v_Gy_3*v_x_8;
+                    acc4 = acc4 + v_Gy_4*v_x_8;
+                    acc5 = acc5 + v_Gy_5*v_x_8;
+                    acc6 = acc6 + v_Gy_6*v_x_8;
+                    acc7 = acc7 + v_Gy_7*v_x_8;
+                }
+                *(geoattn_lanes_t *)Pbar_8_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_8_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_8_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_8_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_8_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_8_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_9_0;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_9_1;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_9_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_8;
+                    acc1 = acc1 + v_Gy_9*v_x_8;
+                    acc2 = acc2 + v_Gy_10*v_x_8;
+                    acc3 = acc3 + v_Gy_11*v_x_8;
+                    acc4 = acc4 + v_Gy_12*v_x_8;
+                    acc5 = acc5 + v_Gy_0*v_x_9;
+                    acc6 = acc6 + v_Gy_1*v_x_9;
+                    acc7 = acc7 + v_Gy_2*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_8_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_8_12 = acc4;
+                *(geoattn_lanes_t *)Pbar_9_0 = acc5;
+                *(geoattn_lanes_t *)Pbar_9_1 = acc6;
+                *(geoattn_lanes_t *)Pbar_9_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_9_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_9_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_9_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_9_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_9_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_9_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_9_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_9_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_3*v_x_9;
+                    acc1 = acc1 + v_Gy_4*v_x_9;
+                    acc2 = acc2 + v_Gy_5*v_x_9;
+                    acc3 = acc3 + v_Gy_6*v_x_9;
+                    acc4 = acc4 + v_Gy_7*v_x_9;
+                    acc5 = acc5 + v_Gy_8*v_x_9;
+                    acc6 = acc6 + v_Gy_9*v_x_9;
+                    acc7 = acc7 + v_Gy_10*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_9_3 = acc0;
+                *(geoattn_lanes_t *)Pbar_9_4 = acc1;
+                *(geoattn_lanes_t *)Pbar_9_5 = acc2;
+                *(geoattn_lanes_t *)Pbar_9_6 = acc3;
+                *(geoattn_lanes_t *)Pbar_9_7 = acc4;
+                *(geoattn_lanes_t *)Pbar_9_8 = acc5;
+                *(geoattn_lanes_t *)Pbar_9_9 = acc6;
+                *(geoattn_lanes_t *)Pbar_9_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_9_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_9_12;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_10_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_10_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_10_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_10_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_10_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_10_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_11*v_x_9;
+                    acc1 = acc1 + v_Gy_12*v_x_9;
+                    acc2 = acc2 + v_Gy_0*v_x_10;
+                    acc3 = acc3 + v_Gy_1*v_x_10;
+                    acc4 = acc4 + v_Gy_2*v_x_10;
+                    acc5 = acc5 + v_Gy_3*v_x_10;
+                    acc6 = acc6 + v_Gy_4*v_x_10;
+                    acc7 = acc7 + v_Gy_5*v_x_10;
+                }
+                *(geoattn_lanes_t *)Pbar_9_11 = acc0;
+                *(geoattn_lanes_t *)Pbar_9_12 = acc1;
+                *(geoattn_lanes_t *)Pbar_10_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_10_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_10_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_10_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_10_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_10_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_10_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_10_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_10_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_10_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_10_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_10_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_10_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_11_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_10;
+                    acc1 = acc1 + v_Gy_7*v_x_10;
+                    acc2 = acc2 + v_Gy_8*v_x_10;
+                    acc3 = acc3 + v_Gy_9*v_x_10;
+                    acc4 = acc4 + v_Gy_10*v_x_10;
+                    acc5 = acc5 + v_Gy_11*v_x_10;
+                    acc6 = acc6 + v_Gy_12*v_x_10;
+                    acc7 = acc7 + v_Gy_0*v_x_11;
+                }
+                *(geoattn_lanes_t *)Pbar_10_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_10_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_10_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_10_9 = acc3;
+                *(geoattn_lanes_t *)Pbar_10_10 = acc4;
+                *(geoattn_lanes_t *)Pbar_10_11 = acc5;
+                *(geoattn_lanes_t *)Pbar_10_12 = acc6;
+                *(geoattn_lanes_t *)Pbar_11_0 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_11_1;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_11_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_11_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_11_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_11_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_11_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_11_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_11_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_1*v_x_11;
+                    acc1 = acc1 + v_Gy_2*v_x_11;
+                    acc2 = acc2 + v_Gy_3*v_x_11;
+                    acc3 = acc3 + v_Gy_4*v_x_11;
+                    acc4 = acc4 + v_Gy_5*v_x_11;
+                    acc5 = acc5 + v_Gy_6*v_x_11;
+                    acc6 = acc6 + v_Gy_7*v_x_11;
+                    acc7 = acc7 + v_Gy_8*v_x_11;
+                }
+                *(geoattn_lanes_t *)Pbar_11_1 = acc0;
+                *(geoattn_lanes_t *)Pbar_11_2 = acc1;
+                *(geoattn_lanes_t *)Pbar_11_3 = acc2;
+                *(geoattn_lanes_t *)Pbar_11_4 = acc3;
+                *(geoattn_lanes_t *)Pbar_11_5 = acc4;
+                *(geoattn_lanes_t *)Pbar_11_6 = acc5;
+                *(geoattn_lanes_t *)Pbar_11_7 = acc6;
+                *(geoattn_lanes_t *)Pbar_11_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_11_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_11_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_11_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_11_12;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_12_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_12_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_12_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_12_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_9*v_x_11;
+                    acc1 = acc1 + v_Gy_10*v_x_11;
+                    acc2 = acc2 + v_Gy_11*v_x_11;
+                    acc3 = acc3 + v_Gy_12*v_x_11;
+                    acc4 = acc4 + v_Gy_0*v_x_12;
+                    acc5 = acc5 + v_Gy_1*v_x_12;
+                    acc6 = acc6 + v_Gy_2*v_x_12;
+                    acc7 = acc7 + v_Gy_3*v_x_12;
+                }
+                *(geoattn_lanes_t *)Pbar_11_9 = acc0;
+                *(geoattn_lanes_t *)Pbar_11_10 = acc1;
+                *(geoattn_lanes_t *)Pbar_11_11 = acc2;
+                *(geoattn_lanes_t *)Pbar_11_12 = acc3;
+                *(geoattn_lanes_t *)Pbar_12_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_12_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_12_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_12_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_12_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_12_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_12_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_12_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_12_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_12_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_12_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_12_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_12;
+                    acc1 = acc1 + v_Gy_5*v_x_12;
+                    acc2 = acc2 + v_Gy_6*v_x_12;
+                    acc3 = acc3 + v_Gy_7*v_x_12;
+                    acc4 = acc4 + v_Gy_8*v_x_12;
+                    acc5 = acc5 + v_Gy_9*v_x_12;
+                    acc6 = acc6 + v_Gy_10*v_x_12;
+                    acc7 = acc7 + v_Gy_11*v_x_12;
+                }
+                *(geoattn_lanes_t *)Pbar_12_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_12_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_12_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_12_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_12_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_12_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_12_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_12_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_12_12;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 13*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 13*tt)*LANES);
+                    acc0 = acc0 + v_Gy_12*v_x_12;
+                }
+                *(geoattn_lanes_t *)Pbar_12_12 = acc0;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*169 + 0] = Pbar_0_0[l];
@@ -17292,7 +23836,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d13)(int64_t B, int64_t T, const real_t *restric
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -17413,6 +23957,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -17434,6 +23981,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -17442,10 +24005,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -17457,12 +24020,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -17674,6 +24237,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d13)(int64_t B, int64_t T, const real_t *restri
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -17914,6 +24478,7 @@ void GEOATTN_NAME(vp_gram_lu_gram_d14)(int64_t B, int64_t T, const real_t *restr
             }
             for (int64_t tt = 0; tt < nt*14; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -18327,6 +24892,485 @@ void GEOATTN_NAME(vp_gram_lu_gram_d14)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Gram_12_13 = acc7;
                 *(geoattn_lanes_t *)Gram_13_13 = acc8;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + v_x_0*v_x_4;
+                    acc5 = acc5 + v_x_0*v_x_5;
+                    acc6 = acc6 + v_x_0*v_x_6;
+                    acc7 = acc7 + v_x_0*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_0_4 = acc4;
+                *(geoattn_lanes_t *)Gram_0_5 = acc5;
+                *(geoattn_lanes_t *)Gram_0_6 = acc6;
+                *(geoattn_lanes_t *)Gram_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_13;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_1;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_0*v_x_8;
+                    acc1 = acc1 + v_x_0*v_x_9;
+                    acc2 = acc2 + v_x_0*v_x_10;
+                    acc3 = acc3 + v_x_0*v_x_11;
+                    acc4 = acc4 + v_x_0*v_x_12;
+                    acc5 = acc5 + v_x_0*v_x_13;
+                    acc6 = acc6 + (v_x_1*v_x_1);
+                    acc7 = acc7 + v_x_1*v_x_2;
+                }
+                *(geoattn_lanes_t *)Gram_0_8 = acc0;
+                *(geoattn_lanes_t *)Gram_0_9 = acc1;
+                *(geoattn_lanes_t *)Gram_0_10 = acc2;
+                *(geoattn_lanes_t *)Gram_0_11 = acc3;
+                *(geoattn_lanes_t *)Gram_0_12 = acc4;
+                *(geoattn_lanes_t *)Gram_0_13 = acc5;
+                *(geoattn_lanes_t *)Gram_1_1 = acc6;
+                *(geoattn_lanes_t *)Gram_1_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_3;
+                    acc1 = acc1 + v_x_1*v_x_4;
+                    acc2 = acc2 + v_x_1*v_x_5;
+                    acc3 = acc3 + v_x_1*v_x_6;
+                    acc4 = acc4 + v_x_1*v_x_7;
+                    acc5 = acc5 + v_x_1*v_x_8;
+                    acc6 = acc6 + v_x_1*v_x_9;
+                    acc7 = acc7 + v_x_1*v_x_10;
+                }
+                *(geoattn_lanes_t *)Gram_1_3 = acc0;
+                *(geoattn_lanes_t *)Gram_1_4 = acc1;
+                *(geoattn_lanes_t *)Gram_1_5 = acc2;
+                *(geoattn_lanes_t *)Gram_1_6 = acc3;
+                *(geoattn_lanes_t *)Gram_1_7 = acc4;
+                *(geoattn_lanes_t *)Gram_1_8 = acc5;
+                *(geoattn_lanes_t *)Gram_1_9 = acc6;
+                *(geoattn_lanes_t *)Gram_1_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_12;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_13;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_4;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_5;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_11;
+                    acc1 = acc1 + v_x_1*v_x_12;
+                    acc2 = acc2 + v_x_1*v_x_13;
+                    acc3 = acc3 + (v_x_2*v_x_2);
+                    acc4 = acc4 + v_x_2*v_x_3;
+                    acc5 = acc5 + v_x_2*v_x_4;
+                    acc6 = acc6 + v_x_2*v_x_5;
+                    acc7 = acc7 + v_x_2*v_x_6;
+                }
+                *(geoattn_lanes_t *)Gram_1_11 = acc0;
+                *(geoattn_lanes_t *)Gram_1_12 = acc1;
+                *(geoattn_lanes_t *)Gram_1_13 = acc2;
+                *(geoattn_lanes_t *)Gram_2_2 = acc3;
+                *(geoattn_lanes_t *)Gram_2_3 = acc4;
+                *(geoattn_lanes_t *)Gram_2_4 = acc5;
+                *(geoattn_lanes_t *)Gram_2_5 = acc6;
+                *(geoattn_lanes_t *)Gram_2_6 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_2_9;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_10;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_2_11;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_12;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_13;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_3_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_2*v_x_7;
+                    acc1 = acc1 + v_x_2*v_x_8;
+                    acc2 = acc2 + v_x_2*v_x_9;
+                    acc3 = acc3 + v_x_10*v_x_2;
+                    acc4 = acc4 + v_x_11*v_x_2;
+                    acc5 = acc5 + v_x_12*v_x_2;
+                    acc6 = acc6 + v_x_13*v_x_2;
+                    acc7 = acc7 + (v_x_3*v_x_3);
+                }
+                *(geoattn_lanes_t *)Gram_2_7 = acc0;
+                *(geoattn_lanes_t *)Gram_2_8 = acc1;
+                *(geoattn_lanes_t *)Gram_2_9 = acc2;
+                *(geoattn_lanes_t *)Gram_2_10 = acc3;
+                *(geoattn_lanes_t *)Gram_2_11 = acc4;
+                *(geoattn_lanes_t *)Gram_2_12 = acc5;
+                *(geoattn_lanes_t *)Gram_2_13 = acc6;
+                *(geoattn_lanes_t *)Gram_3_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_3_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_3_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_3_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_3_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_3_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_3*v_x_4;
+                    acc1 = acc1 + v_x_3*v_x_5;
+                    acc2 = acc2 + v_x_3*v_x_6;
+                    acc3 = acc3 + v_x_3*v_x_7;
+                    acc4 = acc4 + v_x_3*v_x_8;
+                    acc5 = acc5 + v_x_3*v_x_9;
+                    acc6 = acc6 + v_x_10*v_x_3;
+                    acc7 = acc7 + v_x_11*v_x_3;
+                }
+                *(geoattn_lanes_t *)Gram_3_4 = acc0;
+                *(geoattn_lanes_t *)Gram_3_5 = acc1;
+                *(geoattn_lanes_t *)Gram_3_6 = acc2;
+                *(geoattn_lanes_t *)Gram_3_7 = acc3;
+                *(geoattn_lanes_t *)Gram_3_8 = acc4;
+                *(geoattn_lanes_t *)Gram_3_9 = acc5;
+                *(geoattn_lanes_t *)Gram_3_10 = acc6;
+                *(geoattn_lanes_t *)Gram_3_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_3_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_13;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_4_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_4_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_4_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_4_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_4_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_12*v_x_3;
+                    acc1 = acc1 + v_x_13*v_x_3;
+                    acc2 = acc2 + (v_x_4*v_x_4);
+                    acc3 = acc3 + v_x_4*v_x_5;
+                    acc4 = acc4 + v_x_4*v_x_6;
+                    acc5 = acc5 + v_x_4*v_x_7;
+                    acc6 = acc6 + v_x_4*v_x_8;
+                    acc7 = acc7 + v_x_4*v_x_9;
+                }
+                *(geoattn_lanes_t *)Gram_3_12 = acc0;
+                *(geoattn_lanes_t *)Gram_3_13 = acc1;
+                *(geoattn_lanes_t *)Gram_4_4 = acc2;
+                *(geoattn_lanes_t *)Gram_4_5 = acc3;
+                *(geoattn_lanes_t *)Gram_4_6 = acc4;
+                *(geoattn_lanes_t *)Gram_4_7 = acc5;
+                *(geoattn_lanes_t *)Gram_4_8 = acc6;
+                *(geoattn_lanes_t *)Gram_4_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_4_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_4_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_4_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_4_13;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_5_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_5_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_5_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_5_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_10*v_x_4;
+                    acc1 = acc1 + v_x_11*v_x_4;
+                    acc2 = acc2 + v_x_12*v_x_4;
+                    acc3 = acc3 + v_x_13*v_x_4;
+                    acc4 = acc4 + (v_x_5*v_x_5);
+                    acc5 = acc5 + v_x_5*v_x_6;
+                    acc6 = acc6 + v_x_5*v_x_7;
+                    acc7 = acc7 + v_x_5*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_4_10 = acc0;
+                *(geoattn_lanes_t *)Gram_4_11 = acc1;
+                *(geoattn_lanes_t *)Gram_4_12 = acc2;
+                *(geoattn_lanes_t *)Gram_4_13 = acc3;
+                *(geoattn_lanes_t *)Gram_5_5 = acc4;
+                *(geoattn_lanes_t *)Gram_5_6 = acc5;
+                *(geoattn_lanes_t *)Gram_5_7 = acc6;
+                *(geoattn_lanes_t *)Gram_5_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_5_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_5_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_5_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_5_12;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_5_13;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_6_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_6_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_6_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_5*v_x_9;
+                    acc1 = acc1 + v_x_10*v_x_5;
+                    acc2 = acc2 + v_x_11*v_x_5;
+                    acc3 = acc3 + v_x_12*v_x_5;
+                    acc4 = acc4 + v_x_13*v_x_5;
+                    acc5 = acc5 + (v_x_6*v_x_6);
+                    acc6 = acc6 + v_x_6*v_x_7;
+                    acc7 = acc7 + v_x_6*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_5_9 = acc0;
+                *(geoattn_lanes_t *)Gram_5_10 = acc1;
+                *(geoattn_lanes_t *)Gram_5_11 = acc2;
+                *(geoattn_lanes_t *)Gram_5_12 = acc3;
+                *(geoattn_lanes_t *)Gram_5_13 = acc4;
+                *(geoattn_lanes_t *)Gram_6_6 = acc5;
+                *(geoattn_lanes_t *)Gram_6_7 = acc6;
+                *(geoattn_lanes_t *)Gram_6_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_6_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_6_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_6_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_6_12;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_6_13;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_7_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_7_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_7_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_6*v_x_9;
+                    acc1 = acc1 + v_x_10*v_x_6;
+                    acc2 = acc2 + v_x_11*v_x_6;
+                    acc3 = acc3 + v_x_12*v_x_6;
+                    acc4 = acc4 + v_x_13*v_x_6;
+                    acc5 = acc5 + (v_x_7*v_x_7);
+                    acc6 = acc6 + v_x_7*v_x_8;
+                    acc7 = acc7 + v_x_7*v_x_9;
+                }
+                *(geoattn_lanes_t *)Gram_6_9 = acc0;
+                *(geoattn_lanes_t *)Gram_6_10 = acc1;
+                *(geoattn_lanes_t *)Gram_6_11 = acc2;
+                *(geoattn_lanes_t *)Gram_6_12 = acc3;
+                *(geoattn_lanes_t *)Gram_6_13 = acc4;
+                *(geoattn_lanes_t *)Gram_7_7 = acc5;
+                *(geoattn_lanes_t *)Gram_7_8 = acc6;
+                *(geoattn_lanes_t *)Gram_7_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_7_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_7_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_7_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_7_13;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_8_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_8_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_8_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_8_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_10*v_x_7;
+                    acc1 = acc1 + v_x_11*v_x_7;
+                    acc2 = acc2 + v_x_12*v_x_7;
+                    acc3 = acc3 + v_x_13*v_x_7;
+                    acc4 = acc4 + (v_x_8*v_x_8);
+                    acc5 = acc5 + v_x_8*v_x_9;
+                    acc6 = acc6 + v_x_10*v_x_8;
+                    acc7 = acc7 + v_x_11*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_7_10 = acc0;
+                *(geoattn_lanes_t *)Gram_7_11 = acc1;
+                *(geoattn_lanes_t *)Gram_7_12 = acc2;
+                *(geoattn_lanes_t *)Gram_7_13 = acc3;
+                *(geoattn_lanes_t *)Gram_8_8 = acc4;
+                *(geoattn_lanes_t *)Gram_8_9 = acc5;
+                *(geoattn_lanes_t *)Gram_8_10 = acc6;
+                *(geoattn_lanes_t *)Gram_8_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_8_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_8_13;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_9_9;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_9_10;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_9_11;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_9_12;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_9_13;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_10_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_12*v_x_8;
+                    acc1 = acc1 + v_x_13*v_x_8;
+                    acc2 = acc2 + (v_x_9*v_x_9);
+                    acc3 = acc3 + v_x_10*v_x_9;
+                    acc4 = acc4 + v_x_11*v_x_9;
+                    acc5 = acc5 + v_x_12*v_x_9;
+                    acc6 = acc6 + v_x_13*v_x_9;
+                    acc7 = acc7 + (v_x_10*v_x_10);
+                }
+                *(geoattn_lanes_t *)Gram_8_12 = acc0;
+                *(geoattn_lanes_t *)Gram_8_13 = acc1;
+                *(geoattn_lanes_t *)Gram_9_9 = acc2;
+                *(geoattn_lanes_t *)Gram_9_10 = acc3;
+                *(geoattn_lanes_t *)Gram_9_11 = acc4;
+                *(geoattn_lanes_t *)Gram_9_12 = acc5;
+                *(geoattn_lanes_t *)Gram_9_13 = acc6;
+                *(geoattn_lanes_t *)Gram_10_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_10_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_10_12;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_10_13;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_11_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_11_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_11_13;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_12_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_12_13;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_x_10*v_x_11;
+                    acc1 = acc1 + v_x_10*v_x_12;
+                    acc2 = acc2 + v_x_10*v_x_13;
+                    acc3 = acc3 + (v_x_11*v_x_11);
+                    acc4 = acc4 + v_x_11*v_x_12;
+                    acc5 = acc5 + v_x_11*v_x_13;
+                    acc6 = acc6 + (v_x_12*v_x_12);
+                    acc7 = acc7 + v_x_12*v_x_13;
+                }
+                *(geoattn_lanes_t *)Gram_10_11 = acc0;
+                *(geoattn_lanes_t *)Gram_10_12 = acc1;
+                *(geoattn_lanes_t *)Gram_10_13 = acc2;
+                *(geoattn_lanes_t *)Gram_11_11 = acc3;
+                *(geoattn_lanes_t *)Gram_11_12 = acc4;
+                *(geoattn_lanes_t *)Gram_11_13 = acc5;
+                *(geoattn_lanes_t *)Gram_12_12 = acc6;
+                *(geoattn_lanes_t *)Gram_12_13 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_13_13;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + (v_x_13*v_x_13);
+                }
+                *(geoattn_lanes_t *)Gram_13_13 = acc0;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*196 + 0] = Gram_0_0[l];
@@ -19393,6 +26437,7 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d14)(int64_t B, int64_t T, const real_t *restr
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*14; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
@@ -20230,6 +27275,927 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d14)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Pbar_13_12 = acc2;
                 *(geoattn_lanes_t *)Pbar_13_13 = acc3;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_0;
+                    acc1 = acc1 + v_Gy_1*v_x_0;
+                    acc2 = acc2 + v_Gy_2*v_x_0;
+                    acc3 = acc3 + v_Gy_3*v_x_0;
+                    acc4 = acc4 + v_Gy_4*v_x_0;
+                    acc5 = acc5 + v_Gy_5*v_x_0;
+                    acc6 = acc6 + v_Gy_6*v_x_0;
+                    acc7 = acc7 + v_Gy_7*v_x_0;
+                }
+                *(geoattn_lanes_t *)Pbar_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_13;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_0;
+                    acc1 = acc1 + v_Gy_9*v_x_0;
+                    acc2 = acc2 + v_Gy_10*v_x_0;
+                    acc3 = acc3 + v_Gy_11*v_x_0;
+                    acc4 = acc4 + v_Gy_12*v_x_0;
+                    acc5 = acc5 + v_Gy_13*v_x_0;
+                    acc6 = acc6 + v_Gy_0*v_x_1;
+                    acc7 = acc7 + v_Gy_1*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_0_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_12 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_13 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_1;
+                    acc1 = acc1 + v_Gy_3*v_x_1;
+                    acc2 = acc2 + v_Gy_4*v_x_1;
+                    acc3 = acc3 + v_Gy_5*v_x_1;
+                    acc4 = acc4 + v_Gy_6*v_x_1;
+                    acc5 = acc5 + v_Gy_7*v_x_1;
+                    acc6 = acc6 + v_Gy_8*v_x_1;
+                    acc7 = acc7 + v_Gy_9*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_1_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_13;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_10*v_x_1;
+                    acc1 = acc1 + v_Gy_11*v_x_1;
+                    acc2 = acc2 + v_Gy_12*v_x_1;
+                    acc3 = acc3 + v_Gy_13*v_x_1;
+                    acc4 = acc4 + v_Gy_0*v_x_2;
+                    acc5 = acc5 + v_Gy_1*v_x_2;
+                    acc6 = acc6 + v_Gy_2*v_x_2;
+                    acc7 = acc7 + v_Gy_3*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_1_10 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_11 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_12 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_13 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_2;
+                    acc1 = acc1 + v_Gy_5*v_x_2;
+                    acc2 = acc2 + v_Gy_6*v_x_2;
+                    acc3 = acc3 + v_Gy_7*v_x_2;
+                    acc4 = acc4 + v_Gy_8*v_x_2;
+                    acc5 = acc5 + v_Gy_9*v_x_2;
+                    acc6 = acc6 + v_Gy_10*v_x_2;
+                    acc7 = acc7 + v_Gy_11*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_2_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_13;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_3_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_12*v_x_2;
+                    acc1 = acc1 + v_Gy_13*v_x_2;
+                    acc2 = acc2 + v_Gy_0*v_x_3;
+                    acc3 = acc3 + v_Gy_1*v_x_3;
+                    acc4 = acc4 + v_Gy_2*v_x_3;
+                    acc5 = acc5 + v_Gy_3*v_x_3;
+                    acc6 = acc6 + v_Gy_4*v_x_3;
+                    acc7 = acc7 + v_Gy_5*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_2_12 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_13 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_3_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_3_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_13;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_3;
+                    acc1 = acc1 + v_Gy_7*v_x_3;
+                    acc2 = acc2 + v_Gy_8*v_x_3;
+                    acc3 = acc3 + v_Gy_9*v_x_3;
+                    acc4 = acc4 + v_Gy_10*v_x_3;
+                    acc5 = acc5 + v_Gy_11*v_x_3;
+                    acc6 = acc6 + v_Gy_12*v_x_3;
+                    acc7 = acc7 + v_Gy_13*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_3_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_9 = acc3;
+                *(geoattn_lanes_t *)Pbar_3_10 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_11 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_12 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_13 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_4_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_4;
+                    acc1 = acc1 + v_Gy_1*v_x_4;
+                    acc2 = acc2 + v_Gy_2*v_x_4;
+                    acc3 = acc3 + v_Gy_3*v_x_4;
+                    acc4 = acc4 + v_Gy_4*v_x_4;
+                    acc5 = acc5 + v_Gy_5*v_x_4;
+                    acc6 = acc6 + v_Gy_6*v_x_4;
+                    acc7 = acc7 + v_Gy_7*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_4_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_4_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_4_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_13;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_4;
+                    acc1 = acc1 + v_Gy_9*v_x_4;
+                    acc2 = acc2 + v_Gy_10*v_x_4;
+                    acc3 = acc3 + v_Gy_11*v_x_4;
+                    acc4 = acc4 + v_Gy_12*v_x_4;
+                    acc5 = acc5 + v_Gy_13*v_x_4;
+                    acc6 = acc6 + v_Gy_0*v_x_5;
+                    acc7 = acc7 + v_Gy_1*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_4_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_4_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_12 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_13 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_5;
+                    acc1 = acc1 + v_Gy_3*v_x_5;
+                    acc2 = acc2 + v_Gy_4*v_x_5;
+                    acc3 = acc3 + v_Gy_5*v_x_5;
+                    acc4 = acc4 + v_Gy_6*v_x_5;
+                    acc5 = acc5 + v_Gy_7*v_x_5;
+                    acc6 = acc6 + v_Gy_8*v_x_5;
+                    acc7 = acc7 + v_Gy_9*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_5_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_13;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_10*v_x_5;
+                    acc1 = acc1 + v_Gy_11*v_x_5;
+                    acc2 = acc2 + v_Gy_12*v_x_5;
+                    acc3 = acc3 + v_Gy_13*v_x_5;
+                    acc4 = acc4 + v_Gy_0*v_x_6;
+                    acc5 = acc5 + v_Gy_1*v_x_6;
+                    acc6 = acc6 + v_Gy_2*v_x_6;
+                    acc7 = acc7 + v_Gy_3*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_5_10 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_11 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_12 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_13 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_6_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_6;
+                    acc1 = acc1 + v_Gy_5*v_x_6;
+                    acc2 = acc2 + v_Gy_6*v_x_6;
+                    acc3 = acc3 + v_Gy_7*v_x_6;
+                    acc4 = acc4 + v_Gy_8*v_x_6;
+                    acc5 = acc5 + v_Gy_9*v_x_6;
+                    acc6 = acc6 + v_Gy_10*v_x_6;
+                    acc7 = acc7 + v_Gy_11*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_6_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_6_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_6_13;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_7_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_7_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_12*v_x_6;
+                    acc1 = acc1 + v_Gy_13*v_x_6;
+                    acc2 = acc2 + v_Gy_0*v_x_7;
+                    acc3 = acc3 + v_Gy_1*v_x_7;
+                    acc4 = acc4 + v_Gy_2*v_x_7;
+                    acc5 = acc5 + v_Gy_3*v_x_7;
+                    acc6 = acc6 + v_Gy_4*v_x_7;
+                    acc7 = acc7 + v_Gy_5*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_6_12 = acc0;
+                *(geoattn_lanes_t *)Pbar_6_13 = acc1;
+                *(geoattn_lanes_t *)Pbar_7_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_7_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_7_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_7_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_7_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_7_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_13;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_7;
+                    acc1 = acc1 + v_Gy_7*v_x_7;
+                    acc2 = acc2 + v_Gy_8*v_x_7;
+                    acc3 = acc3 + v_Gy_9*v_x_7;
+                    acc4 = acc4 + v_Gy_10*v_x_7;
+                    acc5 = acc5 + v_Gy_11*v_x_7;
+                    acc6 = acc6 + v_Gy_12*v_x_7;
+                    acc7 = acc7 + v_Gy_13*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_7_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_7_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_7_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_7_9 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_10 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_11 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_12 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_13 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_8_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_8_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_8_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_8_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_8;
+                    acc1 = acc1 + v_Gy_1*v_x_8;
+                    acc2 = acc2 + v_Gy_2*v_x_8;
+                    acc3 = acc3 + v_Gy_3*v_x_8;
+                    acc4 = acc4 + v_Gy_4*v_x_8;
+                    acc5 = acc5 + v_Gy_5*v_x_8;
+                    acc6 = acc6 + v_Gy_6*v_x_8;
+                    acc7 = acc7 + v_Gy_7*v_x_8;
+                }
+                *(geoattn_lanes_t *)Pbar_8_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_8_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_8_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_8_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_8_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_8_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_8_13;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_9_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_9_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_8;
+                    acc1 = acc1 + v_Gy_9*v_x_8;
+                    acc2 = acc2 + v_Gy_10*v_x_8;
+                    acc3 = acc3 + v_Gy_11*v_x_8;
+                    acc4 = acc4 + v_Gy_12*v_x_8;
+                    acc5 = acc5 + v_Gy_13*v_x_8;
+                    acc6 = acc6 + v_Gy_0*v_x_9;
+                    acc7 = acc7 + v_Gy_1*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_8_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_8_12 = acc4;
+                *(geoattn_lanes_t *)Pbar_8_13 = acc5;
+                *(geoattn_lanes_t *)Pbar_9_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_9_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_9_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_9_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_9_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_9_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_9_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_9_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_9_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_9_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_9;
+                    acc1 = acc1 + v_Gy_3*v_x_9;
+                    acc2 = acc2 + v_Gy_4*v_x_9;
+                    acc3 = acc3 + v_Gy_5*v_x_9;
+                    acc4 = acc4 + v_Gy_6*v_x_9;
+                    acc5 = acc5 + v_Gy_7*v_x_9;
+                    acc6 = acc6 + v_Gy_8*v_x_9;
+                    acc7 = acc7 + v_Gy_9*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_9_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_9_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_9_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_9_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_9_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_9_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_9_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_9_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_9_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_9_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_9_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_9_13;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_10_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_10_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_10_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_10_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_10*v_x_9;
+                    acc1 = acc1 + v_Gy_11*v_x_9;
+                    acc2 = acc2 + v_Gy_12*v_x_9;
+                    acc3 = acc3 + v_Gy_13*v_x_9;
+                    acc4 = acc4 + v_Gy_0*v_x_10;
+                    acc5 = acc5 + v_Gy_1*v_x_10;
+                    acc6 = acc6 + v_Gy_2*v_x_10;
+                    acc7 = acc7 + v_Gy_3*v_x_10;
+                }
+                *(geoattn_lanes_t *)Pbar_9_10 = acc0;
+                *(geoattn_lanes_t *)Pbar_9_11 = acc1;
+                *(geoattn_lanes_t *)Pbar_9_12 = acc2;
+                *(geoattn_lanes_t *)Pbar_9_13 = acc3;
+                *(geoattn_lanes_t *)Pbar_10_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_10_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_10_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_10_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_10_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_10_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_10_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_10_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_10_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_10_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_10_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_10_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_10;
+                    acc1 = acc1 + v_Gy_5*v_x_10;
+                    acc2 = acc2 + v_Gy_6*v_x_10;
+                    acc3 = acc3 + v_Gy_7*v_x_10;
+                    acc4 = acc4 + v_Gy_8*v_x_10;
+                    acc5 = acc5 + v_Gy_9*v_x_10;
+                    acc6 = acc6 + v_Gy_10*v_x_10;
+                    acc7 = acc7 + v_Gy_11*v_x_10;
+                }
+                *(geoattn_lanes_t *)Pbar_10_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_10_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_10_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_10_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_10_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_10_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_10_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_10_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_10_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_10_13;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_11_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_11_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_11_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_11_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_11_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_11_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_12*v_x_10;
+                    acc1 = acc1 + v_Gy_13*v_x_10;
+                    acc2 = acc2 + v_Gy_0*v_x_11;
+                    acc3 = acc3 + v_Gy_1*v_x_11;
+                    acc4 = acc4 + v_Gy_2*v_x_11;
+                    acc5 = acc5 + v_Gy_3*v_x_11;
+                    acc6 = acc6 + v_Gy_4*v_x_11;
+                    acc7 = acc7 + v_Gy_5*v_x_11;
+                }
+                *(geoattn_lanes_t *)Pbar_10_12 = acc0;
+                *(geoattn_lanes_t *)Pbar_10_13 = acc1;
+                *(geoattn_lanes_t *)Pbar_11_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_11_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_11_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_11_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_11_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_11_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_11_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_11_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_11_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_11_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_11_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_11_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_11_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_11_13;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_11;
+                    acc1 = acc1 + v_Gy_7*v_x_11;
+                    acc2 = acc2 + v_Gy_8*v_x_11;
+                    acc3 = acc3 + v_Gy_9*v_x_11;
+                    acc4 = acc4 + v_Gy_10*v_x_11;
+                    acc5 = acc5 + v_Gy_11*v_x_11;
+                    acc6 = acc6 + v_Gy_12*v_x_11;
+                    acc7 = acc7 + v_Gy_13*v_x_11;
+                }
+                *(geoattn_lanes_t *)Pbar_11_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_11_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_11_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_11_9 = acc3;
+                *(geoattn_lanes_t *)Pbar_11_10 = acc4;
+                *(geoattn_lanes_t *)Pbar_11_11 = acc5;
+                *(geoattn_lanes_t *)Pbar_11_12 = acc6;
+                *(geoattn_lanes_t *)Pbar_11_13 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_12_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_12_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_12_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_12_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_12_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_12_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_12_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_12_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_12;
+                    acc1 = acc1 + v_Gy_1*v_x_12;
+                    acc2 = acc2 + v_Gy_2*v_x_12;
+                    acc3 = acc3 + v_Gy_3*v_x_12;
+                    acc4 = acc4 + v_Gy_4*v_x_12;
+                    acc5 = acc5 + v_Gy_5*v_x_12;
+                    acc6 = acc6 + v_Gy_6*v_x_12;
+                    acc7 = acc7 + v_Gy_7*v_x_12;
+                }
+                *(geoattn_lanes_t *)Pbar_12_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_12_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_12_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_12_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_12_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_12_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_12_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_12_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_12_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_12_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_12_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_12_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_12_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_12_13;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_13_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_13_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_12;
+                    acc1 = acc1 + v_Gy_9*v_x_12;
+                    acc2 = acc2 + v_Gy_10*v_x_12;
+                    acc3 = acc3 + v_Gy_11*v_x_12;
+                    acc4 = acc4 + v_Gy_12*v_x_12;
+                    acc5 = acc5 + v_Gy_13*v_x_12;
+                    acc6 = acc6 + v_Gy_0*v_x_13;
+                    acc7 = acc7 + v_Gy_1*v_x_13;
+                }
+                *(geoattn_lanes_t *)Pbar_12_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_12_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_12_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_12_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_12_12 = acc4;
+                *(geoattn_lanes_t *)Pbar_12_13 = acc5;
+                *(geoattn_lanes_t *)Pbar_13_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_13_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_13_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_13_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_13_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_13_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_13_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_13_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_13_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_13_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_13;
+                    acc1 = acc1 + v_Gy_3*v_x_13;
+                    acc2 = acc2 + v_Gy_4*v_x_13;
+                    acc3 = acc3 + v_Gy_5*v_x_13;
+                    acc4 = acc4 + v_Gy_6*v_x_13;
+                    acc5 = acc5 + v_Gy_7*v_x_13;
+                    acc6 = acc6 + v_Gy_8*v_x_13;
+                    acc7 = acc7 + v_Gy_9*v_x_13;
+                }
+                *(geoattn_lanes_t *)Pbar_13_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_13_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_13_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_13_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_13_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_13_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_13_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_13_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_13_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_13_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_13_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_13_13;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 14*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 14*tt)*LANES);
+                    acc0 = acc0 + v_Gy_10*v_x_13;
+                    acc1 = acc1 + v_Gy_11*v_x_13;
+                    acc2 = acc2 + v_Gy_12*v_x_13;
+                    acc3 = acc3 + v_Gy_13*v_x_13;
+                }
+                *(geoattn_lanes_t *)Pbar_13_10 = acc0;
+                *(geoattn_lanes_t *)Pbar_13_11 = acc1;
+                *(geoattn_lanes_t *)Pbar_13_12 = acc2;
+                *(geoattn_lanes_t *)Pbar_13_13 = acc3;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*196 + 0] = Pbar_0_0[l];
@@ -21283,7 +29249,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d14)(int64_t B, int64_t T, const real_t *restric
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -21404,6 +29370,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -21425,6 +29394,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -21433,10 +29418,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -21448,12 +29433,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -21665,6 +29650,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d14)(int64_t B, int64_t T, const real_t *restri
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -21935,6 +29921,7 @@ void GEOATTN_NAME(vp_gram_lu_gram_d15)(int64_t B, int64_t T, const real_t *restr
             }
             for (int64_t tt = 0; tt < nt*15; tt++)
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
@@ -22412,6 +30399,551 @@ void GEOATTN_NAME(vp_gram_lu_gram_d15)(int64_t B, int64_t T, const real_t *restr
                 *(geoattn_lanes_t *)Gram_13_14 = acc6;
                 *(geoattn_lanes_t *)Gram_14_14 = acc7;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    acc0 = acc0 + (v_x_0*v_x_0);
+                    acc1 = acc1 + v_x_0*v_x_1;
+                    acc2 = acc2 + v_x_0*v_x_2;
+                    acc3 = acc3 + v_x_0*v_x_3;
+                    acc4 = acc4 + v_x_0*v_x_4;
+                    acc5 = acc5 + v_x_0*v_x_5;
+                    acc6 = acc6 + v_x_0*v_x_6;
+                    acc7 = acc7 + v_x_0*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_0_0 = acc0;
+                *(geoattn_lanes_t *)Gram_0_1 = acc1;
+                *(geoattn_lanes_t *)Gram_0_2 = acc2;
+                *(geoattn_lanes_t *)Gram_0_3 = acc3;
+                *(geoattn_lanes_t *)Gram_0_4 = acc4;
+                *(geoattn_lanes_t *)Gram_0_5 = acc5;
+                *(geoattn_lanes_t *)Gram_0_6 = acc6;
+                *(geoattn_lanes_t *)Gram_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_0_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_0_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_0_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_0_13;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_0_14;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_0*v_x_8;
+                    acc1 = acc1 + v_x_0*v_x_9;
+                    acc2 = acc2 + v_x_0*v_x_10;
+                    acc3 = acc3 + v_x_0*v_x_11;
+                    acc4 = acc4 + v_x_0*v_x_12;
+                    acc5 = acc5 + v_x_0*v_x_13;
+                    acc6 = acc6 + v_x_0*v_x_14;
+                    acc7 = acc7 + (v_x_1*v_x_1);
+                }
+                *(geoattn_lanes_t *)Gram_0_8 = acc0;
+                *(geoattn_lanes_t *)Gram_0_9 = acc1;
+                *(geoattn_lanes_t *)Gram_0_10 = acc2;
+                *(geoattn_lanes_t *)Gram_0_11 = acc3;
+                *(geoattn_lanes_t *)Gram_0_12 = acc4;
+                *(geoattn_lanes_t *)Gram_0_13 = acc5;
+                *(geoattn_lanes_t *)Gram_0_14 = acc6;
+                *(geoattn_lanes_t *)Gram_1_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_1_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_1_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_1_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_2;
+                    acc1 = acc1 + v_x_1*v_x_3;
+                    acc2 = acc2 + v_x_1*v_x_4;
+                    acc3 = acc3 + v_x_1*v_x_5;
+                    acc4 = acc4 + v_x_1*v_x_6;
+                    acc5 = acc5 + v_x_1*v_x_7;
+                    acc6 = acc6 + v_x_1*v_x_8;
+                    acc7 = acc7 + v_x_1*v_x_9;
+                }
+                *(geoattn_lanes_t *)Gram_1_2 = acc0;
+                *(geoattn_lanes_t *)Gram_1_3 = acc1;
+                *(geoattn_lanes_t *)Gram_1_4 = acc2;
+                *(geoattn_lanes_t *)Gram_1_5 = acc3;
+                *(geoattn_lanes_t *)Gram_1_6 = acc4;
+                *(geoattn_lanes_t *)Gram_1_7 = acc5;
+                *(geoattn_lanes_t *)Gram_1_8 = acc6;
+                *(geoattn_lanes_t *)Gram_1_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_1_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_1_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_1_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_1_13;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_1_14;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_1*v_x_10;
+                    acc1 = acc1 + v_x_1*v_x_11;
+                    acc2 = acc2 + v_x_1*v_x_12;
+                    acc3 = acc3 + v_x_1*v_x_13;
+                    acc4 = acc4 + v_x_1*v_x_14;
+                    acc5 = acc5 + (v_x_2*v_x_2);
+                    acc6 = acc6 + v_x_2*v_x_3;
+                    acc7 = acc7 + v_x_2*v_x_4;
+                }
+                *(geoattn_lanes_t *)Gram_1_10 = acc0;
+                *(geoattn_lanes_t *)Gram_1_11 = acc1;
+                *(geoattn_lanes_t *)Gram_1_12 = acc2;
+                *(geoattn_lanes_t *)Gram_1_13 = acc3;
+                *(geoattn_lanes_t *)Gram_1_14 = acc4;
+                *(geoattn_lanes_t *)Gram_2_2 = acc5;
+                *(geoattn_lanes_t *)Gram_2_3 = acc6;
+                *(geoattn_lanes_t *)Gram_2_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_2_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_2_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_2_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_2_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_2_11;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_2_12;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_2*v_x_5;
+                    acc1 = acc1 + v_x_2*v_x_6;
+                    acc2 = acc2 + v_x_2*v_x_7;
+                    acc3 = acc3 + v_x_2*v_x_8;
+                    acc4 = acc4 + v_x_2*v_x_9;
+                    acc5 = acc5 + v_x_10*v_x_2;
+                    acc6 = acc6 + v_x_11*v_x_2;
+                    acc7 = acc7 + v_x_12*v_x_2;
+                }
+                *(geoattn_lanes_t *)Gram_2_5 = acc0;
+                *(geoattn_lanes_t *)Gram_2_6 = acc1;
+                *(geoattn_lanes_t *)Gram_2_7 = acc2;
+                *(geoattn_lanes_t *)Gram_2_8 = acc3;
+                *(geoattn_lanes_t *)Gram_2_9 = acc4;
+                *(geoattn_lanes_t *)Gram_2_10 = acc5;
+                *(geoattn_lanes_t *)Gram_2_11 = acc6;
+                *(geoattn_lanes_t *)Gram_2_12 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_2_13;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_2_14;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_3_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_3_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_3_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_3_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_13*v_x_2;
+                    acc1 = acc1 + v_x_14*v_x_2;
+                    acc2 = acc2 + (v_x_3*v_x_3);
+                    acc3 = acc3 + v_x_3*v_x_4;
+                    acc4 = acc4 + v_x_3*v_x_5;
+                    acc5 = acc5 + v_x_3*v_x_6;
+                    acc6 = acc6 + v_x_3*v_x_7;
+                    acc7 = acc7 + v_x_3*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_2_13 = acc0;
+                *(geoattn_lanes_t *)Gram_2_14 = acc1;
+                *(geoattn_lanes_t *)Gram_3_3 = acc2;
+                *(geoattn_lanes_t *)Gram_3_4 = acc3;
+                *(geoattn_lanes_t *)Gram_3_5 = acc4;
+                *(geoattn_lanes_t *)Gram_3_6 = acc5;
+                *(geoattn_lanes_t *)Gram_3_7 = acc6;
+                *(geoattn_lanes_t *)Gram_3_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_3_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_3_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_3_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_3_12;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_3_13;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_3_14;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_4_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_3*v_x_9;
+                    acc1 = acc1 + v_x_10*v_x_3;
+                    acc2 = acc2 + v_x_11*v_x_3;
+                    acc3 = acc3 + v_x_12*v_x_3;
+                    acc4 = acc4 + v_x_13*v_x_3;
+                    acc5 = acc5 + v_x_14*v_x_3;
+                    acc6 = acc6 + (v_x_4*v_x_4);
+                    acc7 = acc7 + v_x_4*v_x_5;
+                }
+                *(geoattn_lanes_t *)Gram_3_9 = acc0;
+                *(geoattn_lanes_t *)Gram_3_10 = acc1;
+                *(geoattn_lanes_t *)Gram_3_11 = acc2;
+                *(geoattn_lanes_t *)Gram_3_12 = acc3;
+                *(geoattn_lanes_t *)Gram_3_13 = acc4;
+                *(geoattn_lanes_t *)Gram_3_14 = acc5;
+                *(geoattn_lanes_t *)Gram_4_4 = acc6;
+                *(geoattn_lanes_t *)Gram_4_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_4_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_4_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_4_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_4_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_4_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_4_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_4_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_4_13;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_4*v_x_6;
+                    acc1 = acc1 + v_x_4*v_x_7;
+                    acc2 = acc2 + v_x_4*v_x_8;
+                    acc3 = acc3 + v_x_4*v_x_9;
+                    acc4 = acc4 + v_x_10*v_x_4;
+                    acc5 = acc5 + v_x_11*v_x_4;
+                    acc6 = acc6 + v_x_12*v_x_4;
+                    acc7 = acc7 + v_x_13*v_x_4;
+                }
+                *(geoattn_lanes_t *)Gram_4_6 = acc0;
+                *(geoattn_lanes_t *)Gram_4_7 = acc1;
+                *(geoattn_lanes_t *)Gram_4_8 = acc2;
+                *(geoattn_lanes_t *)Gram_4_9 = acc3;
+                *(geoattn_lanes_t *)Gram_4_10 = acc4;
+                *(geoattn_lanes_t *)Gram_4_11 = acc5;
+                *(geoattn_lanes_t *)Gram_4_12 = acc6;
+                *(geoattn_lanes_t *)Gram_4_13 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_4_14;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_5_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_5_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_5_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_5_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_5_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_5_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_5_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_14*v_x_4;
+                    acc1 = acc1 + (v_x_5*v_x_5);
+                    acc2 = acc2 + v_x_5*v_x_6;
+                    acc3 = acc3 + v_x_5*v_x_7;
+                    acc4 = acc4 + v_x_5*v_x_8;
+                    acc5 = acc5 + v_x_5*v_x_9;
+                    acc6 = acc6 + v_x_10*v_x_5;
+                    acc7 = acc7 + v_x_11*v_x_5;
+                }
+                *(geoattn_lanes_t *)Gram_4_14 = acc0;
+                *(geoattn_lanes_t *)Gram_5_5 = acc1;
+                *(geoattn_lanes_t *)Gram_5_6 = acc2;
+                *(geoattn_lanes_t *)Gram_5_7 = acc3;
+                *(geoattn_lanes_t *)Gram_5_8 = acc4;
+                *(geoattn_lanes_t *)Gram_5_9 = acc5;
+                *(geoattn_lanes_t *)Gram_5_10 = acc6;
+                *(geoattn_lanes_t *)Gram_5_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_5_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_5_13;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_5_14;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_6_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_6_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_6_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_6_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_6_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_12*v_x_5;
+                    acc1 = acc1 + v_x_13*v_x_5;
+                    acc2 = acc2 + v_x_14*v_x_5;
+                    acc3 = acc3 + (v_x_6*v_x_6);
+                    acc4 = acc4 + v_x_6*v_x_7;
+                    acc5 = acc5 + v_x_6*v_x_8;
+                    acc6 = acc6 + v_x_6*v_x_9;
+                    acc7 = acc7 + v_x_10*v_x_6;
+                }
+                *(geoattn_lanes_t *)Gram_5_12 = acc0;
+                *(geoattn_lanes_t *)Gram_5_13 = acc1;
+                *(geoattn_lanes_t *)Gram_5_14 = acc2;
+                *(geoattn_lanes_t *)Gram_6_6 = acc3;
+                *(geoattn_lanes_t *)Gram_6_7 = acc4;
+                *(geoattn_lanes_t *)Gram_6_8 = acc5;
+                *(geoattn_lanes_t *)Gram_6_9 = acc6;
+                *(geoattn_lanes_t *)Gram_6_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_6_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_6_12;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_6_13;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_6_14;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_7_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_7_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_7_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_7_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_11*v_x_6;
+                    acc1 = acc1 + v_x_12*v_x_6;
+                    acc2 = acc2 + v_x_13*v_x_6;
+                    acc3 = acc3 + v_x_14*v_x_6;
+                    acc4 = acc4 + (v_x_7*v_x_7);
+                    acc5 = acc5 + v_x_7*v_x_8;
+                    acc6 = acc6 + v_x_7*v_x_9;
+                    acc7 = acc7 + v_x_10*v_x_7;
+                }
+                *(geoattn_lanes_t *)Gram_6_11 = acc0;
+                *(geoattn_lanes_t *)Gram_6_12 = acc1;
+                *(geoattn_lanes_t *)Gram_6_13 = acc2;
+                *(geoattn_lanes_t *)Gram_6_14 = acc3;
+                *(geoattn_lanes_t *)Gram_7_7 = acc4;
+                *(geoattn_lanes_t *)Gram_7_8 = acc5;
+                *(geoattn_lanes_t *)Gram_7_9 = acc6;
+                *(geoattn_lanes_t *)Gram_7_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_7_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_7_12;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_7_13;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_7_14;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_8_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_8_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_8_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_8_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_11*v_x_7;
+                    acc1 = acc1 + v_x_12*v_x_7;
+                    acc2 = acc2 + v_x_13*v_x_7;
+                    acc3 = acc3 + v_x_14*v_x_7;
+                    acc4 = acc4 + (v_x_8*v_x_8);
+                    acc5 = acc5 + v_x_8*v_x_9;
+                    acc6 = acc6 + v_x_10*v_x_8;
+                    acc7 = acc7 + v_x_11*v_x_8;
+                }
+                *(geoattn_lanes_t *)Gram_7_11 = acc0;
+                *(geoattn_lanes_t *)Gram_7_12 = acc1;
+                *(geoattn_lanes_t *)Gram_7_13 = acc2;
+                *(geoattn_lanes_t *)Gram_7_14 = acc3;
+                *(geoattn_lanes_t *)Gram_8_8 = acc4;
+                *(geoattn_lanes_t *)Gram_8_9 = acc5;
+                *(geoattn_lanes_t *)Gram_8_10 = acc6;
+                *(geoattn_lanes_t *)Gram_8_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_8_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_8_13;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_8_14;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_9_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_9_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_9_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_9_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_9_13;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_12*v_x_8;
+                    acc1 = acc1 + v_x_13*v_x_8;
+                    acc2 = acc2 + v_x_14*v_x_8;
+                    acc3 = acc3 + (v_x_9*v_x_9);
+                    acc4 = acc4 + v_x_10*v_x_9;
+                    acc5 = acc5 + v_x_11*v_x_9;
+                    acc6 = acc6 + v_x_12*v_x_9;
+                    acc7 = acc7 + v_x_13*v_x_9;
+                }
+                *(geoattn_lanes_t *)Gram_8_12 = acc0;
+                *(geoattn_lanes_t *)Gram_8_13 = acc1;
+                *(geoattn_lanes_t *)Gram_8_14 = acc2;
+                *(geoattn_lanes_t *)Gram_9_9 = acc3;
+                *(geoattn_lanes_t *)Gram_9_10 = acc4;
+                *(geoattn_lanes_t *)Gram_9_11 = acc5;
+                *(geoattn_lanes_t *)Gram_9_12 = acc6;
+                *(geoattn_lanes_t *)Gram_9_13 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_9_14;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_10_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_10_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_10_12;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_10_13;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_10_14;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_11_11;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_11_12;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_14*v_x_9;
+                    acc1 = acc1 + (v_x_10*v_x_10);
+                    acc2 = acc2 + v_x_10*v_x_11;
+                    acc3 = acc3 + v_x_10*v_x_12;
+                    acc4 = acc4 + v_x_10*v_x_13;
+                    acc5 = acc5 + v_x_10*v_x_14;
+                    acc6 = acc6 + (v_x_11*v_x_11);
+                    acc7 = acc7 + v_x_11*v_x_12;
+                }
+                *(geoattn_lanes_t *)Gram_9_14 = acc0;
+                *(geoattn_lanes_t *)Gram_10_10 = acc1;
+                *(geoattn_lanes_t *)Gram_10_11 = acc2;
+                *(geoattn_lanes_t *)Gram_10_12 = acc3;
+                *(geoattn_lanes_t *)Gram_10_13 = acc4;
+                *(geoattn_lanes_t *)Gram_10_14 = acc5;
+                *(geoattn_lanes_t *)Gram_11_11 = acc6;
+                *(geoattn_lanes_t *)Gram_11_12 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Gram_11_13;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Gram_11_14;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Gram_12_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Gram_12_13;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Gram_12_14;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Gram_13_13;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Gram_13_14;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Gram_14_14;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_x_11*v_x_13;
+                    acc1 = acc1 + v_x_11*v_x_14;
+                    acc2 = acc2 + (v_x_12*v_x_12);
+                    acc3 = acc3 + v_x_12*v_x_13;
+                    acc4 = acc4 + v_x_12*v_x_14;
+                    acc5 = acc5 + (v_x_13*v_x_13);
+                    acc6 = acc6 + v_x_13*v_x_14;
+                    acc7 = acc7 + (v_x_14*v_x_14);
+                }
+                *(geoattn_lanes_t *)Gram_11_13 = acc0;
+                *(geoattn_lanes_t *)Gram_11_14 = acc1;
+                *(geoattn_lanes_t *)Gram_12_12 = acc2;
+                *(geoattn_lanes_t *)Gram_12_13 = acc3;
+                *(geoattn_lanes_t *)Gram_12_14 = acc4;
+                *(geoattn_lanes_t *)Gram_13_13 = acc5;
+                *(geoattn_lanes_t *)Gram_13_14 = acc6;
+                *(geoattn_lanes_t *)Gram_14_14 = acc7;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Gram[(int64_t)(b0 + l)*225 + 0] = Gram_0_0[l];
@@ -23625,6 +32157,7 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d15)(int64_t B, int64_t T, const real_t *restr
                 for (int l = 0; l < LANES; l++) tile_x[tt*LANES + l] = (double)src_x[l][tt];
             for (int64_t tt = 0; tt < nt*15; tt++)
                 for (int l = 0; l < LANES; l++) tile_Gy[tt*LANES + l] = (double)src_Gy[l][tt];
+            #if GEOATTN_VREGS >= 32
             {
                 geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
                 geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
@@ -24600,6 +33133,1066 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d15)(int64_t B, int64_t T, const real_t *restr
                 }
                 *(geoattn_lanes_t *)Pbar_14_14 = acc0;
             }
+            #else
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_0_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_0;
+                    acc1 = acc1 + v_Gy_1*v_x_0;
+                    acc2 = acc2 + v_Gy_2*v_x_0;
+                    acc3 = acc3 + v_Gy_3*v_x_0;
+                    acc4 = acc4 + v_Gy_4*v_x_0;
+                    acc5 = acc5 + v_Gy_5*v_x_0;
+                    acc6 = acc6 + v_Gy_6*v_x_0;
+                    acc7 = acc7 + v_Gy_7*v_x_0;
+                }
+                *(geoattn_lanes_t *)Pbar_0_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_0_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_0_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_0_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_0_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_0_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_0_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_0_13;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_0_14;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_0 = *(const geoattn_lanes_t *)(tile_x + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_0;
+                    acc1 = acc1 + v_Gy_9*v_x_0;
+                    acc2 = acc2 + v_Gy_10*v_x_0;
+                    acc3 = acc3 + v_Gy_11*v_x_0;
+                    acc4 = acc4 + v_Gy_12*v_x_0;
+                    acc5 = acc5 + v_Gy_13*v_x_0;
+                    acc6 = acc6 + v_Gy_14*v_x_0;
+                    acc7 = acc7 + v_Gy_0*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_0_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_0_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_0_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_0_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_0_12 = acc4;
+                *(geoattn_lanes_t *)Pbar_0_13 = acc5;
+                *(geoattn_lanes_t *)Pbar_0_14 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_0 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_1;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_1_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_1_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_1*v_x_1;
+                    acc1 = acc1 + v_Gy_2*v_x_1;
+                    acc2 = acc2 + v_Gy_3*v_x_1;
+                    acc3 = acc3 + v_Gy_4*v_x_1;
+                    acc4 = acc4 + v_Gy_5*v_x_1;
+                    acc5 = acc5 + v_Gy_6*v_x_1;
+                    acc6 = acc6 + v_Gy_7*v_x_1;
+                    acc7 = acc7 + v_Gy_8*v_x_1;
+                }
+                *(geoattn_lanes_t *)Pbar_1_1 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_2 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_3 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_4 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_5 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_6 = acc5;
+                *(geoattn_lanes_t *)Pbar_1_7 = acc6;
+                *(geoattn_lanes_t *)Pbar_1_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_1_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_1_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_1_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_1_12;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_1_13;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_1_14;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_1 = *(const geoattn_lanes_t *)(tile_x + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_9*v_x_1;
+                    acc1 = acc1 + v_Gy_10*v_x_1;
+                    acc2 = acc2 + v_Gy_11*v_x_1;
+                    acc3 = acc3 + v_Gy_12*v_x_1;
+                    acc4 = acc4 + v_Gy_13*v_x_1;
+                    acc5 = acc5 + v_Gy_14*v_x_1;
+                    acc6 = acc6 + v_Gy_0*v_x_2;
+                    acc7 = acc7 + v_Gy_1*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_1_9 = acc0;
+                *(geoattn_lanes_t *)Pbar_1_10 = acc1;
+                *(geoattn_lanes_t *)Pbar_1_11 = acc2;
+                *(geoattn_lanes_t *)Pbar_1_12 = acc3;
+                *(geoattn_lanes_t *)Pbar_1_13 = acc4;
+                *(geoattn_lanes_t *)Pbar_1_14 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_2_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_2_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_2_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_2;
+                    acc1 = acc1 + v_Gy_3*v_x_2;
+                    acc2 = acc2 + v_Gy_4*v_x_2;
+                    acc3 = acc3 + v_Gy_5*v_x_2;
+                    acc4 = acc4 + v_Gy_6*v_x_2;
+                    acc5 = acc5 + v_Gy_7*v_x_2;
+                    acc6 = acc6 + v_Gy_8*v_x_2;
+                    acc7 = acc7 + v_Gy_9*v_x_2;
+                }
+                *(geoattn_lanes_t *)Pbar_2_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_2_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_2_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_2_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_2_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_2_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_2_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_2_13;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_2_14;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_0;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_1;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_2 = *(const geoattn_lanes_t *)(tile_x + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_10*v_x_2;
+                    acc1 = acc1 + v_Gy_11*v_x_2;
+                    acc2 = acc2 + v_Gy_12*v_x_2;
+                    acc3 = acc3 + v_Gy_13*v_x_2;
+                    acc4 = acc4 + v_Gy_14*v_x_2;
+                    acc5 = acc5 + v_Gy_0*v_x_3;
+                    acc6 = acc6 + v_Gy_1*v_x_3;
+                    acc7 = acc7 + v_Gy_2*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_2_10 = acc0;
+                *(geoattn_lanes_t *)Pbar_2_11 = acc1;
+                *(geoattn_lanes_t *)Pbar_2_12 = acc2;
+                *(geoattn_lanes_t *)Pbar_2_13 = acc3;
+                *(geoattn_lanes_t *)Pbar_2_14 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_0 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_1 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_3_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_3_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_3_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_3_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_3*v_x_3;
+                    acc1 = acc1 + v_Gy_4*v_x_3;
+                    acc2 = acc2 + v_Gy_5*v_x_3;
+                    acc3 = acc3 + v_Gy_6*v_x_3;
+                    acc4 = acc4 + v_Gy_7*v_x_3;
+                    acc5 = acc5 + v_Gy_8*v_x_3;
+                    acc6 = acc6 + v_Gy_9*v_x_3;
+                    acc7 = acc7 + v_Gy_10*v_x_3;
+                }
+                *(geoattn_lanes_t *)Pbar_3_3 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_4 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_5 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_6 = acc3;
+                *(geoattn_lanes_t *)Pbar_3_7 = acc4;
+                *(geoattn_lanes_t *)Pbar_3_8 = acc5;
+                *(geoattn_lanes_t *)Pbar_3_9 = acc6;
+                *(geoattn_lanes_t *)Pbar_3_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_3_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_3_12;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_3_13;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_3_14;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_3 = *(const geoattn_lanes_t *)(tile_x + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_11*v_x_3;
+                    acc1 = acc1 + v_Gy_12*v_x_3;
+                    acc2 = acc2 + v_Gy_13*v_x_3;
+                    acc3 = acc3 + v_Gy_14*v_x_3;
+                    acc4 = acc4 + v_Gy_0*v_x_4;
+                    acc5 = acc5 + v_Gy_1*v_x_4;
+                    acc6 = acc6 + v_Gy_2*v_x_4;
+                    acc7 = acc7 + v_Gy_3*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_3_11 = acc0;
+                *(geoattn_lanes_t *)Pbar_3_12 = acc1;
+                *(geoattn_lanes_t *)Pbar_3_13 = acc2;
+                *(geoattn_lanes_t *)Pbar_3_14 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_4_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_4_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_4_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_4_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_4_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_4;
+                    acc1 = acc1 + v_Gy_5*v_x_4;
+                    acc2 = acc2 + v_Gy_6*v_x_4;
+                    acc3 = acc3 + v_Gy_7*v_x_4;
+                    acc4 = acc4 + v_Gy_8*v_x_4;
+                    acc5 = acc5 + v_Gy_9*v_x_4;
+                    acc6 = acc6 + v_Gy_10*v_x_4;
+                    acc7 = acc7 + v_Gy_11*v_x_4;
+                }
+                *(geoattn_lanes_t *)Pbar_4_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_4_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_4_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_4_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_4_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_4_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_4_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_4_13;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_4_14;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_0;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_4 = *(const geoattn_lanes_t *)(tile_x + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_12*v_x_4;
+                    acc1 = acc1 + v_Gy_13*v_x_4;
+                    acc2 = acc2 + v_Gy_14*v_x_4;
+                    acc3 = acc3 + v_Gy_0*v_x_5;
+                    acc4 = acc4 + v_Gy_1*v_x_5;
+                    acc5 = acc5 + v_Gy_2*v_x_5;
+                    acc6 = acc6 + v_Gy_3*v_x_5;
+                    acc7 = acc7 + v_Gy_4*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_4_12 = acc0;
+                *(geoattn_lanes_t *)Pbar_4_13 = acc1;
+                *(geoattn_lanes_t *)Pbar_4_14 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_0 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_1 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_2 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_3 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_5_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_5_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_5_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_5_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_5_11;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_5_12;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_5*v_x_5;
+                    acc1 = acc1 + v_Gy_6*v_x_5;
+                    acc2 = acc2 + v_Gy_7*v_x_5;
+                    acc3 = acc3 + v_Gy_8*v_x_5;
+                    acc4 = acc4 + v_Gy_9*v_x_5;
+                    acc5 = acc5 + v_Gy_10*v_x_5;
+                    acc6 = acc6 + v_Gy_11*v_x_5;
+                    acc7 = acc7 + v_Gy_12*v_x_5;
+                }
+                *(geoattn_lanes_t *)Pbar_5_5 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_6 = acc1;
+                *(geoattn_lanes_t *)Pbar_5_7 = acc2;
+                *(geoattn_lanes_t *)Pbar_5_8 = acc3;
+                *(geoattn_lanes_t *)Pbar_5_9 = acc4;
+                *(geoattn_lanes_t *)Pbar_5_10 = acc5;
+                *(geoattn_lanes_t *)Pbar_5_11 = acc6;
+                *(geoattn_lanes_t *)Pbar_5_12 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_5_13;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_5_14;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_5 = *(const geoattn_lanes_t *)(tile_x + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_13*v_x_5;
+                    acc1 = acc1 + v_Gy_14*v_x_5;
+                    acc2 = acc2 + v_Gy_0*v_x_6;
+                    acc3 = acc3 + v_Gy_1*v_x_6;
+                    acc4 = acc4 + v_Gy_2*v_x_6;
+                    acc5 = acc5 + v_Gy_3*v_x_6;
+                    acc6 = acc6 + v_Gy_4*v_x_6;
+                    acc7 = acc7 + v_Gy_5*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_5_13 = acc0;
+                *(geoattn_lanes_t *)Pbar_5_14 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_6_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_6_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_6_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_6_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_6_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_6_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_6_13;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_6;
+                    acc1 = acc1 + v_Gy_7*v_x_6;
+                    acc2 = acc2 + v_Gy_8*v_x_6;
+                    acc3 = acc3 + v_Gy_9*v_x_6;
+                    acc4 = acc4 + v_Gy_10*v_x_6;
+                    acc5 = acc5 + v_Gy_11*v_x_6;
+                    acc6 = acc6 + v_Gy_12*v_x_6;
+                    acc7 = acc7 + v_Gy_13*v_x_6;
+                }
+                *(geoattn_lanes_t *)Pbar_6_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_6_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_6_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_6_9 = acc3;
+                *(geoattn_lanes_t *)Pbar_6_10 = acc4;
+                *(geoattn_lanes_t *)Pbar_6_11 = acc5;
+                *(geoattn_lanes_t *)Pbar_6_12 = acc6;
+                *(geoattn_lanes_t *)Pbar_6_13 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_6_14;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_7_0;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_7_1;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_7_2;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_3;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_4;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_5;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_6;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_6 = *(const geoattn_lanes_t *)(tile_x + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_14*v_x_6;
+                    acc1 = acc1 + v_Gy_0*v_x_7;
+                    acc2 = acc2 + v_Gy_1*v_x_7;
+                    acc3 = acc3 + v_Gy_2*v_x_7;
+                    acc4 = acc4 + v_Gy_3*v_x_7;
+                    acc5 = acc5 + v_Gy_4*v_x_7;
+                    acc6 = acc6 + v_Gy_5*v_x_7;
+                    acc7 = acc7 + v_Gy_6*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_6_14 = acc0;
+                *(geoattn_lanes_t *)Pbar_7_0 = acc1;
+                *(geoattn_lanes_t *)Pbar_7_1 = acc2;
+                *(geoattn_lanes_t *)Pbar_7_2 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_3 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_4 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_5 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_6 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_7_7;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_7_8;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_7_9;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_7_10;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_7_11;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_7_12;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_7_13;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_7_14;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_7 = *(const geoattn_lanes_t *)(tile_x + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_7*v_x_7;
+                    acc1 = acc1 + v_Gy_8*v_x_7;
+                    acc2 = acc2 + v_Gy_9*v_x_7;
+                    acc3 = acc3 + v_Gy_10*v_x_7;
+                    acc4 = acc4 + v_Gy_11*v_x_7;
+                    acc5 = acc5 + v_Gy_12*v_x_7;
+                    acc6 = acc6 + v_Gy_13*v_x_7;
+                    acc7 = acc7 + v_Gy_14*v_x_7;
+                }
+                *(geoattn_lanes_t *)Pbar_7_7 = acc0;
+                *(geoattn_lanes_t *)Pbar_7_8 = acc1;
+                *(geoattn_lanes_t *)Pbar_7_9 = acc2;
+                *(geoattn_lanes_t *)Pbar_7_10 = acc3;
+                *(geoattn_lanes_t *)Pbar_7_11 = acc4;
+                *(geoattn_lanes_t *)Pbar_7_12 = acc5;
+                *(geoattn_lanes_t *)Pbar_7_13 = acc6;
+                *(geoattn_lanes_t *)Pbar_7_14 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_0;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_1;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_2;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_3;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_8_4;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_8_5;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_8_6;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_8_7;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_0*v_x_8;
+                    acc1 = acc1 + v_Gy_1*v_x_8;
+                    acc2 = acc2 + v_Gy_2*v_x_8;
+                    acc3 = acc3 + v_Gy_3*v_x_8;
+                    acc4 = acc4 + v_Gy_4*v_x_8;
+                    acc5 = acc5 + v_Gy_5*v_x_8;
+                    acc6 = acc6 + v_Gy_6*v_x_8;
+                    acc7 = acc7 + v_Gy_7*v_x_8;
+                }
+                *(geoattn_lanes_t *)Pbar_8_0 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_1 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_2 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_3 = acc3;
+                *(geoattn_lanes_t *)Pbar_8_4 = acc4;
+                *(geoattn_lanes_t *)Pbar_8_5 = acc5;
+                *(geoattn_lanes_t *)Pbar_8_6 = acc6;
+                *(geoattn_lanes_t *)Pbar_8_7 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_8_8;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_8_9;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_8_10;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_8_11;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_8_12;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_8_13;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_8_14;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_9_0;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_8 = *(const geoattn_lanes_t *)(tile_x + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_8*v_x_8;
+                    acc1 = acc1 + v_Gy_9*v_x_8;
+                    acc2 = acc2 + v_Gy_10*v_x_8;
+                    acc3 = acc3 + v_Gy_11*v_x_8;
+                    acc4 = acc4 + v_Gy_12*v_x_8;
+                    acc5 = acc5 + v_Gy_13*v_x_8;
+                    acc6 = acc6 + v_Gy_14*v_x_8;
+                    acc7 = acc7 + v_Gy_0*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_8_8 = acc0;
+                *(geoattn_lanes_t *)Pbar_8_9 = acc1;
+                *(geoattn_lanes_t *)Pbar_8_10 = acc2;
+                *(geoattn_lanes_t *)Pbar_8_11 = acc3;
+                *(geoattn_lanes_t *)Pbar_8_12 = acc4;
+                *(geoattn_lanes_t *)Pbar_8_13 = acc5;
+                *(geoattn_lanes_t *)Pbar_8_14 = acc6;
+                *(geoattn_lanes_t *)Pbar_9_0 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_9_1;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_9_2;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_9_3;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_9_4;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_9_5;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_9_6;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_9_7;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_9_8;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_1*v_x_9;
+                    acc1 = acc1 + v_Gy_2*v_x_9;
+                    acc2 = acc2 + v_Gy_3*v_x_9;
+                    acc3 = acc3 + v_Gy_4*v_x_9;
+                    acc4 = acc4 + v_Gy_5*v_x_9;
+                    acc5 = acc5 + v_Gy_6*v_x_9;
+                    acc6 = acc6 + v_Gy_7*v_x_9;
+                    acc7 = acc7 + v_Gy_8*v_x_9;
+                }
+                *(geoattn_lanes_t *)Pbar_9_1 = acc0;
+                *(geoattn_lanes_t *)Pbar_9_2 = acc1;
+                *(geoattn_lanes_t *)Pbar_9_3 = acc2;
+                *(geoattn_lanes_t *)Pbar_9_4 = acc3;
+                *(geoattn_lanes_t *)Pbar_9_5 = acc4;
+                *(geoattn_lanes_t *)Pbar_9_6 = acc5;
+                *(geoattn_lanes_t *)Pbar_9_7 = acc6;
+                *(geoattn_lanes_t *)Pbar_9_8 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_9_9;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_9_10;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_9_11;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_9_12;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_9_13;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_9_14;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_10_0;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_10_1;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_9 = *(const geoattn_lanes_t *)(tile_x + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_9*v_x_9;
+                    acc1 = acc1 + v_Gy_10*v_x_9;
+                    acc2 = acc2 + v_Gy_11*v_x_9;
+                    acc3 = acc3 + v_Gy_12*v_x_9;
+                    acc4 = acc4 + v_Gy_13*v_x_9;
+                    acc5 = acc5 + v_Gy_14*v_x_9;
+                    acc6 = acc6 + v_Gy_0*v_x_10;
+                    acc7 = acc7 + v_Gy_1*v_x_10;
+                }
+                *(geoattn_lanes_t *)Pbar_9_9 = acc0;
+                *(geoattn_lanes_t *)Pbar_9_10 = acc1;
+                *(geoattn_lanes_t *)Pbar_9_11 = acc2;
+                *(geoattn_lanes_t *)Pbar_9_12 = acc3;
+                *(geoattn_lanes_t *)Pbar_9_13 = acc4;
+                *(geoattn_lanes_t *)Pbar_9_14 = acc5;
+                *(geoattn_lanes_t *)Pbar_10_0 = acc6;
+                *(geoattn_lanes_t *)Pbar_10_1 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_10_2;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_10_3;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_10_4;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_10_5;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_10_6;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_10_7;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_10_8;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_10_9;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_2*v_x_10;
+                    acc1 = acc1 + v_Gy_3*v_x_10;
+                    acc2 = acc2 + v_Gy_4*v_x_10;
+                    acc3 = acc3 + v_Gy_5*v_x_10;
+                    acc4 = acc4 + v_Gy_6*v_x_10;
+                    acc5 = acc5 + v_Gy_7*v_x_10;
+                    acc6 = acc6 + v_Gy_8*v_x_10;
+                    acc7 = acc7 + v_Gy_9*v_x_10;
+                }
+                *(geoattn_lanes_t *)Pbar_10_2 = acc0;
+                *(geoattn_lanes_t *)Pbar_10_3 = acc1;
+                *(geoattn_lanes_t *)Pbar_10_4 = acc2;
+                *(geoattn_lanes_t *)Pbar_10_5 = acc3;
+                *(geoattn_lanes_t *)Pbar_10_6 = acc4;
+                *(geoattn_lanes_t *)Pbar_10_7 = acc5;
+                *(geoattn_lanes_t *)Pbar_10_8 = acc6;
+                *(geoattn_lanes_t *)Pbar_10_9 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_10_10;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_10_11;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_10_12;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_10_13;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_10_14;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_11_0;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_11_1;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_11_2;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_10 = *(const geoattn_lanes_t *)(tile_x + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_10*v_x_10;
+                    acc1 = acc1 + v_Gy_11*v_x_10;
+                    acc2 = acc2 + v_Gy_12*v_x_10;
+                    acc3 = acc3 + v_Gy_13*v_x_10;
+                    acc4 = acc4 + v_Gy_14*v_x_10;
+                    acc5 = acc5 + v_Gy_0*v_x_11;
+                    acc6 = acc6 + v_Gy_1*v_x_11;
+                    acc7 = acc7 + v_Gy_2*v_x_11;
+                }
+                *(geoattn_lanes_t *)Pbar_10_10 = acc0;
+                *(geoattn_lanes_t *)Pbar_10_11 = acc1;
+                *(geoattn_lanes_t *)Pbar_10_12 = acc2;
+                *(geoattn_lanes_t *)Pbar_10_13 = acc3;
+                *(geoattn_lanes_t *)Pbar_10_14 = acc4;
+                *(geoattn_lanes_t *)Pbar_11_0 = acc5;
+                *(geoattn_lanes_t *)Pbar_11_1 = acc6;
+                *(geoattn_lanes_t *)Pbar_11_2 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_11_3;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_11_4;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_11_5;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_11_6;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_11_7;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_11_8;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_11_9;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_11_10;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_3*v_x_11;
+                    acc1 = acc1 + v_Gy_4*v_x_11;
+                    acc2 = acc2 + v_Gy_5*v_x_11;
+                    acc3 = acc3 + v_Gy_6*v_x_11;
+                    acc4 = acc4 + v_Gy_7*v_x_11;
+                    acc5 = acc5 + v_Gy_8*v_x_11;
+                    acc6 = acc6 + v_Gy_9*v_x_11;
+                    acc7 = acc7 + v_Gy_10*v_x_11;
+                }
+                *(geoattn_lanes_t *)Pbar_11_3 = acc0;
+                *(geoattn_lanes_t *)Pbar_11_4 = acc1;
+                *(geoattn_lanes_t *)Pbar_11_5 = acc2;
+                *(geoattn_lanes_t *)Pbar_11_6 = acc3;
+                *(geoattn_lanes_t *)Pbar_11_7 = acc4;
+                *(geoattn_lanes_t *)Pbar_11_8 = acc5;
+                *(geoattn_lanes_t *)Pbar_11_9 = acc6;
+                *(geoattn_lanes_t *)Pbar_11_10 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_11_11;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_11_12;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_11_13;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_11_14;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_12_0;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_12_1;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_12_2;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_12_3;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_11 = *(const geoattn_lanes_t *)(tile_x + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_11*v_x_11;
+                    acc1 = acc1 + v_Gy_12*v_x_11;
+                    acc2 = acc2 + v_Gy_13*v_x_11;
+                    acc3 = acc3 + v_Gy_14*v_x_11;
+                    acc4 = acc4 + v_Gy_0*v_x_12;
+                    acc5 = acc5 + v_Gy_1*v_x_12;
+                    acc6 = acc6 + v_Gy_2*v_x_12;
+                    acc7 = acc7 + v_Gy_3*v_x_12;
+                }
+                *(geoattn_lanes_t *)Pbar_11_11 = acc0;
+                *(geoattn_lanes_t *)Pbar_11_12 = acc1;
+                *(geoattn_lanes_t *)Pbar_11_13 = acc2;
+                *(geoattn_lanes_t *)Pbar_11_14 = acc3;
+                *(geoattn_lanes_t *)Pbar_12_0 = acc4;
+                *(geoattn_lanes_t *)Pbar_12_1 = acc5;
+                *(geoattn_lanes_t *)Pbar_12_2 = acc6;
+                *(geoattn_lanes_t *)Pbar_12_3 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_12_4;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_12_5;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_12_6;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_12_7;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_12_8;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_12_9;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_12_10;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_12_11;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_4*v_x_12;
+                    acc1 = acc1 + v_Gy_5*v_x_12;
+                    acc2 = acc2 + v_Gy_6*v_x_12;
+                    acc3 = acc3 + v_Gy_7*v_x_12;
+                    acc4 = acc4 + v_Gy_8*v_x_12;
+                    acc5 = acc5 + v_Gy_9*v_x_12;
+                    acc6 = acc6 + v_Gy_10*v_x_12;
+                    acc7 = acc7 + v_Gy_11*v_x_12;
+                }
+                *(geoattn_lanes_t *)Pbar_12_4 = acc0;
+                *(geoattn_lanes_t *)Pbar_12_5 = acc1;
+                *(geoattn_lanes_t *)Pbar_12_6 = acc2;
+                *(geoattn_lanes_t *)Pbar_12_7 = acc3;
+                *(geoattn_lanes_t *)Pbar_12_8 = acc4;
+                *(geoattn_lanes_t *)Pbar_12_9 = acc5;
+                *(geoattn_lanes_t *)Pbar_12_10 = acc6;
+                *(geoattn_lanes_t *)Pbar_12_11 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_12_12;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_12_13;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_12_14;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_13_0;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_13_1;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_13_2;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_13_3;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_13_4;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_12 = *(const geoattn_lanes_t *)(tile_x + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_12*v_x_12;
+                    acc1 = acc1 + v_Gy_13*v_x_12;
+                    acc2 = acc2 + v_Gy_14*v_x_12;
+                    acc3 = acc3 + v_Gy_0*v_x_13;
+                    acc4 = acc4 + v_Gy_1*v_x_13;
+                    acc5 = acc5 + v_Gy_2*v_x_13;
+                    acc6 = acc6 + v_Gy_3*v_x_13;
+                    acc7 = acc7 + v_Gy_4*v_x_13;
+                }
+                *(geoattn_lanes_t *)Pbar_12_12 = acc0;
+                *(geoattn_lanes_t *)Pbar_12_13 = acc1;
+                *(geoattn_lanes_t *)Pbar_12_14 = acc2;
+                *(geoattn_lanes_t *)Pbar_13_0 = acc3;
+                *(geoattn_lanes_t *)Pbar_13_1 = acc4;
+                *(geoattn_lanes_t *)Pbar_13_2 = acc5;
+                *(geoattn_lanes_t *)Pbar_13_3 = acc6;
+                *(geoattn_lanes_t *)Pbar_13_4 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_13_5;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_13_6;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_13_7;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_13_8;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_13_9;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_13_10;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_13_11;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_13_12;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_5*v_x_13;
+                    acc1 = acc1 + v_Gy_6*v_x_13;
+                    acc2 = acc2 + v_Gy_7*v_x_13;
+                    acc3 = acc3 + v_Gy_8*v_x_13;
+                    acc4 = acc4 + v_Gy_9*v_x_13;
+                    acc5 = acc5 + v_Gy_10*v_x_13;
+                    acc6 = acc6 + v_Gy_11*v_x_13;
+                    acc7 = acc7 + v_Gy_12*v_x_13;
+                }
+                *(geoattn_lanes_t *)Pbar_13_5 = acc0;
+                *(geoattn_lanes_t *)Pbar_13_6 = acc1;
+                *(geoattn_lanes_t *)Pbar_13_7 = acc2;
+                *(geoattn_lanes_t *)Pbar_13_8 = acc3;
+                *(geoattn_lanes_t *)Pbar_13_9 = acc4;
+                *(geoattn_lanes_t *)Pbar_13_10 = acc5;
+                *(geoattn_lanes_t *)Pbar_13_11 = acc6;
+                *(geoattn_lanes_t *)Pbar_13_12 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_13_13;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_13_14;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_14_0;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_14_1;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_14_2;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_14_3;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_14_4;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_14_5;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_13 = *(const geoattn_lanes_t *)(tile_x + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_0 = *(const geoattn_lanes_t *)(tile_Gy + (0 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_1 = *(const geoattn_lanes_t *)(tile_Gy + (1 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_2 = *(const geoattn_lanes_t *)(tile_Gy + (2 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_3 = *(const geoattn_lanes_t *)(tile_Gy + (3 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_4 = *(const geoattn_lanes_t *)(tile_Gy + (4 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_5 = *(const geoattn_lanes_t *)(tile_Gy + (5 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_13*v_x_13;
+                    acc1 = acc1 + v_Gy_14*v_x_13;
+                    acc2 = acc2 + v_Gy_0*v_x_14;
+                    acc3 = acc3 + v_Gy_1*v_x_14;
+                    acc4 = acc4 + v_Gy_2*v_x_14;
+                    acc5 = acc5 + v_Gy_3*v_x_14;
+                    acc6 = acc6 + v_Gy_4*v_x_14;
+                    acc7 = acc7 + v_Gy_5*v_x_14;
+                }
+                *(geoattn_lanes_t *)Pbar_13_13 = acc0;
+                *(geoattn_lanes_t *)Pbar_13_14 = acc1;
+                *(geoattn_lanes_t *)Pbar_14_0 = acc2;
+                *(geoattn_lanes_t *)Pbar_14_1 = acc3;
+                *(geoattn_lanes_t *)Pbar_14_2 = acc4;
+                *(geoattn_lanes_t *)Pbar_14_3 = acc5;
+                *(geoattn_lanes_t *)Pbar_14_4 = acc6;
+                *(geoattn_lanes_t *)Pbar_14_5 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_14_6;
+                geoattn_lanes_t acc1 = *(const geoattn_lanes_t *)Pbar_14_7;
+                geoattn_lanes_t acc2 = *(const geoattn_lanes_t *)Pbar_14_8;
+                geoattn_lanes_t acc3 = *(const geoattn_lanes_t *)Pbar_14_9;
+                geoattn_lanes_t acc4 = *(const geoattn_lanes_t *)Pbar_14_10;
+                geoattn_lanes_t acc5 = *(const geoattn_lanes_t *)Pbar_14_11;
+                geoattn_lanes_t acc6 = *(const geoattn_lanes_t *)Pbar_14_12;
+                geoattn_lanes_t acc7 = *(const geoattn_lanes_t *)Pbar_14_13;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_6 = *(const geoattn_lanes_t *)(tile_Gy + (6 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_7 = *(const geoattn_lanes_t *)(tile_Gy + (7 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_8 = *(const geoattn_lanes_t *)(tile_Gy + (8 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_9 = *(const geoattn_lanes_t *)(tile_Gy + (9 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_10 = *(const geoattn_lanes_t *)(tile_Gy + (10 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_11 = *(const geoattn_lanes_t *)(tile_Gy + (11 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_12 = *(const geoattn_lanes_t *)(tile_Gy + (12 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_13 = *(const geoattn_lanes_t *)(tile_Gy + (13 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_6*v_x_14;
+                    acc1 = acc1 + v_Gy_7*v_x_14;
+                    acc2 = acc2 + v_Gy_8*v_x_14;
+                    acc3 = acc3 + v_Gy_9*v_x_14;
+                    acc4 = acc4 + v_Gy_10*v_x_14;
+                    acc5 = acc5 + v_Gy_11*v_x_14;
+                    acc6 = acc6 + v_Gy_12*v_x_14;
+                    acc7 = acc7 + v_Gy_13*v_x_14;
+                }
+                *(geoattn_lanes_t *)Pbar_14_6 = acc0;
+                *(geoattn_lanes_t *)Pbar_14_7 = acc1;
+                *(geoattn_lanes_t *)Pbar_14_8 = acc2;
+                *(geoattn_lanes_t *)Pbar_14_9 = acc3;
+                *(geoattn_lanes_t *)Pbar_14_10 = acc4;
+                *(geoattn_lanes_t *)Pbar_14_11 = acc5;
+                *(geoattn_lanes_t *)Pbar_14_12 = acc6;
+                *(geoattn_lanes_t *)Pbar_14_13 = acc7;
+            }
+            {
+                geoattn_lanes_t acc0 = *(const geoattn_lanes_t *)Pbar_14_14;
+                for (int64_t tt = 0; tt < nt; tt++) {
+                    const geoattn_lanes_t v_x_14 = *(const geoattn_lanes_t *)(tile_x + (14 + 15*tt)*LANES);
+                    const geoattn_lanes_t v_Gy_14 = *(const geoattn_lanes_t *)(tile_Gy + (14 + 15*tt)*LANES);
+                    acc0 = acc0 + v_Gy_14*v_x_14;
+                }
+                *(geoattn_lanes_t *)Pbar_14_14 = acc0;
+            }
+            #endif
         }
         for (int l = 0; l < nl; l++) {
             Pbar[(int64_t)(b0 + l)*225 + 0] = Pbar_0_0[l];
@@ -25800,7 +35393,7 @@ void GEOATTN_NAME(vp_gram_lu_gx_d15)(int64_t B, int64_t T, const real_t *restric
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -25921,6 +35514,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -25942,6 +35538,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -25950,10 +35562,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -25965,12 +35577,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -26182,6 +35794,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d15)(int64_t B, int64_t T, const real_t *restri
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
@@ -26195,7 +35808,8 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d15)(int64_t B, int64_t T, const real_t *restri
 
 #if GEOATTN_D == 16
 
-/* The Gram matrix Gram = x^T x of each sample, one pass over its tokens. Printed in the row form. */
+#if GEOATTN_VBYTES >= 64
+/* The Gram matrix Gram = x^T x of each sample, one pass over its tokens. Printed in the row form, 8 doubles per vector. */
 #ifndef ROW_CHUNK
 #define ROW_CHUNK 32
 #endif
@@ -26333,7 +35947,751 @@ void GEOATTN_NAME(vp_gram_lu_gram_d16)(int64_t B, int64_t T, const real_t *restr
 #pragma GCC pop_options
 #endif
 
-/* The output y = x P, P = 2N - I, of each sample from its P. Printed in the row form. */
+#elif GEOATTN_VBYTES >= 32
+/* The Gram matrix Gram = x^T x of each sample, one pass over its tokens. Printed in the row form, 4 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_gram_d16)(int64_t B, int64_t T, const real_t *restrict x, double *restrict Gram)
+{
+    typedef double row_t __attribute__((vector_size(4*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(4*sizeof(double)), aligned(8), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*16;
+        double *restrict Gram_s = Gram + b*256;
+        for (int k = 0; k < 256; k++) Gram_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 0);
+                row_t acc1 = *(const row_u *)(Gram_s + 4);
+                row_t acc2 = *(const row_u *)(Gram_s + 8);
+                row_t acc3 = *(const row_u *)(Gram_s + 12);
+                row_t acc4 = *(const row_u *)(Gram_s + 16);
+                row_t acc5 = *(const row_u *)(Gram_s + 20);
+                row_t acc6 = *(const row_u *)(Gram_s + 24);
+                row_t acc7 = *(const row_u *)(Gram_s + 28);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 12));
+                }
+                *(row_u *)(Gram_s + 0) = acc0;
+                *(row_u *)(Gram_s + 4) = acc1;
+                *(row_u *)(Gram_s + 8) = acc2;
+                *(row_u *)(Gram_s + 12) = acc3;
+                *(row_u *)(Gram_s + 16) = acc4;
+                *(row_u *)(Gram_s + 20) = acc5;
+                *(row_u *)(Gram_s + 24) = acc6;
+                *(row_u *)(Gram_s + 28) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 32);
+                row_t acc1 = *(const row_u *)(Gram_s + 36);
+                row_t acc2 = *(const row_u *)(Gram_s + 40);
+                row_t acc3 = *(const row_u *)(Gram_s + 44);
+                row_t acc4 = *(const row_u *)(Gram_s + 48);
+                row_t acc5 = *(const row_u *)(Gram_s + 52);
+                row_t acc6 = *(const row_u *)(Gram_s + 56);
+                row_t acc7 = *(const row_u *)(Gram_s + 60);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 12));
+                }
+                *(row_u *)(Gram_s + 32) = acc0;
+                *(row_u *)(Gram_s + 36) = acc1;
+                *(row_u *)(Gram_s + 40) = acc2;
+                *(row_u *)(Gram_s + 44) = acc3;
+                *(row_u *)(Gram_s + 48) = acc4;
+                *(row_u *)(Gram_s + 52) = acc5;
+                *(row_u *)(Gram_s + 56) = acc6;
+                *(row_u *)(Gram_s + 60) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 64);
+                row_t acc1 = *(const row_u *)(Gram_s + 68);
+                row_t acc2 = *(const row_u *)(Gram_s + 72);
+                row_t acc3 = *(const row_u *)(Gram_s + 76);
+                row_t acc4 = *(const row_u *)(Gram_s + 80);
+                row_t acc5 = *(const row_u *)(Gram_s + 84);
+                row_t acc6 = *(const row_u *)(Gram_s + 88);
+                row_t acc7 = *(const row_u *)(Gram_s + 92);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 12));
+                }
+                *(row_u *)(Gram_s + 64) = acc0;
+                *(row_u *)(Gram_s + 68) = acc1;
+                *(row_u *)(Gram_s + 72) = acc2;
+                *(row_u *)(Gram_s + 76) = acc3;
+                *(row_u *)(Gram_s + 80) = acc4;
+                *(row_u *)(Gram_s + 84) = acc5;
+                *(row_u *)(Gram_s + 88) = acc6;
+                *(row_u *)(Gram_s + 92) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 96);
+                row_t acc1 = *(const row_u *)(Gram_s + 100);
+                row_t acc2 = *(const row_u *)(Gram_s + 104);
+                row_t acc3 = *(const row_u *)(Gram_s + 108);
+                row_t acc4 = *(const row_u *)(Gram_s + 112);
+                row_t acc5 = *(const row_u *)(Gram_s + 116);
+                row_t acc6 = *(const row_u *)(Gram_s + 120);
+                row_t acc7 = *(const row_u *)(Gram_s + 124);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 12));
+                }
+                *(row_u *)(Gram_s + 96) = acc0;
+                *(row_u *)(Gram_s + 100) = acc1;
+                *(row_u *)(Gram_s + 104) = acc2;
+                *(row_u *)(Gram_s + 108) = acc3;
+                *(row_u *)(Gram_s + 112) = acc4;
+                *(row_u *)(Gram_s + 116) = acc5;
+                *(row_u *)(Gram_s + 120) = acc6;
+                *(row_u *)(Gram_s + 124) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 128);
+                row_t acc1 = *(const row_u *)(Gram_s + 132);
+                row_t acc2 = *(const row_u *)(Gram_s + 136);
+                row_t acc3 = *(const row_u *)(Gram_s + 140);
+                row_t acc4 = *(const row_u *)(Gram_s + 144);
+                row_t acc5 = *(const row_u *)(Gram_s + 148);
+                row_t acc6 = *(const row_u *)(Gram_s + 152);
+                row_t acc7 = *(const row_u *)(Gram_s + 156);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 12));
+                }
+                *(row_u *)(Gram_s + 128) = acc0;
+                *(row_u *)(Gram_s + 132) = acc1;
+                *(row_u *)(Gram_s + 136) = acc2;
+                *(row_u *)(Gram_s + 140) = acc3;
+                *(row_u *)(Gram_s + 144) = acc4;
+                *(row_u *)(Gram_s + 148) = acc5;
+                *(row_u *)(Gram_s + 152) = acc6;
+                *(row_u *)(Gram_s + 156) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 160);
+                row_t acc1 = *(const row_u *)(Gram_s + 164);
+                row_t acc2 = *(const row_u *)(Gram_s + 168);
+                row_t acc3 = *(const row_u *)(Gram_s + 172);
+                row_t acc4 = *(const row_u *)(Gram_s + 176);
+                row_t acc5 = *(const row_u *)(Gram_s + 180);
+                row_t acc6 = *(const row_u *)(Gram_s + 184);
+                row_t acc7 = *(const row_u *)(Gram_s + 188);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 12));
+                }
+                *(row_u *)(Gram_s + 160) = acc0;
+                *(row_u *)(Gram_s + 164) = acc1;
+                *(row_u *)(Gram_s + 168) = acc2;
+                *(row_u *)(Gram_s + 172) = acc3;
+                *(row_u *)(Gram_s + 176) = acc4;
+                *(row_u *)(Gram_s + 180) = acc5;
+                *(row_u *)(Gram_s + 184) = acc6;
+                *(row_u *)(Gram_s + 188) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 192);
+                row_t acc1 = *(const row_u *)(Gram_s + 196);
+                row_t acc2 = *(const row_u *)(Gram_s + 200);
+                row_t acc3 = *(const row_u *)(Gram_s + 204);
+                row_t acc4 = *(const row_u *)(Gram_s + 208);
+                row_t acc5 = *(const row_u *)(Gram_s + 212);
+                row_t acc6 = *(const row_u *)(Gram_s + 216);
+                row_t acc7 = *(const row_u *)(Gram_s + 220);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 12));
+                }
+                *(row_u *)(Gram_s + 192) = acc0;
+                *(row_u *)(Gram_s + 196) = acc1;
+                *(row_u *)(Gram_s + 200) = acc2;
+                *(row_u *)(Gram_s + 204) = acc3;
+                *(row_u *)(Gram_s + 208) = acc4;
+                *(row_u *)(Gram_s + 212) = acc5;
+                *(row_u *)(Gram_s + 216) = acc6;
+                *(row_u *)(Gram_s + 220) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 224);
+                row_t acc1 = *(const row_u *)(Gram_s + 228);
+                row_t acc2 = *(const row_u *)(Gram_s + 232);
+                row_t acc3 = *(const row_u *)(Gram_s + 236);
+                row_t acc4 = *(const row_u *)(Gram_s + 240);
+                row_t acc5 = *(const row_u *)(Gram_s + 244);
+                row_t acc6 = *(const row_u *)(Gram_s + 248);
+                row_t acc7 = *(const row_u *)(Gram_s + 252);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 12));
+                }
+                *(row_u *)(Gram_s + 224) = acc0;
+                *(row_u *)(Gram_s + 228) = acc1;
+                *(row_u *)(Gram_s + 232) = acc2;
+                *(row_u *)(Gram_s + 236) = acc3;
+                *(row_u *)(Gram_s + 240) = acc4;
+                *(row_u *)(Gram_s + 244) = acc5;
+                *(row_u *)(Gram_s + 248) = acc6;
+                *(row_u *)(Gram_s + 252) = acc7;
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#else
+/* The Gram matrix Gram = x^T x of each sample, one pass over its tokens. Printed in the row form, 2 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_gram_d16)(int64_t B, int64_t T, const real_t *restrict x, double *restrict Gram)
+{
+    typedef double row_t __attribute__((vector_size(2*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(2*sizeof(double)), aligned(8), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*16;
+        double *restrict Gram_s = Gram + b*256;
+        for (int k = 0; k < 256; k++) Gram_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 0);
+                row_t acc1 = *(const row_u *)(Gram_s + 2);
+                row_t acc2 = *(const row_u *)(Gram_s + 4);
+                row_t acc3 = *(const row_u *)(Gram_s + 6);
+                row_t acc4 = *(const row_u *)(Gram_s + 8);
+                row_t acc5 = *(const row_u *)(Gram_s + 10);
+                row_t acc6 = *(const row_u *)(Gram_s + 12);
+                row_t acc7 = *(const row_u *)(Gram_s + 14);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 0]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 0) = acc0;
+                *(row_u *)(Gram_s + 2) = acc1;
+                *(row_u *)(Gram_s + 4) = acc2;
+                *(row_u *)(Gram_s + 6) = acc3;
+                *(row_u *)(Gram_s + 8) = acc4;
+                *(row_u *)(Gram_s + 10) = acc5;
+                *(row_u *)(Gram_s + 12) = acc6;
+                *(row_u *)(Gram_s + 14) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 16);
+                row_t acc1 = *(const row_u *)(Gram_s + 18);
+                row_t acc2 = *(const row_u *)(Gram_s + 20);
+                row_t acc3 = *(const row_u *)(Gram_s + 22);
+                row_t acc4 = *(const row_u *)(Gram_s + 24);
+                row_t acc5 = *(const row_u *)(Gram_s + 26);
+                row_t acc6 = *(const row_u *)(Gram_s + 28);
+                row_t acc7 = *(const row_u *)(Gram_s + 30);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 1]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 16) = acc0;
+                *(row_u *)(Gram_s + 18) = acc1;
+                *(row_u *)(Gram_s + 20) = acc2;
+                *(row_u *)(Gram_s + 22) = acc3;
+                *(row_u *)(Gram_s + 24) = acc4;
+                *(row_u *)(Gram_s + 26) = acc5;
+                *(row_u *)(Gram_s + 28) = acc6;
+                *(row_u *)(Gram_s + 30) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 32);
+                row_t acc1 = *(const row_u *)(Gram_s + 34);
+                row_t acc2 = *(const row_u *)(Gram_s + 36);
+                row_t acc3 = *(const row_u *)(Gram_s + 38);
+                row_t acc4 = *(const row_u *)(Gram_s + 40);
+                row_t acc5 = *(const row_u *)(Gram_s + 42);
+                row_t acc6 = *(const row_u *)(Gram_s + 44);
+                row_t acc7 = *(const row_u *)(Gram_s + 46);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 2]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 32) = acc0;
+                *(row_u *)(Gram_s + 34) = acc1;
+                *(row_u *)(Gram_s + 36) = acc2;
+                *(row_u *)(Gram_s + 38) = acc3;
+                *(row_u *)(Gram_s + 40) = acc4;
+                *(row_u *)(Gram_s + 42) = acc5;
+                *(row_u *)(Gram_s + 44) = acc6;
+                *(row_u *)(Gram_s + 46) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 48);
+                row_t acc1 = *(const row_u *)(Gram_s + 50);
+                row_t acc2 = *(const row_u *)(Gram_s + 52);
+                row_t acc3 = *(const row_u *)(Gram_s + 54);
+                row_t acc4 = *(const row_u *)(Gram_s + 56);
+                row_t acc5 = *(const row_u *)(Gram_s + 58);
+                row_t acc6 = *(const row_u *)(Gram_s + 60);
+                row_t acc7 = *(const row_u *)(Gram_s + 62);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 3]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 48) = acc0;
+                *(row_u *)(Gram_s + 50) = acc1;
+                *(row_u *)(Gram_s + 52) = acc2;
+                *(row_u *)(Gram_s + 54) = acc3;
+                *(row_u *)(Gram_s + 56) = acc4;
+                *(row_u *)(Gram_s + 58) = acc5;
+                *(row_u *)(Gram_s + 60) = acc6;
+                *(row_u *)(Gram_s + 62) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 64);
+                row_t acc1 = *(const row_u *)(Gram_s + 66);
+                row_t acc2 = *(const row_u *)(Gram_s + 68);
+                row_t acc3 = *(const row_u *)(Gram_s + 70);
+                row_t acc4 = *(const row_u *)(Gram_s + 72);
+                row_t acc5 = *(const row_u *)(Gram_s + 74);
+                row_t acc6 = *(const row_u *)(Gram_s + 76);
+                row_t acc7 = *(const row_u *)(Gram_s + 78);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 4]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 64) = acc0;
+                *(row_u *)(Gram_s + 66) = acc1;
+                *(row_u *)(Gram_s + 68) = acc2;
+                *(row_u *)(Gram_s + 70) = acc3;
+                *(row_u *)(Gram_s + 72) = acc4;
+                *(row_u *)(Gram_s + 74) = acc5;
+                *(row_u *)(Gram_s + 76) = acc6;
+                *(row_u *)(Gram_s + 78) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 80);
+                row_t acc1 = *(const row_u *)(Gram_s + 82);
+                row_t acc2 = *(const row_u *)(Gram_s + 84);
+                row_t acc3 = *(const row_u *)(Gram_s + 86);
+                row_t acc4 = *(const row_u *)(Gram_s + 88);
+                row_t acc5 = *(const row_u *)(Gram_s + 90);
+                row_t acc6 = *(const row_u *)(Gram_s + 92);
+                row_t acc7 = *(const row_u *)(Gram_s + 94);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 5]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 80) = acc0;
+                *(row_u *)(Gram_s + 82) = acc1;
+                *(row_u *)(Gram_s + 84) = acc2;
+                *(row_u *)(Gram_s + 86) = acc3;
+                *(row_u *)(Gram_s + 88) = acc4;
+                *(row_u *)(Gram_s + 90) = acc5;
+                *(row_u *)(Gram_s + 92) = acc6;
+                *(row_u *)(Gram_s + 94) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 96);
+                row_t acc1 = *(const row_u *)(Gram_s + 98);
+                row_t acc2 = *(const row_u *)(Gram_s + 100);
+                row_t acc3 = *(const row_u *)(Gram_s + 102);
+                row_t acc4 = *(const row_u *)(Gram_s + 104);
+                row_t acc5 = *(const row_u *)(Gram_s + 106);
+                row_t acc6 = *(const row_u *)(Gram_s + 108);
+                row_t acc7 = *(const row_u *)(Gram_s + 110);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 6]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 96) = acc0;
+                *(row_u *)(Gram_s + 98) = acc1;
+                *(row_u *)(Gram_s + 100) = acc2;
+                *(row_u *)(Gram_s + 102) = acc3;
+                *(row_u *)(Gram_s + 104) = acc4;
+                *(row_u *)(Gram_s + 106) = acc5;
+                *(row_u *)(Gram_s + 108) = acc6;
+                *(row_u *)(Gram_s + 110) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 112);
+                row_t acc1 = *(const row_u *)(Gram_s + 114);
+                row_t acc2 = *(const row_u *)(Gram_s + 116);
+                row_t acc3 = *(const row_u *)(Gram_s + 118);
+                row_t acc4 = *(const row_u *)(Gram_s + 120);
+                row_t acc5 = *(const row_u *)(Gram_s + 122);
+                row_t acc6 = *(const row_u *)(Gram_s + 124);
+                row_t acc7 = *(const row_u *)(Gram_s + 126);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 7]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 112) = acc0;
+                *(row_u *)(Gram_s + 114) = acc1;
+                *(row_u *)(Gram_s + 116) = acc2;
+                *(row_u *)(Gram_s + 118) = acc3;
+                *(row_u *)(Gram_s + 120) = acc4;
+                *(row_u *)(Gram_s + 122) = acc5;
+                *(row_u *)(Gram_s + 124) = acc6;
+                *(row_u *)(Gram_s + 126) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 128);
+                row_t acc1 = *(const row_u *)(Gram_s + 130);
+                row_t acc2 = *(const row_u *)(Gram_s + 132);
+                row_t acc3 = *(const row_u *)(Gram_s + 134);
+                row_t acc4 = *(const row_u *)(Gram_s + 136);
+                row_t acc5 = *(const row_u *)(Gram_s + 138);
+                row_t acc6 = *(const row_u *)(Gram_s + 140);
+                row_t acc7 = *(const row_u *)(Gram_s + 142);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 8]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 128) = acc0;
+                *(row_u *)(Gram_s + 130) = acc1;
+                *(row_u *)(Gram_s + 132) = acc2;
+                *(row_u *)(Gram_s + 134) = acc3;
+                *(row_u *)(Gram_s + 136) = acc4;
+                *(row_u *)(Gram_s + 138) = acc5;
+                *(row_u *)(Gram_s + 140) = acc6;
+                *(row_u *)(Gram_s + 142) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 144);
+                row_t acc1 = *(const row_u *)(Gram_s + 146);
+                row_t acc2 = *(const row_u *)(Gram_s + 148);
+                row_t acc3 = *(const row_u *)(Gram_s + 150);
+                row_t acc4 = *(const row_u *)(Gram_s + 152);
+                row_t acc5 = *(const row_u *)(Gram_s + 154);
+                row_t acc6 = *(const row_u *)(Gram_s + 156);
+                row_t acc7 = *(const row_u *)(Gram_s + 158);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 9]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 144) = acc0;
+                *(row_u *)(Gram_s + 146) = acc1;
+                *(row_u *)(Gram_s + 148) = acc2;
+                *(row_u *)(Gram_s + 150) = acc3;
+                *(row_u *)(Gram_s + 152) = acc4;
+                *(row_u *)(Gram_s + 154) = acc5;
+                *(row_u *)(Gram_s + 156) = acc6;
+                *(row_u *)(Gram_s + 158) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 160);
+                row_t acc1 = *(const row_u *)(Gram_s + 162);
+                row_t acc2 = *(const row_u *)(Gram_s + 164);
+                row_t acc3 = *(const row_u *)(Gram_s + 166);
+                row_t acc4 = *(const row_u *)(Gram_s + 168);
+                row_t acc5 = *(const row_u *)(Gram_s + 170);
+                row_t acc6 = *(const row_u *)(Gram_s + 172);
+                row_t acc7 = *(const row_u *)(Gram_s + 174);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 10]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 160) = acc0;
+                *(row_u *)(Gram_s + 162) = acc1;
+                *(row_u *)(Gram_s + 164) = acc2;
+                *(row_u *)(Gram_s + 166) = acc3;
+                *(row_u *)(Gram_s + 168) = acc4;
+                *(row_u *)(Gram_s + 170) = acc5;
+                *(row_u *)(Gram_s + 172) = acc6;
+                *(row_u *)(Gram_s + 174) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 176);
+                row_t acc1 = *(const row_u *)(Gram_s + 178);
+                row_t acc2 = *(const row_u *)(Gram_s + 180);
+                row_t acc3 = *(const row_u *)(Gram_s + 182);
+                row_t acc4 = *(const row_u *)(Gram_s + 184);
+                row_t acc5 = *(const row_u *)(Gram_s + 186);
+                row_t acc6 = *(const row_u *)(Gram_s + 188);
+                row_t acc7 = *(const row_u *)(Gram_s + 190);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 11]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 176) = acc0;
+                *(row_u *)(Gram_s + 178) = acc1;
+                *(row_u *)(Gram_s + 180) = acc2;
+                *(row_u *)(Gram_s + 182) = acc3;
+                *(row_u *)(Gram_s + 184) = acc4;
+                *(row_u *)(Gram_s + 186) = acc5;
+                *(row_u *)(Gram_s + 188) = acc6;
+                *(row_u *)(Gram_s + 190) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 192);
+                row_t acc1 = *(const row_u *)(Gram_s + 194);
+                row_t acc2 = *(const row_u *)(Gram_s + 196);
+                row_t acc3 = *(const row_u *)(Gram_s + 198);
+                row_t acc4 = *(const row_u *)(Gram_s + 200);
+                row_t acc5 = *(const row_u *)(Gram_s + 202);
+                row_t acc6 = *(const row_u *)(Gram_s + 204);
+                row_t acc7 = *(const row_u *)(Gram_s + 206);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 12]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 192) = acc0;
+                *(row_u *)(Gram_s + 194) = acc1;
+                *(row_u *)(Gram_s + 196) = acc2;
+                *(row_u *)(Gram_s + 198) = acc3;
+                *(row_u *)(Gram_s + 200) = acc4;
+                *(row_u *)(Gram_s + 202) = acc5;
+                *(row_u *)(Gram_s + 204) = acc6;
+                *(row_u *)(Gram_s + 206) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 208);
+                row_t acc1 = *(const row_u *)(Gram_s + 210);
+                row_t acc2 = *(const row_u *)(Gram_s + 212);
+                row_t acc3 = *(const row_u *)(Gram_s + 214);
+                row_t acc4 = *(const row_u *)(Gram_s + 216);
+                row_t acc5 = *(const row_u *)(Gram_s + 218);
+                row_t acc6 = *(const row_u *)(Gram_s + 220);
+                row_t acc7 = *(const row_u *)(Gram_s + 222);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 13]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 208) = acc0;
+                *(row_u *)(Gram_s + 210) = acc1;
+                *(row_u *)(Gram_s + 212) = acc2;
+                *(row_u *)(Gram_s + 214) = acc3;
+                *(row_u *)(Gram_s + 216) = acc4;
+                *(row_u *)(Gram_s + 218) = acc5;
+                *(row_u *)(Gram_s + 220) = acc6;
+                *(row_u *)(Gram_s + 222) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 224);
+                row_t acc1 = *(const row_u *)(Gram_s + 226);
+                row_t acc2 = *(const row_u *)(Gram_s + 228);
+                row_t acc3 = *(const row_u *)(Gram_s + 230);
+                row_t acc4 = *(const row_u *)(Gram_s + 232);
+                row_t acc5 = *(const row_u *)(Gram_s + 234);
+                row_t acc6 = *(const row_u *)(Gram_s + 236);
+                row_t acc7 = *(const row_u *)(Gram_s + 238);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 14]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 224) = acc0;
+                *(row_u *)(Gram_s + 226) = acc1;
+                *(row_u *)(Gram_s + 228) = acc2;
+                *(row_u *)(Gram_s + 230) = acc3;
+                *(row_u *)(Gram_s + 232) = acc4;
+                *(row_u *)(Gram_s + 234) = acc5;
+                *(row_u *)(Gram_s + 236) = acc6;
+                *(row_u *)(Gram_s + 238) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Gram_s + 240);
+                row_t acc1 = *(const row_u *)(Gram_s + 242);
+                row_t acc2 = *(const row_u *)(Gram_s + 244);
+                row_t acc3 = *(const row_u *)(Gram_s + 246);
+                row_t acc4 = *(const row_u *)(Gram_s + 248);
+                row_t acc5 = *(const row_u *)(Gram_s + 250);
+                row_t acc6 = *(const row_u *)(Gram_s + 252);
+                row_t acc7 = *(const row_u *)(Gram_s + 254);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 15]*(*(const row_u *)(x_b + t*16 + 14));
+                }
+                *(row_u *)(Gram_s + 240) = acc0;
+                *(row_u *)(Gram_s + 242) = acc1;
+                *(row_u *)(Gram_s + 244) = acc2;
+                *(row_u *)(Gram_s + 246) = acc3;
+                *(row_u *)(Gram_s + 248) = acc4;
+                *(row_u *)(Gram_s + 250) = acc5;
+                *(row_u *)(Gram_s + 252) = acc6;
+                *(row_u *)(Gram_s + 254) = acc7;
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#endif
+
+#if GEOATTN_VBYTES >= 64
+/* The output y = x P, P = 2N - I, of each sample from its P. Printed in the row form, 8 doubles per vector. */
 #ifndef ROW_CHUNK
 #define ROW_CHUNK 32
 #endif
@@ -26475,7 +36833,567 @@ void GEOATTN_NAME(vp_gram_lu_out_d16)(int64_t B, int64_t T, const real_t *restri
 #pragma GCC pop_options
 #endif
 
-/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). Printed in the row form. */
+#elif GEOATTN_VBYTES >= 32
+/* The output y = x P, P = 2N - I, of each sample from its P. Printed in the row form, 4 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_out_d16)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict P, real_t *restrict y)
+{
+    typedef double row_t __attribute__((vector_size(4*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(4*sizeof(double)), aligned(8), may_alias));
+    typedef real_t real_u __attribute__((vector_size(4*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*16;
+        const double *restrict P_s = P + b*256;
+        real_t *restrict y_s = y + b*T*16;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            int64_t t = 0;
+            for (; t + 1 < nt; t += 2) {
+                row_t o_y_0_0 = x_b[(t + 0)*16 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_0_1 = x_b[(t + 1)*16 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_1_0 = x_b[(t + 0)*16 + 0]*(*(const row_u *)(P_s + 4));
+                row_t o_y_1_1 = x_b[(t + 1)*16 + 0]*(*(const row_u *)(P_s + 4));
+                row_t o_y_2_0 = x_b[(t + 0)*16 + 0]*(*(const row_u *)(P_s + 8));
+                row_t o_y_2_1 = x_b[(t + 1)*16 + 0]*(*(const row_u *)(P_s + 8));
+                row_t o_y_3_0 = x_b[(t + 0)*16 + 0]*(*(const row_u *)(P_s + 12));
+                row_t o_y_3_1 = x_b[(t + 1)*16 + 0]*(*(const row_u *)(P_s + 12));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 1]*(*(const row_u *)(P_s + 16));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 1]*(*(const row_u *)(P_s + 16));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 1]*(*(const row_u *)(P_s + 20));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 1]*(*(const row_u *)(P_s + 20));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 1]*(*(const row_u *)(P_s + 24));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 1]*(*(const row_u *)(P_s + 24));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 1]*(*(const row_u *)(P_s + 28));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 1]*(*(const row_u *)(P_s + 28));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 2]*(*(const row_u *)(P_s + 32));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 2]*(*(const row_u *)(P_s + 32));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 2]*(*(const row_u *)(P_s + 36));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 2]*(*(const row_u *)(P_s + 36));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 2]*(*(const row_u *)(P_s + 40));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 2]*(*(const row_u *)(P_s + 40));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 2]*(*(const row_u *)(P_s + 44));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 2]*(*(const row_u *)(P_s + 44));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 3]*(*(const row_u *)(P_s + 48));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 3]*(*(const row_u *)(P_s + 48));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 3]*(*(const row_u *)(P_s + 52));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 3]*(*(const row_u *)(P_s + 52));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 3]*(*(const row_u *)(P_s + 56));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 3]*(*(const row_u *)(P_s + 56));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 3]*(*(const row_u *)(P_s + 60));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 3]*(*(const row_u *)(P_s + 60));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 4]*(*(const row_u *)(P_s + 64));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 4]*(*(const row_u *)(P_s + 64));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 4]*(*(const row_u *)(P_s + 68));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 4]*(*(const row_u *)(P_s + 68));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 4]*(*(const row_u *)(P_s + 72));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 4]*(*(const row_u *)(P_s + 72));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 4]*(*(const row_u *)(P_s + 76));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 4]*(*(const row_u *)(P_s + 76));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 5]*(*(const row_u *)(P_s + 80));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 5]*(*(const row_u *)(P_s + 80));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 5]*(*(const row_u *)(P_s + 84));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 5]*(*(const row_u *)(P_s + 84));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 5]*(*(const row_u *)(P_s + 88));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 5]*(*(const row_u *)(P_s + 88));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 5]*(*(const row_u *)(P_s + 92));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 5]*(*(const row_u *)(P_s + 92));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 6]*(*(const row_u *)(P_s + 96));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 6]*(*(const row_u *)(P_s + 96));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 6]*(*(const row_u *)(P_s + 100));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 6]*(*(const row_u *)(P_s + 100));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 6]*(*(const row_u *)(P_s + 104));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 6]*(*(const row_u *)(P_s + 104));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 6]*(*(const row_u *)(P_s + 108));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 6]*(*(const row_u *)(P_s + 108));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 7]*(*(const row_u *)(P_s + 112));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 7]*(*(const row_u *)(P_s + 112));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 7]*(*(const row_u *)(P_s + 116));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 7]*(*(const row_u *)(P_s + 116));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 7]*(*(const row_u *)(P_s + 120));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 7]*(*(const row_u *)(P_s + 120));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 7]*(*(const row_u *)(P_s + 124));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 7]*(*(const row_u *)(P_s + 124));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 8]*(*(const row_u *)(P_s + 128));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 8]*(*(const row_u *)(P_s + 128));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 8]*(*(const row_u *)(P_s + 132));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 8]*(*(const row_u *)(P_s + 132));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 8]*(*(const row_u *)(P_s + 136));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 8]*(*(const row_u *)(P_s + 136));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 8]*(*(const row_u *)(P_s + 140));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 8]*(*(const row_u *)(P_s + 140));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 9]*(*(const row_u *)(P_s + 144));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 9]*(*(const row_u *)(P_s + 144));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 9]*(*(const row_u *)(P_s + 148));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 9]*(*(const row_u *)(P_s + 148));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 9]*(*(const row_u *)(P_s + 152));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 9]*(*(const row_u *)(P_s + 152));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 9]*(*(const row_u *)(P_s + 156));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 9]*(*(const row_u *)(P_s + 156));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 10]*(*(const row_u *)(P_s + 160));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 10]*(*(const row_u *)(P_s + 160));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 10]*(*(const row_u *)(P_s + 164));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 10]*(*(const row_u *)(P_s + 164));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 10]*(*(const row_u *)(P_s + 168));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 10]*(*(const row_u *)(P_s + 168));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 10]*(*(const row_u *)(P_s + 172));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 10]*(*(const row_u *)(P_s + 172));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 11]*(*(const row_u *)(P_s + 176));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 11]*(*(const row_u *)(P_s + 176));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 11]*(*(const row_u *)(P_s + 180));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 11]*(*(const row_u *)(P_s + 180));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 11]*(*(const row_u *)(P_s + 184));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 11]*(*(const row_u *)(P_s + 184));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 11]*(*(const row_u *)(P_s + 188));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 11]*(*(const row_u *)(P_s + 188));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 12]*(*(const row_u *)(P_s + 192));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 12]*(*(const row_u *)(P_s + 192));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 12]*(*(const row_u *)(P_s + 196));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 12]*(*(const row_u *)(P_s + 196));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 12]*(*(const row_u *)(P_s + 200));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 12]*(*(const row_u *)(P_s + 200));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 12]*(*(const row_u *)(P_s + 204));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 12]*(*(const row_u *)(P_s + 204));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 13]*(*(const row_u *)(P_s + 208));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 13]*(*(const row_u *)(P_s + 208));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 13]*(*(const row_u *)(P_s + 212));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 13]*(*(const row_u *)(P_s + 212));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 13]*(*(const row_u *)(P_s + 216));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 13]*(*(const row_u *)(P_s + 216));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 13]*(*(const row_u *)(P_s + 220));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 13]*(*(const row_u *)(P_s + 220));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 14]*(*(const row_u *)(P_s + 224));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 14]*(*(const row_u *)(P_s + 224));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 14]*(*(const row_u *)(P_s + 228));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 14]*(*(const row_u *)(P_s + 228));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 14]*(*(const row_u *)(P_s + 232));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 14]*(*(const row_u *)(P_s + 232));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 14]*(*(const row_u *)(P_s + 236));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 14]*(*(const row_u *)(P_s + 236));
+                o_y_0_0 = o_y_0_0 + x_b[(t + 0)*16 + 15]*(*(const row_u *)(P_s + 240));
+                o_y_0_1 = o_y_0_1 + x_b[(t + 1)*16 + 15]*(*(const row_u *)(P_s + 240));
+                o_y_1_0 = o_y_1_0 + x_b[(t + 0)*16 + 15]*(*(const row_u *)(P_s + 244));
+                o_y_1_1 = o_y_1_1 + x_b[(t + 1)*16 + 15]*(*(const row_u *)(P_s + 244));
+                o_y_2_0 = o_y_2_0 + x_b[(t + 0)*16 + 15]*(*(const row_u *)(P_s + 248));
+                o_y_2_1 = o_y_2_1 + x_b[(t + 1)*16 + 15]*(*(const row_u *)(P_s + 248));
+                o_y_3_0 = o_y_3_0 + x_b[(t + 0)*16 + 15]*(*(const row_u *)(P_s + 252));
+                o_y_3_1 = o_y_3_1 + x_b[(t + 1)*16 + 15]*(*(const row_u *)(P_s + 252));
+                *(real_u *)(y_s + (t0 + (t + 0))*16 + 0) = __builtin_convertvector(o_y_0_0, real_u);
+                *(real_u *)(y_s + (t0 + (t + 0))*16 + 4) = __builtin_convertvector(o_y_1_0, real_u);
+                *(real_u *)(y_s + (t0 + (t + 0))*16 + 8) = __builtin_convertvector(o_y_2_0, real_u);
+                *(real_u *)(y_s + (t0 + (t + 0))*16 + 12) = __builtin_convertvector(o_y_3_0, real_u);
+                *(real_u *)(y_s + (t0 + (t + 1))*16 + 0) = __builtin_convertvector(o_y_0_1, real_u);
+                *(real_u *)(y_s + (t0 + (t + 1))*16 + 4) = __builtin_convertvector(o_y_1_1, real_u);
+                *(real_u *)(y_s + (t0 + (t + 1))*16 + 8) = __builtin_convertvector(o_y_2_1, real_u);
+                *(real_u *)(y_s + (t0 + (t + 1))*16 + 12) = __builtin_convertvector(o_y_3_1, real_u);
+            }
+            for (; t < nt; t++) {
+                row_t o_y_0_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_1_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 4));
+                row_t o_y_2_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 8));
+                row_t o_y_3_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 12));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 16));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 20));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 24));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 28));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 32));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 36));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 40));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 44));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 48));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 52));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 56));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 60));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 64));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 68));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 72));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 76));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 80));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 84));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 88));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 92));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 96));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 100));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 104));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 108));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 112));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 116));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 120));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 124));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 128));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 132));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 136));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 140));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 144));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 148));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 152));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 156));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 160));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 164));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 168));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 172));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 176));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 180));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 184));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 188));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 192));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 196));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 200));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 204));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 208));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 212));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 216));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 220));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 224));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 228));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 232));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 236));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 240));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 244));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 248));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 252));
+                *(real_u *)(y_s + (t0 + t)*16 + 0) = __builtin_convertvector(o_y_0_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 4) = __builtin_convertvector(o_y_1_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 8) = __builtin_convertvector(o_y_2_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 12) = __builtin_convertvector(o_y_3_0, real_u);
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#else
+/* The output y = x P, P = 2N - I, of each sample from its P. Printed in the row form, 2 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_out_d16)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict P, real_t *restrict y)
+{
+    typedef double row_t __attribute__((vector_size(2*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(2*sizeof(double)), aligned(8), may_alias));
+    typedef real_t real_u __attribute__((vector_size(2*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*16;
+        const double *restrict P_s = P + b*256;
+        real_t *restrict y_s = y + b*T*16;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+#endif
+            int64_t t = 0;
+            for (; t + 0 < nt; t += 1) {
+                row_t o_y_0_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_1_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 2));
+                row_t o_y_2_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 4));
+                row_t o_y_3_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 6));
+                row_t o_y_4_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 8));
+                row_t o_y_5_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 10));
+                row_t o_y_6_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 12));
+                row_t o_y_7_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 14));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 16));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 18));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 20));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 22));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 24));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 26));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 28));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 30));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 32));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 34));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 36));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 38));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 40));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 42));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 44));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 46));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 48));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 50));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 52));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 54));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 56));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 58));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 60));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 62));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 64));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 66));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 68));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 70));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 72));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 74));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 76));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 78));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 80));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 82));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 84));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 86));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 88));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 90));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 92));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 94));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 96));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 98));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 100));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 102));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 104));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 106));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 108));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 110));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 112));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 114));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 116));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 118));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 120));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 122));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 124));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 126));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 128));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 130));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 132));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 134));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 136));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 138));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 140));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 142));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 144));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 146));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 148));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 150));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 152));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 154));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 156));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 158));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 160));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 162));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 164));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 166));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 168));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 170));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 172));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 174));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 176));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 178));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 180));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 182));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 184));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 186));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 188));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 190));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 192));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 194));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 196));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 198));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 200));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 202));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 204));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 206));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 208));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 210));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 212));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 214));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 216));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 218));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 220));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 222));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 224));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 226));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 228));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 230));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 232));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 234));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 236));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 238));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 240));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 242));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 244));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 246));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 248));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 250));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 252));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 254));
+                *(real_u *)(y_s + (t0 + t)*16 + 0) = __builtin_convertvector(o_y_0_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 2) = __builtin_convertvector(o_y_1_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 4) = __builtin_convertvector(o_y_2_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 6) = __builtin_convertvector(o_y_3_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 8) = __builtin_convertvector(o_y_4_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 10) = __builtin_convertvector(o_y_5_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 12) = __builtin_convertvector(o_y_6_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 14) = __builtin_convertvector(o_y_7_0, real_u);
+            }
+            for (; t < nt; t++) {
+                row_t o_y_0_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 0));
+                row_t o_y_1_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 2));
+                row_t o_y_2_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 4));
+                row_t o_y_3_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 6));
+                row_t o_y_4_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 8));
+                row_t o_y_5_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 10));
+                row_t o_y_6_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 12));
+                row_t o_y_7_0 = x_b[t*16 + 0]*(*(const row_u *)(P_s + 14));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 16));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 18));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 20));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 22));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 24));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 26));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 28));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 1]*(*(const row_u *)(P_s + 30));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 32));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 34));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 36));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 38));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 40));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 42));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 44));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 2]*(*(const row_u *)(P_s + 46));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 48));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 50));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 52));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 54));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 56));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 58));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 60));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 3]*(*(const row_u *)(P_s + 62));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 64));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 66));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 68));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 70));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 72));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 74));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 76));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 4]*(*(const row_u *)(P_s + 78));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 80));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 82));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 84));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 86));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 88));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 90));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 92));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 5]*(*(const row_u *)(P_s + 94));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 96));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 98));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 100));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 102));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 104));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 106));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 108));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 6]*(*(const row_u *)(P_s + 110));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 112));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 114));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 116));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 118));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 120));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 122));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 124));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 7]*(*(const row_u *)(P_s + 126));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 128));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 130));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 132));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 134));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 136));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 138));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 140));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 8]*(*(const row_u *)(P_s + 142));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 144));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 146));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 148));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 150));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 152));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 154));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 156));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 9]*(*(const row_u *)(P_s + 158));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 160));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 162));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 164));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 166));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 168));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 170));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 172));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 10]*(*(const row_u *)(P_s + 174));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 176));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 178));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 180));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 182));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 184));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 186));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 188));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 11]*(*(const row_u *)(P_s + 190));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 192));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 194));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 196));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 198));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 200));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 202));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 204));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 12]*(*(const row_u *)(P_s + 206));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 208));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 210));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 212));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 214));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 216));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 218));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 220));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 13]*(*(const row_u *)(P_s + 222));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 224));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 226));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 228));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 230));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 232));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 234));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 236));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 14]*(*(const row_u *)(P_s + 238));
+                o_y_0_0 = o_y_0_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 240));
+                o_y_1_0 = o_y_1_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 242));
+                o_y_2_0 = o_y_2_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 244));
+                o_y_3_0 = o_y_3_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 246));
+                o_y_4_0 = o_y_4_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 248));
+                o_y_5_0 = o_y_5_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 250));
+                o_y_6_0 = o_y_6_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 252));
+                o_y_7_0 = o_y_7_0 + x_b[t*16 + 15]*(*(const row_u *)(P_s + 254));
+                *(real_u *)(y_s + (t0 + t)*16 + 0) = __builtin_convertvector(o_y_0_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 2) = __builtin_convertvector(o_y_1_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 4) = __builtin_convertvector(o_y_2_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 6) = __builtin_convertvector(o_y_3_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 8) = __builtin_convertvector(o_y_4_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 10) = __builtin_convertvector(o_y_5_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 12) = __builtin_convertvector(o_y_6_0, real_u);
+                *(real_u *)(y_s + (t0 + t)*16 + 14) = __builtin_convertvector(o_y_7_0, real_u);
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#endif
+
+#if GEOATTN_VBYTES >= 64
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). Printed in the row form, 8 doubles per vector. */
 #ifndef ROW_CHUNK
 #define ROW_CHUNK 32
 #endif
@@ -26618,7 +37536,761 @@ void GEOATTN_NAME(vp_gram_lu_pbar_d16)(int64_t B, int64_t T, const real_t *restr
 #pragma GCC pop_options
 #endif
 
-/* The gradient gx = Gy P^T + x H of each sample from its P and H. Printed in the row form. */
+#elif GEOATTN_VBYTES >= 32
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). Printed in the row form, 4 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_pbar_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
+{
+    typedef double row_t __attribute__((vector_size(4*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(4*sizeof(double)), aligned(8), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*16;
+        const real_t *restrict Gy_s = Gy + b*T*16;
+        double *restrict Pbar_s = Pbar + b*256;
+        for (int k = 0; k < 256; k++) Pbar_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+            const double *restrict Gy_b = Gy_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*16; k++) Gy_buf[k] = (double)Gy_s[t0*16 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 0);
+                row_t acc1 = *(const row_u *)(Pbar_s + 4);
+                row_t acc2 = *(const row_u *)(Pbar_s + 8);
+                row_t acc3 = *(const row_u *)(Pbar_s + 12);
+                row_t acc4 = *(const row_u *)(Pbar_s + 16);
+                row_t acc5 = *(const row_u *)(Pbar_s + 20);
+                row_t acc6 = *(const row_u *)(Pbar_s + 24);
+                row_t acc7 = *(const row_u *)(Pbar_s + 28);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 12));
+                }
+                *(row_u *)(Pbar_s + 0) = acc0;
+                *(row_u *)(Pbar_s + 4) = acc1;
+                *(row_u *)(Pbar_s + 8) = acc2;
+                *(row_u *)(Pbar_s + 12) = acc3;
+                *(row_u *)(Pbar_s + 16) = acc4;
+                *(row_u *)(Pbar_s + 20) = acc5;
+                *(row_u *)(Pbar_s + 24) = acc6;
+                *(row_u *)(Pbar_s + 28) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 32);
+                row_t acc1 = *(const row_u *)(Pbar_s + 36);
+                row_t acc2 = *(const row_u *)(Pbar_s + 40);
+                row_t acc3 = *(const row_u *)(Pbar_s + 44);
+                row_t acc4 = *(const row_u *)(Pbar_s + 48);
+                row_t acc5 = *(const row_u *)(Pbar_s + 52);
+                row_t acc6 = *(const row_u *)(Pbar_s + 56);
+                row_t acc7 = *(const row_u *)(Pbar_s + 60);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 12));
+                }
+                *(row_u *)(Pbar_s + 32) = acc0;
+                *(row_u *)(Pbar_s + 36) = acc1;
+                *(row_u *)(Pbar_s + 40) = acc2;
+                *(row_u *)(Pbar_s + 44) = acc3;
+                *(row_u *)(Pbar_s + 48) = acc4;
+                *(row_u *)(Pbar_s + 52) = acc5;
+                *(row_u *)(Pbar_s + 56) = acc6;
+                *(row_u *)(Pbar_s + 60) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 64);
+                row_t acc1 = *(const row_u *)(Pbar_s + 68);
+                row_t acc2 = *(const row_u *)(Pbar_s + 72);
+                row_t acc3 = *(const row_u *)(Pbar_s + 76);
+                row_t acc4 = *(const row_u *)(Pbar_s + 80);
+                row_t acc5 = *(const row_u *)(Pbar_s + 84);
+                row_t acc6 = *(const row_u *)(Pbar_s + 88);
+                row_t acc7 = *(const row_u *)(Pbar_s + 92);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 12));
+                }
+                *(row_u *)(Pbar_s + 64) = acc0;
+                *(row_u *)(Pbar_s + 68) = acc1;
+                *(row_u *)(Pbar_s + 72) = acc2;
+                *(row_u *)(Pbar_s + 76) = acc3;
+                *(row_u *)(Pbar_s + 80) = acc4;
+                *(row_u *)(Pbar_s + 84) = acc5;
+                *(row_u *)(Pbar_s + 88) = acc6;
+                *(row_u *)(Pbar_s + 92) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 96);
+                row_t acc1 = *(const row_u *)(Pbar_s + 100);
+                row_t acc2 = *(const row_u *)(Pbar_s + 104);
+                row_t acc3 = *(const row_u *)(Pbar_s + 108);
+                row_t acc4 = *(const row_u *)(Pbar_s + 112);
+                row_t acc5 = *(const row_u *)(Pbar_s + 116);
+                row_t acc6 = *(const row_u *)(Pbar_s + 120);
+                row_t acc7 = *(const row_u *)(Pbar_s + 124);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 12));
+                }
+                *(row_u *)(Pbar_s + 96) = acc0;
+                *(row_u *)(Pbar_s + 100) = acc1;
+                *(row_u *)(Pbar_s + 104) = acc2;
+                *(row_u *)(Pbar_s + 108) = acc3;
+                *(row_u *)(Pbar_s + 112) = acc4;
+                *(row_u *)(Pbar_s + 116) = acc5;
+                *(row_u *)(Pbar_s + 120) = acc6;
+                *(row_u *)(Pbar_s + 124) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 128);
+                row_t acc1 = *(const row_u *)(Pbar_s + 132);
+                row_t acc2 = *(const row_u *)(Pbar_s + 136);
+                row_t acc3 = *(const row_u *)(Pbar_s + 140);
+                row_t acc4 = *(const row_u *)(Pbar_s + 144);
+                row_t acc5 = *(const row_u *)(Pbar_s + 148);
+                row_t acc6 = *(const row_u *)(Pbar_s + 152);
+                row_t acc7 = *(const row_u *)(Pbar_s + 156);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 12));
+                }
+                *(row_u *)(Pbar_s + 128) = acc0;
+                *(row_u *)(Pbar_s + 132) = acc1;
+                *(row_u *)(Pbar_s + 136) = acc2;
+                *(row_u *)(Pbar_s + 140) = acc3;
+                *(row_u *)(Pbar_s + 144) = acc4;
+                *(row_u *)(Pbar_s + 148) = acc5;
+                *(row_u *)(Pbar_s + 152) = acc6;
+                *(row_u *)(Pbar_s + 156) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 160);
+                row_t acc1 = *(const row_u *)(Pbar_s + 164);
+                row_t acc2 = *(const row_u *)(Pbar_s + 168);
+                row_t acc3 = *(const row_u *)(Pbar_s + 172);
+                row_t acc4 = *(const row_u *)(Pbar_s + 176);
+                row_t acc5 = *(const row_u *)(Pbar_s + 180);
+                row_t acc6 = *(const row_u *)(Pbar_s + 184);
+                row_t acc7 = *(const row_u *)(Pbar_s + 188);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 12));
+                }
+                *(row_u *)(Pbar_s + 160) = acc0;
+                *(row_u *)(Pbar_s + 164) = acc1;
+                *(row_u *)(Pbar_s + 168) = acc2;
+                *(row_u *)(Pbar_s + 172) = acc3;
+                *(row_u *)(Pbar_s + 176) = acc4;
+                *(row_u *)(Pbar_s + 180) = acc5;
+                *(row_u *)(Pbar_s + 184) = acc6;
+                *(row_u *)(Pbar_s + 188) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 192);
+                row_t acc1 = *(const row_u *)(Pbar_s + 196);
+                row_t acc2 = *(const row_u *)(Pbar_s + 200);
+                row_t acc3 = *(const row_u *)(Pbar_s + 204);
+                row_t acc4 = *(const row_u *)(Pbar_s + 208);
+                row_t acc5 = *(const row_u *)(Pbar_s + 212);
+                row_t acc6 = *(const row_u *)(Pbar_s + 216);
+                row_t acc7 = *(const row_u *)(Pbar_s + 220);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 12));
+                }
+                *(row_u *)(Pbar_s + 192) = acc0;
+                *(row_u *)(Pbar_s + 196) = acc1;
+                *(row_u *)(Pbar_s + 200) = acc2;
+                *(row_u *)(Pbar_s + 204) = acc3;
+                *(row_u *)(Pbar_s + 208) = acc4;
+                *(row_u *)(Pbar_s + 212) = acc5;
+                *(row_u *)(Pbar_s + 216) = acc6;
+                *(row_u *)(Pbar_s + 220) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 224);
+                row_t acc1 = *(const row_u *)(Pbar_s + 228);
+                row_t acc2 = *(const row_u *)(Pbar_s + 232);
+                row_t acc3 = *(const row_u *)(Pbar_s + 236);
+                row_t acc4 = *(const row_u *)(Pbar_s + 240);
+                row_t acc5 = *(const row_u *)(Pbar_s + 244);
+                row_t acc6 = *(const row_u *)(Pbar_s + 248);
+                row_t acc7 = *(const row_u *)(Pbar_s + 252);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc2 = acc2 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc3 = acc3 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc4 = acc4 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc5 = acc5 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc6 = acc6 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc7 = acc7 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 12));
+                }
+                *(row_u *)(Pbar_s + 224) = acc0;
+                *(row_u *)(Pbar_s + 228) = acc1;
+                *(row_u *)(Pbar_s + 232) = acc2;
+                *(row_u *)(Pbar_s + 236) = acc3;
+                *(row_u *)(Pbar_s + 240) = acc4;
+                *(row_u *)(Pbar_s + 244) = acc5;
+                *(row_u *)(Pbar_s + 248) = acc6;
+                *(row_u *)(Pbar_s + 252) = acc7;
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#else
+/* Pbar = x^T Gy of each sample, one pass over its tokens (the forward saved Gram). Printed in the row form, 2 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_pbar_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, double *restrict Pbar)
+{
+    typedef double row_t __attribute__((vector_size(2*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(2*sizeof(double)), aligned(8), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*16;
+        const real_t *restrict Gy_s = Gy + b*T*16;
+        double *restrict Pbar_s = Pbar + b*256;
+        for (int k = 0; k < 256; k++) Pbar_s[k] = 0.0;
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+            const double *restrict Gy_b = Gy_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*16; k++) Gy_buf[k] = (double)Gy_s[t0*16 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 0);
+                row_t acc1 = *(const row_u *)(Pbar_s + 2);
+                row_t acc2 = *(const row_u *)(Pbar_s + 4);
+                row_t acc3 = *(const row_u *)(Pbar_s + 6);
+                row_t acc4 = *(const row_u *)(Pbar_s + 8);
+                row_t acc5 = *(const row_u *)(Pbar_s + 10);
+                row_t acc6 = *(const row_u *)(Pbar_s + 12);
+                row_t acc7 = *(const row_u *)(Pbar_s + 14);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 0]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 0) = acc0;
+                *(row_u *)(Pbar_s + 2) = acc1;
+                *(row_u *)(Pbar_s + 4) = acc2;
+                *(row_u *)(Pbar_s + 6) = acc3;
+                *(row_u *)(Pbar_s + 8) = acc4;
+                *(row_u *)(Pbar_s + 10) = acc5;
+                *(row_u *)(Pbar_s + 12) = acc6;
+                *(row_u *)(Pbar_s + 14) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 16);
+                row_t acc1 = *(const row_u *)(Pbar_s + 18);
+                row_t acc2 = *(const row_u *)(Pbar_s + 20);
+                row_t acc3 = *(const row_u *)(Pbar_s + 22);
+                row_t acc4 = *(const row_u *)(Pbar_s + 24);
+                row_t acc5 = *(const row_u *)(Pbar_s + 26);
+                row_t acc6 = *(const row_u *)(Pbar_s + 28);
+                row_t acc7 = *(const row_u *)(Pbar_s + 30);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 1]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 16) = acc0;
+                *(row_u *)(Pbar_s + 18) = acc1;
+                *(row_u *)(Pbar_s + 20) = acc2;
+                *(row_u *)(Pbar_s + 22) = acc3;
+                *(row_u *)(Pbar_s + 24) = acc4;
+                *(row_u *)(Pbar_s + 26) = acc5;
+                *(row_u *)(Pbar_s + 28) = acc6;
+                *(row_u *)(Pbar_s + 30) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 32);
+                row_t acc1 = *(const row_u *)(Pbar_s + 34);
+                row_t acc2 = *(const row_u *)(Pbar_s + 36);
+                row_t acc3 = *(const row_u *)(Pbar_s + 38);
+                row_t acc4 = *(const row_u *)(Pbar_s + 40);
+                row_t acc5 = *(const row_u *)(Pbar_s + 42);
+                row_t acc6 = *(const row_u *)(Pbar_s + 44);
+                row_t acc7 = *(const row_u *)(Pbar_s + 46);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 2]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 32) = acc0;
+                *(row_u *)(Pbar_s + 34) = acc1;
+                *(row_u *)(Pbar_s + 36) = acc2;
+                *(row_u *)(Pbar_s + 38) = acc3;
+                *(row_u *)(Pbar_s + 40) = acc4;
+                *(row_u *)(Pbar_s + 42) = acc5;
+                *(row_u *)(Pbar_s + 44) = acc6;
+                *(row_u *)(Pbar_s + 46) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 48);
+                row_t acc1 = *(const row_u *)(Pbar_s + 50);
+                row_t acc2 = *(const row_u *)(Pbar_s + 52);
+                row_t acc3 = *(const row_u *)(Pbar_s + 54);
+                row_t acc4 = *(const row_u *)(Pbar_s + 56);
+                row_t acc5 = *(const row_u *)(Pbar_s + 58);
+                row_t acc6 = *(const row_u *)(Pbar_s + 60);
+                row_t acc7 = *(const row_u *)(Pbar_s + 62);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 3]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 48) = acc0;
+                *(row_u *)(Pbar_s + 50) = acc1;
+                *(row_u *)(Pbar_s + 52) = acc2;
+                *(row_u *)(Pbar_s + 54) = acc3;
+                *(row_u *)(Pbar_s + 56) = acc4;
+                *(row_u *)(Pbar_s + 58) = acc5;
+                *(row_u *)(Pbar_s + 60) = acc6;
+                *(row_u *)(Pbar_s + 62) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 64);
+                row_t acc1 = *(const row_u *)(Pbar_s + 66);
+                row_t acc2 = *(const row_u *)(Pbar_s + 68);
+                row_t acc3 = *(const row_u *)(Pbar_s + 70);
+                row_t acc4 = *(const row_u *)(Pbar_s + 72);
+                row_t acc5 = *(const row_u *)(Pbar_s + 74);
+                row_t acc6 = *(const row_u *)(Pbar_s + 76);
+                row_t acc7 = *(const row_u *)(Pbar_s + 78);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 4]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 64) = acc0;
+                *(row_u *)(Pbar_s + 66) = acc1;
+                *(row_u *)(Pbar_s + 68) = acc2;
+                *(row_u *)(Pbar_s + 70) = acc3;
+                *(row_u *)(Pbar_s + 72) = acc4;
+                *(row_u *)(Pbar_s + 74) = acc5;
+                *(row_u *)(Pbar_s + 76) = acc6;
+                *(row_u *)(Pbar_s + 78) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 80);
+                row_t acc1 = *(const row_u *)(Pbar_s + 82);
+                row_t acc2 = *(const row_u *)(Pbar_s + 84);
+                row_t acc3 = *(const row_u *)(Pbar_s + 86);
+                row_t acc4 = *(const row_u *)(Pbar_s + 88);
+                row_t acc5 = *(const row_u *)(Pbar_s + 90);
+                row_t acc6 = *(const row_u *)(Pbar_s + 92);
+                row_t acc7 = *(const row_u *)(Pbar_s + 94);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 5]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 80) = acc0;
+                *(row_u *)(Pbar_s + 82) = acc1;
+                *(row_u *)(Pbar_s + 84) = acc2;
+                *(row_u *)(Pbar_s + 86) = acc3;
+                *(row_u *)(Pbar_s + 88) = acc4;
+                *(row_u *)(Pbar_s + 90) = acc5;
+                *(row_u *)(Pbar_s + 92) = acc6;
+                *(row_u *)(Pbar_s + 94) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 96);
+                row_t acc1 = *(const row_u *)(Pbar_s + 98);
+                row_t acc2 = *(const row_u *)(Pbar_s + 100);
+                row_t acc3 = *(const row_u *)(Pbar_s + 102);
+                row_t acc4 = *(const row_u *)(Pbar_s + 104);
+                row_t acc5 = *(const row_u *)(Pbar_s + 106);
+                row_t acc6 = *(const row_u *)(Pbar_s + 108);
+                row_t acc7 = *(const row_u *)(Pbar_s + 110);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 6]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 96) = acc0;
+                *(row_u *)(Pbar_s + 98) = acc1;
+                *(row_u *)(Pbar_s + 100) = acc2;
+                *(row_u *)(Pbar_s + 102) = acc3;
+                *(row_u *)(Pbar_s + 104) = acc4;
+                *(row_u *)(Pbar_s + 106) = acc5;
+                *(row_u *)(Pbar_s + 108) = acc6;
+                *(row_u *)(Pbar_s + 110) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 112);
+                row_t acc1 = *(const row_u *)(Pbar_s + 114);
+                row_t acc2 = *(const row_u *)(Pbar_s + 116);
+                row_t acc3 = *(const row_u *)(Pbar_s + 118);
+                row_t acc4 = *(const row_u *)(Pbar_s + 120);
+                row_t acc5 = *(const row_u *)(Pbar_s + 122);
+                row_t acc6 = *(const row_u *)(Pbar_s + 124);
+                row_t acc7 = *(const row_u *)(Pbar_s + 126);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 7]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 112) = acc0;
+                *(row_u *)(Pbar_s + 114) = acc1;
+                *(row_u *)(Pbar_s + 116) = acc2;
+                *(row_u *)(Pbar_s + 118) = acc3;
+                *(row_u *)(Pbar_s + 120) = acc4;
+                *(row_u *)(Pbar_s + 122) = acc5;
+                *(row_u *)(Pbar_s + 124) = acc6;
+                *(row_u *)(Pbar_s + 126) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 128);
+                row_t acc1 = *(const row_u *)(Pbar_s + 130);
+                row_t acc2 = *(const row_u *)(Pbar_s + 132);
+                row_t acc3 = *(const row_u *)(Pbar_s + 134);
+                row_t acc4 = *(const row_u *)(Pbar_s + 136);
+                row_t acc5 = *(const row_u *)(Pbar_s + 138);
+                row_t acc6 = *(const row_u *)(Pbar_s + 140);
+                row_t acc7 = *(const row_u *)(Pbar_s + 142);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 8]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 128) = acc0;
+                *(row_u *)(Pbar_s + 130) = acc1;
+                *(row_u *)(Pbar_s + 132) = acc2;
+                *(row_u *)(Pbar_s + 134) = acc3;
+                *(row_u *)(Pbar_s + 136) = acc4;
+                *(row_u *)(Pbar_s + 138) = acc5;
+                *(row_u *)(Pbar_s + 140) = acc6;
+                *(row_u *)(Pbar_s + 142) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 144);
+                row_t acc1 = *(const row_u *)(Pbar_s + 146);
+                row_t acc2 = *(const row_u *)(Pbar_s + 148);
+                row_t acc3 = *(const row_u *)(Pbar_s + 150);
+                row_t acc4 = *(const row_u *)(Pbar_s + 152);
+                row_t acc5 = *(const row_u *)(Pbar_s + 154);
+                row_t acc6 = *(const row_u *)(Pbar_s + 156);
+                row_t acc7 = *(const row_u *)(Pbar_s + 158);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 9]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 144) = acc0;
+                *(row_u *)(Pbar_s + 146) = acc1;
+                *(row_u *)(Pbar_s + 148) = acc2;
+                *(row_u *)(Pbar_s + 150) = acc3;
+                *(row_u *)(Pbar_s + 152) = acc4;
+                *(row_u *)(Pbar_s + 154) = acc5;
+                *(row_u *)(Pbar_s + 156) = acc6;
+                *(row_u *)(Pbar_s + 158) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 160);
+                row_t acc1 = *(const row_u *)(Pbar_s + 162);
+                row_t acc2 = *(const row_u *)(Pbar_s + 164);
+                row_t acc3 = *(const row_u *)(Pbar_s + 166);
+                row_t acc4 = *(const row_u *)(Pbar_s + 168);
+                row_t acc5 = *(const row_u *)(Pbar_s + 170);
+                row_t acc6 = *(const row_u *)(Pbar_s + 172);
+                row_t acc7 = *(const row_u *)(Pbar_s + 174);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 10]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 160) = acc0;
+                *(row_u *)(Pbar_s + 162) = acc1;
+                *(row_u *)(Pbar_s + 164) = acc2;
+                *(row_u *)(Pbar_s + 166) = acc3;
+                *(row_u *)(Pbar_s + 168) = acc4;
+                *(row_u *)(Pbar_s + 170) = acc5;
+                *(row_u *)(Pbar_s + 172) = acc6;
+                *(row_u *)(Pbar_s + 174) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 176);
+                row_t acc1 = *(const row_u *)(Pbar_s + 178);
+                row_t acc2 = *(const row_u *)(Pbar_s + 180);
+                row_t acc3 = *(const row_u *)(Pbar_s + 182);
+                row_t acc4 = *(const row_u *)(Pbar_s + 184);
+                row_t acc5 = *(const row_u *)(Pbar_s + 186);
+                row_t acc6 = *(const row_u *)(Pbar_s + 188);
+                row_t acc7 = *(const row_u *)(Pbar_s + 190);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 11]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 176) = acc0;
+                *(row_u *)(Pbar_s + 178) = acc1;
+                *(row_u *)(Pbar_s + 180) = acc2;
+                *(row_u *)(Pbar_s + 182) = acc3;
+                *(row_u *)(Pbar_s + 184) = acc4;
+                *(row_u *)(Pbar_s + 186) = acc5;
+                *(row_u *)(Pbar_s + 188) = acc6;
+                *(row_u *)(Pbar_s + 190) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 192);
+                row_t acc1 = *(const row_u *)(Pbar_s + 194);
+                row_t acc2 = *(const row_u *)(Pbar_s + 196);
+                row_t acc3 = *(const row_u *)(Pbar_s + 198);
+                row_t acc4 = *(const row_u *)(Pbar_s + 200);
+                row_t acc5 = *(const row_u *)(Pbar_s + 202);
+                row_t acc6 = *(const row_u *)(Pbar_s + 204);
+                row_t acc7 = *(const row_u *)(Pbar_s + 206);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 12]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 192) = acc0;
+                *(row_u *)(Pbar_s + 194) = acc1;
+                *(row_u *)(Pbar_s + 196) = acc2;
+                *(row_u *)(Pbar_s + 198) = acc3;
+                *(row_u *)(Pbar_s + 200) = acc4;
+                *(row_u *)(Pbar_s + 202) = acc5;
+                *(row_u *)(Pbar_s + 204) = acc6;
+                *(row_u *)(Pbar_s + 206) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 208);
+                row_t acc1 = *(const row_u *)(Pbar_s + 210);
+                row_t acc2 = *(const row_u *)(Pbar_s + 212);
+                row_t acc3 = *(const row_u *)(Pbar_s + 214);
+                row_t acc4 = *(const row_u *)(Pbar_s + 216);
+                row_t acc5 = *(const row_u *)(Pbar_s + 218);
+                row_t acc6 = *(const row_u *)(Pbar_s + 220);
+                row_t acc7 = *(const row_u *)(Pbar_s + 222);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 13]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 208) = acc0;
+                *(row_u *)(Pbar_s + 210) = acc1;
+                *(row_u *)(Pbar_s + 212) = acc2;
+                *(row_u *)(Pbar_s + 214) = acc3;
+                *(row_u *)(Pbar_s + 216) = acc4;
+                *(row_u *)(Pbar_s + 218) = acc5;
+                *(row_u *)(Pbar_s + 220) = acc6;
+                *(row_u *)(Pbar_s + 222) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 224);
+                row_t acc1 = *(const row_u *)(Pbar_s + 226);
+                row_t acc2 = *(const row_u *)(Pbar_s + 228);
+                row_t acc3 = *(const row_u *)(Pbar_s + 230);
+                row_t acc4 = *(const row_u *)(Pbar_s + 232);
+                row_t acc5 = *(const row_u *)(Pbar_s + 234);
+                row_t acc6 = *(const row_u *)(Pbar_s + 236);
+                row_t acc7 = *(const row_u *)(Pbar_s + 238);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 14]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 224) = acc0;
+                *(row_u *)(Pbar_s + 226) = acc1;
+                *(row_u *)(Pbar_s + 228) = acc2;
+                *(row_u *)(Pbar_s + 230) = acc3;
+                *(row_u *)(Pbar_s + 232) = acc4;
+                *(row_u *)(Pbar_s + 234) = acc5;
+                *(row_u *)(Pbar_s + 236) = acc6;
+                *(row_u *)(Pbar_s + 238) = acc7;
+            }
+            {
+                row_t acc0 = *(const row_u *)(Pbar_s + 240);
+                row_t acc1 = *(const row_u *)(Pbar_s + 242);
+                row_t acc2 = *(const row_u *)(Pbar_s + 244);
+                row_t acc3 = *(const row_u *)(Pbar_s + 246);
+                row_t acc4 = *(const row_u *)(Pbar_s + 248);
+                row_t acc5 = *(const row_u *)(Pbar_s + 250);
+                row_t acc6 = *(const row_u *)(Pbar_s + 252);
+                row_t acc7 = *(const row_u *)(Pbar_s + 254);
+                for (int64_t t = 0; t < nt; t++) {
+                    acc0 = acc0 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 0));
+                    acc1 = acc1 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 2));
+                    acc2 = acc2 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 4));
+                    acc3 = acc3 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 6));
+                    acc4 = acc4 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 8));
+                    acc5 = acc5 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 10));
+                    acc6 = acc6 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 12));
+                    acc7 = acc7 + x_b[t*16 + 15]*(*(const row_u *)(Gy_b + t*16 + 14));
+                }
+                *(row_u *)(Pbar_s + 240) = acc0;
+                *(row_u *)(Pbar_s + 242) = acc1;
+                *(row_u *)(Pbar_s + 244) = acc2;
+                *(row_u *)(Pbar_s + 246) = acc3;
+                *(row_u *)(Pbar_s + 248) = acc4;
+                *(row_u *)(Pbar_s + 250) = acc5;
+                *(row_u *)(Pbar_s + 252) = acc6;
+                *(row_u *)(Pbar_s + 254) = acc7;
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#endif
+
+#if GEOATTN_VBYTES >= 64
+/* The gradient gx = Gy P^T + x H of each sample from its P and H. Printed in the row form, 8 doubles per vector. */
 #ifndef ROW_CHUNK
 #define ROW_CHUNK 32
 #endif
@@ -26864,11 +38536,1034 @@ void GEOATTN_NAME(vp_gram_lu_gx_d16)(int64_t B, int64_t T, const real_t *restric
 #pragma GCC pop_options
 #endif
 
+#elif GEOATTN_VBYTES >= 32
+/* The gradient gx = Gy P^T + x H of each sample from its P and H. Printed in the row form, 4 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_gx_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict P, const double *restrict H, real_t *restrict gx)
+{
+    typedef double row_t __attribute__((vector_size(4*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(4*sizeof(double)), aligned(8), may_alias));
+    typedef real_t real_u __attribute__((vector_size(4*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*16;
+        const real_t *restrict Gy_s = Gy + b*T*16;
+        const double *restrict P_s = P + b*256;
+        const double *restrict H_s = H + b*256;
+        real_t *restrict gx_s = gx + b*T*16;
+        double PT[256] __attribute__((aligned(64)));
+        for (int i = 0; i < 16; i++) for (int j = 0; j < 16; j++) PT[j*16 + i] = P_s[i*16 + j];
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+            const double *restrict Gy_b = Gy_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*16; k++) Gy_buf[k] = (double)Gy_s[t0*16 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            int64_t t = 0;
+            for (; t + 1 < nt; t += 2) {
+                row_t o_gx_0_0 = Gy_b[(t + 0)*16 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_0_1 = Gy_b[(t + 1)*16 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_1_0 = Gy_b[(t + 0)*16 + 0]*(*(const row_u *)(PT + 4));
+                row_t o_gx_1_1 = Gy_b[(t + 1)*16 + 0]*(*(const row_u *)(PT + 4));
+                row_t o_gx_2_0 = Gy_b[(t + 0)*16 + 0]*(*(const row_u *)(PT + 8));
+                row_t o_gx_2_1 = Gy_b[(t + 1)*16 + 0]*(*(const row_u *)(PT + 8));
+                row_t o_gx_3_0 = Gy_b[(t + 0)*16 + 0]*(*(const row_u *)(PT + 12));
+                row_t o_gx_3_1 = Gy_b[(t + 1)*16 + 0]*(*(const row_u *)(PT + 12));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 1]*(*(const row_u *)(PT + 16));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 1]*(*(const row_u *)(PT + 16));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 1]*(*(const row_u *)(PT + 20));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 1]*(*(const row_u *)(PT + 20));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 1]*(*(const row_u *)(PT + 24));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 1]*(*(const row_u *)(PT + 24));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 1]*(*(const row_u *)(PT + 28));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 1]*(*(const row_u *)(PT + 28));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 2]*(*(const row_u *)(PT + 32));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 2]*(*(const row_u *)(PT + 32));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 2]*(*(const row_u *)(PT + 36));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 2]*(*(const row_u *)(PT + 36));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 2]*(*(const row_u *)(PT + 40));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 2]*(*(const row_u *)(PT + 40));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 2]*(*(const row_u *)(PT + 44));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 2]*(*(const row_u *)(PT + 44));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 3]*(*(const row_u *)(PT + 48));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 3]*(*(const row_u *)(PT + 48));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 3]*(*(const row_u *)(PT + 52));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 3]*(*(const row_u *)(PT + 52));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 3]*(*(const row_u *)(PT + 56));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 3]*(*(const row_u *)(PT + 56));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 3]*(*(const row_u *)(PT + 60));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 3]*(*(const row_u *)(PT + 60));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 4]*(*(const row_u *)(PT + 64));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 4]*(*(const row_u *)(PT + 64));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 4]*(*(const row_u *)(PT + 68));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 4]*(*(const row_u *)(PT + 68));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 4]*(*(const row_u *)(PT + 72));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 4]*(*(const row_u *)(PT + 72));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 4]*(*(const row_u *)(PT + 76));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 4]*(*(const row_u *)(PT + 76));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 5]*(*(const row_u *)(PT + 80));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 5]*(*(const row_u *)(PT + 80));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 5]*(*(const row_u *)(PT + 84));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 5]*(*(const row_u *)(PT + 84));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 5]*(*(const row_u *)(PT + 88));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 5]*(*(const row_u *)(PT + 88));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 5]*(*(const row_u *)(PT + 92));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 5]*(*(const row_u *)(PT + 92));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 6]*(*(const row_u *)(PT + 96));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 6]*(*(const row_u *)(PT + 96));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 6]*(*(const row_u *)(PT + 100));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 6]*(*(const row_u *)(PT + 100));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 6]*(*(const row_u *)(PT + 104));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 6]*(*(const row_u *)(PT + 104));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 6]*(*(const row_u *)(PT + 108));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 6]*(*(const row_u *)(PT + 108));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 7]*(*(const row_u *)(PT + 112));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 7]*(*(const row_u *)(PT + 112));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 7]*(*(const row_u *)(PT + 116));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 7]*(*(const row_u *)(PT + 116));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 7]*(*(const row_u *)(PT + 120));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 7]*(*(const row_u *)(PT + 120));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 7]*(*(const row_u *)(PT + 124));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 7]*(*(const row_u *)(PT + 124));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 8]*(*(const row_u *)(PT + 128));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 8]*(*(const row_u *)(PT + 128));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 8]*(*(const row_u *)(PT + 132));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 8]*(*(const row_u *)(PT + 132));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 8]*(*(const row_u *)(PT + 136));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 8]*(*(const row_u *)(PT + 136));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 8]*(*(const row_u *)(PT + 140));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 8]*(*(const row_u *)(PT + 140));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 9]*(*(const row_u *)(PT + 144));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 9]*(*(const row_u *)(PT + 144));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 9]*(*(const row_u *)(PT + 148));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 9]*(*(const row_u *)(PT + 148));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 9]*(*(const row_u *)(PT + 152));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 9]*(*(const row_u *)(PT + 152));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 9]*(*(const row_u *)(PT + 156));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 9]*(*(const row_u *)(PT + 156));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 10]*(*(const row_u *)(PT + 160));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 10]*(*(const row_u *)(PT + 160));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 10]*(*(const row_u *)(PT + 164));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 10]*(*(const row_u *)(PT + 164));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 10]*(*(const row_u *)(PT + 168));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 10]*(*(const row_u *)(PT + 168));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 10]*(*(const row_u *)(PT + 172));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 10]*(*(const row_u *)(PT + 172));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 11]*(*(const row_u *)(PT + 176));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 11]*(*(const row_u *)(PT + 176));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 11]*(*(const row_u *)(PT + 180));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 11]*(*(const row_u *)(PT + 180));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 11]*(*(const row_u *)(PT + 184));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 11]*(*(const row_u *)(PT + 184));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 11]*(*(const row_u *)(PT + 188));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 11]*(*(const row_u *)(PT + 188));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 12]*(*(const row_u *)(PT + 192));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 12]*(*(const row_u *)(PT + 192));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 12]*(*(const row_u *)(PT + 196));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 12]*(*(const row_u *)(PT + 196));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 12]*(*(const row_u *)(PT + 200));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 12]*(*(const row_u *)(PT + 200));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 12]*(*(const row_u *)(PT + 204));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 12]*(*(const row_u *)(PT + 204));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 13]*(*(const row_u *)(PT + 208));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 13]*(*(const row_u *)(PT + 208));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 13]*(*(const row_u *)(PT + 212));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 13]*(*(const row_u *)(PT + 212));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 13]*(*(const row_u *)(PT + 216));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 13]*(*(const row_u *)(PT + 216));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 13]*(*(const row_u *)(PT + 220));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 13]*(*(const row_u *)(PT + 220));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 14]*(*(const row_u *)(PT + 224));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 14]*(*(const row_u *)(PT + 224));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 14]*(*(const row_u *)(PT + 228));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 14]*(*(const row_u *)(PT + 228));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 14]*(*(const row_u *)(PT + 232));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 14]*(*(const row_u *)(PT + 232));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 14]*(*(const row_u *)(PT + 236));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 14]*(*(const row_u *)(PT + 236));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[(t + 0)*16 + 15]*(*(const row_u *)(PT + 240));
+                o_gx_0_1 = o_gx_0_1 + Gy_b[(t + 1)*16 + 15]*(*(const row_u *)(PT + 240));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[(t + 0)*16 + 15]*(*(const row_u *)(PT + 244));
+                o_gx_1_1 = o_gx_1_1 + Gy_b[(t + 1)*16 + 15]*(*(const row_u *)(PT + 244));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[(t + 0)*16 + 15]*(*(const row_u *)(PT + 248));
+                o_gx_2_1 = o_gx_2_1 + Gy_b[(t + 1)*16 + 15]*(*(const row_u *)(PT + 248));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[(t + 0)*16 + 15]*(*(const row_u *)(PT + 252));
+                o_gx_3_1 = o_gx_3_1 + Gy_b[(t + 1)*16 + 15]*(*(const row_u *)(PT + 252));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 0]*(*(const row_u *)(H_s + 8));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 0]*(*(const row_u *)(H_s + 8));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 0]*(*(const row_u *)(H_s + 12));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 0]*(*(const row_u *)(H_s + 12));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 1]*(*(const row_u *)(H_s + 16));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 1]*(*(const row_u *)(H_s + 16));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 1]*(*(const row_u *)(H_s + 20));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 1]*(*(const row_u *)(H_s + 20));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 1]*(*(const row_u *)(H_s + 24));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 1]*(*(const row_u *)(H_s + 24));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 1]*(*(const row_u *)(H_s + 28));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 1]*(*(const row_u *)(H_s + 28));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 2]*(*(const row_u *)(H_s + 32));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 2]*(*(const row_u *)(H_s + 32));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 2]*(*(const row_u *)(H_s + 36));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 2]*(*(const row_u *)(H_s + 36));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 2]*(*(const row_u *)(H_s + 40));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 2]*(*(const row_u *)(H_s + 40));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 2]*(*(const row_u *)(H_s + 44));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 2]*(*(const row_u *)(H_s + 44));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 3]*(*(const row_u *)(H_s + 48));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 3]*(*(const row_u *)(H_s + 48));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 3]*(*(const row_u *)(H_s + 52));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 3]*(*(const row_u *)(H_s + 52));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 3]*(*(const row_u *)(H_s + 56));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 3]*(*(const row_u *)(H_s + 56));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 3]*(*(const row_u *)(H_s + 60));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 3]*(*(const row_u *)(H_s + 60));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 4]*(*(const row_u *)(H_s + 64));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 4]*(*(const row_u *)(H_s + 64));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 4]*(*(const row_u *)(H_s + 68));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 4]*(*(const row_u *)(H_s + 68));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 4]*(*(const row_u *)(H_s + 72));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 4]*(*(const row_u *)(H_s + 72));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 4]*(*(const row_u *)(H_s + 76));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 4]*(*(const row_u *)(H_s + 76));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 5]*(*(const row_u *)(H_s + 80));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 5]*(*(const row_u *)(H_s + 80));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 5]*(*(const row_u *)(H_s + 84));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 5]*(*(const row_u *)(H_s + 84));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 5]*(*(const row_u *)(H_s + 88));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 5]*(*(const row_u *)(H_s + 88));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 5]*(*(const row_u *)(H_s + 92));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 5]*(*(const row_u *)(H_s + 92));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 6]*(*(const row_u *)(H_s + 96));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 6]*(*(const row_u *)(H_s + 96));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 6]*(*(const row_u *)(H_s + 100));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 6]*(*(const row_u *)(H_s + 100));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 6]*(*(const row_u *)(H_s + 104));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 6]*(*(const row_u *)(H_s + 104));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 6]*(*(const row_u *)(H_s + 108));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 6]*(*(const row_u *)(H_s + 108));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 7]*(*(const row_u *)(H_s + 112));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 7]*(*(const row_u *)(H_s + 112));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 7]*(*(const row_u *)(H_s + 116));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 7]*(*(const row_u *)(H_s + 116));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 7]*(*(const row_u *)(H_s + 120));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 7]*(*(const row_u *)(H_s + 120));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 7]*(*(const row_u *)(H_s + 124));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 7]*(*(const row_u *)(H_s + 124));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 8]*(*(const row_u *)(H_s + 128));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 8]*(*(const row_u *)(H_s + 128));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 8]*(*(const row_u *)(H_s + 132));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 8]*(*(const row_u *)(H_s + 132));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 8]*(*(const row_u *)(H_s + 136));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 8]*(*(const row_u *)(H_s + 136));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 8]*(*(const row_u *)(H_s + 140));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 8]*(*(const row_u *)(H_s + 140));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 9]*(*(const row_u *)(H_s + 144));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 9]*(*(const row_u *)(H_s + 144));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 9]*(*(const row_u *)(H_s + 148));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 9]*(*(const row_u *)(H_s + 148));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 9]*(*(const row_u *)(H_s + 152));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 9]*(*(const row_u *)(H_s + 152));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 9]*(*(const row_u *)(H_s + 156));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 9]*(*(const row_u *)(H_s + 156));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 10]*(*(const row_u *)(H_s + 160));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 10]*(*(const row_u *)(H_s + 160));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 10]*(*(const row_u *)(H_s + 164));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 10]*(*(const row_u *)(H_s + 164));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 10]*(*(const row_u *)(H_s + 168));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 10]*(*(const row_u *)(H_s + 168));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 10]*(*(const row_u *)(H_s + 172));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 10]*(*(const row_u *)(H_s + 172));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 11]*(*(const row_u *)(H_s + 176));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 11]*(*(const row_u *)(H_s + 176));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 11]*(*(const row_u *)(H_s + 180));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 11]*(*(const row_u *)(H_s + 180));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 11]*(*(const row_u *)(H_s + 184));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 11]*(*(const row_u *)(H_s + 184));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 11]*(*(const row_u *)(H_s + 188));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 11]*(*(const row_u *)(H_s + 188));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 12]*(*(const row_u *)(H_s + 192));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 12]*(*(const row_u *)(H_s + 192));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 12]*(*(const row_u *)(H_s + 196));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 12]*(*(const row_u *)(H_s + 196));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 12]*(*(const row_u *)(H_s + 200));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 12]*(*(const row_u *)(H_s + 200));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 12]*(*(const row_u *)(H_s + 204));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 12]*(*(const row_u *)(H_s + 204));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 13]*(*(const row_u *)(H_s + 208));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 13]*(*(const row_u *)(H_s + 208));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 13]*(*(const row_u *)(H_s + 212));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 13]*(*(const row_u *)(H_s + 212));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 13]*(*(const row_u *)(H_s + 216));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 13]*(*(const row_u *)(H_s + 216));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 13]*(*(const row_u *)(H_s + 220));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 13]*(*(const row_u *)(H_s + 220));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 14]*(*(const row_u *)(H_s + 224));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 14]*(*(const row_u *)(H_s + 224));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 14]*(*(const row_u *)(H_s + 228));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 14]*(*(const row_u *)(H_s + 228));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 14]*(*(const row_u *)(H_s + 232));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 14]*(*(const row_u *)(H_s + 232));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 14]*(*(const row_u *)(H_s + 236));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 14]*(*(const row_u *)(H_s + 236));
+                o_gx_0_0 = o_gx_0_0 + x_b[(t + 0)*16 + 15]*(*(const row_u *)(H_s + 240));
+                o_gx_0_1 = o_gx_0_1 + x_b[(t + 1)*16 + 15]*(*(const row_u *)(H_s + 240));
+                o_gx_1_0 = o_gx_1_0 + x_b[(t + 0)*16 + 15]*(*(const row_u *)(H_s + 244));
+                o_gx_1_1 = o_gx_1_1 + x_b[(t + 1)*16 + 15]*(*(const row_u *)(H_s + 244));
+                o_gx_2_0 = o_gx_2_0 + x_b[(t + 0)*16 + 15]*(*(const row_u *)(H_s + 248));
+                o_gx_2_1 = o_gx_2_1 + x_b[(t + 1)*16 + 15]*(*(const row_u *)(H_s + 248));
+                o_gx_3_0 = o_gx_3_0 + x_b[(t + 0)*16 + 15]*(*(const row_u *)(H_s + 252));
+                o_gx_3_1 = o_gx_3_1 + x_b[(t + 1)*16 + 15]*(*(const row_u *)(H_s + 252));
+                *(real_u *)(gx_s + (t0 + (t + 0))*16 + 0) = __builtin_convertvector(o_gx_0_0, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 0))*16 + 4) = __builtin_convertvector(o_gx_1_0, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 0))*16 + 8) = __builtin_convertvector(o_gx_2_0, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 0))*16 + 12) = __builtin_convertvector(o_gx_3_0, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 1))*16 + 0) = __builtin_convertvector(o_gx_0_1, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 1))*16 + 4) = __builtin_convertvector(o_gx_1_1, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 1))*16 + 8) = __builtin_convertvector(o_gx_2_1, real_u);
+                *(real_u *)(gx_s + (t0 + (t + 1))*16 + 12) = __builtin_convertvector(o_gx_3_1, real_u);
+            }
+            for (; t < nt; t++) {
+                row_t o_gx_0_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_1_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 4));
+                row_t o_gx_2_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 8));
+                row_t o_gx_3_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 12));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 16));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 20));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 24));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 28));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 32));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 36));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 40));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 44));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 48));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 52));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 56));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 60));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 64));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 68));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 72));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 76));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 80));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 84));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 88));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 92));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 96));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 100));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 104));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 108));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 112));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 116));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 120));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 124));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 128));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 132));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 136));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 140));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 144));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 148));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 152));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 156));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 160));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 164));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 168));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 172));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 176));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 180));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 184));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 188));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 192));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 196));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 200));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 204));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 208));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 212));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 216));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 220));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 224));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 228));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 232));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 236));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 240));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 244));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 248));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 252));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 8));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 12));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 16));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 20));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 24));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 28));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 32));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 36));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 40));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 44));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 48));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 52));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 56));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 60));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 64));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 68));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 72));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 76));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 80));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 84));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 88));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 92));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 96));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 100));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 104));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 108));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 112));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 116));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 120));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 124));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 128));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 132));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 136));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 140));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 144));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 148));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 152));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 156));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 160));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 164));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 168));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 172));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 176));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 180));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 184));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 188));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 192));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 196));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 200));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 204));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 208));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 212));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 216));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 220));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 224));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 228));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 232));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 236));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 240));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 244));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 248));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 252));
+                *(real_u *)(gx_s + (t0 + t)*16 + 0) = __builtin_convertvector(o_gx_0_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 4) = __builtin_convertvector(o_gx_1_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 8) = __builtin_convertvector(o_gx_2_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 12) = __builtin_convertvector(o_gx_3_0, real_u);
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#else
+/* The gradient gx = Gy P^T + x H of each sample from its P and H. Printed in the row form, 2 doubles per vector. */
+#ifndef ROW_CHUNK
+#define ROW_CHUNK 32
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("fp-contract=fast")
+#endif
+void GEOATTN_NAME(vp_gram_lu_gx_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy, const double *restrict P, const double *restrict H, real_t *restrict gx)
+{
+    typedef double row_t __attribute__((vector_size(2*sizeof(double))));
+    typedef double row_u __attribute__((vector_size(2*sizeof(double)), aligned(8), may_alias));
+    typedef real_t real_u __attribute__((vector_size(2*sizeof(real_t)), aligned(sizeof(real_t)), may_alias));
+#if !defined(GEOATTN_F64)
+    double x_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+    double Gy_buf[ROW_CHUNK*16] __attribute__((aligned(64)));
+#endif
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *restrict x_s = x + b*T*16;
+        const real_t *restrict Gy_s = Gy + b*T*16;
+        const double *restrict P_s = P + b*256;
+        const double *restrict H_s = H + b*256;
+        real_t *restrict gx_s = gx + b*T*16;
+        double PT[256] __attribute__((aligned(64)));
+        for (int i = 0; i < 16; i++) for (int j = 0; j < 16; j++) PT[j*16 + i] = P_s[i*16 + j];
+        for (int64_t t0 = 0; t0 < T; t0 += ROW_CHUNK) {
+            const int64_t nt = T - t0 < ROW_CHUNK ? T - t0 : ROW_CHUNK;
+#if defined(GEOATTN_F64)
+            const double *restrict x_b = x_s + t0*16;
+            const double *restrict Gy_b = Gy_s + t0*16;
+#else
+            for (int64_t k = 0; k < nt*16; k++) x_buf[k] = (double)x_s[t0*16 + k];
+            const double *restrict x_b = x_buf;
+            for (int64_t k = 0; k < nt*16; k++) Gy_buf[k] = (double)Gy_s[t0*16 + k];
+            const double *restrict Gy_b = Gy_buf;
+#endif
+            int64_t t = 0;
+            for (; t + 0 < nt; t += 1) {
+                row_t o_gx_0_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_1_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 2));
+                row_t o_gx_2_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 4));
+                row_t o_gx_3_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 6));
+                row_t o_gx_4_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 8));
+                row_t o_gx_5_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 10));
+                row_t o_gx_6_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 12));
+                row_t o_gx_7_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 14));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 16));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 18));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 20));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 22));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 24));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 26));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 28));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 30));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 32));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 34));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 36));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 38));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 40));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 42));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 44));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 46));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 48));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 50));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 52));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 54));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 56));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 58));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 60));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 62));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 64));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 66));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 68));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 70));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 72));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 74));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 76));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 78));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 80));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 82));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 84));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 86));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 88));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 90));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 92));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 94));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 96));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 98));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 100));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 102));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 104));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 106));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 108));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 110));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 112));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 114));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 116));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 118));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 120));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 122));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 124));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 126));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 128));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 130));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 132));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 134));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 136));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 138));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 140));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 142));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 144));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 146));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 148));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 150));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 152));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 154));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 156));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 158));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 160));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 162));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 164));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 166));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 168));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 170));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 172));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 174));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 176));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 178));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 180));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 182));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 184));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 186));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 188));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 190));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 192));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 194));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 196));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 198));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 200));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 202));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 204));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 206));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 208));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 210));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 212));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 214));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 216));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 218));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 220));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 222));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 224));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 226));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 228));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 230));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 232));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 234));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 236));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 238));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 240));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 242));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 244));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 246));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 248));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 250));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 252));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 254));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 2));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 6));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 8));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 10));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 12));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 14));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 16));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 18));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 20));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 22));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 24));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 26));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 28));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 30));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 32));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 34));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 36));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 38));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 40));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 42));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 44));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 46));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 48));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 50));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 52));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 54));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 56));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 58));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 60));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 62));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 64));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 66));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 68));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 70));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 72));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 74));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 76));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 78));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 80));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 82));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 84));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 86));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 88));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 90));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 92));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 94));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 96));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 98));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 100));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 102));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 104));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 106));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 108));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 110));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 112));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 114));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 116));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 118));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 120));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 122));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 124));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 126));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 128));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 130));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 132));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 134));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 136));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 138));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 140));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 142));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 144));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 146));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 148));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 150));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 152));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 154));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 156));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 158));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 160));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 162));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 164));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 166));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 168));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 170));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 172));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 174));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 176));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 178));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 180));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 182));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 184));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 186));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 188));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 190));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 192));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 194));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 196));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 198));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 200));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 202));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 204));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 206));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 208));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 210));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 212));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 214));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 216));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 218));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 220));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 222));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 224));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 226));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 228));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 230));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 232));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 234));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 236));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 238));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 240));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 242));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 244));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 246));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 248));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 250));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 252));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 254));
+                *(real_u *)(gx_s + (t0 + t)*16 + 0) = __builtin_convertvector(o_gx_0_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 2) = __builtin_convertvector(o_gx_1_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 4) = __builtin_convertvector(o_gx_2_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 6) = __builtin_convertvector(o_gx_3_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 8) = __builtin_convertvector(o_gx_4_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 10) = __builtin_convertvector(o_gx_5_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 12) = __builtin_convertvector(o_gx_6_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 14) = __builtin_convertvector(o_gx_7_0, real_u);
+            }
+            for (; t < nt; t++) {
+                row_t o_gx_0_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 0));
+                row_t o_gx_1_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 2));
+                row_t o_gx_2_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 4));
+                row_t o_gx_3_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 6));
+                row_t o_gx_4_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 8));
+                row_t o_gx_5_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 10));
+                row_t o_gx_6_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 12));
+                row_t o_gx_7_0 = Gy_b[t*16 + 0]*(*(const row_u *)(PT + 14));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 16));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 18));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 20));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 22));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 24));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 26));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 28));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 1]*(*(const row_u *)(PT + 30));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 32));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 34));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 36));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 38));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 40));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 42));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 44));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 2]*(*(const row_u *)(PT + 46));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 48));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 50));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 52));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 54));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 56));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 58));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 60));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 3]*(*(const row_u *)(PT + 62));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 64));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 66));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 68));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 70));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 72));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 74));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 76));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 4]*(*(const row_u *)(PT + 78));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 80));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 82));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 84));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 86));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 88));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 90));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 92));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 5]*(*(const row_u *)(PT + 94));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 96));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 98));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 100));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 102));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 104));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 106));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 108));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 6]*(*(const row_u *)(PT + 110));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 112));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 114));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 116));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 118));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 120));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 122));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 124));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 7]*(*(const row_u *)(PT + 126));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 128));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 130));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 132));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 134));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 136));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 138));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 140));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 8]*(*(const row_u *)(PT + 142));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 144));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 146));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 148));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 150));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 152));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 154));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 156));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 9]*(*(const row_u *)(PT + 158));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 160));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 162));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 164));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 166));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 168));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 170));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 172));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 10]*(*(const row_u *)(PT + 174));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 176));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 178));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 180));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 182));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 184));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 186));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 188));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 11]*(*(const row_u *)(PT + 190));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 192));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 194));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 196));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 198));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 200));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 202));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 204));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 12]*(*(const row_u *)(PT + 206));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 208));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 210));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 212));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 214));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 216));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 218));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 220));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 13]*(*(const row_u *)(PT + 222));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 224));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 226));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 228));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 230));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 232));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 234));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 236));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 14]*(*(const row_u *)(PT + 238));
+                o_gx_0_0 = o_gx_0_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 240));
+                o_gx_1_0 = o_gx_1_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 242));
+                o_gx_2_0 = o_gx_2_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 244));
+                o_gx_3_0 = o_gx_3_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 246));
+                o_gx_4_0 = o_gx_4_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 248));
+                o_gx_5_0 = o_gx_5_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 250));
+                o_gx_6_0 = o_gx_6_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 252));
+                o_gx_7_0 = o_gx_7_0 + Gy_b[t*16 + 15]*(*(const row_u *)(PT + 254));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 0));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 2));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 4));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 6));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 8));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 10));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 12));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 0]*(*(const row_u *)(H_s + 14));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 16));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 18));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 20));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 22));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 24));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 26));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 28));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 1]*(*(const row_u *)(H_s + 30));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 32));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 34));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 36));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 38));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 40));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 42));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 44));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 2]*(*(const row_u *)(H_s + 46));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 48));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 50));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 52));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 54));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 56));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 58));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 60));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 3]*(*(const row_u *)(H_s + 62));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 64));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 66));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 68));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 70));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 72));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 74));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 76));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 4]*(*(const row_u *)(H_s + 78));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 80));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 82));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 84));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 86));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 88));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 90));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 92));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 5]*(*(const row_u *)(H_s + 94));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 96));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 98));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 100));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 102));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 104));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 106));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 108));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 6]*(*(const row_u *)(H_s + 110));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 112));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 114));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 116));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 118));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 120));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 122));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 124));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 7]*(*(const row_u *)(H_s + 126));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 128));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 130));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 132));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 134));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 136));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 138));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 140));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 8]*(*(const row_u *)(H_s + 142));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 144));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 146));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 148));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 150));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 152));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 154));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 156));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 9]*(*(const row_u *)(H_s + 158));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 160));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 162));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 164));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 166));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 168));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 170));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 172));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 10]*(*(const row_u *)(H_s + 174));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 176));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 178));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 180));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 182));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 184));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 186));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 188));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 11]*(*(const row_u *)(H_s + 190));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 192));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 194));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 196));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 198));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 200));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 202));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 204));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 12]*(*(const row_u *)(H_s + 206));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 208));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 210));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 212));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 214));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 216));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 218));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 220));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 13]*(*(const row_u *)(H_s + 222));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 224));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 226));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 228));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 230));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 232));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 234));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 236));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 14]*(*(const row_u *)(H_s + 238));
+                o_gx_0_0 = o_gx_0_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 240));
+                o_gx_1_0 = o_gx_1_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 242));
+                o_gx_2_0 = o_gx_2_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 244));
+                o_gx_3_0 = o_gx_3_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 246));
+                o_gx_4_0 = o_gx_4_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 248));
+                o_gx_5_0 = o_gx_5_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 250));
+                o_gx_6_0 = o_gx_6_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 252));
+                o_gx_7_0 = o_gx_7_0 + x_b[t*16 + 15]*(*(const row_u *)(H_s + 254));
+                *(real_u *)(gx_s + (t0 + t)*16 + 0) = __builtin_convertvector(o_gx_0_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 2) = __builtin_convertvector(o_gx_1_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 4) = __builtin_convertvector(o_gx_2_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 6) = __builtin_convertvector(o_gx_3_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 8) = __builtin_convertvector(o_gx_4_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 10) = __builtin_convertvector(o_gx_5_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 12) = __builtin_convertvector(o_gx_6_0, real_u);
+                *(real_u *)(gx_s + (t0 + t)*16 + 14) = __builtin_convertvector(o_gx_7_0, real_u);
+            }
+        }
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#endif
+
 #define D 16
 /* matrices are [D][DP][SL]: the padding keeps the stack arrays from lying 4 KiB apart (store-load aliasing) */
 #define DP (D + 1)
 /* samples per group of the d x d stage */
-#define SL 8
+#define SL (GEOATTN_VBYTES / 8)
 
 /* The d x d stage runs SL samples at a time, every value an array over the lanes (Note [lanes] in
    geoattn.codegen.cprinter): the innermost loops are over the lanes, which the compiler vectorises without
@@ -26989,6 +39684,9 @@ typedef double vd __attribute__((vector_size(8*SL)));
 typedef long long vl __attribute__((vector_size(8*SL)));
 #define UNROLL _Pragma("GCC unroll 16")
 
+#if (SL == 8 || SL == 4) && defined(__GNUC__) && !defined(__clang__)
+#define LU_SHUFFLE 1
+#if SL == 8
 /* the transpose of eight vectors of eight doubles (SL = 8): out[l][k] = in[k][l] */
 static inline void lu_t8(const vd in[8], vd out[8])
 {
@@ -27010,6 +39708,22 @@ static inline void lu_t8(const vd in[8], vd out[8])
         out[h + 4] = __builtin_shuffle(u[h], u[h + 4], hi4);
     }
 }
+#else
+/* the transpose of four vectors of four doubles (SL = 4): out[l][k] = in[k][l] */
+static inline void lu_t8(const vd in[4], vd out[4])
+{
+    const vl lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, lo2 = {0, 1, 4, 5}, hi2 = {2, 3, 6, 7};
+    const vd t0 = __builtin_shuffle(in[0], in[1], lo), t1 = __builtin_shuffle(in[0], in[1], hi);
+    const vd t2 = __builtin_shuffle(in[2], in[3], lo), t3 = __builtin_shuffle(in[2], in[3], hi);
+    out[0] = __builtin_shuffle(t0, t2, lo2);
+    out[1] = __builtin_shuffle(t1, t3, lo2);
+    out[2] = __builtin_shuffle(t0, t2, hi2);
+    out[3] = __builtin_shuffle(t1, t3, hi2);
+}
+#endif
+#else
+#define LU_SHUFFLE 0
+#endif
 
 /* the (nl, D, D) matrices at S as [D][D] vectors over the lanes (lanes past nl repeat sample nl - 1) */
 static void lu_vload(const double *restrict S, int nl, vd out[D][D])
@@ -27018,10 +39732,10 @@ static void lu_vload(const double *restrict S, int nl, vd out[D][D])
     for (int l = 0; l < SL; l++) s[l] = S + (l < nl ? l : nl - 1)*D*D;
     vd *o = &out[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    for (; k0 + 8 <= D*D; k0 += 8) {
-        vd rows[8];
-        for (int l = 0; l < 8; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
+#if LU_SHUFFLE
+    for (; k0 + SL <= D*D; k0 += SL) {
+        vd rows[SL];
+        for (int l = 0; l < SL; l++) __builtin_memcpy(&rows[l], s[l] + k0, sizeof(vd));
         lu_t8(rows, o + k0);
     }
 #endif
@@ -27033,12 +39747,12 @@ static void lu_vstore(vd in[D][D], int nl, double *restrict S)
 {
     const vd *v = &in[0][0];
     int k0 = 0;
-#if SL == 8 && defined(__GNUC__) && !defined(__clang__)
-    if (nl == 8)
-        for (; k0 + 8 <= D*D; k0 += 8) {
-            vd rows[8];
+#if LU_SHUFFLE
+    if (nl == SL)
+        for (; k0 + SL <= D*D; k0 += SL) {
+            vd rows[SL];
             lu_t8(v + k0, rows);
-            for (int l = 0; l < 8; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
+            for (int l = 0; l < SL; l++) __builtin_memcpy(S + l*D*D + k0, &rows[l], sizeof(vd));
         }
 #endif
     for (int l = 0; l < nl; l++)
@@ -27250,6 +39964,7 @@ void GEOATTN_NAME(vp_gram_lu_bwd_d16)(int64_t B, int64_t T, const real_t *restri
 }
 
 #undef LOOP_L
+#undef LU_SHUFFLE
 #undef UNROLL
 #undef LU_ALIGN
 #undef LU_KSIGN
