@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from geoattn.kernels import _exp_action as ea
-from geoattn.kernels import _native, _native_exp, _native_lu
+from geoattn.kernels import _native, _native_exp, _native_exp_wide, _native_lu, _native_lu_big
 from geoattn.kernels import _native_exp_action as na
 from geoattn.kernels import _native_symattn as ns
 
@@ -30,7 +30,8 @@ def _cpu_flags() -> set:
 #: AVX2, AVX-512): a wider one is emulated by GCC through memory, where it may contract multiply-adds differently
 WIDTHS = [(16, 16)] + [(32, 16)] * ("avx" in _cpu_flags()) + [(64, 32)] * ("avx512f" in _cpu_flags())
 #: the generated files whose vector types take their width from GEOATTN_VBYTES
-CONVERTED = ["_native_exp_action.c", "_native_symattn.c", "_native_gram.c", "_native_gram_lu.c", "_native_gram_exp.c"]
+CONVERTED = ["_native_exp_action.c", "_native_symattn.c", "_native_gram.c", "_native_gram_lu.c", "_native_gram_exp.c",
+             "_native_gram_lu_big.c", "_native_gram_exp_wide.c"]
 
 
 def forced(tmp_path, source: str, vbytes: int, vregs: int) -> str:
@@ -158,3 +159,32 @@ def test_lu_fast_form_two_lanes_bit_identical(tmp_path, d):
         outs.append((y, G, N, R, *_native_lu.gram_backward(x, gy, N, A, lib, G=G)))
     for other in outs[1:]:
         assert all(torch.equal(a, b) for a, b in zip(outs[0], other))
+
+
+@pytest.mark.skipif(not _native_lu_big.lu_big_status(17)[0], reason="native kernels not built")
+@pytest.mark.parametrize("vbytes,vregs", WIDTHS)
+@pytest.mark.parametrize("d", [17, 33, 64])  # one vector past a multiple of eight; 64: a row split in two passes
+def test_wide_lu_every_width_bit_identical(tmp_path, vbytes, vregs, d):
+    x, gy, A = _gram_inputs(3, d + 5, d, torch.float32, seed=d)
+    lib = _native_lu_big.build(d, "f32", forced(tmp_path, _native_lu_big.SOURCE, vbytes, vregs))
+    assert not isinstance(lib, str), lib
+    ref, got = _native_lu_big.gram_forward(x, A), _native_lu_big.gram_forward(x, A, lib)
+    pairs = [*zip(ref, got), *zip(_native_lu_big.gram_backward(x, gy, ref[2], A, G=ref[1]),
+                                  _native_lu_big.gram_backward(x, gy, ref[2], A, lib, G=ref[1]))]
+    for a, b in pairs:
+        assert torch.equal(a, b)
+
+
+@pytest.mark.skipif(not _native_exp_wide.exp_wide_status(17)[0], reason="native kernels not built")
+@pytest.mark.parametrize("vbytes,vregs", WIDTHS)
+@pytest.mark.parametrize("d", [17, 33, 64])
+def test_wide_exp_stage_every_width_bit_identical(tmp_path, vbytes, vregs, d):
+    g = torch.Generator().manual_seed(d)
+    a = torch.randn(3, d, d, generator=g, dtype=torch.float64)
+    M = a - a.mT  # a skew M of norm about 2 sqrt(d): several squarings
+    gE = torch.randn(3, d, d, generator=g, dtype=torch.float64)
+    lib = _native_exp_wide.build(d, forced(tmp_path, _native_exp_wide.SOURCE, vbytes, vregs))
+    assert not isinstance(lib, str), lib
+    ref, got = _native_exp_wide.stage_exp(M), _native_exp_wide.stage_exp(M, lib)
+    assert int(ref.shift.max()) > 0 and torch.equal(ref.E, got.E)
+    assert torch.equal(_native_exp_wide.stage_exp_adjoint(ref, gE), _native_exp_wide.stage_exp_adjoint(got, gE))

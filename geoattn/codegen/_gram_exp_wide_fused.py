@@ -16,7 +16,7 @@ FUSED = r"""
 static void gram(int n, const double *restrict X, double *restrict C)
 {
     int i = 0;
-    for (; i + RB <= D; i += RB) {
+    for (; RB > 1 && i + RB <= D; i += RB) {
         vd acc[RB][NV];
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = (vd){0};
         for (int t = 0; t < n; t++) {
@@ -29,7 +29,7 @@ static void gram(int n, const double *restrict X, double *restrict C)
         }
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) ROW(C, i + r)[v] = acc[r][v];
     }
-    for (; D % RB && i < D; i++) {
+    for (; (RB == 1 || D % RB) && i < D; i++) {
         vd acc[NV];
         UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
         for (int t = 0; t < n; t++) {

@@ -51,7 +51,13 @@ static double hsum_n(const double *x)
 
 static double hsum(vd a)
 {
+#if VW == 8
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+#elif VW == 4
+    return (a[0] + a[1]) + (a[2] + a[3]);
+#else
+    return a[0] + a[1];
+#endif
 }
 
 /* y = |M| x (x, y of DP entries, zero past D, distinct) */

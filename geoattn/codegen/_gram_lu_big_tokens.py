@@ -3,7 +3,8 @@ r"""The token products of the wide stage's fused kernels in the tokens' own type
 
 ``y = xP``, ``Pbar^T = \bar y^Tx`` and ``gx = \bar yP^T + xH`` take ``P``, ``H`` rounded to the tokens' type and
 accumulate in it, as the batched products of the unfused path above ``FUSED_MAX_DIM`` do: in a float32 library
-sixteen lanes per 64-byte vector, twice the eight of double; in a float64 library the same text runs in double.
+twice as many lanes per vector as in double (16 and 8 with AVX-512, 8 and 4 with AVX2); in a float64 library the
+same text runs in double.
 ``Gram = x^Tx`` stays in double (the residual check holds ``N`` to it). Token rows are padded to ``TP`` entries
 (zero past column ``D``).
 """
@@ -15,11 +16,12 @@ __all__ = ["TOKENS"]
 #: the C text (over the stage's macros: D, real_t, mat, DP, NV)
 TOKENS = r"""
 /* token rows of real_t in vectors of TL lanes, NT vectors a row, TP = TL NT entries (zero padded) */
-#define TL ((int)(64 / sizeof(real_t)))
+#define TL ((int)(GEOATTN_VBYTES / sizeof(real_t)))
 #define NT ((D + TL - 1) / TL)
 #define TP (TL * NT)
-#define TRB (NT <= 2 ? 8 : NT <= 4 ? 4 : 2)  /* rows per block: 16 vector accumulators */
-typedef real_t vt __attribute__((vector_size(64), may_alias));
+/* rows per block: 16 vector accumulators with AVX-512, 8 with 16 registers */
+#define TRB (GEOATTN_VREGS >= 32 ? (NT <= 2 ? 8 : NT <= 4 ? 4 : 2) : (NT <= 2 ? 4 : NT <= 4 ? 2 : 1))
+typedef real_t vt __attribute__((vector_size(GEOATTN_VBYTES), may_alias));
 typedef real_t tmat[D][TP] __attribute__((aligned(64)));
 #define VT(M, i) ((vt *)(M)[i])
 
@@ -68,7 +70,7 @@ static void to_tmat(mat M, int tr, tmat Mt)
 static void tmul_n(int n, const real_t (*restrict X)[TP], tmat Y, real_t (*C)[TP], int add)
 {
     int i = 0;
-    for (; i + TRB <= n; i += TRB) {
+    for (; TRB > 1 && i + TRB <= n; i += TRB) {
         vt acc[TRB][NT];
         UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) acc[r][v] = add ? VT(C, i + r)[v]
                                                                                                      : (vt){0};
@@ -98,7 +100,7 @@ static void tmul_tn(int n, const real_t (*X)[TP], const real_t (*Y)[TP], mat Cd)
 {
     tmat C;
     int i = 0;
-    for (; i + TRB <= D; i += TRB) {
+    for (; TRB > 1 && i + TRB <= D; i += TRB) {
         vt acc[TRB][NT];
         UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) acc[r][v] = (vt){0};
         for (int t = 0; t < n; t++) {

@@ -68,6 +68,7 @@ import math
 
 from ._gram_exp_wide_fused import FUSED
 from ._gram_lu_big_tokens import TOKENS
+from .cprinter import VECTOR_PRELUDE
 
 __all__ = ["MIN_DIM", "MAX_DIM", "SLOTS", "generate_gram_exp_wide_module", "target_name"]
 
@@ -103,11 +104,12 @@ typedef double real_t;
 _BODY = r"""
 /* products and scaled additions as fused multiply-adds (one rounding each; never fast-math: NaN must propagate) */
 #pragma GCC optimize ("fp-contract=fast")
-#define NV ((D + 7) / 8)
-#define DP (8 * NV)
+#define VW (GEOATTN_VBYTES / 8)
+#define NV ((D + VW - 1) / VW)
+#define DP (VW * NV)
 #define MS (D * DP)
-#define RB (NV <= 4 ? 4 : 2)
-typedef double vd __attribute__((vector_size(64), may_alias));
+#define RB (GEOATTN_VREGS >= 32 ? (NV <= 4 ? 4 : 2) : (NV <= 2 ? 4 : NV <= 4 ? 2 : 1))
+typedef double vd __attribute__((vector_size(GEOATTN_VBYTES), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define THETA_ {THETA}
 #define SMAX_ {SMAX}
@@ -120,10 +122,15 @@ static const double COEF[20] = {COEFS};
 
 /* C = X Y, or C += X Y when add; C is neither X nor Y. Blocks of RB rows of C in vector accumulators, then the
    rows left one at a time. */
+/* the vectors of a row of C per pass over k: the whole row where its NV sums and a broadcast fit in the registers,
+   else half of it (d > 56 with 16 registers); the sum of each entry runs over k in the same order either way */
+#define CB (NV + 2 <= GEOATTN_VREGS ? NV : (NV + 1) / 2)
+#define SPLIT (CB < NV)
+
 static void mul(const double *restrict X, const double *restrict Y, double *restrict C, int add)
 {
     int i = 0;
-    for (; i + RB <= D; i += RB) {
+    for (; RB > 1 && !SPLIT && i + RB <= D; i += RB) {
         vd acc[RB][NV];
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++)
             acc[r][v] = add ? ROW(C, i + r)[v] : (vd){0};
@@ -137,14 +144,16 @@ static void mul(const double *restrict X, const double *restrict Y, double *rest
         }
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) ROW(C, i + r)[v] = acc[r][v];
     }
-    for (; D % RB && i < D; i++) {
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = add ? ROW(C, i)[v] : (vd){0};
-        for (int k = 0; k < D; k++) {
-            const double a = X[i * DP + k];
-            UNROLL for (int v = 0; v < NV; v++) acc[v] += a * ROW(Y, k)[v];
+    for (; (RB == 1 || SPLIT || D % RB) && i < D; i++) {
+        UNROLL for (int c0 = 0; c0 < NV; c0 += CB) {
+            vd acc[CB];
+            UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) acc[v] = add ? ROW(C, i)[c0 + v] : (vd){0};
+            for (int k = 0; k < D; k++) {
+                const double a = X[i * DP + k];
+                UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) acc[v] += a * ROW(Y, k)[c0 + v];
+            }
+            UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) ROW(C, i)[c0 + v] = acc[v];
         }
-        UNROLL for (int v = 0; v < NV; v++) ROW(C, i)[v] = acc[v];
     }
 }
 
@@ -312,4 +321,4 @@ def generate_gram_exp_wide_module(negate_backward: bool = False, fault_check: bo
     if fault_check:
         body = body.replace("transpose(E, tr);\n        mul(tr, W, R, 0);", "mul(E, W, R, 0);")
     body = body.replace("SQUARE_RIGHT", "Yk" if negate_backward else "tr").replace("SLOTS", str(SLOTS))
-    return _HEADER.format(lo=MIN_DIM, hi=MAX_DIM, target=target_name()) + body
+    return _HEADER.format(lo=MIN_DIM, hi=MAX_DIM, target=target_name()) + VECTOR_PRELUDE + "\n" + body

@@ -30,6 +30,7 @@ from __future__ import annotations
 from ._gram_lu_big_bound import BOUND
 from ._gram_lu_big_entries import ENTRIES
 from ._gram_lu_big_tokens import TOKENS
+from .cprinter import VECTOR_PRELUDE
 
 __all__ = ["MIN_DIM", "MAX_DIM", "generate_gram_lu_big_module", "target_name"]
 
@@ -69,6 +70,7 @@ typedef double real_t;
 #endif
 #define NAME2(a, b) NAME3(a, b)
 #define NAME(a) NAME2(a, D)
+{vector}
 #if defined(__GNUC__) && !defined(__clang__)
 /* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation) */
 #pragma GCC optimize ("fp-contract=fast")
@@ -76,13 +78,16 @@ typedef double real_t;
 """
 
 BODY = r"""
-/* Every d x d matrix of the stage lives in a local array of D rows padded to DP = 8 NV doubles (zero past column D),
-   read and written a row at a time as NV vectors of eight doubles; rows of products are accumulated in registers. */
-#define NV ((D + 7) / 8)
-#define DP (8 * NV)
-#define RB (NV <= 4 ? 4 : 2)  /* rows of a product per block: 16 vector accumulators */
-typedef double vd __attribute__((vector_size(64), may_alias));
-typedef long long vl __attribute__((vector_size(64), may_alias));
+/* Every d x d matrix of the stage lives in a local array of D rows padded to DP = VW NV doubles (zero past column
+   D), read and written a row at a time as NV vectors of VW doubles (one register of the target: 8 with AVX-512, 4 with
+   AVX2); rows of products are accumulated in registers. */
+#define VW (GEOATTN_VBYTES / 8)
+#define NV ((D + VW - 1) / VW)
+#define DP (VW * NV)
+/* rows of a product per block: (RB + 1) NV vector registers at most (16 accumulators with AVX-512) */
+#define RB (GEOATTN_VREGS >= 32 ? (NV <= 4 ? 4 : 2) : (NV <= 2 ? 4 : NV <= 4 ? 2 : 1))
+typedef double vd __attribute__((vector_size(GEOATTN_VBYTES), may_alias));
+typedef long long vl __attribute__((vector_size(GEOATTN_VBYTES), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define V(M, i) ((vd *)(M)[i])
 #define UNROLL _Pragma("GCC unroll 8")
@@ -101,12 +106,17 @@ static void store(mat M, double *restrict S)
         for (int j = 0; j < D; j++) S[i*D + j] = M[i][j];
 }
 
+/* the vectors of a row of C per pass: the whole row where its NV sums and a broadcast fit in the registers, else
+   half of it (d > 56 with 16 registers); each entry's sum runs in the same order either way */
+#define CB (NV + 2 <= GEOATTN_VREGS ? NV : (NV + 1) / 2)
+#define SPLIT (CB < NV)
+
 /* C = X Y (+ C when add) for X of n padded rows, Y a matrix; RB rows of C at a time in vector accumulators; upper
    says X is upper triangular (the sums of a block of rows start at its first row) */
 static void mul_n(int n, const double (*restrict X)[DP], mat Y, double (*C)[DP], int add, int upper)
 {
     int i = 0;
-    for (; i + RB <= n; i += RB) {
+    for (; RB > 1 && !SPLIT && i + RB <= n; i += RB) {
         vd acc[RB][NV];
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = add ? V(C, i + r)[v]
                                                                                                    : (vd){0};
@@ -121,13 +131,15 @@ static void mul_n(int n, const double (*restrict X)[DP], mat Y, double (*C)[DP],
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) V(C, i + r)[v] = acc[r][v];
     }
     for (; i < n; i++) {
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = add ? V(C, i)[v] : (vd){0};
-        for (int k = upper ? i : 0; k < D; k++) {
-            const double a = X[i][k];
-            UNROLL for (int v = 0; v < NV; v++) acc[v] += a*V(Y, k)[v];
+        UNROLL for (int c0 = 0; c0 < NV; c0 += CB) {
+            vd acc[CB];
+            UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) acc[v] = add ? V(C, i)[c0 + v] : (vd){0};
+            for (int k = upper ? i : 0; k < D; k++) {
+                const double a = X[i][k];
+                UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) acc[v] += a*V(Y, k)[c0 + v];
+            }
+            UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) V(C, i)[c0 + v] = acc[v];
         }
-        UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = acc[v];
     }
 }
 
@@ -140,7 +152,7 @@ static void mul(mat X, mat Y, mat C)
 static void mul_tn(int n, const double (*X)[DP], const double (*Y)[DP], mat C)
 {
     int i = 0;
-    for (; i + RB <= D; i += RB) {
+    for (; RB > 1 && !SPLIT && i + RB <= D; i += RB) {
         vd acc[RB][NV];
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = (vd){0};
         for (int t = 0; t < n; t++) {
@@ -154,13 +166,15 @@ static void mul_tn(int n, const double (*X)[DP], const double (*Y)[DP], mat C)
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) V(C, i + r)[v] = acc[r][v];
     }
     for (; i < D; i++) {
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
-        for (int t = 0; t < n; t++) {
-            const double a = X[t][i];
-            UNROLL for (int v = 0; v < NV; v++) acc[v] += a*V(Y, t)[v];
+        UNROLL for (int c0 = 0; c0 < NV; c0 += CB) {
+            vd acc[CB];
+            UNROLL for (int v = 0; v < CB; v++) acc[v] = (vd){0};
+            for (int t = 0; t < n; t++) {
+                const double a = X[t][i];
+                UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) acc[v] += a*V(Y, t)[c0 + v];
+            }
+            UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) V(C, i)[c0 + v] = acc[v];
         }
-        UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = acc[v];
     }
 }
 
@@ -370,6 +384,6 @@ def generate_gram_lu_big_module(negate_backward: bool = False, fault_fast: bool 
     str
         the C text.
     """
-    head = HEADER.format(lo=MIN_DIM, hi=MAX_DIM, ksign="" if fault_fast else "-", retry=int(retry),
+    head = HEADER.format(lo=MIN_DIM, hi=MAX_DIM, vector=VECTOR_PRELUDE, ksign="" if fault_fast else "-", retry=int(retry),
                          perturb=int(perturb is not None), sign="" if negate_backward else "-")
     return head + BODY.replace("{bound}", BOUND + _perturb_table(perturb)) + TOKENS + ENTRIES

@@ -20,14 +20,28 @@ typedef double real_t;
 #define CAT_(a, b, c) a##_d##b##_##c
 #define CAT(a, b, c) CAT_(a, b, c)
 #define FN(name) CAT(geoattn_##name, D, REAL)
+/* one vector register of the target: GCC keeps a wider vector type in memory (Note [vector width]);
+   a definition given before this one (the tests' other widths) is kept */
+#if defined(GEOATTN_VBYTES)
+#elif defined(__AVX512F__)
+#define GEOATTN_VBYTES 64
+#define GEOATTN_VREGS 32
+#elif defined(__AVX__)
+#define GEOATTN_VBYTES 32
+#define GEOATTN_VREGS 16
+#else
+#define GEOATTN_VBYTES 16
+#define GEOATTN_VREGS 16
+#endif
 
 /* products and scaled additions as fused multiply-adds (one rounding each; never fast-math: NaN must propagate) */
 #pragma GCC optimize ("fp-contract=fast")
-#define NV ((D + 7) / 8)
-#define DP (8 * NV)
+#define VW (GEOATTN_VBYTES / 8)
+#define NV ((D + VW - 1) / VW)
+#define DP (VW * NV)
 #define MS (D * DP)
-#define RB (NV <= 4 ? 4 : 2)
-typedef double vd __attribute__((vector_size(64), may_alias));
+#define RB (GEOATTN_VREGS >= 32 ? (NV <= 4 ? 4 : 2) : (NV <= 2 ? 4 : NV <= 4 ? 2 : 1))
+typedef double vd __attribute__((vector_size(GEOATTN_VBYTES), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define THETA_ 0.765625
 #define SMAX_ 40
@@ -46,10 +60,15 @@ static const double COEF[20] = {
 
 /* C = X Y, or C += X Y when add; C is neither X nor Y. Blocks of RB rows of C in vector accumulators, then the
    rows left one at a time. */
+/* the vectors of a row of C per pass over k: the whole row where its NV sums and a broadcast fit in the registers,
+   else half of it (d > 56 with 16 registers); the sum of each entry runs over k in the same order either way */
+#define CB (NV + 2 <= GEOATTN_VREGS ? NV : (NV + 1) / 2)
+#define SPLIT (CB < NV)
+
 static void mul(const double *restrict X, const double *restrict Y, double *restrict C, int add)
 {
     int i = 0;
-    for (; i + RB <= D; i += RB) {
+    for (; RB > 1 && !SPLIT && i + RB <= D; i += RB) {
         vd acc[RB][NV];
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++)
             acc[r][v] = add ? ROW(C, i + r)[v] : (vd){0};
@@ -63,14 +82,16 @@ static void mul(const double *restrict X, const double *restrict Y, double *rest
         }
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) ROW(C, i + r)[v] = acc[r][v];
     }
-    for (; D % RB && i < D; i++) {
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = add ? ROW(C, i)[v] : (vd){0};
-        for (int k = 0; k < D; k++) {
-            const double a = X[i * DP + k];
-            UNROLL for (int v = 0; v < NV; v++) acc[v] += a * ROW(Y, k)[v];
+    for (; (RB == 1 || SPLIT || D % RB) && i < D; i++) {
+        UNROLL for (int c0 = 0; c0 < NV; c0 += CB) {
+            vd acc[CB];
+            UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) acc[v] = add ? ROW(C, i)[c0 + v] : (vd){0};
+            for (int k = 0; k < D; k++) {
+                const double a = X[i * DP + k];
+                UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) acc[v] += a * ROW(Y, k)[c0 + v];
+            }
+            UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) ROW(C, i)[c0 + v] = acc[v];
         }
-        UNROLL for (int v = 0; v < NV; v++) ROW(C, i)[v] = acc[v];
     }
 }
 
@@ -209,11 +230,12 @@ int FN(vp_gram_exp_wide_bwd)(int64_t n, int64_t smax, const double *M, const int
 }
 
 /* token rows of real_t in vectors of TL lanes, NT vectors a row, TP = TL NT entries (zero padded) */
-#define TL ((int)(64 / sizeof(real_t)))
+#define TL ((int)(GEOATTN_VBYTES / sizeof(real_t)))
 #define NT ((D + TL - 1) / TL)
 #define TP (TL * NT)
-#define TRB (NT <= 2 ? 8 : NT <= 4 ? 4 : 2)  /* rows per block: 16 vector accumulators */
-typedef real_t vt __attribute__((vector_size(64), may_alias));
+/* rows per block: 16 vector accumulators with AVX-512, 8 with 16 registers */
+#define TRB (GEOATTN_VREGS >= 32 ? (NT <= 2 ? 8 : NT <= 4 ? 4 : 2) : (NT <= 2 ? 4 : NT <= 4 ? 2 : 1))
+typedef real_t vt __attribute__((vector_size(GEOATTN_VBYTES), may_alias));
 typedef real_t tmat[D][TP] __attribute__((aligned(64)));
 #define VT(M, i) ((vt *)(M)[i])
 
@@ -262,7 +284,7 @@ static void to_tmat(mat M, int tr, tmat Mt)
 static void tmul_n(int n, const real_t (*restrict X)[TP], tmat Y, real_t (*C)[TP], int add)
 {
     int i = 0;
-    for (; i + TRB <= n; i += TRB) {
+    for (; TRB > 1 && i + TRB <= n; i += TRB) {
         vt acc[TRB][NT];
         UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) acc[r][v] = add ? VT(C, i + r)[v]
                                                                                                      : (vt){0};
@@ -292,7 +314,7 @@ static void tmul_tn(int n, const real_t (*X)[TP], const real_t (*Y)[TP], mat Cd)
 {
     tmat C;
     int i = 0;
-    for (; i + TRB <= D; i += TRB) {
+    for (; TRB > 1 && i + TRB <= D; i += TRB) {
         vt acc[TRB][NT];
         UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) acc[r][v] = (vt){0};
         for (int t = 0; t < n; t++) {
@@ -325,7 +347,7 @@ static void tmul_tn(int n, const real_t (*X)[TP], const real_t (*Y)[TP], mat Cd)
 static void gram(int n, const double *restrict X, double *restrict C)
 {
     int i = 0;
-    for (; i + RB <= D; i += RB) {
+    for (; RB > 1 && i + RB <= D; i += RB) {
         vd acc[RB][NV];
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = (vd){0};
         for (int t = 0; t < n; t++) {
@@ -338,7 +360,7 @@ static void gram(int n, const double *restrict X, double *restrict C)
         }
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) ROW(C, i + r)[v] = acc[r][v];
     }
-    for (; D % RB && i < D; i++) {
+    for (; (RB == 1 || D % RB) && i < D; i++) {
         vd acc[NV];
         UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
         for (int t = 0; t < n; t++) {

@@ -31,18 +31,34 @@ typedef double real_t;
 #endif
 #define NAME2(a, b) NAME3(a, b)
 #define NAME(a) NAME2(a, D)
+/* one vector register of the target: GCC keeps a wider vector type in memory (Note [vector width]);
+   a definition given before this one (the tests' other widths) is kept */
+#if defined(GEOATTN_VBYTES)
+#elif defined(__AVX512F__)
+#define GEOATTN_VBYTES 64
+#define GEOATTN_VREGS 32
+#elif defined(__AVX__)
+#define GEOATTN_VBYTES 32
+#define GEOATTN_VREGS 16
+#else
+#define GEOATTN_VBYTES 16
+#define GEOATTN_VREGS 16
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 /* a*b + c as one fused multiply-add where the CPU has one (a rounding less, never a reassociation) */
 #pragma GCC optimize ("fp-contract=fast")
 #endif
 
-/* Every d x d matrix of the stage lives in a local array of D rows padded to DP = 8 NV doubles (zero past column D),
-   read and written a row at a time as NV vectors of eight doubles; rows of products are accumulated in registers. */
-#define NV ((D + 7) / 8)
-#define DP (8 * NV)
-#define RB (NV <= 4 ? 4 : 2)  /* rows of a product per block: 16 vector accumulators */
-typedef double vd __attribute__((vector_size(64), may_alias));
-typedef long long vl __attribute__((vector_size(64), may_alias));
+/* Every d x d matrix of the stage lives in a local array of D rows padded to DP = VW NV doubles (zero past column
+   D), read and written a row at a time as NV vectors of VW doubles (one register of the target: 8 with AVX-512, 4 with
+   AVX2); rows of products are accumulated in registers. */
+#define VW (GEOATTN_VBYTES / 8)
+#define NV ((D + VW - 1) / VW)
+#define DP (VW * NV)
+/* rows of a product per block: (RB + 1) NV vector registers at most (16 accumulators with AVX-512) */
+#define RB (GEOATTN_VREGS >= 32 ? (NV <= 4 ? 4 : 2) : (NV <= 2 ? 4 : NV <= 4 ? 2 : 1))
+typedef double vd __attribute__((vector_size(GEOATTN_VBYTES), may_alias));
+typedef long long vl __attribute__((vector_size(GEOATTN_VBYTES), may_alias));
 typedef double mat[D][DP] __attribute__((aligned(64)));
 #define V(M, i) ((vd *)(M)[i])
 #define UNROLL _Pragma("GCC unroll 8")
@@ -61,12 +77,17 @@ static void store(mat M, double *restrict S)
         for (int j = 0; j < D; j++) S[i*D + j] = M[i][j];
 }
 
+/* the vectors of a row of C per pass: the whole row where its NV sums and a broadcast fit in the registers, else
+   half of it (d > 56 with 16 registers); each entry's sum runs in the same order either way */
+#define CB (NV + 2 <= GEOATTN_VREGS ? NV : (NV + 1) / 2)
+#define SPLIT (CB < NV)
+
 /* C = X Y (+ C when add) for X of n padded rows, Y a matrix; RB rows of C at a time in vector accumulators; upper
    says X is upper triangular (the sums of a block of rows start at its first row) */
 static void mul_n(int n, const double (*restrict X)[DP], mat Y, double (*C)[DP], int add, int upper)
 {
     int i = 0;
-    for (; i + RB <= n; i += RB) {
+    for (; RB > 1 && !SPLIT && i + RB <= n; i += RB) {
         vd acc[RB][NV];
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = add ? V(C, i + r)[v]
                                                                                                    : (vd){0};
@@ -81,13 +102,15 @@ static void mul_n(int n, const double (*restrict X)[DP], mat Y, double (*C)[DP],
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) V(C, i + r)[v] = acc[r][v];
     }
     for (; i < n; i++) {
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = add ? V(C, i)[v] : (vd){0};
-        for (int k = upper ? i : 0; k < D; k++) {
-            const double a = X[i][k];
-            UNROLL for (int v = 0; v < NV; v++) acc[v] += a*V(Y, k)[v];
+        UNROLL for (int c0 = 0; c0 < NV; c0 += CB) {
+            vd acc[CB];
+            UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) acc[v] = add ? V(C, i)[c0 + v] : (vd){0};
+            for (int k = upper ? i : 0; k < D; k++) {
+                const double a = X[i][k];
+                UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) acc[v] += a*V(Y, k)[c0 + v];
+            }
+            UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) V(C, i)[c0 + v] = acc[v];
         }
-        UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = acc[v];
     }
 }
 
@@ -100,7 +123,7 @@ static void mul(mat X, mat Y, mat C)
 static void mul_tn(int n, const double (*X)[DP], const double (*Y)[DP], mat C)
 {
     int i = 0;
-    for (; i + RB <= D; i += RB) {
+    for (; RB > 1 && !SPLIT && i + RB <= D; i += RB) {
         vd acc[RB][NV];
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) acc[r][v] = (vd){0};
         for (int t = 0; t < n; t++) {
@@ -114,13 +137,15 @@ static void mul_tn(int n, const double (*X)[DP], const double (*Y)[DP], mat C)
         UNROLL for (int r = 0; r < RB; r++) UNROLL for (int v = 0; v < NV; v++) V(C, i + r)[v] = acc[r][v];
     }
     for (; i < D; i++) {
-        vd acc[NV];
-        UNROLL for (int v = 0; v < NV; v++) acc[v] = (vd){0};
-        for (int t = 0; t < n; t++) {
-            const double a = X[t][i];
-            UNROLL for (int v = 0; v < NV; v++) acc[v] += a*V(Y, t)[v];
+        UNROLL for (int c0 = 0; c0 < NV; c0 += CB) {
+            vd acc[CB];
+            UNROLL for (int v = 0; v < CB; v++) acc[v] = (vd){0};
+            for (int t = 0; t < n; t++) {
+                const double a = X[t][i];
+                UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) acc[v] += a*V(Y, t)[c0 + v];
+            }
+            UNROLL for (int v = 0; v < CB; v++) if (c0 + v < NV) V(C, i)[c0 + v] = acc[v];
         }
-        UNROLL for (int v = 0; v < NV; v++) V(C, i)[v] = acc[v];
     }
 }
 
@@ -191,7 +216,13 @@ static double hsum_n(const double *x)
 
 static double hsum(vd a)
 {
+#if VW == 8
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+#elif VW == 4
+    return (a[0] + a[1]) + (a[2] + a[3]);
+#else
+    return a[0] + a[1];
+#endif
 }
 
 /* y = |M| x (x, y of DP entries, zero past D, distinct) */
@@ -413,11 +444,12 @@ static void vjp(mat G, mat PbT, mat N, mat A, mat P, mat H, mat gA)
 
 
 /* token rows of real_t in vectors of TL lanes, NT vectors a row, TP = TL NT entries (zero padded) */
-#define TL ((int)(64 / sizeof(real_t)))
+#define TL ((int)(GEOATTN_VBYTES / sizeof(real_t)))
 #define NT ((D + TL - 1) / TL)
 #define TP (TL * NT)
-#define TRB (NT <= 2 ? 8 : NT <= 4 ? 4 : 2)  /* rows per block: 16 vector accumulators */
-typedef real_t vt __attribute__((vector_size(64), may_alias));
+/* rows per block: 16 vector accumulators with AVX-512, 8 with 16 registers */
+#define TRB (GEOATTN_VREGS >= 32 ? (NT <= 2 ? 8 : NT <= 4 ? 4 : 2) : (NT <= 2 ? 4 : NT <= 4 ? 2 : 1))
+typedef real_t vt __attribute__((vector_size(GEOATTN_VBYTES), may_alias));
 typedef real_t tmat[D][TP] __attribute__((aligned(64)));
 #define VT(M, i) ((vt *)(M)[i])
 
@@ -466,7 +498,7 @@ static void to_tmat(mat M, int tr, tmat Mt)
 static void tmul_n(int n, const real_t (*restrict X)[TP], tmat Y, real_t (*C)[TP], int add)
 {
     int i = 0;
-    for (; i + TRB <= n; i += TRB) {
+    for (; TRB > 1 && i + TRB <= n; i += TRB) {
         vt acc[TRB][NT];
         UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) acc[r][v] = add ? VT(C, i + r)[v]
                                                                                                      : (vt){0};
@@ -496,7 +528,7 @@ static void tmul_tn(int n, const real_t (*X)[TP], const real_t (*Y)[TP], mat Cd)
 {
     tmat C;
     int i = 0;
-    for (; i + TRB <= D; i += TRB) {
+    for (; TRB > 1 && i + TRB <= D; i += TRB) {
         vt acc[TRB][NT];
         UNROLL for (int r = 0; r < TRB; r++) UNROLL for (int v = 0; v < NT; v++) acc[r][v] = (vt){0};
         for (int t = 0; t < n; t++) {
