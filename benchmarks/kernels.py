@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 
 from geoattn import kernels as K  # noqa: E402
+from geoattn.kernels._native import vector_bytes  # noqa: E402
 from targets import summarise  # noqa: E402
 
 
@@ -50,7 +51,8 @@ def timeit_pair(fn_a, fn_b, reps: int, warmup: int = 1) -> tuple[float, float]:
 def write_json(path: str, rows: list[dict]) -> None:
     """The rows of a run, with the torch version and thread count, as JSON at ``path``."""
     with open(path, "w") as fh:
-        json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}, fh, indent=2)
+        json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "vector_bytes": vector_bytes(),
+                   "rows": rows}, fh, indent=2)
 
 
 def naive_cayley(c):
@@ -131,7 +133,8 @@ def main(argv=None) -> int:
     scales = args.scales or SCALES
     dtypes = [getattr(torch, name) for name in args.dtypes]
     rows = []
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {platform.processor() or platform.machine()}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {platform.processor() or platform.machine()}, "
+          f"native kernels' vectors: {vector_bytes()} bytes")
     header = (f"{'kernel':8s} {'dtype':8s} {'B':>5s} {'T':>3s} {'scale':>5s} {'fwd ms':>9s} {'naive':>9s} {'ratio':>6s} {'f+b ms':>9s} "
               f"{'naive':>9s} {'ratio':>6s} {'f+b sum':>9s} {'naive':>9s} {'ratio':>6s} {'orth/Teps':>9s} route")
     print(header)

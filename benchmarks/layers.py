@@ -44,6 +44,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from geoattn.kernels import native_status  # noqa: E402
+from geoattn.kernels._native import vector_bytes  # noqa: E402
 from geoattn.nn import (  # noqa: E402
     LinearSymplecticAttention, OrthonormalAttention, SymplecticAttention, VolumePreservingAttention)
 from gpu import gpu_rows, peak_bandwidth, print_gpu_table  # noqa: E402
@@ -148,7 +149,7 @@ def native_note(device) -> str:
     if torch.device(device).type != "cpu":
         return "not used (not a CPU run)"
     ok, why = native_status(4, torch.float32)
-    return "built" if ok else f"not used: {why}"
+    return f"built, {vector_bytes()}-byte vectors" if ok else f"not used: {why}"
 
 
 def print_preamble(device) -> None:

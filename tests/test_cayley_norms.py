@@ -170,3 +170,23 @@ def test_polish_claim_is_proved_and_a_wrong_step_is_refuted():
     assert any(e.level.value == "refuted" for e in ev)
     with pytest.raises(ProofFailed):
         prove_evidence(lambda: polish_derivation(wrong))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [3, 16, 17, 18, 33, 63])
+def test_aligned_solve_does_not_depend_on_the_batch(dtype, n):
+    """Note [aligned batches]: a sample's solution is the same bits alone, in its batch and at another place in it;
+    and it solves the system."""
+    from geoattn.kernels._lapack import padded_size, solve
+    g = torch.Generator().manual_seed(n)
+    A = (torch.randn(9, n, n, generator=g) + n * torch.eye(n)).to(dtype)
+    B = torch.randn(9, n, 4, generator=g).to(dtype)
+    full = solve(A, B)
+    alone = torch.stack([solve(A[i], B[i]) for i in range(9)])
+    assert torch.equal(full, alone) and torch.equal(full[3:], solve(A[3:], B[3:]))
+    right = solve(A, B.mT, left=False)
+    assert torch.equal(right[3:], solve(A[3:], B[3:].mT, left=False))
+    eps = torch.finfo(dtype).eps
+    assert (A @ full - B).abs().max() <= 8 * n * eps * (A.abs() @ full.abs()).max()
+    assert (right @ A - B.mT).abs().max() <= 8 * n * eps * (right.abs() @ A.abs()).max()
+    assert padded_size(n) % 4 == 0 or n <= 16

@@ -29,7 +29,7 @@ __all__ = ["generate_kernel", "generate_module", "runtime_tables", "generate_nat
            "generate_ledger_ids_module", "target_path", "native_target_path", "triton_target_path",
            "ledger_ids_target_path", "write", "check"]
 
-PRINTER_VERSION = 4
+PRINTER_VERSION = 5
 
 HEADER = '''"""Torch kernels generated from the verified SymPy expressions.
 
@@ -46,6 +46,8 @@ Sources (kernel: expression  [ledger claims]):
 """
 
 import torch
+
+from ._lapack import solve
 
 __all__ = [{names}, "N_OUTPUTS", "NATIVE_FUNCTIONS", "SYMATTN_ACTIVATIONS"]
 '''

@@ -6,8 +6,10 @@ leading batch dimensions. This printer handles the small set of nodes the
 kernels use and prints
 
 * ``X.T`` as ``X.mT`` (``Adjoint`` as ``.mH``), products as ``@``;
-* ``P X^{-1} Q`` as ``P @ torch.linalg.solve(X, Q)`` or, with nothing to the
-  right, ``torch.linalg.solve(X, P, left=False)`` -- never an inverse;
+* ``P X^{-1} Q`` as ``P @ solve(X, Q)`` or, with nothing to the right,
+  ``solve(X, P, left=False)`` -- never an inverse; ``solve`` is
+  :func:`geoattn.kernels._lapack.solve`, ``torch.linalg.solve`` with every
+  system of a batch at the same alignment (Note [aligned batches]);
 * ``Identity(n)`` as a local ``eye`` built with the dtype and device of an
   input, and used by broadcasting;
 * ``DiagMatrix(v)`` inside a product as a column scaling;
@@ -332,10 +334,10 @@ class TorchKernelPrinter(Printer):
                 a = self._print(m.arg)
                 if right:
                     rhs = self._print_factors(right)
-                    solved = f"torch.linalg.solve({a}, {rhs})"
+                    solved = f"solve({a}, {rhs})"
                     return solved if not left else f"{wrap(self._print_factors(left))} @ {solved}"
                 lhs = self._print_factors(left)
-                return f"torch.linalg.solve({a}, {lhs}, left=False)"
+                return f"solve({a}, {lhs}, left=False)"
         out = None
         for m in mats:
             if isinstance(m, DiagMatrix):

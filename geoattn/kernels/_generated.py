@@ -6,7 +6,7 @@ stale. Every function is batched over leading dimensions and builds identity
 matrices with the dtype and device of its inputs.
 
 expressions-sha256: b56d683b37ae154d67c04237ffabb5ea46c1a8f6d8058ab76bd5c8640a84e050
-printer-version: 4
+printer-version: 5
 
 Sources (kernel: expression  [ledger claims]):
   cayley_matrix: Lam = (I + C)**(-1)*(I - C)  [cayley.orthogonal, kernels.cayley_left_solve]
@@ -49,6 +49,8 @@ Sources (kernel: expression  [ledger claims]):
 """
 
 import torch
+
+from ._lapack import solve
 
 __all__ = ["cayley_matrix", "cayley_skew_small", "cayley_apply_solve", "cayley_apply_matrix", "cayley_vjp", "orthogonal_polish", "skew_from_lower", "upper_triangular_asymmetrize", "vp_correlation", "vp_correlation_lower", "lsa_update", "exp_skew_from_eigh", "cayley_from_eigh", "exp_skew_vjp", "exp_taylor16", "exp_taylor16_vjp", "exp_taylor9", "exp_taylor9_vjp", "vp_lowrank_skew", "cayley_minus_identity", "vp_gram_cayley", "vp_gram_closed", "vp_gram_closed_vjp", "cayley_minus_identity_skew_small", "exp_skew_so4", "vp_lowrank_apply", "vp_lowrank_project", "vp_lowrank_cayley_vjp", "vp_lowrank_exp_vjp", "square_vjp", "lift", "symattn_update_matrix_softmax", "symattn_update_vector_softmax", "symattn_update_matrix_one_softmax", "symattn_update_vector_one_softmax", "symattn_vjp_all", "symattn_vjp_columns", "soa_mm", "soa_tr", "soa_tr_mm", "soa_eye", "sin_over", "N_OUTPUTS", "NATIVE_FUNCTIONS", "SYMATTN_ACTIVATIONS"]
 
@@ -96,7 +98,7 @@ def cayley_matrix(C):
     Verified by: cayley.orthogonal, kernels.cayley_left_solve
     """
     eye = torch.eye(C.shape[-1], dtype=C.dtype, device=C.device)
-    Lam = torch.linalg.solve(eye + C, eye - C)
+    Lam = solve(eye + C, eye - C)
     return Lam
 
 
@@ -122,7 +124,7 @@ def cayley_apply_solve(C, x):
     Verified by: cayley.apply_form
     """
     eye = torch.eye(C.shape[-1], dtype=C.dtype, device=C.device)
-    y = 2 * torch.linalg.solve(eye - C, x) - x
+    y = 2 * solve(eye - C, x) - x
     return y
 
 
@@ -421,7 +423,7 @@ def cayley_minus_identity(S):
     Verified by: vp.lowrank_form
     """
     eye = torch.eye(S.shape[-1], dtype=S.dtype, device=S.device)
-    W = -2 * torch.linalg.solve(eye + S, S)
+    W = -2 * solve(eye + S, S)
     return W
 
 
@@ -437,7 +439,7 @@ def vp_gram_cayley(x, A):
     eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
     G = x.mT @ x
     M = G @ A + eye
-    y = 2 * torch.linalg.solve(M.mT, x, left=False) - x
+    y = 2 * solve(M.mT, x, left=False) - x
     return y
 
 

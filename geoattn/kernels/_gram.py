@@ -53,6 +53,7 @@ import torch
 from . import _generated as gen
 from . import _native, _scratch
 from ._functions import _traced, _under_functorch
+from ._lapack import solve
 from ._lowrank import vp_lowrank
 
 __all__ = ["closed_form_reason", "residual_tolerance", "vp_gram_closed", "vp_gram_solve", "nan_isolated",
@@ -316,7 +317,7 @@ def _solve(G: torch.Tensor, As: torch.Tensor) -> torch.Tensor:
     those samples stay on the same path."""
     eye = torch.eye(G.shape[-1], dtype=G.dtype, device=G.device)
     M = eye + G @ As
-    return torch.linalg.solve(M.mT, eye.expand(M.shape))
+    return solve(M.mT, eye.expand(M.shape))
 
 
 def _dual(t: torch.Tensor) -> bool:

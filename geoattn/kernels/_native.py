@@ -52,7 +52,8 @@ import torch
 
 from . import _generated as gen
 
-__all__ = ["native_status", "gram_forward", "gram_backward", "cayley_forward", "cayley_backward", "build", "SOURCE"]
+__all__ = ["native_status", "gram_forward", "gram_backward", "cayley_forward", "cayley_backward", "build", "SOURCE",
+           "vector_bytes"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram.c")
@@ -94,6 +95,40 @@ def _cpu_id() -> str:
         return "".join(sorted(set(lines)))
     except OSError:
         return platform.machine() + platform.processor()
+
+
+_vector_bytes: dict = {}
+
+
+def vector_bytes() -> int | None:
+    """The bytes of one vector register the native kernels are compiled for: what ``GEOATTN_VBYTES`` is in a
+    library built here (64 with AVX-512, 32 with AVX, 16 otherwise: Note [vector width] in
+    :mod:`geoattn.codegen.cprinter`), read from the compiler's predefined macros under ``-march=native``; None
+    without a compiler. The benchmarks record it with their figures.
+
+    Examples
+    --------
+    >>> vector_bytes() in (None, 16, 32, 64)
+    True
+    """
+    cc = _compiler()
+    if cc is None:
+        return None
+    key = tuple(cc)
+    if key not in _vector_bytes:
+        macros = ""
+        for flags in (["-march=native"], []):
+            try:
+                proc = subprocess.run([*cc, *flags, "-dM", "-E", "-x", "c", os.devnull], capture_output=True,
+                                      text=True, errors="replace", timeout=60)
+            except (OSError, subprocess.SubprocessError):
+                continue
+            if proc.returncode == 0:
+                macros = proc.stdout
+                break
+        names = {ln.split()[1] for ln in macros.splitlines() if ln.startswith("#define ")}
+        _vector_bytes[key] = 64 if "__AVX512F__" in names else 32 if "__AVX__" in names else 16
+    return _vector_bytes[key]
 
 
 def _cache_dir() -> str:

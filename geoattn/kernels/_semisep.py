@@ -45,6 +45,7 @@ import math
 import torch
 
 from ._checks import check_float
+from ._lapack import solve_ex
 
 __all__ = ["vp_arbitrary_linear", "vp_arbitrary_full", "LEAF", "semisep_levels"]
 
@@ -133,7 +134,7 @@ def vp_arbitrary_linear(x: torch.Tensor, A: torch.Tensor, *, leaf: int = LEAF, _
     scale = 1.0 / math.sqrt(d)
     xl = xb.reshape(B, 2 ** L, m, d)
     M = torch.eye(m, dtype=xb.dtype, device=xb.device) - _lower_skew(xl, A64, scale)
-    U = torch.linalg.solve_ex(M, xl)[0]                      # (B, n, m, d): M_leaf^{-1} X_leaf
+    U = solve_ex(M, xl)[0]                                    # (B, n, m, d): M_leaf^{-1} X_leaf
     K = xl.mT @ U                                             # (B, n, d, d)
     Zd = torch.zeros_like(A64)
     G = torch.cat((torch.cat((Zd, A64.mT * scale), -1), torch.cat((-A64 * scale, Zd), -1)), -2)
@@ -166,4 +167,4 @@ def vp_arbitrary_full(x: torch.Tensor, A: torch.Tensor) -> torch.Tensor:
     T, d = x.shape[-2:]
     x64 = x.to(torch.float64)
     M = torch.eye(T, dtype=torch.float64, device=x.device) - _lower_skew(x64, A.to(torch.float64), 1 / math.sqrt(d))
-    return (2 * torch.linalg.solve_ex(M, x64)[0] - x64).to(x.dtype)
+    return (2 * solve_ex(M, x64)[0] - x64).to(x.dtype)

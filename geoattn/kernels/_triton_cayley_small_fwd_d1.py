@@ -8,7 +8,7 @@ program per ``BLOCK`` samples, one lane per sample, loops over the tokens for th
 every value in float64 (Note [Triton lanes] in ``geoattn.codegen.tritonprinter``).
 
 bindings-sha256: f69bc26d9100dfde54a7eeda2161211cb8aa9b6685ac59e2fb7a9008030964ca
-printer-version: 4
+printer-version: 5
 
 Sources (kernel: bindings  [ledger claims]):
   cayley_small_fwd: C2 = C**2; Lam = (2/(1 - Trace(C2)/2))*(-C + C2) + I; Skew = C + C.T; Size = C  [kernels.cayley_skew_small]

@@ -8,7 +8,7 @@ program per ``BLOCK`` samples, one lane per sample, loops over the tokens for th
 every value in float64 (Note [Triton lanes] in ``geoattn.codegen.tritonprinter``).
 
 bindings-sha256: f69bc26d9100dfde54a7eeda2161211cb8aa9b6685ac59e2fb7a9008030964ca
-printer-version: 4
+printer-version: 5
 
 Sources (kernel: bindings  [ledger claims]):
   cayley_vjp: P = I + Lam.T; gC = -(1/2)*P*G*P  [cayley.vjp]

@@ -8,7 +8,7 @@ program per ``BLOCK`` samples, one lane per sample, loops over the tokens for th
 every value in float64 (Note [Triton lanes] in ``geoattn.codegen.tritonprinter``).
 
 bindings-sha256: d15444b020b7751f106078d724d6d15b536cb6fce96adf6d5aaec8c82e12bc64
-printer-version: 4
+printer-version: 5
 
 Sources (kernel: bindings  [ledger claims]):
   exp_skew_small_fwd: K = (1/2)*S - (1/2)*S.T; H = Hodge4(K); Sp = (1/2)*H + (1/2)*K; Sm = -(1/2)*H + (1/2)*K; Sp2 = Sp**2; Sm2 = Sm**2; Ep = cos(sqrt(-Trace(Sp2))/2)*I + sinc(sqrt(-Trace(Sp2))/2)*Sp; Em = cos(sqrt(-Trace(Sm2))/2)*I + sinc(sqrt(-Trace(Sm2))/2)*Sm; E = Ep*Em; Skew = S + S.T; Size = S  [exp_skew.hodge_form]

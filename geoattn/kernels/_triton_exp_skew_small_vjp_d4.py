@@ -8,7 +8,7 @@ program per ``BLOCK`` samples, one lane per sample, loops over the tokens for th
 every value in float64 (Note [Triton lanes] in ``geoattn.codegen.tritonprinter``).
 
 bindings-sha256: d15444b020b7751f106078d724d6d15b536cb6fce96adf6d5aaec8c82e12bc64
-printer-version: 4
+printer-version: 5
 
 Sources (kernel: bindings  [ledger claims]):
   exp_skew_small_vjp: K = (1/2)*S - (1/2)*S.T; H = Hodge4(K); Sp = (1/2)*H + (1/2)*K; Sm = -(1/2)*H + (1/2)*K; Sp2 = Sp**2; Sm2 = Sm**2; Ep = cos(sqrt(-Trace(Sp2))/2)*I + sinc(sqrt(-Trace(Sp2))/2)*Sp; Em = cos(sqrt(-Trace(Sm2))/2)*I + sinc(sqrt(-Trace(Sm2))/2)*Sm; Gp = G*Em.T; Gm = Ep.T*G; Xp = (-Piecewise((-(((((Trace(Sp2)/720 + 1)*Trace(Sp2)/520 + 1)*Trace(Sp2)/352 + 1)*Trace(Sp2)/216 + 1)*Trace(Sp2)/112 + 1)*Trace(Sp2)/120 - 1/3, Trace(Sp2) > -1), (-4*(cos(sqrt(-Trace(Sp2))/2) - sinc(sqrt(-Trace(Sp2))/2))/Trace(Sp2), True))*Trace(Gp.T*Sp)/4 + sinc(sqrt(-Trace(Sp2))/2)*Trace(Gp)/4)*Sp.T + sinc(sqrt(-Trace(Sp2))/2)*Gp; Xm = (-Piecewise((-(((((Trace(Sm2)/720 + 1)*Trace(Sm2)/520 + 1)*Trace(Sm2)/352 + 1)*Trace(Sm2)/216 + 1)*Trace(Sm2)/112 + 1)*Trace(Sm2)/120 - 1/3, Trace(Sm2) > -1), (-4*(cos(sqrt(-Trace(Sm2))/2) - sinc(sqrt(-Trace(Sm2))/2))/Trace(Sm2), True))*Trace(Gm.T*Sm)/4 + sinc(sqrt(-Trace(Sm2))/2)*Trace(Gm)/4)*Sm.T + sinc(sqrt(-Trace(Sm2))/2)*Gm; Kb = (1/2)*Hodge4(-Xm + Xp) + (1/2)*Xm + (1/2)*Xp; gS = (1/2)*Kb - (1/2)*Kb.T  [exp_skew.hodge_vjp, exp_skew.hodge_vjp_series]

@@ -8,7 +8,7 @@ program per ``BLOCK`` samples, one lane per sample, loops over the tokens for th
 every value in float64 (Note [Triton lanes] in ``geoattn.codegen.tritonprinter``).
 
 bindings-sha256: f69bc26d9100dfde54a7eeda2161211cb8aa9b6685ac59e2fb7a9008030964ca
-printer-version: 4
+printer-version: 5
 
 Sources (kernel: bindings  [ledger claims]):
   vp_gram_bwd: Gram = x.T*x; Pbar = x.T*Gy; P = -I + 2*N; Mbar = -2*N*Pbar.T*N; H = A*Mbar.T - Mbar*A; gx = Gy*P.T + x*H; gA = Gram*Mbar  [vp.gram_closed_form_vjp]
