@@ -263,10 +263,14 @@ def _qr_for_failed(y: torch.Tensor, ok: torch.Tensor, xb: torch.Tensor, Ab: torc
 
 
 def nan_isolated(form, x: torch.Tensor, A: torch.Tensor, *args) -> torch.Tensor:
-    """``form(x, A, *args)`` with every sample that has a non-finite entry (in ``x``, or in its own ``A``) left out
-    and NaN throughout in the result, a constant: for the eager forms (the ``T x T`` form, the low-rank form) whose
-    autograd would otherwise send NaN from such a sample into the gradient of a shared ``A``. One pass over the
-    tokens, taken by routes that cost far more than it."""
+    """``form(x, A, *args)`` with every sample that has a non-finite entry (in ``x``, or in its own ``A``) computed
+    from zeros in its place and NaN throughout in the result, a constant: for the eager forms (the ``T x T`` form,
+    the low-rank form) whose autograd would otherwise send NaN from such a sample into the gradient of a shared
+    ``A`` (a zero sample adds exactly zero to it, and its incoming gradient is zero). The batch is not compacted:
+    every other sample keeps its place, so a batched LAPACK call sees its matrix where it would without the
+    non-finite one (Note [aligned batches] in :mod:`geoattn.kernels._lapack`: on an AVX2 machine a QR of a 9 x 3
+    sample moved by one place changed its last bits). One pass over the tokens, taken by routes that cost far more
+    than it."""
     if x.numel() == 0 or _traced(x) or _traced(A):
         return form(x, A, *args)
     with torch.no_grad():
@@ -277,12 +281,11 @@ def nan_isolated(form, x: torch.Tensor, A: torch.Tensor, *args) -> torch.Tensor:
         return form(x, A, *args)
     batch = torch.broadcast_shapes(x.shape[:-2], A.shape[:-2])
     T, d = x.shape[-2:]
-    keep = finite.expand(batch).reshape(-1)
-    xb = x.expand(batch + (T, d)).reshape(-1, T, d)
-    Ab = A if A.dim() == 2 else A.expand(batch + (d, d)).reshape(-1, d, d)[keep]
-    out = torch.full(xb.shape, float("nan"), dtype=x.dtype, device=x.device)
-    if bool(keep.any()):
-        out = out.index_put((keep,), form(xb[keep], Ab, *args))
+    keep = finite.expand(batch).reshape(-1)[:, None, None]
+    zero = torch.zeros((), dtype=x.dtype, device=x.device)
+    xb = torch.where(keep, x.expand(batch + (T, d)).reshape(-1, T, d), zero)
+    Ab = A if A.dim() == 2 else torch.where(keep, A.expand(batch + (d, d)).reshape(-1, d, d), zero)
+    out = torch.where(keep, form(xb, Ab, *args), torch.full((), float("nan"), dtype=x.dtype, device=x.device))
     return out.reshape(batch + (T, d))
 
 
