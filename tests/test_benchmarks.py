@@ -229,3 +229,12 @@ def test_vp_lower_benchmark_runs(tmp_path):
         assert r["fwd_bwd"] > 0 and r["B"] * r["T"] == data["tokens"]
     acc = [r for r in data["rows"] if r["form"] == "accuracy"]
     assert len(acc) == 1 and 0 <= acc[0]["max_err_vs_float64"] < 256 * torch.finfo(torch.float32).eps
+
+
+def test_prove_budget_benchmark_runs(tmp_path):
+    stdout, data = _run("prove_budget.py", tmp_path)
+    assert data["quick"] and data["claims"] >= 5 and data["cpu_seconds"] > 0
+    assert data["per_core_seconds"] == data["cpu_seconds"] / min(data["jobs"], 2)
+    assert data["met"] == (data["per_core_seconds"] < data["budget"])
+    assert ("[met]" if data["met"] else "[missed]") in stdout and "not the budget's run" in stdout
+    assert [s for _, s in data["slowest"]] == sorted((s for _, s in data["slowest"]), reverse=True)
