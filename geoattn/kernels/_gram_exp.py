@@ -29,7 +29,7 @@ its own derivative), still without a ``T x T`` matrix.
 
 Measured before the batched Taylor form (``torch.linalg.matrix_exp`` forward, the Fréchet derivative read off one
 ``2d x 2d`` block exponential per sample), one thread, float32, B*T = 65,536 unit-normal tokens, default weighting,
-forward+backward against SDPA in the same run (benchmarks/results/layers-tokens-cpu.txt): d = 32, T = 64: 23x
+forward+backward against SDPA in the same run (an earlier benchmarks/layers.py run): d = 32, T = 64: 23x
 (808 ms); a separate profile of the same size on a loaded machine timed the block exponential at about 850 ms
 against 98 ms for the forward's ``matrix_exp`` and 2 ms per token product, so the backward's block exponential was
 nearly all of it; d = 32, T = 256: 1.79x; d = 64, T = 256: 6.3x. The figures after are
