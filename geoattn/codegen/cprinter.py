@@ -12,7 +12,8 @@ Note [lanes]
 ------------
 The samples are processed ``LANES`` at a time, and every per-sample value is an array of ``LANES`` doubles
 indexed by the innermost loop variable ``l``: the loop bodies are straight-line arithmetic over ``l``, which the
-compiler turns into vector instructions (8 doubles per AVX-512 register). Tokens are copied, ``TOKEN_CHUNK`` at
+compiler turns into vector instructions (one register of doubles: 8 with AVX-512, 4 with AVX2, Note [vector width]).
+Tokens are copied, ``TOKEN_CHUNK`` at
 a time, from the batch-first ``(B, T, d)`` input into a tile in that layout (converted to double there); a
 sequence of at most ``TOKEN_CHUNK`` tokens is read once for both passes. The copy runs over the tile's entries
 with the lanes innermost (a gather of one entry of ``LANES`` samples, a whole vector stored): about 1.8 times as
