@@ -189,4 +189,6 @@ def test_aligned_solve_does_not_depend_on_the_batch(dtype, n):
     eps = torch.finfo(dtype).eps
     assert (A @ full - B).abs().max() <= 8 * n * eps * (A.abs() @ full.abs()).max()
     assert (right @ A - B.mT).abs().max() <= 8 * n * eps * (right.abs() @ A.abs()).max()
-    assert padded_size(n) % 4 == 0 or n <= 16
+    vec = solve(A, B[..., 0])  # a vector right-hand side, as torch.linalg.solve takes it
+    assert vec.shape == B[..., 0].shape and torch.equal(vec[3:], solve(A[3:], B[3:, :, 0]))
+    assert padded_size(n) >= n and (padded_size(n) == n) == (n <= 16 or n % 4 == 0)

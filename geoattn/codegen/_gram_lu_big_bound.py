@@ -49,15 +49,15 @@ static double hsum_n(const double *x)
     return s;
 }
 
-static double hsum(vd a)
+/* the sums of a row are kept in HL vectors standing for eight lanes (entry j in lane j mod 8, vector block v in
+   a[v mod HL]), added in one order: the same bits at every vector width VW (2, 4 or 8 doubles) */
+#define HL (8 / VW)
+static double hsum(const vd a[HL])
 {
-#if VW == 8
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-#elif VW == 4
-    return (a[0] + a[1]) + (a[2] + a[3]);
-#else
-    return a[0] + a[1];
-#endif
+    double l[8];
+    for (int h = 0; h < HL; h++)
+        for (int k = 0; k < VW; k++) l[h * VW + k] = a[h][k];
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
 /* y = |M| x (x, y of DP entries, zero past D, distinct) */
@@ -65,8 +65,9 @@ static void absmv(mat M, const double *restrict x, double *restrict y)
 {
     const vd *xv = (const vd *)x;
     for (int i = 0; i < D; i++) {
-        vd acc = (vd){0};
-        UNROLL for (int v = 0; v < NV; v++) acc += ABS(V(M, i)[v])*xv[v];
+        vd acc[HL];
+        for (int h = 0; h < HL; h++) acc[h] = (vd){0};
+        UNROLL for (int v = 0; v < NV; v++) acc[v % HL] += ABS(V(M, i)[v])*xv[v];
         y[i] = hsum(acc);
     }
     for (int i = D; i < DP; i++) y[i] = 0.0;
@@ -100,8 +101,9 @@ static double asymmetry(mat G)
 static void absdiff_rows(mat X, mat Y, double *y)
 {
     for (int i = 0; i < D; i++) {
-        vd acc = (vd){0};
-        UNROLL for (int v = 0; v < NV; v++) acc += ABS(V(X, i)[v] - V(Y, i)[v]);
+        vd acc[HL];
+        for (int h = 0; h < HL; h++) acc[h] = (vd){0};
+        UNROLL for (int v = 0; v < NV; v++) acc[v % HL] += ABS(V(X, i)[v] - V(Y, i)[v]);
         y[i] = hsum(acc);
     }
     for (int i = D; i < DP; i++) y[i] = 0.0;

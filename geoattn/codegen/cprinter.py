@@ -36,7 +36,7 @@ Note [vector width]
 -------------------
 GCC keeps a vector type wider than the target's registers in memory: with ``vector_size(64)`` on an AVX2 machine
 (no AVX-512) every accumulator of a hot loop was a stack slot, each multiply-add a load, an add and a store
-(``vfmadd213pd 384(%rsp), ...``, even for four accumulators). The kernels written for 64-byte vectors ran 5 to 20
+(``vfmadd213pd 384(%rsp), ...``, even for four accumulators). The kernels written for 64-byte vectors ran 3 to 50
 times slower there than on an AVX-512 machine (one thread, float32, 65,536 tokens: the Gram pass of d = 8, T = 16
 2.4 ms against 0.22). The kernels therefore take their vector width from :data:`VECTOR_PRELUDE`:
 ``GEOATTN_VBYTES`` is the width of one register of the target the compiler was told (64 bytes with AVX-512, 32
@@ -44,7 +44,9 @@ with AVX, 16 otherwise) and ``GEOATTN_VREGS`` the number of such registers (32 w
 the register blocking is sized from. A lane's arithmetic does not depend on how many lanes a vector holds, so the
 results are the same, bit for bit, at every width the machine holds in registers (``tests/test_vector_width.py``);
 a width wider than the registers, emulated through memory, may contract multiply-adds differently (the symplectic
-backward differed there by a few units in the last place).
+backward differed there by a few units in the last place). One exception is stated in that test: the float64 LU
+stage's pivoted recomputation at two lanes a vector (16 bytes) differs from the wider widths in the last bits
+(within ``8 d eps``; its fast form is bit-identical at every width); the cause was not found.
 """
 
 from __future__ import annotations

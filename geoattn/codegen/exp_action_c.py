@@ -239,9 +239,13 @@ int GEOATTN_NAME(exp_action_bwd)(int64_t B, int64_t T, const real_t *Ss, const r
                                  real_t *gSs, real_t *gxs)
 {
     int64_t TP = (T + VL - 1) / VL * VL, CM = meta[0], KT = K * TP;
-    size_t n = (size_t)(2 * T * TP + 6 * KT + 2 * (CM > 1 ? CM - 1 : 1) * KT);
+    /* OB reals past the stacked rows: the outer products read a block of 8 or 4 rows p from every row of Bs, past
+       its TP entries where TP < 8 (float64 with 4 or 2 lanes a vector); those rows p >= T are never stored */
+    const size_t OB = 8;
+    size_t n = (size_t)(2 * T * TP + 6 * KT + 2 * (CM > 1 ? CM - 1 : 1) * KT) + OB;
     real_t *Xt = malloc(sizeof(real_t) * n);
     if (Xt == NULL) return 1;
+    memset(Xt + n - OB, 0, sizeof(real_t) * OB);
     real_t *Xr = Xt + T * TP, *v0 = Xr + T * TP, *v1 = v0 + KT, *v2 = v1 + KT, *y = v2 + KT, *gt = y + KT;
     real_t *bx = gt + KT, *V = bx + KT, *Bs = V + (CM > 1 ? CM - 1 : 1) * KT;
     for (int64_t b = 0; b < B; b++) {

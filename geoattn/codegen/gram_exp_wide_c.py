@@ -18,7 +18,7 @@ squarings' results) that one scratch holds for one sample at a time, so a sample
 backward recomputes its sample's record before the reverse mode (``7 + s`` products more than storing it): storing
 it measured slower, the forward writing ``(9 + s) d^2`` doubles per sample (142 MB at ``n = 1024, d = 32``, about
 80 % of its time, most of it the first touch of fresh memory). Products accumulate blocks of rows in vector
-registers of eight doubles, with fused multiply-adds (stage alone, d = 32, n = 1024, s = 7 or 8, one thread: about
+registers (eight doubles with AVX-512, four with AVX2), with fused multiply-adds (stage alone, d = 32, n = 1024, s = 7 or 8, one thread: about
 13 ms forward and 48 ms backward on a quiet moment of a shared machine, near 70 GFLOP/s in the forward's
 products). ``negate_backward`` prints a deliberately wrong backward (the transpose dropped from the squarings'
 adjoint) for the tests' negative control. The last Paterson--Stockmeyer block is :math:`c_{16}I` (degree 16), so its

@@ -268,7 +268,7 @@ static double factor(mat G, mat A, double tol, mat N, mat P)
         rinv[k] = rk;
         for (int i = k + 1; i < D; i++) {
             const double f = Bm[i][k]*rk;
-            for (int v = k >> 3; v < NV; v++) V(Bm, i)[v] -= f*V(Bm, k)[v];
+            for (int v = k / VW; v < NV; v++) V(Bm, i)[v] -= f*V(Bm, k)[v];
             UNROLL for (int v = 0; v < NV; v++) V(Z, i)[v] -= f*V(Z, k)[v];
         }
     }

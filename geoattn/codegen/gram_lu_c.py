@@ -13,7 +13,7 @@ The layer output is :math:`y = 2xN - x` with :math:`N = M^{-T}`, :math:`M = I + 
 * the ``d x d`` stage and the drivers are the C text of :mod:`geoattn.codegen.gram_lu_stage` at a fixed ``d``:
   ``N`` by the pivot-free form of ``vp.gram_lu_woodbury`` (Cholesky of ``Gram``, an LU factorisation of
   ``I - K`` without pivoting), the largest residual entry :math:`|M^TN - I|` (NaN when one is), the pivoted LU
-  in double for the samples whose residual fails, and the backward's ``d x d`` products, eight samples at a time.
+  in double for the samples whose residual fails, and the backward's ``d x d`` products, one vector register of samples at a time (8 with AVX-512, 4 with AVX2).
 
 A driver per direction runs the three stages on blocks of ``BLOCK`` samples, so a block's tokens are still in
 cache for the second pass. ``negate_backward`` prints a deliberately wrong kernel (the sign of :math:`\bar M`

@@ -1,7 +1,8 @@
 r"""The ``d x d`` stage and the drivers of the Gram form's native LU kernels (printed into
 ``_native_gram_lu.c`` by :mod:`geoattn.codegen.gram_lu_c`, around its printed token passes).
 
-Per group of ``SL = 8`` samples (one sample per lane of a GCC vector of eight doubles, each lane's arithmetic that
+Per group of ``SL`` samples (one vector register of doubles, ``GEOATTN_VBYTES / 8``: 8 with AVX-512, 4 with AVX2;
+one sample per lane of a GCC vector, each lane's arithmetic that
 of a scalar loop, no sum reassociated):
 
 * forward (``gram_lu_factor_fast``): the Cholesky factor ``F`` of ``Gram`` (a column set to zero where its pivot
@@ -14,7 +15,7 @@ of a scalar loop, no sum reassociated):
 * backward (``gram_lu_vjp_fast``): :math:`\bar M = -2N\bar P^TN`, :math:`H = A\bar M^T - \bar MA`,
   :math:`G\bar M`, ``P = 2N - I`` (ledger ``vp.gram_lu_vjp``), every product with one row of the result in
   ``d`` vector accumulators;
-* the per-sample arrays are moved in and out of lanes by 8 x 8 transposes of vectors (GCC's
+* the per-sample arrays are moved in and out of lanes by 8 x 8 or 4 x 4 transposes of vectors (GCC's
   ``__builtin_shuffle``; element by element with other compilers).
 
 Note [the LU stage's fast form]

@@ -1,12 +1,13 @@
 r"""A printer of the Gram kernels' token passes that vectorises across a token's row: the row form.
 
-At ``d = 8`` and ``d = 16`` a token row :math:`x_t` is 8 or 16 contiguous values, one or two vectors of doubles
-(a GCC/Clang vector of ``d`` doubles). A sample's ``T x d`` tokens are processed together, one sample after the
-other, with no copy into lanes (the lane printer's tile gather, Note [lanes] in :mod:`geoattn.codegen.cprinter`):
+At ``d = 8`` and ``d = 16`` a token row :math:`x_t` is 8 or 16 contiguous values, a whole number of vectors of
+doubles (8, 4 or 2 doubles a vector by the machine's width, Note [vector width] in
+:mod:`geoattn.codegen.cprinter`). A sample's ``T x d`` tokens are processed together, one sample after the other,
+with no copy into lanes (the lane printer's tile gather, Note [lanes] in :mod:`geoattn.codegen.cprinter`):
 
 * a reduction ``S = a.T*b`` of two token inputs is :math:`S_{i,:} \mathrel{+}= a_{t,i}\,b_{t,:}` per token: one
   broadcast multiply-add per row of ``S``, the rows held in vector accumulators, at most :data:`ROW_REGISTERS`
-  vectors of eight doubles per sweep over the sample's tokens (its tokens are in the first-level cache from the
+  vectors per sweep over the sample's tokens (its tokens are in the first-level cache from the
   second sweep on);
 * a row map ``z = a*S`` or ``z = a*S.T``, or a sum of such terms, is :math:`z_t = \sum_i a_{t,i} S_{i,:}` (with
   the rows of :math:`S^T` for ``S.T``, transposed once per sample), rounded to the output's type when stored.
@@ -24,7 +25,7 @@ alone, so no split of the batch changes them and a NaN sample touches no other.
 
 Note [two tokens a step]
 ------------------------
-The row maps were bound by their loads: each token reads every row of ``S`` (``d`` rows, ``d / 8`` vectors each)
+The row maps were bound by their loads: each token reads every row of ``S`` (``d`` rows, ``d / VW`` vectors each)
 for ``d`` multiply-adds. They take :data:`ROW_UNROLL` tokens a step, so each row of ``S`` is read once for two
 tokens' multiply-adds, and an odd last token alone. Each token's sum is the same sequence of operations as one
 token at a time, so the outputs are bit-identical to the one-token loop's.

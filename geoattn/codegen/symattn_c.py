@@ -30,7 +30,8 @@ nearest integer to :math:`x/\ln 2`, :math:`r = x - k\ln 2` (Cody--Waite: :math:`
 ``EXP_LOW[real]`` give 0 (:math:`e^{-87} = 1.6\cdot10^{-38}` in float32: the flushed entries change a sum of at
 least 1 by less than :math:`T^2 \cdot 1.6\cdot10^{-38}`), above ``EXP_HIGH`` infinity, NaN stays NaN. The template
 is one text compiled with ``-DGEOATTN_D=<n>`` and ``-DGEOATTN_F32`` or ``-DGEOATTN_F64``; GCC's vector extension
-types keep it portable (two 256-bit halves where a machine has no 512-bit registers). ``broken`` prints a
+types keep it portable, at the width of the machine's registers (Note [vector width] in
+:mod:`geoattn.codegen.cprinter`). ``broken`` prints a
 deliberately wrong kernel for the tests' negative controls.
 
 Every broadcast of a scalar is written ``x - 0``, which the compiler folds into the multiply-add's memory operand;

@@ -53,7 +53,8 @@ def solve(A: torch.Tensor, B: torch.Tensor, *, left: bool = True) -> torch.Tenso
     Parameters
     ----------
     A : Tensor ``(..., n, n)``
-    B : Tensor ``(..., n, k)`` (``left=True``) or ``(..., k, n)`` (``left=False``)
+    B : Tensor ``(..., n, k)`` (``left=True``) or ``(..., k, n)`` (``left=False``), or a batch of vectors
+        ``(..., n)``
     left : bool
         solve ``A X = B`` (True) or ``X A = B`` (False)
 
@@ -93,6 +94,9 @@ def _solve(fn, A, B, left, ex=False):
     p = padded_size(n) - n
     if p == 0:
         return fn(A, B, left=left)
+    if B.dim() == A.dim() - 1:  # a batch of vectors (torch.linalg.solve's rule): one column
+        out = _solve(fn, A, B.unsqueeze(-1 if left else -2), left, ex)
+        return (out[0].squeeze(-1), out[1]) if ex else out.squeeze(-1 if left else -2)
     corner = torch.zeros(n + p, n + p, dtype=A.dtype, device=A.device)
     corner.diagonal()[n:] = 1
     Ap = F.pad(A, (0, p, 0, p)) + corner
