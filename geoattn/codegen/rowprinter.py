@@ -6,7 +6,7 @@ doubles (8, 4 or 2 doubles a vector by the machine's width, Note [vector width] 
 with no copy into lanes (the lane printer's tile gather, Note [lanes] in :mod:`geoattn.codegen.cprinter`):
 
 * a reduction ``S = a.T*b`` of two token inputs is :math:`S_{i,:} \mathrel{+}= a_{t,i}\,b_{t,:}` per token: one
-  broadcast multiply-add per row of ``S``, the rows held in vector accumulators, at most :data:`ROW_REGISTERS`
+  broadcast multiply-add per row of ``S``, the rows held in vector accumulators, at most :data:`ROW_REGISTERS_AT`
   vectors per sweep over the sample's tokens (its tokens are in the first-level cache from the
   second sweep on);
 * a row map ``z = a*S`` or ``z = a*S.T``, or a sum of such terms, is :math:`z_t = \sum_i a_{t,i} S_{i,:}` (with
@@ -25,7 +25,7 @@ alone, so no split of the batch changes them and a NaN sample touches no other.
 
 Note [two tokens a step]
 ------------------------
-The row maps were bound by their loads: each token reads every row of ``S`` (``d`` rows, ``d / VW`` vectors each)
+The row maps were bound by their loads: each token reads every row of ``S`` (``d`` rows, ``d / vw`` vectors each at ``vw`` doubles a vector)
 for ``d`` multiply-adds. They take :data:`ROW_UNROLL` tokens a step, so each row of ``S`` is read once for two
 tokens' multiply-adds, and an odd last token alone. Each token's sum is the same sequence of operations as one
 token at a time, so the outputs are bit-identical to the one-token loop's.
@@ -39,7 +39,7 @@ from sympy.matrices.expressions import MatAdd, MatMul, MatrixSymbol, Transpose
 from ..errors import CodegenError
 from ..symbolic.kernel_spec import NativeKernelSpec
 
-__all__ = ["ROW_DIMS", "ROW_REGISTERS", "ROW_REGISTERS_AT", "ROW_CHUNK", "ROW_UNROLL", "print_row_kernel",
+__all__ = ["ROW_DIMS", "ROW_REGISTERS_AT", "ROW_CHUNK", "ROW_UNROLL", "print_row_kernel",
            "row_terms"]
 
 #: the widths the row form is printed for: whole vectors of doubles per row at every vector width
@@ -48,8 +48,6 @@ ROW_DIMS = (8, 16)
 #: (AVX-512's 32 of eight doubles; 16 of four with AVX2, of two without), the rest hold the token rows and the
 #: broadcasts (Note [vector width] in :mod:`geoattn.codegen.cprinter`)
 ROW_REGISTERS_AT = {8: 16, 4: 8, 2: 8}
-#: the accumulators at AVX-512's width (kept under its former name)
-ROW_REGISTERS = ROW_REGISTERS_AT[8]
 #: doubles per vector -> the C condition on ``GEOATTN_VBYTES`` under which the body of that width is compiled
 WIDTH_CONDITIONS = {8: "GEOATTN_VBYTES >= 64", 4: "GEOATTN_VBYTES >= 32", 2: None}
 #: tokens per chunk: a chunk's rows are converted to double once, into a buffer of ``ROW_CHUNK*d`` doubles per
@@ -134,11 +132,6 @@ def _check(spec: NativeKernelSpec, d: int) -> None:
     missing = [n for n in (*spec.sample_outputs, *spec.token_outputs) if n not in stored]
     if missing:
         raise CodegenError(f"Expected a binding for every output. Got none for {missing}.")
-
-
-#: doubles per vector at AVX-512's width: a row of ``d`` is ``d / VW`` vectors (GCC lowers wider generic vectors
-#: through the stack); every width of :data:`ROW_REGISTERS_AT` is printed, each under its condition
-VW = 8
 
 
 def _types(vw: int) -> list[str]:
