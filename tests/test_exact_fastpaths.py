@@ -108,3 +108,39 @@ def test_interpreter_evaluates_trace_coefficients_over_a_field():
     assert got.to_Matrix() == want
     # negative control: a different coefficient gives a different matrix
     assert got.to_Matrix() != evaluate((1 - sp.Trace(X * X)) * X + sp.Identity(n) / sp.Trace(X), {X: m}, {n: 2})
+
+
+def test_polynomial_gradient_is_sympys_expanded_derivative():
+    rng = random.Random(3)
+    a, b, c = sp.symbols("a b c")
+    for _ in range(5):
+        terms = [rng.randint(-3, 3) * a ** rng.randint(0, 3) * b ** rng.randint(0, 2) * c ** rng.randint(0, 2)
+                 for _ in range(4)]
+        expr = (sum(terms) + sp.Rational(1, 3)) ** 2 * (a - c) + (b * (a + 1)) ** 3  # unexpanded on purpose
+        got = _exact.polynomial_gradient(expr, [a, b, c, x])
+        want = [sp.expand(sp.diff(expr, s)) for s in (a, b, c, x)]
+        assert [sp.expand(g - w) for g, w in zip(got, want)] == [0, 0, 0, 0]
+    assert got[3] == 0  # a symbol the polynomial does not contain
+    # negative control: a wrong derivative is told apart
+    assert sp.expand(_exact.polynomial_gradient(a**3 * b, [a])[0] - 3 * a**2) != 0
+
+
+def test_polynomial_gradient_refuses_what_is_not_a_polynomial():
+    for bad in (sp.exp(x) * y, 1 / (x + 1), x**sp.Rational(1, 2), 0.5 * x):
+        with pytest.raises(_exact.NotEvaluable):
+            _exact.polynomial_gradient(bad, [x])
+
+
+def test_exp_residual_fast_path_answers_as_cancel():
+    from geoattn.symbolic.claims._exp_exact import NonFiniteResidual, as_function_of_e, exp_residual_nonzero
+
+    e = sp.exp(sp.Rational(1, 2))
+    cases = [e**2 - sp.E, e / (1 + e) - 1 + 1 / (1 + e), sp.Matrix([e**3 - sp.exp(sp.Rational(3, 2)), 0]),
+             e - 1, sp.Matrix([0, e / (e + 2) - sp.Rational(1, 2)]), sp.exp(sp.Rational(1, 3)) - e]
+    for v in cases:
+        r, _ = as_function_of_e(v)
+        slow = any(t != 0 for t in (r if isinstance(r, sp.MatrixBase) else [r]))
+        assert exp_residual_nonzero(v) is slow
+    assert [exp_residual_nonzero(v) for v in cases] == [False, False, False, True, True, True]
+    with pytest.raises(NonFiniteResidual):
+        exp_residual_nonzero(sp.zoo * e)

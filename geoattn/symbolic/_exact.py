@@ -53,7 +53,7 @@ from sympy.polys.domains import QQ
 from sympy.polys.matrices import DomainMatrix
 from sympy.polys.rings import ring
 
-__all__ = ["rational_zero", "point_differs", "NotEvaluable"]
+__all__ = ["rational_zero", "point_differs", "polynomial_gradient", "NotEvaluable"]
 
 
 class NotEvaluable(ValueError):
@@ -149,6 +149,63 @@ def rational_zero(expr) -> bool | None:
     if not num:
         return True
     return False if not opaque else None
+
+
+def polynomial_gradient(expr, wrt) -> list:
+    r"""The derivatives of the polynomial ``expr`` in each symbol of ``wrt``, as expanded SymPy expressions.
+
+    ``expr`` may be any unexpanded tree of sums, products and nonnegative integer powers of symbols and
+    rationals; it is built once as a sparse polynomial over the rationals (shared subtrees once) and each
+    derivative is read off that polynomial, so no expression-level ``expand``, ``diff`` or ``subs`` runs. A symbol
+    of ``wrt`` that ``expr`` does not contain has derivative 0. Raises :class:`NotEvaluable` for anything else (a
+    float, a negative power, a function). Exact: the result is SymPy's ``expand(diff(expr, s))``.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> x, y = sp.symbols("x y")
+    >>> polynomial_gradient((x + y) ** 2 * (x - 1), [x, y])
+    [3*x**2 + 4*x*y - 2*x + y**2 - 2*y, 2*x**2 + 2*x*y - 2*x - 2*y]
+    """
+    expr = sp.sympify(expr)
+    if expr.has(sp.Float):
+        raise NotEvaluable("Expected exact rational coefficients. Got a float.")
+    symbols, opaque = _generators(expr)
+    if opaque:
+        raise NotEvaluable(f"Expected a polynomial in symbols. Got the subexpression {next(iter(opaque))}.")
+    wrt = list(wrt)
+    extra = [s for s in wrt if s not in set(symbols)]
+    R, *gens = ring(symbols + extra, QQ)
+    table = dict(zip(symbols + extra, gens))
+    memo: dict = {}
+
+    def rec(e):
+        if e not in memo:
+            memo[e] = _polynomial(e)
+        return memo[e]
+
+    def _polynomial(e):
+        if e in table:
+            return table[e]
+        if e.is_Rational:
+            return R(QQ(int(e.p), int(e.q)))
+        if e.is_Add:
+            out = R.zero
+            for a in e.args:
+                out = out + rec(a)
+            return out
+        if e.is_Mul:
+            out = R.one
+            for a in e.args:
+                out = out * rec(a)
+            return out
+        k = int(e.exp)
+        if k < 0:
+            raise NotEvaluable(f"Expected a polynomial. Got the power {e}.")
+        return rec(e.base) ** k
+
+    p = rec(expr)
+    return [p.diff(table[s]).as_expr() for s in wrt]
 
 
 def _add(a, b, R):

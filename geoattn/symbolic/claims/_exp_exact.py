@@ -18,6 +18,7 @@ import random
 
 import sympy as sp
 
+from .._exact import rational_zero
 from ..evidence import Counterexample
 
 __all__ = ["ExpField", "NonFiniteResidual", "as_function_of_e", "exp_residual_nonzero", "search_exp_counterexample",
@@ -88,15 +89,21 @@ class ExpField:
         return expr.xreplace(values).xreplace(exps)
 
 
-def as_function_of_e(value) -> tuple[object, int]:
-    """``(R, L)`` with ``value == R(e^{1/L})``; ``value`` may hold ``exp`` of rationals and ``E`` only."""
+def _in_x(value) -> tuple[object, int]:
+    """``(S, L)`` with ``value == S(e^{1/L})``, ``S`` the expression with every ``exp`` replaced, not yet
+    cancelled."""
     value = sp.sympify(value) if not isinstance(value, sp.MatrixBase) else value
     rationals = [a.args[0] for a in value.atoms(sp.exp)] + ([sp.Integer(1)] if value.has(sp.E) else [])
     bad = [r for r in rationals if not r.is_Rational]
     if bad:
         raise ValueError(f"Expected exponentials of rational numbers only. Got exp({bad[0]}).")
     L = math.lcm(*(int(r.q) for r in rationals)) if rationals else 1
-    out = value.replace(lambda e: isinstance(e, sp.exp), lambda e: X_E ** (e.args[0] * L)).subs(sp.E, X_E**L)
+    return value.replace(lambda e: isinstance(e, sp.exp), lambda e: X_E ** (e.args[0] * L)).subs(sp.E, X_E**L), L
+
+
+def as_function_of_e(value) -> tuple[object, int]:
+    """``(R, L)`` with ``value == R(e^{1/L})``; ``value`` may hold ``exp`` of rationals and ``E`` only."""
+    out, L = _in_x(value)
     simplify = (lambda x: sp.cancel(sp.together(x)))
     return (out.applyfunc(simplify) if isinstance(out, sp.MatrixBase) else simplify(out)), L
 
@@ -110,11 +117,22 @@ def exp_residual_nonzero(value) -> bool:
 
     A value that is not finite (a zero denominator at the point: ``zoo``, ``nan``) is not a counterexample:
     :class:`NonFiniteResidual`, so the caller can draw another point."""
-    r, _ = as_function_of_e(value)
-    entries = list(r) if isinstance(r, sp.MatrixBase) else [r]
-    if any(x.has(sp.zoo, sp.nan, sp.oo, -sp.oo) for x in entries):
-        raise NonFiniteResidual(f"Expected a finite residual. Got {r}.")
-    return any(x != 0 for x in entries)
+    out, _ = _in_x(value)
+    entries = list(out) if isinstance(out, sp.MatrixBase) else [out]
+    for x in entries:
+        if x.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+            raise NonFiniteResidual(f"Expected a finite residual. Got {x}.")
+        # decided as one fraction of polynomials in x over the rationals where every denominator is a nonzero
+        # polynomial (Note [fast paths decide only what they prove]); SymPy's cancel otherwise
+        zero = rational_zero(x)
+        if zero is None:
+            r = sp.cancel(sp.together(x))
+            if r.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+                raise NonFiniteResidual(f"Expected a finite residual. Got {r}.")
+            zero = r == 0
+        if not zero:
+            return True
+    return False
 
 
 def search_exp_counterexample(residual, variables, sizes, *, seed: int, points: int, name: str,
