@@ -178,6 +178,25 @@ def test_orthonormal_layer_map_neither_symplectic_nor_volume_preserving():
         T.assert_volume_preserving(layer, x)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, f64])
+def test_orthonormal_skew_operand_is_the_generated_uta_bit_for_bit(dtype):
+    """The layer forms uta(C)^T on C's own storage; it must be the generated kernel's uta(C).mT exactly, contiguous,
+    with the same gradients; a negative control: the untransposed uta(C) is caught."""
+    from geoattn import kernels as K
+
+    torch.manual_seed(8)
+    layer = OrthonormalAttention(4, dtype=dtype)
+    x = torch.randn(6, 9, 4, dtype=dtype, requires_grad=True)
+    got = layer._skew_t(x)
+    want = K.upper_triangular_asymmetrize(layer.correlation(x)).mT
+    assert got.is_contiguous() and torch.equal(got, want)
+    assert not torch.equal(got, want.mT)
+    g = torch.randn_like(got)
+    params = (x, layer.weight_q, layer.weight_k)
+    for a, b in zip(torch.autograd.grad(got, params, g), torch.autograd.grad(want, params, g)):
+        assert torch.equal(a, b)
+
+
 # -- structure: linear symplectic attention ---------------------------------------------
 
 @pytest.mark.parametrize("update", ["p", "q"])

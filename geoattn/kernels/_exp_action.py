@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
 import torch
 
 __all__ = ["MAX_DEGREE", "chebyshev_degree", "chebyshev_coefficients", "norm_bound", "exp_skew_action_chebyshev"]
@@ -150,7 +151,21 @@ def chebyshev_coefficients(rho: torch.Tensor, degree: int, start: int | None = N
     if start is None:
         start = int(max(degree, float(rho.detach().max()) if rho.numel() else 0.0)) + 40
     start += start % 2
-    r = rho.clamp_min(1e-300)
+    if rho.device.type == "cpu" and not rho.requires_grad:
+        c = torch.from_numpy(_miller_cpu(rho.clamp_min(1e-300).numpy(), degree, start))
+    else:
+        c = _miller_torch(rho.clamp_min(1e-300), degree, start)
+    c[:, 1:] *= 2
+    zero = rho == 0
+    if bool(zero.any()):
+        e0 = torch.zeros(degree + 1, dtype=c.dtype, device=c.device)
+        e0[0] = 1
+        c = torch.where(zero[:, None], e0, c)
+    return c
+
+
+def _miller_torch(r: torch.Tensor, degree: int, start: int) -> torch.Tensor:
+    """``J_k(r) / norm``, ``k = 0 .. degree``, ``(B, degree + 1)``: Miller's recurrence in torch (any device)."""
     nxt, cur = torch.zeros_like(r), torch.ones_like(r)
     vals = [None] * (degree + 1)
     norm = torch.zeros_like(r)
@@ -169,14 +184,33 @@ def chebyshev_coefficients(rho: torch.Tensor, degree: int, start: int | None = N
             vals = [v * f if v is not None else None for v in vals]
     vals[0] = cur
     norm = norm + cur
-    c = torch.stack(vals, -1) / norm[:, None]
-    c[:, 1:] *= 2
-    zero = rho == 0
-    if bool(zero.any()):
-        e0 = torch.zeros(degree + 1, dtype=c.dtype, device=c.device)
-        e0[0] = 1
-        c = torch.where(zero[:, None], e0, c)
-    return c
+    return torch.stack(vals, -1) / norm[:, None]
+
+
+def _miller_cpu(r: np.ndarray, degree: int, start: int) -> np.ndarray:
+    """:func:`_miller_torch` in NumPy for CPU samples, the same operations in the same order (so the same bits:
+    ``2k / r`` is torch's ``r.reciprocal() * 2k``), at a fraction of torch's cost per call on vectors of a few
+    thousand samples (B = 4096, 88 steps: 3.5 ms against 9.2 ms, one thread)."""
+    inv = np.reciprocal(r)
+    nxt, cur = np.zeros_like(r), np.ones_like(r)
+    vals = np.empty((degree + 1, r.shape[0]))
+    norm = np.zeros_like(r)
+    with np.errstate(over="ignore", invalid="ignore"):  # as torch: inf and NaN propagate to the caller's checks
+        for k in range(start, 0, -1):
+            if k <= degree:
+                vals[k] = cur
+            if k % 2 == 0:
+                norm = norm + 2 * cur
+            prev = (inv * (2 * k)) * cur - nxt
+            nxt, cur = cur, prev
+            big = np.abs(cur) > 1e250
+            if big.any():
+                f = np.where(big, 1e-250, 1.0)
+                cur, nxt, norm = cur * f, nxt * f, norm * f
+                vals[k:] *= f  # the kept values: those of k .. degree
+        vals[0] = cur
+        norm = norm + cur
+        return np.ascontiguousarray((vals / norm).T)
 
 
 def _series(Xt: torch.Tensor, c: torch.Tensor, v0: torch.Tensor):

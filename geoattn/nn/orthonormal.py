@@ -89,8 +89,14 @@ class OrthonormalAttention(nn.Module):
         return K.exp_skew(K.upper_triangular_asymmetrize(self.correlation(x)), check=False)
 
     def _skew_t(self, x: torch.Tensor) -> torch.Tensor:
-        r""":math:`\mathrm{uta}(C)^T = -\mathrm{uta}(C)`, so that :math:`\Lambda^T x = \exp(\mathrm{uta}(C)^T)\,x`."""
-        return K.upper_triangular_asymmetrize(self.correlation(x)).mT
+        r""":math:`\mathrm{uta}(C)^T = -\mathrm{uta}(C)`, so that :math:`\Lambda^T x = \exp(\mathrm{uta}(C)^T)\,x`.
+
+        With :math:`U` the strict upper triangle of ``C``, :math:`\mathrm{uta}(C)^T = U^T - U`: the same
+        differences as ``upper_triangular_asymmetrize(C).mT`` (so the same bits, tested), taken on ``C``'s own
+        storage (``C`` is this call's product; autograd keeps the factors, not ``C``) and written contiguously, so
+        the action reads it without a copy: two ``T x T`` buffers and passes fewer per call."""
+        upper = self.correlation(x).triu_(1)
+        return torch.neg(upper).add_(upper.mT)  # -U_ij + U_ji: the bits of U_ji - U_ij (IEEE), contiguous
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         r"""``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape, :math:`\Lambda^T x` computed as the
