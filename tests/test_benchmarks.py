@@ -237,3 +237,4 @@ def test_prove_budget_benchmark_runs(tmp_path):
     assert data["per_core_seconds"] == data["cpu_seconds"] / min(data["jobs"], 2)
     assert ("[met]" if data["met"] else "[missed]") in stdout and "not the budget's run" in stdout
     assert [s for _, s in data["slowest"]] == sorted((s for _, s in data["slowest"]), reverse=True)
+

@@ -121,18 +121,22 @@ def test_polynomial_gradient_is_sympys_expanded_derivative():
         want = [sp.expand(sp.diff(expr, s)) for s in (a, b, c, x)]
         assert [sp.expand(g - w) for g, w in zip(got, want)] == [0, 0, 0, 0]
     assert got[3] == 0  # a symbol the polynomial does not contain
-    # negative control: a wrong derivative is told apart
-    assert sp.expand(_exact.polynomial_gradient(a**3 * b, [a])[0] - 3 * a**2) != 0
+    # negative control: the derivatives of a perturbed polynomial are told apart from the true ones
+    wrong = _exact.polynomial_gradient(expr + a * b**2, [a, b, c])
+    assert [sp.expand(g - w) != 0 for g, w in zip(wrong, want)] == [True, True, False]
 
 
 def test_polynomial_gradient_refuses_what_is_not_a_polynomial():
     for bad in (sp.exp(x) * y, 1 / (x + 1), x**sp.Rational(1, 2), 0.5 * x):
         with pytest.raises(_exact.NotEvaluable):
             _exact.polynomial_gradient(bad, [x])
+    for wrt in ([x, sp.Integer(2)], [x, x]):  # a constant would be taken for a generator; a repeated symbol
+        with pytest.raises(ValueError, match="distinct symbols"):
+            _exact.polynomial_gradient(2 * x + 3, wrt)
 
 
 def test_exp_residual_fast_path_answers_as_cancel():
-    from geoattn.symbolic.claims._exp_exact import NonFiniteResidual, as_function_of_e, exp_residual_nonzero
+    from geoattn.symbolic.claims._exp_exact import NonFiniteResidual, _in_x, as_function_of_e, exp_residual_nonzero
 
     e = sp.exp(sp.Rational(1, 2))
     cases = [e**2 - sp.E, e / (1 + e) - 1 + 1 / (1 + e), sp.Matrix([e**3 - sp.exp(sp.Rational(3, 2)), 0]),
@@ -141,6 +145,15 @@ def test_exp_residual_fast_path_answers_as_cancel():
         r, _ = as_function_of_e(v)
         slow = any(t != 0 for t in (r if isinstance(r, sp.MatrixBase) else [r]))
         assert exp_residual_nonzero(v) is slow
+        # the fast path itself decides these (no fallback to cancel)
+        entries = _in_x(v)[0]
+        assert all(rational_zero(t) is not None for t in (entries if isinstance(entries, sp.MatrixBase) else [entries]))
     assert [exp_residual_nonzero(v) for v in cases] == [False, False, False, True, True, True]
     with pytest.raises(NonFiniteResidual):
         exp_residual_nonzero(sp.zoo * e)
+    # a non-finite entry anywhere, before or after a nonzero one (a zero that SymPy does not simplify as its
+    # denominator: the fast path refuses it, cancel finds the pole), puts the point outside the domain
+    z = (1 + e) ** 2 - 1 - 2 * e - e**2
+    for v in (sp.Matrix([e - 1, 1 / z]), sp.Matrix([1 / z, e - 1]), sp.Matrix([e - 1, sp.zoo])):
+        with pytest.raises(NonFiniteResidual):
+            exp_residual_nonzero(v)

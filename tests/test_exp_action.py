@@ -134,6 +134,10 @@ def test_coefficients_cpu_and_torch_recurrences_agree_bit_for_bit():
         if degree:
             other = torch.from_numpy(ea._miller_cpu(r.numpy(), degree, start + 2))
             assert not torch.equal(other, got)
+    with pytest.raises(ValueError, match="start at or above"):
+        ea.chebyshev_coefficients(rho, 20, start=10)
+    # the NumPy path serves float64 only: other dtypes keep torch's, and their dtype
+    assert ea.chebyshev_coefficients(rho[1:6].float(), 4, start=40).dtype == torch.float32
 
 
 def _bound(rho: Fraction, m: int) -> Fraction | None:

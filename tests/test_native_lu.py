@@ -221,3 +221,43 @@ def test_float64_input_does_not_take_the_native_route():
     e = K.explain("vp_attention", x, A, method="gram")
     assert e.route.name != "gram-lu/native"
     assert "float64" in dict((r.name, w) for r, w in e.rejected)["gram-lu/native"]
+
+
+@pytest.mark.parametrize("d", [5, 8, 16])
+@pytest.mark.parametrize("T,B", [(1, 3), (19, 37), (40, 70)])  # blocks of 32 samples: a tail block, two, three
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_block_local_gram_gives_the_saved_gram_kernels_bits(d, T, B, dtype):
+    """Note [block-local Gram]: without the batch's Gram matrices the forward gives the same y, N and rmax and the
+    traces of the Gram matrices, and the backward (forming them again per block) the same gx and gA."""
+    _native_or_skip(d)
+    torch.manual_seed(d + T + B)
+    x, gy, A = torch.randn(B, T, d, dtype=dtype), torch.randn(B, T, d, dtype=dtype), skew64(d, 0.3)
+    y, G, N, rmax = _native_lu.gram_forward(x, A)
+    y2, sq, N2, rmax2 = _native_lu.gram_forward_traces(x, A)
+    assert torch.equal(y2, y) and torch.equal(N2, N) and torch.equal(rmax2.nan_to_num(-1), rmax.nan_to_num(-1))
+    tr = G.diagonal(dim1=-2, dim2=-1).sum(-1)
+    assert ((sq - tr).abs() <= 2 * d * torch.finfo(F64).eps * tr).all()
+    saved = _native_lu.gram_backward(x, gy, N, A, G=G)
+    again = _native_lu.gram_backward(x, gy, N, A)
+    assert all(torch.equal(a, b) for a, b in zip(again, saved))
+    # negative control: the backward reads the Gram matrices it is given (gA = Gram Mbar)
+    other = _native_lu.gram_backward(x, gy, N, A, G=(1.5 * G).contiguous())
+    assert not torch.equal(other[1], saved[1])
+
+
+def test_layer_keeps_no_gram_matrix_and_its_results_do_not_change(monkeypatch):
+    """The layer under BLOCK_GRAM (the default) and with the saved Gram matrices: the same output and gradients."""
+    _native_or_skip(8)
+    torch.manual_seed(2)
+    from geoattn.nn import VolumePreservingAttention
+
+    m = VolumePreservingAttention(8)
+    x = torch.randn(40, 19, 8, requires_grad=True)
+    g = torch.randn(40, 19, 8)
+    runs = []
+    for block in (True, False):
+        monkeypatch.setattr(_native_lu, "BLOCK_GRAM", block)
+        y = m(x)
+        grads = torch.autograd.grad(y, (x, *m.parameters()), g)
+        runs.append((y, *grads))
+    assert all(torch.equal(a, b) for a, b in zip(*runs))

@@ -298,37 +298,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 
 # the drivers at D
 DRIVERS = r"""
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d{d})(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {{
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {{
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d{d})(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d{d})(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {{
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }}
         for (int64_t b = 0; b < nb; b += SL) {{
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }}
         GEOATTN_NAME(vp_gram_lu_out_d{d})(nb, T, x + b0*T*D, P, y + b0*T*D);
     }}
 }}
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d{d})(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {{
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {{
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d{d})(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d{d})(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {{
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }}
         GEOATTN_NAME(vp_gram_lu_gx_d{d})(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);

@@ -151,7 +151,9 @@ def chebyshev_coefficients(rho: torch.Tensor, degree: int, start: int | None = N
     if start is None:
         start = int(max(degree, float(rho.detach().max()) if rho.numel() else 0.0)) + 40
     start += start % 2
-    if rho.device.type == "cpu" and not rho.requires_grad:
+    if start < degree:
+        raise ValueError(f"Expected the recurrence to start at or above the degree {degree}. Got start={start}.")
+    if rho.device.type == "cpu" and rho.dtype == torch.float64 and not rho.requires_grad:
         c = torch.from_numpy(_miller_cpu(rho.clamp_min(1e-300).numpy(), degree, start))
     else:
         c = _miller_torch(rho.clamp_min(1e-300), degree, start)
@@ -193,7 +195,7 @@ def _miller_cpu(r: np.ndarray, degree: int, start: int) -> np.ndarray:
     thousand samples (B = 4096, 88 steps: 3.5 ms against 9.2 ms, one thread)."""
     inv = np.reciprocal(r)
     nxt, cur = np.zeros_like(r), np.ones_like(r)
-    vals = np.empty((degree + 1, r.shape[0]))
+    vals = np.zeros((degree + 1, r.shape[0]))
     norm = np.zeros_like(r)
     with np.errstate(over="ignore", invalid="ignore"):  # as torch: inf and NaN propagate to the caller's checks
         for k in range(start, 0, -1):

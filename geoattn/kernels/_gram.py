@@ -132,18 +132,25 @@ class _VPGramClosed(torch.autograd.Function):
         ctx.native = _kernel_module(native)
         if ctx.native is not None:
             xn = _native_tokens(x)
-            y, G, N, rmax = ctx.native.gram_forward(xn, As.contiguous())
+            # kernels that keep no Gram matrix of the batch (BLOCK_GRAM) return its traces instead
+            block = bool(getattr(ctx.native, "BLOCK_GRAM", False))
+            if block:
+                y, sq, N, rmax = ctx.native.gram_forward_traces(xn, As.contiguous())
+                G = None
+            else:
+                y, G, N, rmax = ctx.native.gram_forward(xn, As.contiguous())
+                sq = G.diagonal(dim1=-2, dim2=-1).sum(-1)
             ok = rmax <= residual_tolerance(x.dtype)
             if not bool(ok.all()):
                 bad = (~ok).nonzero().squeeze(-1)
-                Nb = _solve(G.index_select(0, bad), As)
+                xb = xn.index_select(0, bad).double()
+                Nb = _solve(G.index_select(0, bad) if G is not None else xb.mT @ xb, As)
                 N = N.index_copy(0, bad, Nb)
                 eye = torch.eye(d, dtype=torch.float64, device=x.device)
-                y = y.index_copy(0, bad, (xn.index_select(0, bad).double() @ (2 * Nb - eye)).to(xn.dtype))
+                y = y.index_copy(0, bad, (xb @ (2 * Nb - eye)).to(xn.dtype))
             # kernels that take the forward's Gram matrices (SAVED_GRAM) are spared recomputing them
-            ctx.gram = bool(getattr(ctx.native, "SAVED_GRAM", False))
+            ctx.gram = not block and bool(getattr(ctx.native, "SAVED_GRAM", False))
             ctx.save_for_backward(x, A, N, As, *([G] if ctx.gram else []))
-            sq = G.diagonal(dim1=-2, dim2=-1).sum(-1)
             ctx.sq = sq  # |x|_F^2 of a finite sample is finite in double (_finite_mask)
             ctx.mark_non_differentiable(ok, sq)
             return y.to(x.dtype), ok, sq

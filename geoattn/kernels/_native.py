@@ -291,8 +291,8 @@ def native_status(d: int | None = None, dtype: torch.dtype | None = None):
     return (True, "native kernels built") if not isinstance(lib, str) else (False, lib)
 
 
-def _ptr(t: torch.Tensor) -> ctypes.c_void_p:
-    return ctypes.c_void_p(t.data_ptr())
+def _ptr(t: torch.Tensor | None) -> ctypes.c_void_p:
+    return ctypes.c_void_p(None if t is None else t.data_ptr())
 
 
 def _threads() -> int:
@@ -305,16 +305,17 @@ def _threads() -> int:
 def _run(fn, B: int, T: int, args: list) -> None:
     """Call ``fn(B, T, *args)`` on the whole batch, or on contiguous parts of it on torch's thread count. ``args``
     are the C function's arrays in order, each ``(tensor, batched)``: a batched tensor has the batch as its
-    first dimension and is split, a shared one is passed whole."""
+    first dimension and is split, a shared one is passed whole; ``(None, ...)`` passes NULL."""
     parts = max(1, min(_threads(), B // _MIN_PER_THREAD))
     if parts == 1:
-        fn(ctypes.c_int64(B), ctypes.c_int64(T), *(ctypes.c_void_p(t.data_ptr()) for t, _ in args))
+        fn(ctypes.c_int64(B), ctypes.c_int64(T), *(_ptr(t) for t, _ in args))
         return
     bounds = [B * k // parts for k in range(parts + 1)]
 
     def call(k):
         lo, hi = bounds[k], bounds[k + 1]
-        fn(ctypes.c_int64(hi - lo), ctypes.c_int64(T), *(_ptr(t[lo:hi] if batched else t) for t, batched in args))
+        fn(ctypes.c_int64(hi - lo), ctypes.c_int64(T),
+           *(_ptr(t[lo:hi] if batched and t is not None else t) for t, batched in args))
 
     with ThreadPoolExecutor(parts) as pool:
         list(pool.map(call, range(parts)))

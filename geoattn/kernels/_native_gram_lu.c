@@ -1160,37 +1160,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d5)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d5)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d5)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d5)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d5)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d5)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d5)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -2605,37 +2617,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d6)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d6)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d6)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d6)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d6)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d6)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d6)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -4371,37 +4395,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d7)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d7)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d7)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d7)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d7)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d7)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d7)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -6227,37 +6263,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d8)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d8)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d8)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d8)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d8)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d8)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d8)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -8784,37 +8832,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d9)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d9)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d9)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d9)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d9)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d9)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d9)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -11808,37 +11868,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d10)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d10)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d10)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d10)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d10)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d10)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d10)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -15358,37 +15430,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d11)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d11)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d11)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d11)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d11)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d11)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d11)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -19459,37 +19543,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d12)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d12)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d12)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d12)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d12)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d12)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d12)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -24199,37 +24295,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d13)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d13)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d13)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d13)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d13)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d13)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d13)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -29612,37 +29720,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d14)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d14)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d14)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d14)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d14)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d14)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d14)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -35756,37 +35876,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d15)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d15)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d15)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d15)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d15)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d15)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d15)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);
@@ -39926,37 +40058,49 @@ static void gram_lu_vjp_fast(const double *restrict Gs, const double *restrict P
 #endif
 #undef LU_RETRY_TOL
 
-/* forward: y = x (2N - I), and per sample Gram, N and the residual's largest entry R (A: the whole skew
-   matrix) */
+/* forward: y = x (2N - I), and per sample N, the residual's largest entry R (A: the whole skew matrix) and, where
+   the pointers are not NULL, the Gram matrix and its trace S = |x|_F^2 (Gram == NULL: each block's Gram matrices
+   live in a block-sized buffer, Note [block-local Gram]) */
 void GEOATTN_NAME(vp_gram_lu_fwd_d16)(int64_t B, int64_t T, const real_t *restrict x, const double *restrict A,
                                      real_t *restrict y, double *restrict Gram, double *restrict N,
-                                     double *restrict R)
+                                     double *restrict R, double *restrict S)
 {
-    double P[BLOCK*D*D] LU_ALIGN;
+    double P[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
-        GEOATTN_NAME(vp_gram_lu_gram_d16)(nb, T, x + b0*T*D, Gram + b0*D*D);
+        double *Gb = Gram ? Gram + b0*D*D : Gl;
+        GEOATTN_NAME(vp_gram_lu_gram_d16)(nb, T, x + b0*T*D, Gb);
+        if (S)
+            for (int64_t b = 0; b < nb; b++) {
+                double t = 0.0;
+                for (int i = 0; i < D; i++) t += Gb[b*D*D + i*(D + 1)];
+                S[b0 + b] = t;
+            }
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_factor_fast(Gram + (b0 + b)*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
+            gram_lu_factor_fast(Gb + b*D*D, nl, A, N + (b0 + b)*D*D, P + b*D*D, R + b0 + b);
         }
         GEOATTN_NAME(vp_gram_lu_out_d16)(nb, T, x + b0*T*D, P, y + b0*T*D);
     }
 }
 
-/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, the
-   forward's Gram (saved: one pass over the tokens less) and N */
+/* backward: gx, and per sample gA = Gram Mbar (the gradient in A is the skew part of its sum), from x, Gy, N and
+   the forward's Gram matrices (saved: one pass over the tokens less) or, where Gram is NULL, each block's Gram
+   matrices formed again by a pass over its tokens just before the one that reads them again */
 void GEOATTN_NAME(vp_gram_lu_bwd_d16)(int64_t B, int64_t T, const real_t *restrict x, const real_t *restrict Gy,
                                      const double *restrict Gram, const double *restrict N,
                                      const double *restrict A, real_t *restrict gx, double *restrict gA)
 {
-    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN;
+    double Pbar[BLOCK*D*D] LU_ALIGN, P[BLOCK*D*D] LU_ALIGN, H[BLOCK*D*D] LU_ALIGN, Gl[BLOCK*D*D] LU_ALIGN;
     for (int64_t b0 = 0; b0 < B; b0 += BLOCK) {
         const int64_t nb = B - b0 < BLOCK ? B - b0 : BLOCK;
+        const double *Gb = Gram ? Gram + b0*D*D : Gl;
+        if (!Gram)
+            GEOATTN_NAME(vp_gram_lu_gram_d16)(nb, T, x + b0*T*D, Gl);
         GEOATTN_NAME(vp_gram_lu_pbar_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, Pbar);
         for (int64_t b = 0; b < nb; b += SL) {
             const int nl = nb - b < SL ? (int)(nb - b) : SL;
-            gram_lu_vjp_fast(Gram + (b0 + b)*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
+            gram_lu_vjp_fast(Gb + b*D*D, Pbar + b*D*D, N + (b0 + b)*D*D, nl, A, P + b*D*D, H + b*D*D,
                              gA + (b0 + b)*D*D);
         }
         GEOATTN_NAME(vp_gram_lu_gx_d16)(nb, T, x + b0*T*D, Gy + b0*T*D, P, H, gx + b0*T*D);

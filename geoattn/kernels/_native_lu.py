@@ -54,6 +54,20 @@ the large calls between), the Gram trace per sample (0.08 ms), the shared gradie
 to about 1 ms; SDPA pays them too). Taking two tokens a step in the y and gx passes (Note [two tokens a step] in
 :mod:`geoattn.codegen.rowprinter`) left d = 8 unchanged (1.00-1.03x) and took the d = 16, T = 64 backward to
 0.91-0.95x.
+
+Note [block-local Gram]
+-----------------------
+Under :data:`BLOCK_GRAM` the layer keeps no Gram matrix of the batch: the forward kernel forms each block's Gram
+matrices in a buffer of ``BLOCK`` samples on its stack and writes their traces (``|x|_F^2``, the layer's finite
+and scale checks) instead, and the backward forms them again by the same printed pass over the block's tokens,
+just before its ``Pbar`` pass reads those tokens again (from cache), so no pass over the batch is added. ``y``,
+``N``, ``rmax``, ``gx`` and ``gA`` are those of the saved-Gram kernels bit for bit (tested). The samples whose
+residual check fails take their Gram matrices from a float64 product of their own tokens. Measured on a 2-core
+AVX-512 machine under KVM (one thread, float32, 65,536 tokens, the layer's f+b against SDPA with a dense
+gradient, the two forms alternated in one process, thread CPU time, 30 repeats): d = 8, T = 16: 0.54 -> 0.50;
+d = 8, T = 64: 0.24 -> 0.23; d = 16, T = 64: 0.56 -> 0.54 (``out.sum()``: 0.57 -> 0.50, 0.21 -> 0.20, 0.56 ->
+0.59): the same speed within this machine's noise. What it saves is memory: ``8 d^2`` bytes per sample, the
+layer's saved memory against SDPA's at d = 8, T = 16 from 0.78 to 0.59 and at d = 16, T = 64 from 0.59 to 0.49.
 """
 
 from __future__ import annotations
@@ -66,7 +80,8 @@ import torch
 
 from . import _native
 
-__all__ = ["lu_native_status", "gram_forward", "gram_backward", "SOURCE", "MIN_DIM", "MAX_DIM", "SAVED_GRAM", "GA_OUT"]
+__all__ = ["lu_native_status", "gram_forward", "gram_forward_traces", "gram_backward", "SOURCE", "MIN_DIM", "MAX_DIM",
+           "SAVED_GRAM", "BLOCK_GRAM", "GA_OUT"]
 
 #: the generated C source
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native_gram_lu.c")
@@ -75,6 +90,9 @@ MIN_DIM, MAX_DIM = 5, 16
 #: :func:`gram_backward` takes the forward's Gram matrices (``G=``): the layer saves them for its backward, whose
 #: pass over the tokens then computes ``Pbar = x^T Gy`` alone
 SAVED_GRAM = True
+#: the layer calls :func:`gram_forward_traces` and :func:`gram_backward` without ``G``: no Gram matrix of the
+#: batch is kept (Note [block-local Gram]); takes precedence over :data:`SAVED_GRAM`
+BLOCK_GRAM = True
 #: :func:`gram_backward` writes the per-sample gradient into a tensor the layer hands it (``gA_out=``): reused
 #: scratch (Note [reused scratch] in :mod:`geoattn.kernels._scratch`)
 GA_OUT = True
@@ -136,15 +154,29 @@ def gram_forward(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None =
     CPU) and skew ``A`` (float64 ``(d, d)``, both triangles): ``y`` of ``x``'s dtype, the float64 ``Gram = x^T x``
     and ``N = (I + Gram A)^{-T}`` ``(B, d, d)`` and ``rmax`` ``(B,)``, the largest entry of
     :math:`|(I + GA)^TN - I|` (NaN when one is). ``library`` is for the tests' broken kernels."""
+    y, G, N, R, _ = _forward(x, A, library, keep_gram=True)
+    return y, G, N, R
+
+
+def gram_forward_traces(x: torch.Tensor, A: torch.Tensor, library: ctypes.CDLL | None = None):
+    """``(y, sq, N, rmax)``: :func:`gram_forward` with the per-sample trace ``sq = Tr Gram = |x|_F^2`` (float64
+    ``(B,)``) in place of the Gram matrices, which stay in a block-sized buffer of the kernel (Note [block-local
+    Gram]): the same ``y``, ``N`` and ``rmax``, bit for bit."""
+    y, _, N, R, S = _forward(x, A, library, keep_gram=False)
+    return y, S, N, R
+
+
+def _forward(x: torch.Tensor, A: torch.Tensor, library, keep_gram: bool):
     _native._check(x, A)
     B, T, d = x.shape
     lib = _lib(d, x.dtype, library)
     y = torch.empty_like(x)
     f64 = dict(dtype=torch.float64, device=x.device)
-    G, N, R = torch.empty(B, d, d, **f64), torch.empty(B, d, d, **f64), torch.empty(B, **f64)
+    G = torch.empty(B, d, d, **f64) if keep_gram else None
+    N, R, S = torch.empty(B, d, d, **f64), torch.empty(B, **f64), torch.empty(B, **f64)
     _native._run(getattr(lib, f"geoattn_vp_gram_lu_fwd_d{d}_{_native._REALS[x.dtype][0]}"), B, T,
-                 [(x, True), (A, False), (y, True), (G, True), (N, True), (R, True)])
-    return y, G, N, R
+                 [(x, True), (A, False), (y, True), (G, True), (N, True), (R, True), (S, True)])
+    return y, G, N, R, S
 
 
 def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.Tensor,
@@ -153,8 +185,10 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     """``(gx, gA)``: the gradient in ``x`` (``x``'s dtype) and the per-sample ``Gram M_bar`` (float64
     ``(B, d, d)``; the gradient in ``A`` is the skew part of its sum over the batch) for the incoming gradient
     ``gy``, from the forward's ``N`` and Gram matrices ``G`` (:func:`gram_forward`; float64 ``(B, d, d)``,
-    contiguous). Without ``G`` the Gram matrices are first computed by the forward's pass over the tokens (the
-    same printed kernel, so the same values); the layer passes the forward's (:data:`SAVED_GRAM`). ``gA_out``: a
+    contiguous). Without ``G`` the kernel forms each block's Gram matrices again by the forward's pass over its
+    tokens (the same printed pass, so the same values) just before the pass that reads those tokens again (Note
+    [block-local Gram]); the layer does so under :data:`BLOCK_GRAM`, else passes the forward's
+    (:data:`SAVED_GRAM`). ``gA_out``: a
     contiguous float64 ``(B, d, d)`` tensor the kernel writes ``gA`` into (the layer's reused scratch,
     :data:`GA_OUT`)."""
     _native._check_backward(x, A, gy, N)
@@ -162,8 +196,7 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     lib = _lib(d, x.dtype, library)
     real = _native._REALS[x.dtype][0]
     if G is None:
-        G = torch.empty(B, d, d, dtype=torch.float64, device=x.device)
-        _native._run(getattr(lib, f"geoattn_vp_gram_lu_gram_d{d}_{real}"), B, T, [(x, True), (G, True)])
+        pass  # the kernel forms each block's Gram matrices again (Note [block-local Gram])
     elif G.shape != (B, d, d) or G.dtype != torch.float64 or not G.is_contiguous():
         raise ValueError(f"Expected G (the forward's Gram matrices) contiguous, float64, of shape {(B, d, d)}. "
                          f"Got {G.dtype} {tuple(G.shape)}{'' if G.is_contiguous() else ', not contiguous'}.")

@@ -10,6 +10,7 @@ from torch import nn
 
 from .._docstrings import fill_doc
 from .. import kernels as K
+from ..kernels._functions import _traced
 from ._common import check_positive_int, check_sequence, factory
 
 __all__ = ["OrthonormalAttention"]
@@ -95,7 +96,9 @@ class OrthonormalAttention(nn.Module):
         differences as ``upper_triangular_asymmetrize(C).mT`` (so the same bits, tested), taken on ``C``'s own
         storage (``C`` is this call's product; autograd keeps the factors, not ``C``) and written contiguously, so
         the action reads it without a copy: two ``T x T`` buffers and passes fewer per call."""
-        upper = self.correlation(x).triu_(1)
+        c = self.correlation(x)
+        # in place only on plain tensors: torch.func has no batching rule for triu_ (it would fall back to a loop)
+        upper = torch.triu(c, 1) if _traced(c) else c.triu_(1)
         return torch.neg(upper).add_(upper.mT)  # -U_ij + U_ji: the bits of U_ji - U_ij (IEEE), contiguous
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

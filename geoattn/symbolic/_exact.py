@@ -174,6 +174,8 @@ def polynomial_gradient(expr, wrt) -> list:
     if opaque:
         raise NotEvaluable(f"Expected a polynomial in symbols. Got the subexpression {next(iter(opaque))}.")
     wrt = list(wrt)
+    if not all(isinstance(s, sp.Symbol) for s in wrt) or len(set(wrt)) != len(wrt):
+        raise ValueError(f"Expected distinct symbols to differentiate by. Got {wrt}.")
     extra = [s for s in wrt if s not in set(symbols)]
     R, *gens = ring(symbols + extra, QQ)
     table = dict(zip(symbols + extra, gens))

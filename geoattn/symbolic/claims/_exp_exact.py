@@ -119,20 +119,22 @@ def exp_residual_nonzero(value) -> bool:
     :class:`NonFiniteResidual`, so the caller can draw another point."""
     out, _ = _in_x(value)
     entries = list(out) if isinstance(out, sp.MatrixBase) else [out]
+    bad = (sp.zoo, sp.nan, sp.oo, -sp.oo)
     for x in entries:
-        if x.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+        if x.has(*bad):
             raise NonFiniteResidual(f"Expected a finite residual. Got {x}.")
+    nonzero = False
+    for x in entries:  # every entry: a non-finite one anywhere makes the point outside the domain
         # decided as one fraction of polynomials in x over the rationals where every denominator is a nonzero
         # polynomial (Note [fast paths decide only what they prove]); SymPy's cancel otherwise
         zero = rational_zero(x)
         if zero is None:
             r = sp.cancel(sp.together(x))
-            if r.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+            if r.has(*bad):
                 raise NonFiniteResidual(f"Expected a finite residual. Got {r}.")
             zero = r == 0
-        if not zero:
-            return True
-    return False
+        nonzero = nonzero or not zero
+    return nonzero
 
 
 def search_exp_counterexample(residual, variables, sizes, *, seed: int, points: int, name: str,

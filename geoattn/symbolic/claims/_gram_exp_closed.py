@@ -102,12 +102,16 @@ def _loss(X, B, Gy, ca, cb):
 
 
 def _reference(X: sp.Matrix, Am: sp.Matrix, Gy: sp.Matrix, ca: sp.Matrix, cb: sp.Matrix):
-    r"""``(x_bar, skew(A_bar))`` of :math:`\langle\bar y, xE(-Ax^Tx)\rangle`: SymPy's derivatives in ``x`` and in a
-    general ``A`` at the skew one where the point is symbolic; exact directional derivatives (a polynomial in one
-    symbol ``eps``, its linear coefficient) along every entry where it is rational."""
+    r"""``(x_bar, skew(A_bar))`` of :math:`\langle\bar y, xE(-Ax^Tx)\rangle`. Where every entry of ``x`` and the
+    free entries ``a_ij`` (``i > j``) of the skew ``A`` are distinct symbols: the derivatives of the loss as one
+    sparse polynomial, :math:`\mathrm{skew}(\bar A)_{ij} = \tfrac12\,\partial L/\partial a_{ij}`; at other symbolic
+    points SymPy's derivatives in ``x`` and in a general ``A`` at the skew one; exact directional derivatives (a
+    polynomial in one symbol ``eps``, its linear coefficient) along every entry where the point is rational."""
     k = Am.rows
     lower = [(i, j) for i in range(k) for j in range(i)]
-    if all(Am[i, j].is_Symbol for i, j in lower) and len({Am[i, j] for i, j in lower}) == len(lower):
+    free = [Am[i, j] for i, j in lower]
+    if (k > 1 and Am == -Am.T and all(e.is_Symbol for e in [*free, *X])
+            and len(set(free) | set(X)) == len(free) + len(X)):
         # Am's free entries are symbols a_ij (i > j, Am_ji = -a_ij): moving a_ij moves A along E_ij - E_ji, so
         # skew(gradient in a general A)_ij = (1/2) dL/da_ij. Every derivative is read off one sparse polynomial.
         grads = polynomial_gradient(_loss(X, Am, Gy, ca, cb), list(X) + [Am[i, j] for i, j in lower])
