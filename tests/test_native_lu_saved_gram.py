@@ -82,7 +82,10 @@ def test_a_gram_of_the_wrong_shape_or_type_is_refused():
             _native_lu.gram_backward(x, gy, N, A, G=bad)
 
 
-def test_the_layer_hands_the_forwards_gram_to_the_backward(monkeypatch):
+@pytest.mark.parametrize("block", [True, False])
+def test_the_layer_hands_the_forwards_gram_to_the_backward_unless_block_local(monkeypatch, block):
+    """Under BLOCK_GRAM (the default, Note [block-local Gram]) the backward gets no Gram matrix and forms each
+    block's again; without it the layer hands the forward's to the backward (SAVED_GRAM)."""
     _native_or_skip(8)
     torch.manual_seed(11)
     d, T, B = 8, 16, 5
@@ -94,12 +97,16 @@ def test_the_layer_hands_the_forwards_gram_to_the_backward(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(_native_lu, "gram_backward", spy)
+    monkeypatch.setattr(_native_lu, "BLOCK_GRAM", block)
     assert "-> gram-lu/native" in str(K.explain("vp_attention", x, A))
     xr = x.clone().requires_grad_()
     K.vp_attention(xr, A).backward(gy)
-    assert len(seen) == 1 and seen[0] is not None
-    gram = x.double().mT @ x.double()
-    assert float((seen[0] - gram).abs().max()) <= 4 * T * torch.finfo(F64).eps * float(gram.abs().max())
+    assert len(seen) == 1
+    if block:
+        assert seen[0] is None
+    else:
+        gram = x.double().mT @ x.double()
+        assert float((seen[0] - gram).abs().max()) <= 4 * T * torch.finfo(F64).eps * float(gram.abs().max())
     assert _close(xr.grad, _reference(x, A.double(), gy)[0], 64 * T)
 
 
