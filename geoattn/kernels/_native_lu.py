@@ -104,8 +104,7 @@ def build(d: int, real: str, source: str = SOURCE) -> ctypes.CDLL | str:
     """Compile (or find in the cache) and load the library of one ``d`` and real type (``"f32"``, ``"f64"``) from
     the C file ``source``; a string says why not. The tests build broken kernels with it."""
     return _native.bind(_native.build(d, real, source), d, real, source, {"vp_gram_lu_fwd": None,
-                                                                           "vp_gram_lu_bwd": None,
-                                                                           "vp_gram_lu_gram": None})
+                                                                           "vp_gram_lu_bwd": None})
 
 
 def _library(d: int, dtype: torch.dtype) -> ctypes.CDLL | str:
@@ -195,9 +194,8 @@ def gram_backward(x: torch.Tensor, gy: torch.Tensor, N: torch.Tensor, A: torch.T
     B, T, d = x.shape
     lib = _lib(d, x.dtype, library)
     real = _native._REALS[x.dtype][0]
-    if G is None:
-        pass  # the kernel forms each block's Gram matrices again (Note [block-local Gram])
-    elif G.shape != (B, d, d) or G.dtype != torch.float64 or not G.is_contiguous():
+    # G None: the kernel forms each block's Gram matrices again (Note [block-local Gram])
+    if G is not None and (G.shape != (B, d, d) or G.dtype != torch.float64 or not G.is_contiguous()):
         raise ValueError(f"Expected G (the forward's Gram matrices) contiguous, float64, of shape {(B, d, d)}. "
                          f"Got {G.dtype} {tuple(G.shape)}{'' if G.is_contiguous() else ', not contiguous'}.")
     gx = torch.empty_like(x)

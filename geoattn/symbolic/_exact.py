@@ -105,19 +105,32 @@ def rational_zero(expr) -> bool | None:
         return None
     R, *gens = ring(symbols + list(opaque.values()), QQ)
     table = dict(zip(symbols + list(opaque), gens))
-    n_sym = len(symbols)
+    try:
+        num, _ = _fraction(expr, R, table, len(symbols))
+    except NotEvaluable:
+        return None
+    if not num:
+        return True
+    return False if not opaque else None
+
+
+def _fraction(expr, R, table: dict, n_plain: int):
+    """``(num, den)``, polynomials of the ring ``R`` with ``expr == num / den``; ``table`` maps the symbols and the
+    opaque subexpressions to ``R``'s generators, the first ``n_plain`` of them the symbols' (shared subtrees built
+    once). A denominator that is zero or uses an opaque generator raises :class:`NotEvaluable`; a polynomial gives
+    ``den == R.one``."""
     memo: dict = {}
 
     def plain(p) -> bool:
         """Whether the polynomial ``p`` uses no opaque generator."""
-        return all(not any(m[n_sym:]) for m in p.monoms())
+        return all(not any(m[n_plain:]) for m in p.monoms())
 
     def rec(e):
         if e not in memo:
-            memo[e] = _fraction(e)
+            memo[e] = build(e)
         return memo[e]
 
-    def _fraction(e):
+    def build(e):
         if e in table:
             return table[e], R.one
         if e.is_Rational:
@@ -142,13 +155,7 @@ def rational_zero(expr) -> bool | None:
             num, den = num**k, den**k
         return num, den
 
-    try:
-        num, _ = rec(expr)
-    except NotEvaluable:
-        return None
-    if not num:
-        return True
-    return False if not opaque else None
+    return rec(expr)
 
 
 def polynomial_gradient(expr, wrt) -> list:
@@ -179,34 +186,9 @@ def polynomial_gradient(expr, wrt) -> list:
     extra = [s for s in wrt if s not in set(symbols)]
     R, *gens = ring(symbols + extra, QQ)
     table = dict(zip(symbols + extra, gens))
-    memo: dict = {}
-
-    def rec(e):
-        if e not in memo:
-            memo[e] = _polynomial(e)
-        return memo[e]
-
-    def _polynomial(e):
-        if e in table:
-            return table[e]
-        if e.is_Rational:
-            return R(QQ(int(e.p), int(e.q)))
-        if e.is_Add:
-            out = R.zero
-            for a in e.args:
-                out = out + rec(a)
-            return out
-        if e.is_Mul:
-            out = R.one
-            for a in e.args:
-                out = out * rec(a)
-            return out
-        k = int(e.exp)
-        if k < 0:
-            raise NotEvaluable(f"Expected a polynomial. Got the power {e}.")
-        return rec(e.base) ** k
-
-    p = rec(expr)
+    p, den = _fraction(expr, R, table, len(gens))
+    if den != R.one:
+        raise NotEvaluable(f"Expected a polynomial. Got a denominator in {expr}.")
     return [p.diff(table[s]).as_expr() for s in wrt]
 
 

@@ -102,31 +102,26 @@ def _loss(X, B, Gy, ca, cb):
 
 
 def _reference(X: sp.Matrix, Am: sp.Matrix, Gy: sp.Matrix, ca: sp.Matrix, cb: sp.Matrix):
-    r"""``(x_bar, skew(A_bar))`` of :math:`\langle\bar y, xE(-Ax^Tx)\rangle`. Where every entry of ``x`` and the
-    free entries ``a_ij`` (``i > j``) of the skew ``A`` are distinct symbols: the derivatives of the loss as one
-    sparse polynomial, :math:`\mathrm{skew}(\bar A)_{ij} = \tfrac12\,\partial L/\partial a_{ij}`; at other symbolic
-    points SymPy's derivatives in ``x`` and in a general ``A`` at the skew one; exact directional derivatives (a
-    polynomial in one symbol ``eps``, its linear coefficient) along every entry where the point is rational."""
+    r"""``(x_bar, skew(A_bar))`` of :math:`\langle\bar y, xE(-Ax^Tx)\rangle`. At a symbolic point (every entry of
+    ``x`` and the free entries ``a_ij``, ``i > j``, of the skew ``A`` distinct symbols): the derivatives of the loss
+    as one sparse polynomial, :math:`\mathrm{skew}(\bar A)_{ij} = \tfrac12\,\partial L/\partial a_{ij}`; at a
+    rational point: exact directional derivatives (a polynomial in one symbol ``eps``, its linear coefficient)
+    along every entry."""
     k = Am.rows
-    lower = [(i, j) for i in range(k) for j in range(i)]
-    free = [Am[i, j] for i, j in lower]
-    if (k > 1 and Am == -Am.T and all(e.is_Symbol for e in [*free, *X])
-            and len(set(free) | set(X)) == len(free) + len(X)):
-        # Am's free entries are symbols a_ij (i > j, Am_ji = -a_ij): moving a_ij moves A along E_ij - E_ji, so
-        # skew(gradient in a general A)_ij = (1/2) dL/da_ij. Every derivative is read off one sparse polynomial.
-        grads = polynomial_gradient(_loss(X, Am, Gy, ca, cb), list(X) + [Am[i, j] for i, j in lower])
+    if X.free_symbols | Am.free_symbols:
+        lower = [(i, j) for i in range(k) for j in range(i)]
+        free = [Am[i, j] for i, j in lower]
+        if not (k > 1 and Am == -Am.T and all(e.is_Symbol for e in [*free, *X])
+                and len(set(free) | set(X)) == len(free) + len(X)):
+            raise ValueError("Expected x and the free entries of a skew A as distinct symbols, or a rational point. "
+                             f"Got x = {X.tolist()}, A = {Am.tolist()}.")
+        # moving a_ij moves A along E_ij - E_ji, so skew(gradient in a general A)_ij = (1/2) dL/da_ij
+        grads = polynomial_gradient(_loss(X, Am, Gy, ca, cb), list(X) + free)
         gx = sp.Matrix(X.rows, X.cols, grads[:len(X)])
         ga = sp.zeros(k, k)
         for (i, j), g in zip(lower, grads[len(X):]):
             ga[i, j], ga[j, i] = g / 2, -g / 2
         return gx, ga
-    if X.free_symbols | Am.free_symbols:
-        Bm = alg.general("b_gen", k, k)
-        L = _loss(X, Bm, Gy, ca, cb)
-        at = {Bm[i, j]: Am[i, j] for i in range(k) for j in range(k)}
-        gx = sp.Matrix(X.rows, X.cols, lambda i, j: sp.diff(L, X[i, j]).subs(at))
-        gb = sp.Matrix(k, k, lambda i, j: sp.diff(L, Bm[i, j]).subs(at))
-        return gx, _skew(gb)
     eps = sp.Symbol("eps")
 
     def slope(Xe, Be):
