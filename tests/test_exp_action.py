@@ -224,16 +224,39 @@ def test_claims_and_negative_controls():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_norm_bound_bounds_the_spectral_norm(dtype):
-    """rho >= ||S||_2 (float64 SVD of the same matrices) on random skew matrices and on the layer's; the
-    sqrt(||S^2||_1) term without its rounding allowance would fall below it on S^2 with cancellation."""
+    """rho >= ||S||_2 (float64 SVD of the same matrices) on random skew matrices, on the layer's, and on the
+    extreme case of the pairing bound (all eigenvalue pairs equal: a multiple of the standard J, where
+    (||S^2||_F^2 / 2)^(1/4) = (T/2)^(1/4) ||S||_2); within its rounding allowance of the exact float64 value of
+    the formula; the allowance matters: without it, and without the fourth root, the bound fails."""
     torch.manual_seed(0)
     layer = OrthonormalAttention(8, dtype=dtype)
-    mats = [_skew(200, 16, 3.0).to(dtype), layer._skew_t(torch.randn(200, 64, 8, dtype=dtype)).contiguous()]
+    J = torch.zeros(16, 16, dtype=torch.float64)
+    J[torch.arange(0, 16, 2), torch.arange(1, 16, 2)] = 1.0
+    J = (J - J.mT) * 3.0
+    mats = [_skew(200, 16, 3.0).to(dtype), layer._skew_t(torch.randn(200, 64, 8, dtype=dtype)).contiguous(),
+            J.to(dtype)[None], _skew(50, 8, 1e-3).to(dtype)]
     for S in mats:
         exact = torch.linalg.matrix_norm(S.double(), 2)
         rho = ea.norm_bound(S)
+        formula = (torch.linalg.matrix_norm(torch.bmm(S.double(), S.double())) ** 2 / 2) ** 0.25
+        T = S.shape[-1]
         assert (rho >= exact).all()
-        assert (rho <= S.double().abs().sum(-2).amax(-1) * (1 + 1e-5)).all()
-    # negative control: a bound that drops the square root (||S^2||_1 < ||S||_2 when ||S||_2 < 1) fails
+        assert (rho <= formula * (1 + 4 * T * T * torch.finfo(dtype).eps + 1e-11)).all()  # and the 1e-12 margins
+    assert torch.allclose(ea.norm_bound(J[None].to(dtype)), torch.tensor([3.0 * 8 ** 0.25], dtype=torch.float64),
+                          rtol=64 * 16 * torch.finfo(dtype).eps)
+    # negative control: the square root of ||S^2||_F / sqrt(2) without the fourth root is not a bound when ||S|| < 1
     S = _skew(50, 8, 0.01).to(dtype)
-    assert not (torch.bmm(S, S).double().abs().sum(-2).amax(-1) >= torch.linalg.matrix_norm(S.double(), 2)).all()
+    assert not ((torch.linalg.matrix_norm(torch.bmm(S, S)).double() / 2 ** 0.5)
+                >= torch.linalg.matrix_norm(S.double(), 2)).all()
+
+
+def test_square_norm_claim_and_its_control():
+    """The pairing behind norm_bound is proved (the derivation accepted, the exact identity at n = 2 .. 5), and the
+    same identity for a general matrix is refuted with an exact counterexample."""
+    from geoattn.symbolic.claim import Level
+    from geoattn.symbolic.claims import exp_action as claim
+
+    v = claim.make_square_norm_claim().check()
+    assert v.level is Level.PROVED
+    v = claim.make_square_norm_claim(True, "neg.exp_action_pairing", Level.REFUTED).check()
+    assert v.level is Level.REFUTED and v.counterexample is not None

@@ -120,14 +120,15 @@ EXP_SKEW_ACTION = register_operation(Operation(
     (
         Route("empty", EAGER.name, _empty, lambda c: c.x.clone()),
         Route("chebyshev", NATIVE.name, _native_when, lambda c: _run_chebyshev(c, native=True),
-              per_sample="degree from the Bessel tail bound at rho = min(||S||_1, sqrt(||S^2||_1)), each sample run "
+              per_sample="degree from the Bessel tail bound at rho = (||S^2||_F^2 / 2)^(1/4), each sample run "
               "to its own degree; above the degree limit or a non-finite norm: exp_skew formed densely",
               claims=("exp_action.chebyshev_recurrence", "exp_action.chebyshev_adjoint",
-                      "exp_action.truncation_bound")),
+                      "exp_action.truncation_bound", "exp_action.skew_square_norm_bound")),
         Route("chebyshev", EAGER.name, _chebyshev_when, _run_chebyshev,
-              per_sample="degree from the Bessel tail bound at rho = min(||S||_1, sqrt(||S^2||_1)); above "
+              per_sample="degree from the Bessel tail bound at rho = (||S^2||_F^2 / 2)^(1/4); above "
               "the degree limit or a non-finite norm: exp_skew formed densely",
-              claims=("exp_action.chebyshev_recurrence", "exp_action.truncation_bound")),
+              claims=("exp_action.chebyshev_recurrence", "exp_action.truncation_bound",
+                      "exp_action.skew_square_norm_bound")),
         Route("dense", EAGER.name, lambda c: None, _run_dense,
               claims=("exp_skew.taylor_form", "exp_skew.eigh_form")),
     ),

@@ -18,11 +18,19 @@ r"""The claims behind ``exp_skew_action``: the Chebyshev expansion of ``exp(S) x
   :math:`\|\exp(S)x - \sum_{k\le m}c_kw_k\|_2 \le 2(\rho/2)^{m+1}/(m+1)!\,/(1 - \rho/(2(m+2)))\,\|x\|_2 < u`: the
   Jacobi--Anger expansion with :math:`\|T_k(H/\rho)\|_2 \le 1`, the bound :math:`|J_k(\rho)| \le (\rho/2)^k/k!`,
   the geometric tail, and an exact rational comparison at representative norms for float32 and float64.
+* ``exp_action.skew_square_norm_bound``: for real skew ``S``, :math:`\|S\|_2^4 \le \tfrac12\|S^2\|_F^2`, the
+  bound :func:`~geoattn.kernels._exp_action.norm_bound` computes. The eigenvalues of :math:`S^TS = -S^2` are
+  :math:`\ge 0` and come in equal pairs (one more zero when ``n`` is odd): :math:`\det(tI - S^2) = t^{n \bmod 2}
+  P(t)^2` with :math:`P(t) = \sum_k e_kt^{\lfloor n/2\rfloor - k}` read off :math:`\det(zI - S) = \sum_k
+  e_kz^{n-2k}`, an exact polynomial identity in the entries of ``S`` the engine checks at ``n = 2 .. 5`` (a negative
+  control takes a general matrix for ``S``); so the largest, :math:`\|S\|_2^2`, has its square at most half of
+  :math:`\mathrm{Tr}(S^TS)^2 = \|S^2\|_F^2`.
 """
 
 from __future__ import annotations
 
 import sympy as sp
+from sympy.polys.matrices import DomainMatrix
 
 from .. import algebra as alg
 from ..claim import Claim, Level
@@ -33,7 +41,8 @@ from ..strategies import MatrixIdentity
 from ._common import Policy, at_sizes
 
 __all__ = ["CLAIMS", "MAX_DEGREE", "recurrence_identity", "make_recurrence_claim", "adjoint_identity",
-           "make_adjoint_claim", "tail_bound", "degree_for", "make_truncation_claim"]
+           "make_adjoint_claim", "tail_bound", "degree_for", "make_truncation_claim", "pairing_identity",
+           "make_square_norm_claim"]
 
 #: the largest degree of the kernel (geoattn.kernels._exp_action.MAX_DEGREE; a test keeps the two equal)
 MAX_DEGREE = 160
@@ -47,6 +56,10 @@ if "jacobi_anger" not in LEMMAS:
     register("jacobi_anger", r"e^{i\rho y} = J_0(\rho) + 2\sum_{k\ge1} i^kJ_k(\rho)T_k(y) for y \in [-1, 1] "
              r"(y = \cos\varphi in the generating function of J_k); applied to a Hermitian H with \|H\|_2 \le \rho "
              r"through its spectral decomposition, where \|T_k(H/\rho)\|_2 \le 1", _A_S + ", 9.1.44-9.1.45")
+if "skew_spectrum_pairs" not in LEMMAS:
+    register("skew_spectrum_pairs", r"for real skew S the eigenvalues of S^TS = -S^2 are real, non-negative and of even "
+             r"multiplicity apart from one zero when n is odd (S is normal with eigenvalues \pm i\lambda_j); "
+             r"\|S\|_2^2 is the largest", "Horn and Johnson, Matrix Analysis, 2nd ed. (2013), 2.5")
 if "bessel_power_bound" not in LEMMAS:
     register("bessel_power_bound", r"|J_k(\rho)| \le (\rho/2)^k/k! for real \rho and integer k \ge 0",
              _A_S + ", 9.1.62")
@@ -224,5 +237,92 @@ def make_truncation_claim(offset: int = 0, claim_id: str = "exp_action.truncatio
     )
 
 
+def pairing_identity(general: bool = False) -> MatrixIdentity:
+    r"""The coefficients in ``t`` of :math:`\det(tI - S^2) - t^{n \bmod 2}P(t)^2` with ``P`` read off the even
+    coefficients of :math:`\det(zI - S)`; ``general=True`` takes a general ``S`` (a negative control)."""
+
+    def residual(size, S):
+        n, half = size["n"], size["n"] // 2
+        dS = DomainMatrix.from_Matrix(S)          # the polynomial ring (or QQ) of the entries
+        dom = dS.domain
+        char_s, char_sq = dS.charpoly(), (dS * dS).charpoly()  # coefficients, leading 1 first
+        P = [char_s[2 * k] for k in range(half + 1)]
+        square = [dom.zero] * (2 * half + 1 + n % 2)        # t^(n mod 2) P(t)^2, highest power first
+        for i, a in enumerate(P):
+            for j, b in enumerate(P):
+                square[i + j] += a * b
+        return sp.Matrix([dom.to_sympy(a - b) for a, b in zip(char_sq, square)])
+
+    make = (lambda s: alg.general("s", s["n"], s["n"])) if general else (lambda s: alg.skew("s", s["n"]))
+    return MatrixIdentity("det(tI - S^2) - t^(n mod 2) P(t)^2, P from the even coefficients of det(zI - S)",
+                          variables=lambda s: {"S": make(s)}, residual=residual)
+
+
+def _pairing_expression(sizes=(2, 3, 4)) -> sp.Expr:
+    r""":math:`\sum_n w^n(\det(tI - S_n^2) - t^{n \bmod 2}P_n(t)^2)` for symbolic skew :math:`S_n` (a fresh ``w``
+    keeps the sizes apart), unexpanded: zero as a polynomial exactly when the pairing holds at every size."""
+    t, z, w = sp.symbols("t z w")
+    total = []
+    for n in sizes:
+        S = alg.skew("s", n)
+        char_s = sp.Poly((z * sp.eye(n) - S).det(method="berkowitz"), z).all_coeffs()
+        P = sp.Add(*[char_s[2 * k] * t ** (n // 2 - k) for k in range(n // 2 + 1)], evaluate=False)
+        char_sq = (t * sp.eye(n) - S * S).det(method="berkowitz")
+        total.append(sp.Mul(w ** n, char_sq - t ** (n % 2) * P ** 2, evaluate=False))
+    return sp.Add(*total, evaluate=False)
+
+
+def _square_norm_derivation() -> Derivation:
+    pairing = _pairing_expression()
+    n2, mu, half_sq, half_tr, fro = sp.symbols(r"\|S\|_2^4 \mu_{\max}^2 \tfrac12\sum_i\mu_i^2 "
+                                              r"\tfrac12\mathrm{Tr}(S^TS)^2 \tfrac12\|S^2\|_F^2")
+    steps = [
+        Step(pairing, sp.Integer(0), r"the pairing of the eigenvalues at n = 2, 3, 4: \det(tI - S^2) = "
+             r"t^{n \bmod 2}P(t)^2 with P read off \det(zI - S), expanded in t and the entries of S",
+             identity()),
+        Step(n2, mu, r"\|S\|_2^2 is the largest eigenvalue \mu_{\max} of S^TS", lemma="skew_spectrum_pairs"),
+        Step(mu, half_sq, r"every \mu_i \ge 0 and the nonzero ones come in equal pairs, so \mu_{\max}^2 occurs "
+             r"at least twice in \sum_i \mu_i^2 (the pairing det(tI - S^2) = t^{n mod 2} P(t)^2 is checked exactly "
+             r"at n = 2 .. 5)", lemma="skew_spectrum_pairs", relation="<="),
+        Step(half_sq, half_tr, r"the eigenvalues of (S^TS)^2 are the \mu_i^2", lemma="eigendecomposition_normal"),
+        Step(half_tr, fro, r"S^TS = -S^2 is symmetric: \mathrm{Tr}(S^TS)^2 = \mathrm{Tr}(S^2)^TS^2 = \|S^2\|_F^2",
+             lemma="definition"),
+    ]
+    return Derivation(
+        assumptions=[r"S \in \mathbb{R}^{n\times n},\ S^T = -S"],
+        subject=(pairing,),
+        steps=steps,
+        remark=r"\|S\|_2 \le (\|S^2\|_F^2/2)^{1/4}\text{ for real skew } S",
+        conclusion=(n2, fro),
+    )
+
+
+def make_square_norm_claim(general: bool = False, claim_id: str = "exp_action.skew_square_norm_bound",
+                           expected: Level = Level.PROVED) -> Claim:
+    """The norm bound of the Chebyshev degree; ``general=True`` (with ``expected=Level.REFUTED``) is the negative
+    control: the pairing fails for a general matrix."""
+    return Claim(
+        id=claim_id,
+        title="the spectral norm of a skew matrix from the Frobenius norm of its square",
+        statement="For real skew S: ||S||_2^4 <= ||S^2||_F^2 / 2, since the eigenvalues of S^T S = -S^2 are "
+        "non-negative and come in equal pairs, det(tI - S^2) = t^(n mod 2) P(t)^2 with P read off the even "
+        "coefficients of det(zI - S) (checked exactly at n = 2 .. 5); the bound rho of the Chebyshev action "
+        "(kernel exp_skew_action, geoattn.kernels._exp_action.norm_bound).",
+        latex=r"\|S\|_2^4 \le \tfrac12\|S^2\|_F^2,\quad \det(tI - S^2) = t^{n \bmod 2}P(t)^2",
+        source="kernel exp_skew_action (geoattn.kernels._exp_action.norm_bound)",
+        expected=expected,
+        checker=Policy(
+            identity=pairing_identity(general),
+            search=at_sizes({"n": 3}, {"n": 4}, {"n": 6}),
+            points=2,
+            prove=None if general else _square_norm_derivation,
+            exact=at_sizes({"n": 2}, {"n": 3}, {"n": 4}, {"n": 5}),
+            always_exact=True,
+            exact_method="exact polynomial identity in t and the entries of S (characteristic polynomials over the ring "
+            "of the entries)",
+        ),
+    )
+
+
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
-CLAIMS = [make_recurrence_claim(), make_adjoint_claim(), make_truncation_claim()]
+CLAIMS = [make_recurrence_claim(), make_adjoint_claim(), make_truncation_claim(), make_square_norm_claim()]
