@@ -97,6 +97,7 @@ CLAIMS = {
     "exp_action.chebyshev_adjoint": ("kernels", "checked"),
     "exp_action.truncation_bound": ("kernels", "proved"),
     "exp_action.skew_square_norm_bound": ("kernels", "proved"),
+    "exp_action.uta_factor_vjp": ("kernels", "checked"),
     "exp_skew.hodge_vjp": ("kernels", "checked"),
     "exp_skew.hodge_vjp_series": ("kernels", "proved"),
     "models.triangular_residual_det_one": ("models", "checked"),

@@ -33,7 +33,7 @@ def test_layers_benchmark_runs(tmp_path):
         if r["layer"] not in ("sdpa", "torch.nn.MultiheadAttention"):
             assert r["ratio_fwd_bwd"] > 0 and r["ratio_fwd_bwd_sum"] > 0
         op = {"VolumePreservingAttention": "vp_attention", "VolumePreservingAttention(exp)": "vp_attention",
-              "SymplecticAttention": "symattn_update", "OrthonormalAttention": "exp_skew_action"}.get(r["layer"])
+              "SymplecticAttention": "symattn_update", "OrthonormalAttention": "exp_uta_action"}.get(r["layer"])
         if op is not None and not r.get("sweep"):  # the route that served, a route of the layer's operation
             from geoattn.kernels.dispatch import OPERATIONS
             assert r["route"] in {route.name for route in OPERATIONS[op].routes}, r

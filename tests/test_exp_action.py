@@ -48,7 +48,7 @@ def test_rank_deficient_correlation():
     ref = lam.mT @ x
     m = int(ea.chebyshev_degree(ea.norm_bound(layer._skew_t(x).reshape(-1, 20, 20)), 2.0**-53).max())
     assert _err(layer(x), ref, x) <= 4 * m * 20 * torch.finfo(torch.float64).eps
-    assert layer.explain(x).route.form == "chebyshev"
+    assert layer.explain(x).route.form == "chebyshev-factored"
 
 
 def test_gradcheck_float64():

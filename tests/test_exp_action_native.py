@@ -47,7 +47,7 @@ def test_rank_deficient_layer_input():
     layer = OrthonormalAttention(3, dtype=torch.float64)
     x = torch.randn(6, 20, 1, dtype=torch.float64) * torch.randn(1, 1, 3, dtype=torch.float64)
     ref = torch.linalg.matrix_exp(K.upper_triangular_asymmetrize(layer.correlation(x))).mT @ x
-    assert layer.explain(x).route.name == "chebyshev/native"
+    assert layer.explain(x).route.name == "chebyshev-factored/native"
     m = int(_prepare(layer._skew_t(x).reshape(-1, 20, 20))[1].max())
     assert _err(layer(x), ref, x) <= 4 * m * 20 * torch.finfo(torch.float64).eps
 
@@ -159,3 +159,24 @@ def test_adjoint_claim_and_negative_control():
     assert claim.make_adjoint_claim().check().level is Level.CHECKED
     v = claim.make_adjoint_claim(2, "neg.exp_action_adjoint", Level.REFUTED).check()
     assert v.level is Level.REFUTED and v.counterexample is not None
+
+
+def test_samples_with_a_large_degree_per_token_take_the_dense_form():
+    """Note [the action or the dense exponential]: under method="auto" a sample with m d > 32 T (native) is computed
+    as exp(S) x formed densely, bit for bit the dense form of that sample alone; its neighbours keep the action, and
+    method="chebyshev" keeps the action for every sample."""
+    from geoattn.kernels._op_exp_action import DENSE_RATIO, _dense
+
+    S = _skew(3, 8, scale=0.3, seed=5).float()
+    S[1] *= 10  # degree about 35 (below the limit 48): m d = 560 > 32 * 8
+    x = torch.randn(3, 8, 16, generator=torch.Generator().manual_seed(6))
+    rho, deg = _prepare(S, torch.float32)  # the route's own bound, from the float32 S
+    assert deg[1] <= 48 and deg[1] * 16 > DENSE_RATIO["native"] * 8 >= deg[0] * 16
+    assert K.explain("exp_skew_action", S, x).route.name == "chebyshev/native"
+    y = K.exp_skew_action(S, x)
+    assert torch.equal(y[1], _dense(S[1:2], x[1:2])[0])
+    assert torch.equal(y[0], na.exp_skew_action_native(S[:1], x[:1], rho[:1], deg[:1], 48)[0])
+    yc = K.exp_skew_action(S, x, method="chebyshev")
+    assert not torch.equal(yc[1], y[1])
+    ref = torch.linalg.matrix_exp(S.double()) @ x.double()
+    assert _err(yc, ref, x) <= 4 * int(deg.max()) * 8 * torch.finfo(torch.float32).eps

@@ -139,16 +139,17 @@ def test_ledger_order_is_pinned():
     ids = [c.id for c in symbolic.all_claims()]
     kernels = [c.id for c in symbolic.all_claims("kernels")]
     assert kernels[:3] == ["kernels.cayley_left_solve", "cayley.apply_form", "cayley.vjp"]
-    assert kernels[-23:] == ["vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp", "vp.gram_closed_form",
+    assert kernels[-24:] == ["vp.lowrank_form", "vp.lowrank_cayley_vjp", "vp.lowrank_exp_vjp", "vp.gram_closed_form",
                              "vp.gram_closed_form_vjp", "vp.gram_exp_vjp", "vp.gram_exp_closed_form",
                              "vp.gram_exp_closed_form_vjp", "vp.gram_lu_vjp", "vp.gram_lu_woodbury",
                              "vp.gram_lu_measured_bound",
                              "vp.gram_exp_closed_quartic", "vp.gram_exp_closed_quartic_vjp",
                              "vp.gram_exp_native_truncation", "vp.gram_exp_native_reverse", "vp_lower.offdiag_blocks",
                              "vp_lower.merge", "exp_action.chebyshev_recurrence", "exp_action.chebyshev_adjoint",
-                             "exp_action.truncation_bound", "exp_action.skew_square_norm_bound", "exp_skew.hodge_vjp",
+                             "exp_action.truncation_bound", "exp_action.skew_square_norm_bound",
+                             "exp_action.uta_factor_vjp", "exp_skew.hodge_vjp",
                              "exp_skew.hodge_vjp_series"]
-    assert ids[0] == "cayley.well_defined" and len(ids) == len(set(ids)) == 124
+    assert ids[0] == "cayley.well_defined" and len(ids) == len(set(ids)) == 125
     assert [f for f in symbolic.families()] == ["cayley", "vectorisation", "volume_preserving", "exponential",
                                                 "linear_symplectic", "multihead", "kernels", "models", "systems",
                                                 "symattn"]
@@ -196,4 +197,4 @@ def test_ledger_builder_refuses_a_broken_table(defect, match, monkeypatch):
         monkeypatch.undo()
         ledger._ledger.cache_clear()
         ledger._build.cache_clear()
-    assert len(symbolic.all_claims()) == 124
+    assert len(symbolic.all_claims()) == 125

@@ -19,8 +19,19 @@ zero), and a product ``v X^T`` is vectorised over the ``VL`` rows of one block o
   ``dL/dX = b_1^T v_0 + 2 sum_{k=2}^{m} b_k^T v_{k-1}`` as one sum over the ``m K`` stacked rows per entry,
   ``dL/dS = dL/dX / rho``, ``dL/dx = b_0^T``.
 
+The factored entry points (``exp_action_qk_*``, OrthonormalAttention's route ``chebyshev-factored/native`` of
+``exp_uta_action``) take ``q`` and ``k`` (``T x K``) instead of ``S`` and form ``X = S / rho`` with
+:math:`S = \mathrm{uta}(qk^T)^T` in the per-call buffer, one sample at a time (ledger ``exp_action.uta_factor_vjp``):
+``qk_norms`` returns the sums of squares of ``S`` and of ``fl(S S^T)`` behind the bound ``rho``
+(``exp_action.skew_square_norm_bound``), ``qk_fwd`` runs the forward above, ``qk_bwd`` the backward, then
+``dL/dq = striu(G^T - G) k`` and ``dL/dk = striu(G^T - G)^T q`` from ``G = dL/dS``. ``exp_action_miller`` runs
+Miller's recurrence for the coefficients with the operations of the NumPy form in its order (no contraction), so
+its bits are those of :func:`geoattn.kernels._exp_action.chebyshev_coefficients`.
+
 The template is one text compiled with ``-DGEOATTN_D=<K>`` (the columns of ``x``) and ``-DGEOATTN_F32`` or
-``-DGEOATTN_F64``. ``broken`` prints a deliberately wrong kernel for the tests' negative controls.
+``-DGEOATTN_F64``. ``broken`` prints a deliberately wrong kernel for the tests' negative controls (:data:`BROKEN`:
+the recurrence's sign, the adjoint's factor, the sign of ``S`` above the diagonal, the ``G^T`` term of the factors'
+gradient).
 """
 
 from __future__ import annotations
@@ -31,9 +42,9 @@ __all__ = ["MAX_K", "BROKEN", "generate_exp_action_module", "target_name"]
 
 #: the largest number of columns ``K`` the kernel is compiled for
 MAX_K = 16
-_CLAIMS = ["exp_action.chebyshev_recurrence", "exp_action.chebyshev_adjoint"]
+_CLAIMS = ["exp_action.chebyshev_recurrence", "exp_action.chebyshev_adjoint", "exp_action.uta_factor_vjp"]
 #: the ways ``broken`` can break the kernel (the tests' negative controls)
-BROKEN = ("recurrence_sign", "adjoint_factor")
+BROKEN = ("recurrence_sign", "adjoint_factor", "uta_sign", "factor_transpose")
 
 
 def target_name() -> str:
@@ -213,6 +224,85 @@ static void basis(int64_t T, int64_t TP, int64_t m, const real_t *Xt, real_t *V)
     }
 }
 
+/* the forward of one sample (X^T = Xt formed by the caller) from x (T x K) into out (T x K) */
+static void forward_sample(int64_t T, int64_t TP, int64_t m, const real_t *Xt, const real_t *x, const real_t *c,
+                           real_t *v0, real_t *v1, real_t *v2, real_t *y, real_t *out)
+{
+    rows(T, TP, x, v0);
+    series(T, TP, m, Xt, c, v0, v1, v2, y);
+    unrows(T, TP, y, out);
+}
+
+/* the reals of backward_sample's workspace past its OB guard reals */
+static size_t backward_reals(int64_t CM, int64_t KT)
+{
+    return (size_t)(6 * KT + 2 * (CM > 1 ? CM - 1 : 1) * KT);
+}
+
+/* (dL/dS into gS, T x T; dL/dx into gx, T x K) of one sample for the incoming gradient g (T x K), with Xt and Xr
+   formed by the caller when m > 0; w: backward_reals(CM, KT) + OB reals, its last OB zero */
+static void backward_sample(int64_t T, int64_t TP, int64_t CM, int64_t m, const real_t *Xt, const real_t *Xr,
+                            const real_t *x, real_t rho, const real_t *c, const real_t *g, real_t *gS, real_t *gx,
+                            real_t *w)
+{
+    int64_t KT = K * TP;
+    real_t *v0 = w, *v1 = v0 + KT, *v2 = v1 + KT, *y = v2 + KT, *gt = y + KT;
+    real_t *bx = gt + KT, *V = bx + KT, *Bs = V + (CM > 1 ? CM - 1 : 1) * KT;
+    rows(T, TP, g, gt);
+    if (m == 0) {
+        memset(gS, 0, sizeof(real_t) * (size_t)(T * T));
+        for (int64_t q = 0; q < KT; q += VL) store(v0 + q, load(gt + q) * splat(c[0]));
+        unrows(T, TP, v0, gx);
+        return;
+    }
+    rows(T, TP, x, V);
+    basis(T, TP, m, Xt, V);
+    /* the adjoint recurrence: bn = b_{k+1}, bn2 = b_{k+2}; Bs[k - 1] = (k > 1 ? 2 : 1) b_k */
+    real_t *bn = NULL, *bn2 = NULL, *bufs[3] = {v0, v1, v2};
+    for (int64_t k = m; k >= 1; k--) {
+        real_t *bk = bufs[k % 3];
+        if (bn != NULL) product(T, TP, Xr, bn, bx);
+        for (int64_t q = 0; q < KT; q += VL) {
+            vr t = load(gt + q) * splat(c[k]);
+            if (bn2 != NULL) t = load(bn2 + q) + t;
+            if (bn != NULL) t = load(bx + q) * splat(2) + t;
+            store(bk + q, t);
+            store(Bs + (k - 1) * KT + q, k > 1 ? t * splat(2) : t@FACTOR@);
+        }
+        bn2 = bn;
+        bn = bk;
+    }
+    product(T, TP, Xr, bn, bx);
+    for (int64_t q = 0; q < KT; q += VL) {
+        vr t = load(gt + q) * splat(c[0]) + load(bx + q);
+        if (bn2 != NULL) t += load(bn2 + q);
+        store(y + q, t);
+    }
+    unrows(T, TP, y, gx);
+    /* dL/dS[p, q] = (sum_r Bs[r, p] V[r, q]) / rho over the m K stacked rows r (Bs zero past T) */
+    int64_t R = m * K;
+    int np = TP == VL ? 8 : 4;  /* one block of columns: eight rows p at a time, for independent sums */
+    for (int64_t p0 = 0; p0 < T; p0 += np) {
+        for (int64_t qb = 0; qb < TP;) {
+            vr out[8][4];
+            int nq = np == 8 ? 1 : FOUR_COLUMNS && TP - qb >= 4 * VL ? 4 : TP - qb >= 2 * VL ? 2 : 1;
+            if (np == 8) outer_8_1(R, TP, V, Bs, p0, qb, out);
+            else if (nq == 4) outer_4_4(R, TP, V, Bs, p0, qb, out);
+            else if (nq == 2) outer_4_2(R, TP, V, Bs, p0, qb, out);
+            else outer_4_1(R, TP, V, Bs, p0, qb, out);
+            for (int a = 0; a < np && p0 + a < T; a++) {
+                for (int e = 0; e < nq; e++) {
+                    real_t tmp[VL];
+                    store(tmp, out[a][e] / splat(rho));
+                    int64_t q = qb + e * VL, wd = T - q < VL ? T - q : VL;
+                    if (wd > 0) memcpy(gS + (p0 + a) * T + q, tmp, sizeof(real_t) * (size_t)wd);
+                }
+            }
+            qb += nq * VL;
+        }
+    }
+}
+
 /* y (B x T x K) = exp(S) x per sample by its own degree deg[b] <= meta[0] - 1 with coefficients c (B x meta[0])
    and bound rho (B); returns 1 when its buffer could not be allocated (the loader raises), 0 otherwise */
 int GEOATTN_NAME(exp_action_fwd)(int64_t B, int64_t T, const real_t *Ss, const real_t *xs, const real_t *rho,
@@ -224,13 +314,15 @@ int GEOATTN_NAME(exp_action_fwd)(int64_t B, int64_t T, const real_t *Ss, const r
     real_t *v0 = Xt + T * TP, *v1 = v0 + K * TP, *v2 = v1 + K * TP, *y = v2 + K * TP;
     for (int64_t b = 0; b < B; b++) {
         scaled(T, TP, Ss + b * T * T, rho[b], Xt, NULL);
-        rows(T, TP, xs + b * T * K, v0);
-        series(T, TP, deg[b], Xt, cs + b * CM, v0, v1, v2, y);
-        unrows(T, TP, y, ys + b * T * K);
+        forward_sample(T, TP, deg[b], Xt, xs + b * T * K, cs + b * CM, v0, v1, v2, y, ys + b * T * K);
     }
     free(Xt);
     return 0;
 }
+
+/* OB reals past the stacked rows: the outer products read a block of 8 or 4 rows p from every row of Bs, past its
+   TP entries where TP < 8 (float64 with 4 or 2 lanes a vector); those rows p >= T are never stored */
+#define OB 8
 
 /* (dL/dS, dL/dx) per sample for the incoming gradient g (B x T x K) of y = exp(S) x (the forward's arguments);
    returns 1 when its buffers could not be allocated, 0 otherwise */
@@ -239,73 +331,191 @@ int GEOATTN_NAME(exp_action_bwd)(int64_t B, int64_t T, const real_t *Ss, const r
                                  real_t *gSs, real_t *gxs)
 {
     int64_t TP = (T + VL - 1) / VL * VL, CM = meta[0], KT = K * TP;
-    /* OB reals past the stacked rows: the outer products read a block of 8 or 4 rows p from every row of Bs, past
-       its TP entries where TP < 8 (float64 with 4 or 2 lanes a vector); those rows p >= T are never stored */
-    const size_t OB = 8;
-    size_t n = (size_t)(2 * T * TP + 6 * KT + 2 * (CM > 1 ? CM - 1 : 1) * KT) + OB;
-    real_t *Xt = malloc(sizeof(real_t) * n);
+    size_t nw = backward_reals(CM, KT) + OB;
+    real_t *Xt = malloc(sizeof(real_t) * ((size_t)(2 * T * TP) + nw));
     if (Xt == NULL) return 1;
-    memset(Xt + n - OB, 0, sizeof(real_t) * OB);
-    real_t *Xr = Xt + T * TP, *v0 = Xr + T * TP, *v1 = v0 + KT, *v2 = v1 + KT, *y = v2 + KT, *gt = y + KT;
-    real_t *bx = gt + KT, *V = bx + KT, *Bs = V + (CM > 1 ? CM - 1 : 1) * KT;
+    real_t *Xr = Xt + T * TP, *w = Xr + T * TP;
+    memset(w + nw - OB, 0, sizeof(real_t) * OB);
     for (int64_t b = 0; b < B; b++) {
-        int64_t m = deg[b];
-        const real_t *c = cs + b * CM;
-        real_t *gS = gSs + b * T * T;
-        rows(T, TP, gs + b * T * K, gt);
-        if (m == 0) {
-            memset(gS, 0, sizeof(real_t) * (size_t)(T * T));
-            for (int64_t q = 0; q < KT; q += VL) store(v0 + q, load(gt + q) * splat(c[0]));
-            unrows(T, TP, v0, gxs + b * T * K);
-            continue;
-        }
-        scaled(T, TP, Ss + b * T * T, rho[b], Xt, Xr);
-        rows(T, TP, xs + b * T * K, V);
-        basis(T, TP, m, Xt, V);
-        /* the adjoint recurrence: bn = b_{k+1}, bn2 = b_{k+2}; Bs[k - 1] = (k > 1 ? 2 : 1) b_k */
-        real_t *bn = NULL, *bn2 = NULL, *bufs[3] = {v0, v1, v2};
-        for (int64_t k = m; k >= 1; k--) {
-            real_t *bk = bufs[k % 3];
-            if (bn != NULL) product(T, TP, Xr, bn, bx);
-            for (int64_t q = 0; q < KT; q += VL) {
-                vr t = load(gt + q) * splat(c[k]);
-                if (bn2 != NULL) t = load(bn2 + q) + t;
-                if (bn != NULL) t = load(bx + q) * splat(2) + t;
-                store(bk + q, t);
-                store(Bs + (k - 1) * KT + q, k > 1 ? t * splat(2) : t@FACTOR@);
+        if (deg[b] > 0) scaled(T, TP, Ss + b * T * T, rho[b], Xt, Xr);
+        backward_sample(T, TP, CM, deg[b], Xt, Xr, xs + b * T * K, rho[b], cs + b * CM, gs + b * T * K,
+                        gSs + b * T * T, gxs + b * T * K, w);
+    }
+    free(Xt);
+    return 0;
+}
+
+/* The factored form S = uta(q k^T)^T of OrthonormalAttention (q, k: T x K), never stored as a T x T tensor
+   [ledger: exp_action.uta_factor_vjp]: S[i, l] = q_l . k_i for i > l, -(q_i . k_l) for i < l, 0 for i = l.
+
+   Xt[l, i] = S[i, l] / r and, when Xr is not NULL, Xr[l, i] = S[l, i] / r (T x TP, padding zero); qt and kt are
+   the row forms of q and k (K x TP); each entry is the sum over j in order, one multiply-add per term */
+static void factored(int64_t T, int64_t TP, const real_t *q, const real_t *k, const real_t *qt, const real_t *kt,
+                     real_t r, real_t *Xt, real_t *Xr)
+{
+    for (int64_t l = 0; l < T; l++) {
+        for (int64_t ib = 0; ib < TP; ib += VL) {
+            vr lo = load(kt + ib) * splat(q[l * K]), up = load(qt + ib) * splat(k[l * K]);
+            for (int j = 1; j < K; j++) {
+                lo += load(kt + j * TP + ib) * splat(q[l * K + j]);
+                up += load(qt + j * TP + ib) * splat(k[l * K + j]);
             }
-            bn2 = bn;
-            bn = bk;
-        }
-        product(T, TP, Xr, bn, bx);
-        for (int64_t q = 0; q < KT; q += VL) {
-            vr t = load(gt + q) * splat(c[0]) + load(bx + q);
-            if (bn2 != NULL) t += load(bn2 + q);
-            store(y + q, t);
-        }
-        unrows(T, TP, y, gxs + b * T * K);
-        /* dL/dS[p, q] = (sum_r Bs[r, p] V[r, q]) / rho over the m K stacked rows r (Bs zero past T) */
-        int64_t R = m * K;
-        int np = TP == VL ? 8 : 4;  /* one block of columns: eight rows p at a time, for independent sums */
-        for (int64_t p0 = 0; p0 < T; p0 += np) {
-            for (int64_t qb = 0; qb < TP;) {
-                vr out[8][4];
-                int nq = np == 8 ? 1 : FOUR_COLUMNS && TP - qb >= 4 * VL ? 4 : TP - qb >= 2 * VL ? 2 : 1;
-                if (np == 8) outer_8_1(R, TP, V, Bs, p0, qb, out);
-                else if (nq == 4) outer_4_4(R, TP, V, Bs, p0, qb, out);
-                else if (nq == 2) outer_4_2(R, TP, V, Bs, p0, qb, out);
-                else outer_4_1(R, TP, V, Bs, p0, qb, out);
-                for (int a = 0; a < np && p0 + a < T; a++) {
-                    for (int e = 0; e < nq; e++) {
-                        real_t tmp[VL];
-                        store(tmp, out[a][e] / splat(rho[b]));
-                        int64_t q = qb + e * VL, w = T - q < VL ? T - q : VL;
-                        if (w > 0) memcpy(gS + (p0 + a) * T + q, tmp, sizeof(real_t) * (size_t)w);
-                    }
-                }
-                qb += nq * VL;
+            real_t a[VL], u[VL];
+            store(a, lo);
+            store(u, up);
+            for (int e = 0; e < VL; e++) {
+                int64_t i = ib + e;
+                real_t s = i > l ? a[e] : i < l ? @USIGN@u[e] : 0;
+                Xt[l * TP + i] = i < T ? s / r : 0;
             }
         }
+    }
+    if (Xr != NULL)
+        for (int64_t l = 0; l < T; l++) {
+            for (int64_t i = 0; i < T; i++) Xr[l * TP + i] = Xt[i * TP + l];
+            for (int64_t i = T; i < TP; i++) Xr[l * TP + i] = 0;
+        }
+}
+
+/* dL/dq = striu(gS^T - gS) k and dL/dk = striu(gS^T - gS)^T q (T x K each) from dL/dS (T x T) of
+   S = uta(q k^T)^T: dL/dU[a, b] = gS[b, a] - gS[a, b] for the strict upper triangle U of C = q k^T */
+static void factor_grads(int64_t T, const real_t *gS, const real_t *q, const real_t *k, real_t *gq, real_t *gk)
+{
+    memset(gq, 0, sizeof(real_t) * (size_t)(T * K));
+    memset(gk, 0, sizeof(real_t) * (size_t)(T * K));
+    for (int64_t a = 0; a < T; a++)
+        for (int64_t b = a + 1; b < T; b++) {
+            real_t h = @GST@gS[a * T + b];
+            for (int j = 0; j < K; j++) {
+                gq[a * K + j] += h * k[b * K + j];
+                gk[b * K + j] += h * q[a * K + j];
+            }
+        }
+}
+
+/* ||S||_F^2 and ||fl(S S^T)||_F^2 (= ||S^2||_F^2 in exact arithmetic: S S^T = -S^2) of one sample from Xt
+   (Xt[l, i] = S[i, l], padding zero): squares and sums in real_t vectors, the lanes added in double;
+   (S S^T)[a, b] = sum_l Xt[l, a] Xt[l, b], four rows a at a time for independent sums */
+static void frobenius_norms(int64_t T, int64_t TP, const real_t *Xt, double *f, double *f2)
+{
+    real_t t[VL];
+    vr acc = splat(0);
+    for (int64_t q = 0; q < T * TP; q += VL) {
+        vr v = load(Xt + q);
+        acc += v * v;
+    }
+    store(t, acc);
+    double s = 0, s2 = 0;
+    for (int e = 0; e < VL; e++) s += t[e];
+    for (int64_t a0 = 0; a0 < T; a0 += 4) {
+        for (int64_t ib = 0; ib < TP; ib += VL) {
+            vr g[4] = {splat(0), splat(0), splat(0), splat(0)};
+            for (int64_t l = 0; l < T; l++) {
+                vr m = load(Xt + l * TP + ib);
+                for (int u = 0; u < 4; u++) g[u] += m * splat(a0 + u < T ? Xt[l * TP + a0 + u] : 0);
+            }
+            vr sq = g[0] * g[0] + g[1] * g[1] + g[2] * g[2] + g[3] * g[3];
+            store(t, sq);
+            for (int e = 0; e < VL; e++) s2 += t[e];
+        }
+    }
+    *f = s;
+    *f2 = s2;
+}
+
+/* per sample, ||S||_F^2 and ||fl(S S^T)||_F^2 into out[2 b], out[2 b + 1] (frobenius_norms) for S = uta(q k^T)^T:
+   the bound rho of the caller */
+int GEOATTN_NAME(exp_action_qk_norms)(int64_t B, int64_t T, const real_t *qs, const real_t *ks, double *out)
+{
+    int64_t TP = (T + VL - 1) / VL * VL, KT = K * TP;
+    real_t *Xt = malloc(sizeof(real_t) * (size_t)(T * TP + 2 * KT));
+    if (Xt == NULL) return 1;
+    real_t *qt = Xt + T * TP, *kt = qt + KT;
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *q = qs + b * T * K, *k = ks + b * T * K;
+        rows(T, TP, q, qt);
+        rows(T, TP, k, kt);
+        factored(T, TP, q, k, qt, kt, 1, Xt, NULL);
+        frobenius_norms(T, TP, Xt, out + 2 * b, out + 2 * b + 1);
+    }
+    free(Xt);
+    return 0;
+}
+
+/* Miller's backward recurrence for J_k(r) / norm, k = 0 .. meta[0], per sample from k = meta[1] (even) down, the
+   operations of geoattn.kernels._exp_action._miller_cpu in its order with no contraction (the same bits): 1 / r,
+   J_{k-1} = (2k / r) J_k - J_{k+1}, every value kept so far scaled by 1e-250 when |J_{k-1}| > 1e250, the norm
+   J_0 + 2 sum J_{2k}; out (B x (meta[0] + 1)) */
+__attribute__((optimize("fp-contract=off")))
+int GEOATTN_NAME(exp_action_miller)(int64_t B, int64_t T, const double *rs, const int64_t *meta, double *out)
+{
+    (void)T;
+    int64_t degree = meta[0], start = meta[1];
+    for (int64_t b = 0; b < B; b++) {
+        double inv = 1.0 / rs[b], nxt = 0.0, cur = 1.0, norm = 0.0;
+        double *vals = out + b * (degree + 1);
+        for (int64_t j = 0; j <= degree; j++) vals[j] = 0.0;
+        for (int64_t k = start; k > 0; k--) {
+            if (k <= degree) vals[k] = cur;
+            if (k % 2 == 0) norm = norm + 2.0 * cur;
+            double prev = (inv * (double)(2 * k)) * cur - nxt;
+            nxt = cur;
+            cur = prev;
+            if (cur > 1e250 || cur < -1e250) {  /* |cur| > 1e250, false for NaN as in NumPy */
+                cur *= 1e-250;
+                nxt *= 1e-250;
+                norm *= 1e-250;
+                for (int64_t j = k; j <= degree; j++) vals[j] *= 1e-250;
+            }
+        }
+        vals[0] = cur;
+        norm = norm + cur;
+        for (int64_t j = 0; j <= degree; j++) vals[j] = vals[j] / norm;
+    }
+    return 0;
+}
+
+/* y = exp(S) x per sample for S = uta(q k^T)^T (q, k, x: B x T x K), the arguments of exp_action_fwd otherwise */
+int GEOATTN_NAME(exp_action_qk_fwd)(int64_t B, int64_t T, const real_t *qs, const real_t *ks, const real_t *xs,
+                                    const real_t *rho, const real_t *cs, const int64_t *deg, const int64_t *meta,
+                                    real_t *ys)
+{
+    int64_t TP = (T + VL - 1) / VL * VL, CM = meta[0], KT = K * TP;
+    real_t *Xt = malloc(sizeof(real_t) * (size_t)(T * TP + 6 * KT));
+    if (Xt == NULL) return 1;
+    real_t *v0 = Xt + T * TP, *v1 = v0 + KT, *v2 = v1 + KT, *y = v2 + KT, *qt = y + KT, *kt = qt + KT;
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *q = qs + b * T * K, *k = ks + b * T * K;
+        rows(T, TP, q, qt);
+        rows(T, TP, k, kt);
+        factored(T, TP, q, k, qt, kt, rho[b], Xt, NULL);
+        forward_sample(T, TP, deg[b], Xt, xs + b * T * K, cs + b * CM, v0, v1, v2, y, ys + b * T * K);
+    }
+    free(Xt);
+    return 0;
+}
+
+/* (dL/dq, dL/dk, dL/dx) per sample for the incoming gradient g of exp_action_qk_fwd (its arguments) */
+int GEOATTN_NAME(exp_action_qk_bwd)(int64_t B, int64_t T, const real_t *qs, const real_t *ks, const real_t *xs,
+                                    const real_t *rho, const real_t *cs, const int64_t *deg, const int64_t *meta,
+                                    const real_t *gs, real_t *gqs, real_t *gks, real_t *gxs)
+{
+    int64_t TP = (T + VL - 1) / VL * VL, CM = meta[0], KT = K * TP;
+    size_t nw = backward_reals(CM, KT) + OB;
+    real_t *Xt = malloc(sizeof(real_t) * ((size_t)(2 * T * TP + T * T + 2 * KT) + nw));
+    if (Xt == NULL) return 1;
+    real_t *Xr = Xt + T * TP, *gS = Xr + T * TP, *qt = gS + T * T, *kt = qt + KT, *w = kt + KT;
+    memset(w + nw - OB, 0, sizeof(real_t) * OB);
+    for (int64_t b = 0; b < B; b++) {
+        const real_t *q = qs + b * T * K, *k = ks + b * T * K;
+        if (deg[b] > 0) {
+            rows(T, TP, q, qt);
+            rows(T, TP, k, kt);
+            factored(T, TP, q, k, qt, kt, rho[b], Xt, Xr);
+        }
+        backward_sample(T, TP, CM, deg[b], Xt, Xr, xs + b * T * K, rho[b], cs + b * CM, gs + b * T * K, gS,
+                        gxs + b * T * K, w);
+        factor_grads(T, gS, q, k, gqs + b * T * K, gks + b * T * K);
     }
     free(Xt);
     return 0;
@@ -319,4 +529,6 @@ def generate_exp_action_module(broken: str | None = None) -> str:
     head = HEADER.format(top=MAX_K, claims=", ".join(_CLAIMS), prelude=REAL_PRELUDE)
     body = TEMPLATE.replace("@SIGN@", " -" if broken == "recurrence_sign" else " +")
     body = body.replace("@FACTOR@", " * splat(2)" if broken == "adjoint_factor" else "")
+    body = body.replace("@USIGN@", "" if broken == "uta_sign" else "-")
+    body = body.replace("@GST@", "-" if broken == "factor_transpose" else "gS[b * T + a] - ")
     return head + f"#if GEOATTN_D >= 1 && GEOATTN_D <= {MAX_K}\n" + body + "#endif\n"

@@ -40,6 +40,7 @@ from ._triton import triton_status
 from ._op_cayley import cayley, cayley_apply
 from ._op_exp import exp_skew
 from ._op_exp_action import exp_skew_action
+from ._op_uta_action import exp_uta_action
 from ._op_vp import vp_attention
 from ._op_vp_lower import vp_attention_lower
 from ._op_lsa import lsa_update
@@ -63,6 +64,7 @@ __all__ = [
     "vp_correlation_lower",
     "exp_skew",
     "exp_skew_action",
+    "exp_uta_action",
     "lsa_update",
     "symattn_update",
     "symattn_shear",

@@ -42,7 +42,8 @@ import math
 import numpy as np
 import torch
 
-__all__ = ["MAX_DEGREE", "chebyshev_degree", "chebyshev_coefficients", "norm_bound", "exp_skew_action_chebyshev"]
+__all__ = ["MAX_DEGREE", "chebyshev_degree", "chebyshev_coefficients", "norm_bound", "bound_from_norms",
+           "exp_skew_action_chebyshev"]
 
 #: samples that need a higher degree are not served by the Chebyshev form (Note [the Chebyshev action])
 MAX_DEGREE = 160
@@ -86,13 +87,35 @@ def norm_bound(s: torch.Tensor) -> torch.Tensor:
     Tensor ``(B,)``, float64
     """
     s = s.detach()
-    T = s.shape[-1]
-    u = torch.finfo(s.dtype).eps / 2
+    return bound_from_norms(torch.linalg.vector_norm(s, dim=(-2, -1)).to(torch.float64),
+                            torch.linalg.vector_norm(torch.bmm(s, s), dim=(-2, -1)).to(torch.float64),
+                            s.shape[-1], s.dtype)
+
+
+def bound_from_norms(fro: torch.Tensor, sq_fro: torch.Tensor, T: int, dtype: torch.dtype) -> torch.Tensor:
+    r"""The bound of :func:`norm_bound` from the computed Frobenius norms of ``S`` and of its computed square
+    ``fl(S^2)`` (float64, ``(B,)``; each a sum of ``T^2`` squares taken in ``dtype`` or in float64, the entries of
+    ``fl(S^2)`` sums of ``T`` products in ``dtype``): each enlarged by ``1 + 2 gamma_{T^2 + 2}``, then
+    :math:`\|S^2\|_F \le \|fl(S^2)\|_F + \gamma_T\|S\|_F^2` and :math:`(\|S^2\|_F^2/2)^{1/4}` with margins of
+    ``1 + 1e-12``. The native factored kernel (:func:`geoattn.kernels._native_exp_action.qk_norms`) computes its
+    norms in float64 sums and comes here too.
+
+    Parameters
+    ----------
+    fro, sq_fro : Tensor ``(B,)``, float64
+    T : int
+    dtype : torch.dtype
+        the dtype of the entries of ``S`` and of the product ``S^2``
+
+    Returns
+    -------
+    Tensor ``(B,)``, float64
+    """
+    u = torch.finfo(dtype).eps / 2
     gamma_t, gamma_f = T * u / (1 - T * u), (T * T + 2) * u / (1 - (T * T + 2) * u)
     grow = (1 + 2 * gamma_f) * (1 + 1e-12)
-    fro = torch.linalg.vector_norm(s, dim=(-2, -1)).to(torch.float64) * grow               # >= ||S||_F
-    sq_fro = torch.linalg.vector_norm(torch.bmm(s, s), dim=(-2, -1)).to(torch.float64) * grow  # >= ||fl(S^2)||_F
-    bound = (sq_fro + gamma_t * fro * fro) * (1 + 1e-12)                                   # >= ||S^2||_F
+    fro, sq_fro = fro * grow, sq_fro * grow                     # >= ||S||_F, >= ||fl(S^2)||_F
+    bound = (sq_fro + gamma_t * fro * fro) * (1 + 1e-12)        # >= ||S^2||_F
     return ((bound * bound / 2) * (1 + 1e-12)).sqrt().sqrt() * (1 + 1e-12)
 
 

@@ -21,11 +21,27 @@ from ._functions import _traced
 from ._native_exp_action import MAX_K, MAX_T, exp_action_native_status, exp_skew_action_native
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
-__all__ = ["exp_skew_action", "EXP_SKEW_ACTION", "degree_limit"]
+__all__ = ["exp_skew_action", "EXP_SKEW_ACTION", "degree_limit", "DENSE_RATIO"]
 
 _METHODS = ("auto", "chebyshev", "dense")
 #: the smallest bound used for ``||S||_2`` (any ``rho >= ||S||_2`` is exact; this keeps ``2k / rho`` finite)
 _RHO_MIN = 2.0 ** -6
+
+
+# Note [the action or the dense exponential]
+# -------------------------------------------
+# The action costs about m T^2 d multiply-adds forward (m the degree, d the columns) and three times that with the
+# backward; exp(S) formed by scaling and squaring about (6 + s) T^3, whatever d. So a sample whose m d is large
+# against T is cheaper dense. Measured (one thread, float32, the layer's S, forward+backward, the action against
+# exp_skew(S) @ x with autograd; ratio action / dense at m d / T): native kernel 0.26 at 7.5 (d = 8, T = 64), 0.37
+# at 6.8 (8, 128), 0.55 at 13.2 (16, 128), 0.63 at 18.1 (16, 64), 0.54 at 21.0 (16, 32); eager form 0.90 at 6.9
+# (8, 64), 1.20 at 16.0 (16, 64), 1.79 at 21.7 (16, 32), 2.24 at 36.5 (32, 128); at d = 32, T = 64 (m d / T = 42)
+# the layer took 1446 ms through the eager action and 776 ms dense. Per sample, a degree with m d above
+# DENSE_RATIO[backend] * T takes the dense form (a decision on the sample's own norm: batch independent) under
+# method="auto"; method="chebyshev" keeps the action up to the degree limit.
+#: per route backend, the m d / T above which a sample takes exp(S) formed densely (Note [the action or the dense
+#: exponential])
+DENSE_RATIO = {"native": 32, "eager": 10}
 
 
 def degree_limit(T: int) -> int:
@@ -78,6 +94,8 @@ def _run_chebyshev(c: Call, native: bool = False) -> torch.Tensor:
     degree = chebyshev_degree(rho, torch.finfo(S.dtype).eps / 2)
     limit = degree_limit(T)
     served = finite & (degree <= limit)
+    if c.method == "auto":  # the cost rule; method="chebyshev" keeps the action wherever it is exact
+        served &= degree * d <= DENSE_RATIO["native" if native else "eager"] * T
     action = exp_skew_action_native if native else exp_skew_action_chebyshev
     if bool(served.all()):
         return action(S, x, rho, degree, limit).reshape(c.x.shape)
@@ -120,13 +138,13 @@ EXP_SKEW_ACTION = register_operation(Operation(
     (
         Route("empty", EAGER.name, _empty, lambda c: c.x.clone()),
         Route("chebyshev", NATIVE.name, _native_when, lambda c: _run_chebyshev(c, native=True),
-              per_sample="degree from the Bessel tail bound at rho = (||S^2||_F^2 / 2)^(1/4), each sample run "
-              "to its own degree; above the degree limit or a non-finite norm: exp_skew formed densely",
+              per_sample="degree m from the Bessel tail bound at rho = (||S^2||_F^2 / 2)^(1/4), each sample run "
+              "to its own degree; above the degree limit, m d > 32 T or a non-finite norm: exp_skew formed densely",
               claims=("exp_action.chebyshev_recurrence", "exp_action.chebyshev_adjoint",
                       "exp_action.truncation_bound", "exp_action.skew_square_norm_bound")),
         Route("chebyshev", EAGER.name, _chebyshev_when, _run_chebyshev,
-              per_sample="degree from the Bessel tail bound at rho = (||S^2||_F^2 / 2)^(1/4); above "
-              "the degree limit or a non-finite norm: exp_skew formed densely",
+              per_sample="degree m from the Bessel tail bound at rho = (||S^2||_F^2 / 2)^(1/4); above "
+              "the degree limit, m d > 10 T or a non-finite norm: exp_skew formed densely",
               claims=("exp_action.chebyshev_recurrence", "exp_action.truncation_bound",
                       "exp_action.skew_square_norm_bound")),
         Route("dense", EAGER.name, lambda c: None, _run_dense,

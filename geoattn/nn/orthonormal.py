@@ -29,8 +29,9 @@ class OrthonormalAttention(nn.Module):
         \Lambda(Z) = \exp\!\big(\mathrm{uta}\big((P^QZ)^T(P^KZ)\big)\big),\qquad
         [\mathrm{uta}(A)]_{ij} = \begin{cases} a_{ij} & i < j\\ -a_{ji} & i > j\\ 0 & i = j,\end{cases}
 
-    computed as :math:`\Lambda^T x = \exp(\mathrm{uta}(C)^T)\,x` with :func:`geoattn.kernels.exp_skew_action`
-    (the Chebyshev expansion of the action; :math:`\Lambda` itself is not formed).
+    computed as :math:`\Lambda^T x = \exp(\mathrm{uta}(C)^T)\,x` with :func:`geoattn.kernels.exp_uta_action`
+    from the factors :math:`q = xP^{QT}`, :math:`k = xP^{KT}` (the Chebyshev expansion of the action, on the CPU
+    with the ``T x T`` matrix formed inside the kernel; :math:`\Lambda` itself is not formed).
 
     What it preserves:
 
@@ -101,14 +102,21 @@ class OrthonormalAttention(nn.Module):
         upper = torch.triu(c, 1) if _traced(c) else c.triu_(1)
         return torch.neg(upper).add_(upper.mT)  # -U_ij + U_ji: the bits of U_ji - U_ij (IEEE), contiguous
 
+    def factors(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r""":math:`q = xP^{QT}` and :math:`k = xP^{KT}`, each ``(..., T, dim)``: the correlation is :math:`qk^T`."""
+        check_sequence(self, "x", x, dim=self.dim, dtype=self.weight_q.dtype, device=self.weight_q.device)
+        return x @ self.weight_q.mT, x @ self.weight_k.mT
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         r"""``x``: ``(batch, T, dim)`` or ``(T, dim)``; returns the same shape, :math:`\Lambda^T x` computed as the
-        action :func:`geoattn.kernels.exp_skew_action` of :math:`\exp(\mathrm{uta}(C)^T)` on ``x``."""
-        return K.exp_skew_action(self._skew_t(x), x, check=False)
+        action :func:`geoattn.kernels.exp_uta_action` of :math:`\exp(\mathrm{uta}(qk^T)^T)` on ``x``."""
+        q, k = self.factors(x)
+        return K.exp_uta_action(q, k, x)
 
     def explain(self, x: torch.Tensor):
-        """How :meth:`forward` computes ``x``: :func:`geoattn.kernels.explain` of its ``exp_skew_action`` call."""
-        return K.explain("exp_skew_action", self._skew_t(x), x, check=False)
+        """How :meth:`forward` computes ``x``: :func:`geoattn.kernels.explain` of its ``exp_uta_action`` call."""
+        q, k = self.factors(x)
+        return K.explain("exp_uta_action", q, k, x)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"

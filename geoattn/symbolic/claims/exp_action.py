@@ -25,6 +25,12 @@ r"""The claims behind ``exp_skew_action``: the Chebyshev expansion of ``exp(S) x
   e_kz^{n-2k}`, an exact polynomial identity in the entries of ``S`` the engine checks at ``n = 2 .. 5`` (a negative
   control takes a general matrix for ``S``); so the largest, :math:`\|S\|_2^2`, has its square at most half of
   :math:`\mathrm{Tr}(S^TS)^2 = \|S^2\|_F^2`.
+* ``exp_action.uta_factor_vjp``: the factored kernel's :math:`S = \mathrm{uta}(qk^T)^T` (``q``, ``k``: ``T x K``) has
+  the entries :math:`S_{il} = q_l\cdot k_i` (:math:`i > l`), :math:`-q_i\cdot k_l` (:math:`i < l`), 0 on the
+  diagonal, and for any ``G`` the gradients of :math:`\langle G, S\rangle` are
+  :math:`\mathrm{striu}(G^T - G)\,k` in ``q`` and :math:`\mathrm{striu}(G^T - G)^Tq` in ``k``; checked exactly
+  against SymPy's derivatives with every entry a symbol at ``T = 2 .. 4``, ``K = 1 .. 3`` (a negative control
+  drops the ``G^T`` term).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from ._common import Policy, at_sizes
 
 __all__ = ["CLAIMS", "MAX_DEGREE", "recurrence_identity", "make_recurrence_claim", "adjoint_identity",
            "make_adjoint_claim", "tail_bound", "degree_for", "make_truncation_claim", "pairing_identity",
-           "make_square_norm_claim"]
+           "make_square_norm_claim", "uta_factor_identity", "make_uta_factor_claim"]
 
 #: the largest degree of the kernel (geoattn.kernels._exp_action.MAX_DEGREE; a test keeps the two equal)
 MAX_DEGREE = 160
@@ -57,8 +63,9 @@ if "jacobi_anger" not in LEMMAS:
              r"(y = \cos\varphi in the generating function of J_k); applied to a Hermitian H with \|H\|_2 \le \rho "
              r"through its spectral decomposition, where \|T_k(H/\rho)\|_2 \le 1", _A_S + ", 9.1.44-9.1.45")
 if "skew_spectrum_pairs" not in LEMMAS:
-    register("skew_spectrum_pairs", r"for real skew S the eigenvalues of S^TS = -S^2 are real, non-negative and of even "
-             r"multiplicity apart from one zero when n is odd (S is normal with eigenvalues \pm i\lambda_j); "
+    register("skew_spectrum_pairs", r"for real skew S the eigenvalues of S^TS = -S^2 are real and non-negative, the "
+             r"nonzero ones of even multiplicity, zero of multiplicity n mod 2 plus an even number (S is normal with "
+             r"eigenvalues \pm i\lambda_j); "
              r"\|S\|_2^2 is the largest", "Horn and Johnson, Matrix Analysis, 2nd ed. (2013), 2.5")
 if "bessel_power_bound" not in LEMMAS:
     register("bessel_power_bound", r"|J_k(\rho)| \le (\rho/2)^k/k! for real \rho and integer k \ge 0",
@@ -318,11 +325,68 @@ def make_square_norm_claim(general: bool = False, claim_id: str = "exp_action.sk
             prove=None if general else _square_norm_derivation,
             exact=at_sizes({"n": 2}, {"n": 3}, {"n": 4}, {"n": 5}),
             always_exact=True,
-            exact_method="exact polynomial identity in t and the entries of S (characteristic polynomials over the ring "
-            "of the entries)",
+            exact_method="exact polynomial identity in t and the entries of S (characteristic polynomials over "
+            "the ring of the entries)",
+        ),
+    )
+
+
+def uta_factor_identity(transpose: bool = True) -> MatrixIdentity:
+    r"""The kernel's entries of :math:`S = \mathrm{uta}(qk^T)^T` minus the algebra's, stacked over the kernel's
+    gradients in ``q`` and ``k`` of :math:`\langle G, S\rangle` minus SymPy's; ``transpose=False`` drops the
+    :math:`G^T` term (a negative control)."""
+
+    def residual(size, q, k, G):
+        T = size["T"]
+        entry = lambda i, l: ((q[l, :] * k[i, :].T)[0, 0] if i > l else  # noqa: E731
+                              -(q[i, :] * k[l, :].T)[0, 0] if i < l else sp.S.Zero)
+        S = sp.Matrix(T, T, entry)
+        ref = alg.upper_triangular_asymmetrize(q * k.T).T
+        # the derivatives are taken in fresh symbols, then evaluated at q, k (symbols, or a rational point)
+        qs = sp.Matrix(*q.shape, lambda i, j: sp.Dummy(f"q{i}{j}"))
+        ks = sp.Matrix(*k.shape, lambda i, j: sp.Dummy(f"k{i}{j}"))
+        at = {**dict(zip(qs, q)), **dict(zip(ks, k))}
+        ref_s = alg.upper_triangular_asymmetrize(qs * ks.T).T
+        loss = sum((G[i, j] * ref_s[i, j] for i in range(T) for j in range(T)), sp.S.Zero)
+        H = (G.T - G) if transpose else -G
+        U = sp.Matrix(T, T, lambda a, b: H[a, b] if a < b else sp.S.Zero)
+        gq, gk = U * k, U.T * q
+        dq = qs.applyfunc(lambda e: sp.diff(loss, e).xreplace(at))
+        dk = ks.applyfunc(lambda e: sp.diff(loss, e).xreplace(at))
+        blocks = [S - ref, gq - dq, gk - dk]
+        return sp.Matrix.vstack(*[b.reshape(b.rows * b.cols, 1) for b in blocks]).applyfunc(sp.expand)
+
+    return MatrixIdentity("S(q, k) - uta(q k^T)^T and the factored gradients of <G, S> minus the derivatives",
+                          variables=lambda s: {"q": alg.general("q", s["T"], s["K"]),
+                                               "k": alg.general("k", s["T"], s["K"]),
+                                               "G": alg.general("g", s["T"], s["T"])},
+                          residual=residual)
+
+
+def make_uta_factor_claim(transpose: bool = True, claim_id: str = "exp_action.uta_factor_vjp",
+                          expected: Level = Level.CHECKED) -> Claim:
+    """The factored form's claim; ``transpose=False`` gives the negative control."""
+    return Claim(
+        id=claim_id,
+        title="the factored skew matrix of the orthonormal activation and its gradients",
+        statement="For q, k (T x K): S = uta(q k^T)^T has S_il = q_l . k_i (i > l), -(q_i . k_l) (i < l), 0 (i = l), "
+        "and the gradients of <G, S> are striu(G^T - G) k in q and striu(G^T - G)^T q in k (the native factored "
+        "Chebyshev action, Note [the factored Chebyshev action]); checked exactly at T = 2 .. 4, K = 1 .. 3.",
+        latex=r"\frac{\partial\langle G, S\rangle}{\partial q} = \mathrm{striu}(G^T - G)\,k,\ "
+        r"\frac{\partial\langle G, S\rangle}{\partial k} = \mathrm{striu}(G^T - G)^Tq,\ "
+        r"S = \mathrm{uta}(qk^T)^T",
+        source="kernel exp_uta_action (geoattn.codegen.exp_action_c, Note [the factored Chebyshev action])",
+        expected=expected,
+        checker=Policy(
+            identity=uta_factor_identity(transpose),
+            search=at_sizes({"T": 3, "K": 2}),
+            points=2,
+            exact=at_sizes({"T": 2, "K": 1}, {"T": 3, "K": 2}, {"T": 4, "K": 3}),
+            exact_method="exact polynomial identity in the entries of q, k and G (SymPy derivatives)",
         ),
     )
 
 
 #: the claims this module declares, in ledger order (the family comes from geoattn.symbolic.claims.FAMILIES)
-CLAIMS = [make_recurrence_claim(), make_adjoint_claim(), make_truncation_claim(), make_square_norm_claim()]
+CLAIMS = [make_recurrence_claim(), make_adjoint_claim(), make_truncation_claim(), make_square_norm_claim(),
+          make_uta_factor_claim()]
