@@ -162,12 +162,13 @@ def exp_skew_action(S: torch.Tensor, x: torch.Tensor, *, method: str = "auto", c
     ``"auto"`` (default) and ``"chebyshev"``: per sample, the Chebyshev expansion
     :math:`\exp(S)x = \sum_{k\le m} c_k w_k`, :math:`c_0 = J_0(\rho)`, :math:`c_k = 2J_k(\rho)`,
     :math:`w_0 = x`, :math:`w_1 = Xx`, :math:`w_{k+1} = 2Xw_k + w_{k-1}`, :math:`X = S/\rho`, with
-    :math:`\rho = \min(\|S\|_1, \|S^2\|_1^{1/2}) \ge \|S\|_2` and the degree :math:`m` the smallest
-    whose truncation bound
+    :math:`\rho = (\|S^2\|_F^2/2)^{1/4} \ge \|S\|_2` (ledger ``exp_action.skew_square_norm_bound``) and the degree
+    :math:`m` the smallest whose truncation bound
     :math:`2(\rho/2)^{m+1}/(m+1)!\,/(1 - \rho/(2(m+2)))` is below the unit roundoff (ledger
     ``exp_action.chebyshev_recurrence``, ``exp_action.truncation_bound``). ``m`` products of ``T x T`` by
     ``T x d`` forward, as many backward (Note [the Chebyshev action]). Samples whose degree exceeds
-    :func:`degree_limit` (``max(48, 2T)``, at most 160), or whose norm is not finite, take
+    :func:`degree_limit` (``max(48, 2T)``, at most 160), whose norm is not finite, or (``"auto"``) whose
+    ``m d`` exceeds :data:`DENSE_RATIO` times ``T`` (Note [the action or the dense exponential]), take
     ``exp_skew(S) @ x``; so does the whole call with ``method="dense"`` and inside ``torch.func``,
     ``torch.compile`` or on the meta device.
 
