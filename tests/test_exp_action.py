@@ -227,7 +227,8 @@ def test_norm_bound_bounds_the_spectral_norm(dtype):
     """rho >= ||S||_2 (float64 SVD of the same matrices) on random skew matrices, on the layer's, and on the
     extreme case of the pairing bound (all eigenvalue pairs equal: a multiple of the standard J, where
     (||S^2||_F^2 / 2)^(1/4) = (T/2)^(1/4) ||S||_2); within its rounding allowance of the exact float64 value of
-    the formula; the allowance matters: without it, and without the fourth root, the bound fails."""
+    the formula; the allowance matters (a rank-2 S, where the formula is exact, falls below without it), and so
+    does the fourth root."""
     torch.manual_seed(0)
     layer = OrthonormalAttention(8, dtype=dtype)
     J = torch.zeros(16, 16, dtype=torch.float64)
@@ -244,10 +245,34 @@ def test_norm_bound_bounds_the_spectral_norm(dtype):
         assert (rho <= formula * (1 + 4 * T * T * torch.finfo(dtype).eps + 1e-11)).all()  # and the 1e-12 margins
     assert torch.allclose(ea.norm_bound(J[None].to(dtype)), torch.tensor([3.0 * 8 ** 0.25], dtype=torch.float64),
                           rtol=64 * 16 * torch.finfo(dtype).eps)
+    # the tight case: a rank-2 skew S = a b^T - b a^T has one eigenvalue pair, so (||S^2||_F^2 / 2)^(1/4) = ||S||_2;
+    # in float32 the formula without its rounding allowance falls below ||S||_2 on about half the samples, with it
+    # never (negative control of the allowance)
+    g = torch.Generator().manual_seed(7)
+    a, b = torch.randn(2000, 16, 1, generator=g), torch.randn(2000, 16, 1, generator=g)
+    S = (a @ b.mT - b @ a.mT).to(dtype)
+    exact = torch.linalg.matrix_norm(S.double(), 2)
+    assert (ea.norm_bound(S) >= exact).all()
+    raw = (torch.linalg.vector_norm(torch.bmm(S, S), dim=(-2, -1)).double() ** 2 / 2) ** 0.25
+    if dtype == torch.float32:
+        assert (raw < exact).sum() > 100
+    # past (T^2 + 2) u = 1/2 the allowance is not valid and ||S||_1 serves (half precision here)
+    H = _skew(3, 32, 1.0).to(torch.bfloat16)
+    assert (ea.norm_bound(H) >= torch.linalg.matrix_norm(H.double(), 2)).all()
+    with pytest.raises(ValueError, match="rounding allowance"):
+        ea.bound_from_norms(torch.ones(1, dtype=torch.float64), torch.ones(1, dtype=torch.float64), 32, torch.bfloat16)
     # negative control: the square root of ||S^2||_F / sqrt(2) without the fourth root is not a bound when ||S|| < 1
     S = _skew(50, 8, 0.01).to(dtype)
     assert not ((torch.linalg.matrix_norm(torch.bmm(S, S)).double() / 2 ** 0.5)
                 >= torch.linalg.matrix_norm(S.double(), 2)).all()
+
+
+def test_working_rho_is_representable_and_not_below():
+    rho = torch.tensor([1.0, 1 / 3, 2.0 ** -6, 7.123456789], dtype=torch.float64)
+    r = ea.working_rho(rho, torch.float32)
+    assert (r >= rho).all() and torch.equal(r, r.float().double())
+    assert (r.float().double() - rho <= rho * torch.finfo(torch.float32).eps).all()
+    assert torch.equal(ea.working_rho(rho, torch.float64), rho)
 
 
 def test_square_norm_claim_and_its_control():

@@ -170,7 +170,8 @@ def test_samples_with_a_large_degree_per_token_take_the_dense_form():
     S = _skew(3, 8, scale=0.3, seed=5).float()
     S[1] *= 10  # degree about 35 (below the limit 48): m d = 560 > 32 * 8
     x = torch.randn(3, 8, 16, generator=torch.Generator().manual_seed(6))
-    rho, deg = _prepare(S, torch.float32)  # the route's own bound, from the float32 S
+    rho = ea.working_rho(ea.norm_bound(S), torch.float32)  # the route's own bound, from the float32 S
+    deg = ea.chebyshev_degree(rho, torch.finfo(torch.float32).eps / 2)
     assert deg[1] <= 48 and deg[1] * 16 > DENSE_RATIO["native"] * 8 >= deg[0] * 16
     assert K.explain("exp_skew_action", S, x).route.name == "chebyshev/native"
     y = K.exp_skew_action(S, x)

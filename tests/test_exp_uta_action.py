@@ -97,6 +97,39 @@ def test_batch_independence(bad):
         assert torch.equal(a[4:5], b)
 
 
+def test_kernel_bound_holds_for_the_kernels_own_float32_s():
+    """With K = 1 each entry of the kernel's S is one rounded product, the bits of the same S formed by torch in
+    float32: the kernel's bound is at least the spectral norm of exactly that matrix."""
+    q, k, _ = _factors(300, 24, 1, dtype=torch.float32)
+    S = na._uta_t(q, k)
+    norms = na.qk_norms(q, k)
+    rho = ea.bound_from_norms(norms[:, 0].sqrt(), norms[:, 1].sqrt(), 24, torch.float32)
+    assert (rho >= torch.linalg.matrix_norm(S.double(), 2)).all()
+
+
+@pytest.mark.parametrize("T", [1, 2])
+def test_shortest_sequences(T):
+    q, k, x = _factors(3, T, 2)
+    args = [t.clone().requires_grad_() for t in (q, k, x)]
+    y = K.exp_uta_action(*args)
+    assert K.explain("exp_uta_action", q, k, x).route.name == "chebyshev-factored/native"
+    assert _err(y, _reference(q, k, x), x) <= 64 * torch.finfo(torch.float64).eps
+    assert torch.autograd.gradcheck(K.exp_uta_action, args)
+
+
+def test_float32_gradients_against_float64():
+    """The float32 backward (the kernel's dL/dS and the factors' gradients) against the float64 dense reference."""
+    q, k, x = _factors(8, 40, 4, scale=0.5, dtype=torch.float32)
+    g = torch.randn_like(x)
+    args = [t.clone().requires_grad_() for t in (q, k, x)]
+    got = torch.autograd.grad(K.exp_uta_action(*args), args, g)
+    ref = [t.double().requires_grad_() for t in (q, k, x)]
+    want = torch.autograd.grad(_reference(*ref), ref, g.double())
+    m = _degree(q, k, torch.float32)
+    for a, b in zip(got, want):
+        assert (a.double() - b).abs().max() <= 4 * m * 40 * torch.finfo(torch.float32).eps * b.abs().max()
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_kernel_norms_and_bound(dtype):
     """The kernel's ||S||_F^2 and ||fl(S S^T)||_F^2 agree with float64 sums of the same S, and the bound they give
@@ -183,4 +216,10 @@ def test_layer_takes_the_factored_route_and_equals_its_matrix(T, d):
     ref = layer.attention_matrix(x).mT @ x
     assert (y - ref).abs().max() <= 64 * T * torch.finfo(torch.float64).eps * ref.abs().max()
     half = OrthonormalAttention(d, dtype=torch.float16)
-    assert half(x.half()).dtype == torch.float16
+    half.load_state_dict({n: p.half() for n, p in layer.state_dict().items()})
+    yh = half(x.half())
+    ref_h = OrthonormalAttention(d, dtype=torch.float64)
+    ref_h.load_state_dict({n: p.half().double() for n, p in layer.state_dict().items()})
+    want = ref_h(x.half().double())
+    assert yh.dtype == torch.float16
+    assert (yh.double() - want).abs().max() <= 64 * T * torch.finfo(torch.float16).eps * want.abs().max()

@@ -42,11 +42,13 @@ import math
 import numpy as np
 import torch
 
-__all__ = ["MAX_DEGREE", "chebyshev_degree", "chebyshev_coefficients", "norm_bound", "bound_from_norms",
-           "exp_skew_action_chebyshev"]
+__all__ = ["MAX_DEGREE", "RHO_MIN", "chebyshev_degree", "chebyshev_coefficients", "norm_bound", "bound_from_norms",
+           "working_rho", "exp_skew_action_chebyshev"]
 
 #: samples that need a higher degree are not served by the Chebyshev form (Note [the Chebyshev action])
 MAX_DEGREE = 160
+#: the smallest bound used for ``||S||_2`` (any ``rho >= ||S||_2`` is exact; this keeps ``2k / rho`` finite)
+RHO_MIN = 2.0 ** -6
 
 # Note [degree groups]
 # --------------------
@@ -87,9 +89,33 @@ def norm_bound(s: torch.Tensor) -> torch.Tensor:
     Tensor ``(B,)``, float64
     """
     s = s.detach()
+    T = s.shape[-1]
+    if not _frobenius_allowance_valid(T, s.dtype):  # ||S||_1 (a column sum of T terms) still bounds it
+        u = torch.finfo(s.dtype).eps / 2
+        if 2 * T * u >= 1:
+            return torch.full(s.shape[:1], float("inf"), dtype=torch.float64, device=s.device)
+        grow = (1 + 2 * T * u / (1 - T * u)) * (1 + 1e-12)
+        return s.abs().sum(-2).amax(-1).to(torch.float64) * grow
     return bound_from_norms(torch.linalg.vector_norm(s, dim=(-2, -1)).to(torch.float64),
                             torch.linalg.vector_norm(torch.bmm(s, s), dim=(-2, -1)).to(torch.float64),
-                            s.shape[-1], s.dtype)
+                            T, s.dtype)
+
+
+def _frobenius_allowance_valid(T: int, dtype: torch.dtype) -> bool:
+    """Whether ``gamma_{T^2 + 2}`` of ``dtype`` is a valid allowance (``(T^2 + 2) u <= 1/2``): float32 up to
+    T = 2896; beyond it (and for half types) :func:`norm_bound` falls back to ``||S||_1``."""
+    return 2 * (T * T + 2) * torch.finfo(dtype).eps / 2 <= 1
+
+
+def working_rho(rho: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``rho`` (float64) rounded up to the nearest value of ``dtype``, as float64: the kernels divide ``S`` by
+    ``rho`` in ``dtype``, so the degree and the coefficients are taken at that same value (a rounded-down ``rho``
+    could fall below ``||S||_2``)."""
+    r = rho.to(dtype)
+    low = r.to(torch.float64) < rho
+    if bool(low.any()):
+        r = torch.where(low, torch.nextafter(r, torch.full_like(r, float("inf"))), r)
+    return r.to(torch.float64)
 
 
 def bound_from_norms(fro: torch.Tensor, sq_fro: torch.Tensor, T: int, dtype: torch.dtype) -> torch.Tensor:
@@ -111,6 +137,8 @@ def bound_from_norms(fro: torch.Tensor, sq_fro: torch.Tensor, T: int, dtype: tor
     -------
     Tensor ``(B,)``, float64
     """
+    if not _frobenius_allowance_valid(T, dtype):
+        raise ValueError(f"Expected (T^2 + 2) u <= 1/2 for the rounding allowance. Got T = {T} in {dtype}.")
     u = torch.finfo(dtype).eps / 2
     gamma_t, gamma_f = T * u / (1 - T * u), (T * T + 2) * u / (1 - (T * T + 2) * u)
     grow = (1 + 2 * gamma_f) * (1 + 1e-12)

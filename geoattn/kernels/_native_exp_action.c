@@ -311,6 +311,7 @@ int GEOATTN_NAME(exp_action_bwd)(int64_t B, int64_t T, const real_t *Ss, const r
     return 0;
 }
 
+
 /* The factored form S = uta(q k^T)^T of OrthonormalAttention (q, k: T x K), never stored as a T x T tensor
    [ledger: exp_action.uta_factor_vjp]: S[i, l] = q_l . k_i for i > l, -(q_i . k_l) for i < l, 0 for i = l.
 
@@ -415,6 +416,9 @@ int GEOATTN_NAME(exp_action_qk_norms)(int64_t B, int64_t T, const real_t *qs, co
 __attribute__((optimize("fp-contract=off")))
 int GEOATTN_NAME(exp_action_miller)(int64_t B, int64_t T, const double *rs, const int64_t *meta, double *out)
 {
+#if defined(__clang__)
+#pragma clang fp contract(off)  /* clang ignores the optimize attribute */
+#endif
     (void)T;
     int64_t degree = meta[0], start = meta[1];
     for (int64_t b = 0; b < B; b++) {

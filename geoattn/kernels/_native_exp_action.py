@@ -21,7 +21,7 @@ import threading
 import torch
 
 from . import _native
-from ._exp_action import _adjoint, _series, bound_from_norms, chebyshev_coefficients
+from ._exp_action import RHO_MIN, _adjoint, _series, bound_from_norms, chebyshev_coefficients, working_rho
 
 __all__ = ["MAX_K", "MAX_T", "SOURCE", "build", "exp_action_native_status", "native_forward", "native_backward",
            "exp_skew_action_native", "qk_norms", "native_qk_forward", "native_qk_backward", "exp_uta_action_native"]
@@ -34,8 +34,6 @@ MAX_K = 16
 MAX_T = 256
 _FUNCTIONS = ("exp_action_fwd", "exp_action_bwd", "exp_action_qk_norms", "exp_action_qk_fwd", "exp_action_qk_bwd",
               "exp_action_miller")
-#: the smallest bound used for ``||S||_2`` (geoattn.kernels._op_exp_action._RHO_MIN)
-_RHO_MIN = 2.0 ** -6
 _lock = threading.Lock()
 _libraries: dict = {}  # (K, real) -> CDLL, or the reason it could not be built
 
@@ -329,7 +327,7 @@ def exp_uta_action_native(q: torch.Tensor, k: torch.Tensor, x: torch.Tensor, deg
     norms = qk_norms(q.detach().contiguous(), k.detach().contiguous(), library)
     rho = bound_from_norms(norms[:, 0].sqrt(), norms[:, 1].sqrt(), x.shape[1], x.dtype)
     finite = torch.isfinite(rho)
-    rho = torch.where(finite, rho.clamp_min(_RHO_MIN), torch.ones_like(rho))
+    rho = torch.where(finite, working_rho(rho.clamp_min(RHO_MIN), x.dtype), torch.ones_like(rho))
     degree = chebyshev_degree(rho, torch.finfo(x.dtype).eps / 2)
     served = finite & (degree <= degree_limit) & (degree * x.shape[-1] <= dense_ratio * x.shape[1])
     if not bool(served.all()):

@@ -16,7 +16,8 @@ from ..errors import OptionError, ShapeError
 from ._backends import EAGER, NATIVE
 from ._checks import check_float, check_matmul, check_same, check_skew, check_square, half_in_float32
 from ._exp import run_exp_skew
-from ._exp_action import MAX_DEGREE, chebyshev_degree, exp_skew_action_chebyshev, norm_bound
+from ._exp_action import (MAX_DEGREE, RHO_MIN, chebyshev_degree, exp_skew_action_chebyshev, norm_bound,
+                          working_rho)
 from ._functions import _traced
 from ._native_exp_action import MAX_K, MAX_T, exp_action_native_status, exp_skew_action_native
 from .dispatch import Call, Operation, Route, dispatch, register_operation
@@ -24,8 +25,6 @@ from .dispatch import Call, Operation, Route, dispatch, register_operation
 __all__ = ["exp_skew_action", "EXP_SKEW_ACTION", "degree_limit", "DENSE_RATIO"]
 
 _METHODS = ("auto", "chebyshev", "dense")
-#: the smallest bound used for ``||S||_2`` (any ``rho >= ||S||_2`` is exact; this keeps ``2k / rho`` finite)
-_RHO_MIN = 2.0 ** -6
 
 
 # Note [the action or the dense exponential]
@@ -36,7 +35,10 @@ _RHO_MIN = 2.0 ** -6
 # exp_skew(S) @ x with autograd; ratio action / dense at m d / T): native kernel 0.26 at 7.5 (d = 8, T = 64), 0.37
 # at 6.8 (8, 128), 0.55 at 13.2 (16, 128), 0.63 at 18.1 (16, 64), 0.54 at 21.0 (16, 32); eager form 0.90 at 6.9
 # (8, 64), 1.20 at 16.0 (16, 64), 1.79 at 21.7 (16, 32), 2.24 at 36.5 (32, 128); at d = 32, T = 64 (m d / T = 42)
-# the layer took 1446 ms through the eager action and 776 ms dense. Per sample, a degree with m d above
+# the layer took 1446 ms through the eager action and 776 ms dense. The eager threshold lies between measured points;
+# no measured native point reached the crossover (0.63 at 18.1 is the closest), so its 32 extrapolates the ratio's
+# growth, about 0.03 per unit of m d / T. Both were measured on one CPU thread; the eager one serves CUDA calls
+# too, unmeasured there. Per sample, a degree with m d above
 # DENSE_RATIO[backend] * T takes the dense form (a decision on the sample's own norm: batch independent) under
 # method="auto"; method="chebyshev" keeps the action up to the degree limit.
 #: per route backend, the m d / T above which a sample takes exp(S) formed densely (Note [the action or the dense
@@ -90,7 +92,7 @@ def _run_chebyshev(c: Call, native: bool = False) -> torch.Tensor:
     x = c.x.reshape(-1, T, d)
     rho = norm_bound(S)
     finite = torch.isfinite(rho)
-    rho = torch.where(finite, rho.clamp_min(_RHO_MIN), torch.ones_like(rho))
+    rho = torch.where(finite, working_rho(rho.clamp_min(RHO_MIN), S.dtype), torch.ones_like(rho))
     degree = chebyshev_degree(rho, torch.finfo(S.dtype).eps / 2)
     limit = degree_limit(T)
     served = finite & (degree <= limit)
