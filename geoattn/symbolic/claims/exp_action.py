@@ -284,15 +284,15 @@ def _square_norm_derivation() -> Derivation:
     n2, mu, half_sq, half_tr, fro = sp.symbols(r"\|S\|_2^4 \mu_{\max}^2 \tfrac12\sum_i\mu_i^2 "
                                               r"\tfrac12\mathrm{Tr}(S^TS)^2 \tfrac12\|S^2\|_F^2")
     steps = [
-        Step(pairing, sp.Integer(0), r"the pairing of the eigenvalues at n = 2, 3, 4: \det(tI - S^2) = "
-             r"t^{n \bmod 2}P(t)^2 with P read off \det(zI - S), expanded in t and the entries of S",
+        Step(pairing, sp.Integer(0), r"the pairing of the eigenvalues at $n = 2, 3, 4$: $\det(tI - S^2) = "
+             r"t^{n \bmod 2}P(t)^2$ with $P$ read off $\det(zI - S)$, expanded in $t$ and the entries of $S$",
              identity()),
-        Step(n2, mu, r"\|S\|_2^2 is the largest eigenvalue \mu_{\max} of S^TS", lemma="skew_spectrum_pairs"),
-        Step(mu, half_sq, r"every \mu_i \ge 0 and the nonzero ones come in equal pairs, so \mu_{\max}^2 occurs "
-             r"at least twice in \sum_i \mu_i^2 (the pairing det(tI - S^2) = t^{n mod 2} P(t)^2 is checked exactly "
-             r"at n = 2 .. 5)", lemma="skew_spectrum_pairs", relation="<="),
-        Step(half_sq, half_tr, r"the eigenvalues of (S^TS)^2 are the \mu_i^2", lemma="eigendecomposition_normal"),
-        Step(half_tr, fro, r"S^TS = -S^2 is symmetric: \mathrm{Tr}(S^TS)^2 = \mathrm{Tr}(S^2)^TS^2 = \|S^2\|_F^2",
+        Step(n2, mu, r"$\|S\|_2^2$ is the largest eigenvalue $\mu_{\max}$ of $S^TS$", lemma="skew_spectrum_pairs"),
+        Step(mu, half_sq, r"every $\mu_i \ge 0$ and the nonzero ones come in equal pairs, so $\mu_{\max}^2$ occurs "
+             r"at least twice in $\sum_i \mu_i^2$ (the pairing $\det(tI - S^2) = t^{n \bmod 2} P(t)^2$ is checked "
+             r"exactly at $n = 2, \dots, 5$)", lemma="skew_spectrum_pairs", relation="<="),
+        Step(half_sq, half_tr, r"the eigenvalues of $(S^TS)^2$ are the $\mu_i^2$", lemma="eigendecomposition_normal"),
+        Step(half_tr, fro, r"$S^TS = -S^2$ is symmetric: $\mathrm{Tr}(S^TS)^2 = \mathrm{Tr}(S^2)^TS^2 = \|S^2\|_F^2$",
              lemma="definition"),
     ]
     return Derivation(
