@@ -24,6 +24,7 @@ import torch  # noqa: E402
 
 from geoattn import kernels as K  # noqa: E402
 from geoattn.kernels._exp_action import chebyshev_degree, norm_bound  # noqa: E402
+from geoattn.kernels._native_exp_action import _uta_t  # noqa: E402
 from geoattn.nn import OrthonormalAttention  # noqa: E402
 from layers import sdpa  # noqa: E402
 
@@ -48,7 +49,7 @@ def calls(T: int, d: int, tokens: int) -> tuple[dict, str]:
     g = torch.randn_like(x)
     leaf = x.clone().requires_grad_()
     with torch.no_grad():
-        S = layer._skew_t(x).contiguous()
+        S = _uta_t(*layer.factors(x)).contiguous()
     rho, exact = norm_bound(S), torch.linalg.matrix_norm(S.double(), 2)
     deg = chebyshev_degree(rho.clamp_min(2.0**-6), 2.0**-24)
     deg2 = chebyshev_degree(exact.clamp_min(2.0**-6), 2.0**-24)
@@ -77,13 +78,13 @@ def calls(T: int, d: int, tokens: int) -> tuple[dict, str]:
         return run
 
     def dense(y):
-        return K.exp_skew_action(layer._skew_t(y), y, method="dense", check=False)
+        return K.exp_skew_action(_uta_t(*layer.factors(y)), y, method="dense", check=False)
 
     return {
         "sdpa f+b": fb(sdpa), "sdpa fwd": fwd(sdpa, x),
         "layer f+b (chebyshev)": fb(layer), "layer fwd (chebyshev)": fwd(layer, x),
         "layer f+b (dense)": fb(dense), "layer fwd (dense)": fwd(dense, x),
-        "correlation + uta fwd": fwd(layer._skew_t, x),
+        "correlation + uta fwd": fwd(lambda y: _uta_t(*layer.factors(y)), x),
         "exp_skew fwd": fwd(lambda s: K.exp_skew(s, check=False), S),
         "exp_skew f+b": sfb(lambda s: K.exp_skew(s, check=False)),
         "matrix_exp fwd": fwd(torch.linalg.matrix_exp, S), "matrix_exp f+b": sfb(torch.linalg.matrix_exp),

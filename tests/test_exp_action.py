@@ -8,6 +8,8 @@ from fractions import Fraction
 import pytest
 import torch
 
+from geoattn.kernels._native_exp_action import _uta_t
+
 from geoattn import kernels as K
 from geoattn.kernels import _exp_action as ea
 from geoattn.kernels._op_exp_action import degree_limit
@@ -46,7 +48,7 @@ def test_rank_deficient_correlation():
     x = torch.randn(6, 20, 1, dtype=torch.float64) * torch.randn(1, 1, 3, dtype=torch.float64)
     lam = torch.linalg.matrix_exp(K.upper_triangular_asymmetrize(layer.correlation(x)))
     ref = lam.mT @ x
-    m = int(ea.chebyshev_degree(ea.norm_bound(layer._skew_t(x).reshape(-1, 20, 20)), 2.0**-53).max())
+    m = int(ea.chebyshev_degree(ea.norm_bound(_uta_t(*layer.factors(x)).reshape(-1, 20, 20)), 2.0**-53).max())
     assert _err(layer(x), ref, x) <= 4 * m * 20 * torch.finfo(torch.float64).eps
     assert layer.explain(x).route.form == "chebyshev-factored"
 
@@ -234,7 +236,7 @@ def test_norm_bound_bounds_the_spectral_norm(dtype):
     J = torch.zeros(16, 16, dtype=torch.float64)
     J[torch.arange(0, 16, 2), torch.arange(1, 16, 2)] = 1.0
     J = (J - J.mT) * 3.0
-    mats = [_skew(200, 16, 3.0).to(dtype), layer._skew_t(torch.randn(200, 64, 8, dtype=dtype)).contiguous(),
+    mats = [_skew(200, 16, 3.0).to(dtype), _uta_t(*layer.factors(torch.randn(200, 64, 8, dtype=dtype))),
             J.to(dtype)[None], _skew(50, 8, 1e-3).to(dtype)]
     for S in mats:
         exact = torch.linalg.matrix_norm(S.double(), 2)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from geoattn.kernels._native_exp_action import _uta_t
+
 from geoattn import kernels as K
 from geoattn.codegen import exp_action_c
 from geoattn.kernels import _exp_action as ea
@@ -48,7 +50,7 @@ def test_rank_deficient_layer_input():
     x = torch.randn(6, 20, 1, dtype=torch.float64) * torch.randn(1, 1, 3, dtype=torch.float64)
     ref = torch.linalg.matrix_exp(K.upper_triangular_asymmetrize(layer.correlation(x))).mT @ x
     assert layer.explain(x).route.name == "chebyshev-factored/native"
-    m = int(_prepare(layer._skew_t(x).reshape(-1, 20, 20))[1].max())
+    m = int(_prepare(_uta_t(*layer.factors(x)).reshape(-1, 20, 20))[1].max())
     assert _err(layer(x), ref, x) <= 4 * m * 20 * torch.finfo(torch.float64).eps
 
 
@@ -148,8 +150,8 @@ def test_generated_file_is_fresh_and_explain_reasons():
     assert "at most 16 columns" in str(K.explain("exp_skew_action", S, x))
     assert "T <= 256" in str(K.explain("exp_skew_action", _skew(1, 257), torch.randn(1, 257, 2, dtype=torch.float64)))
     with pytest.raises(ValueError, match="Expected x as a contiguous CPU"):
-        na.native_forward(S, torch.randn(2, 3, 8, dtype=torch.float64).mT, torch.ones(2, dtype=torch.float64), torch.ones(2, 1, dtype=torch.float64),
-                          torch.zeros(2, dtype=torch.int64))
+        na.native_forward(S, torch.randn(2, 3, 8, dtype=torch.float64).mT, torch.ones(2, dtype=torch.float64),
+                          torch.ones(2, 1, dtype=torch.float64), torch.zeros(2, dtype=torch.int64))
 
 
 def test_adjoint_claim_and_negative_control():

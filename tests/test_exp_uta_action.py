@@ -156,7 +156,8 @@ def test_native_miller_is_bitwise_numpy():
     rho, deg = r[:500] / 10, torch.randint(0, 30, (500,), generator=torch.Generator().manual_seed(1))
     c = ea.chebyshev_coefficients(rho, int(deg.max()), start=88)
     kk = torch.arange(c.shape[1])
-    assert torch.equal(na._coefficients(rho, deg, 48, torch.float64), torch.where(kk <= deg[:, None], c, 0.0))
+    lib = na._library(3, torch.float32)  # a float32 library: its own Miller symbol, the same bits
+    assert torch.equal(na._coefficients(rho, deg, 48, torch.float64, lib), torch.where(kk <= deg[:, None], c, 0.0))
     with pytest.raises(ValueError, match="Expected an even start"):
         na.miller(r, 60, 59)
 
@@ -194,7 +195,27 @@ def test_checks_and_explain_reasons():
     assert K.explain("exp_uta_action", q[..., :0], k[..., :0], x[..., :0]).route.name == "empty/eager"
     # the formed route for a rank that differs from d, against the reference
     y = K.exp_uta_action(q[..., :2], k[..., :2], x)
-    assert _err(y, _reference(q[..., :2], k[..., :2], x), x) <= 1e-12
+    m = _degree(q[..., :2], k[..., :2], torch.float64)
+    assert _err(y, _reference(q[..., :2], k[..., :2], x), x) <= 4 * m * 8 * torch.finfo(torch.float64).eps
+
+
+def test_native_route_keeps_no_t_by_t_tensor():
+    """What the layer's autograd graph keeps on the native route is of size T x d per sample (q, k, x and per-sample
+    scalars), never T x T; the formed route, the control, keeps S."""
+    torch.manual_seed(0)
+    layer = OrthonormalAttention(4, dtype=torch.float64)
+    x = torch.randn(5, 24, 4, dtype=torch.float64, requires_grad=True)
+
+    def saved_shapes():
+        shapes = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: shapes.append(tuple(t.shape)) or t, lambda t: t):
+            layer(x)
+        return shapes
+
+    assert layer.explain(x).route.name == "chebyshev-factored/native"
+    assert saved_shapes() and not any(s[-2:] == (24, 24) for s in saved_shapes())
+    with K.backend("eager"):
+        assert any(s[-2:] == (24, 24) for s in saved_shapes())
 
 
 def test_factor_claim_and_negative_control():

@@ -179,28 +179,24 @@ def test_orthonormal_layer_map_neither_symplectic_nor_volume_preserving():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, f64])
-def test_orthonormal_skew_operand_is_the_generated_uta_bit_for_bit(dtype):
-    """The layer forms uta(C)^T on C's own storage; it must be the generated kernel's uta(C).mT exactly, contiguous,
-    with the same gradients; a negative control: the untransposed uta(C) is caught."""
+def test_orthonormal_formed_operand_is_the_generated_uta_bit_for_bit(dtype):
+    """The formed route's uta(q k^T)^T from the layer's factors is the generated kernel's uta(C).mT exactly, with the
+    same gradients, under torch.func too; a negative control: the untransposed uta(C) is caught."""
     from geoattn import kernels as K
+    from geoattn.kernels._native_exp_action import _uta_t
 
     torch.manual_seed(8)
     layer = OrthonormalAttention(4, dtype=dtype)
     x = torch.randn(6, 9, 4, dtype=dtype, requires_grad=True)
-    got = layer._skew_t(x)
+    got = _uta_t(*layer.factors(x))
     want = K.upper_triangular_asymmetrize(layer.correlation(x)).mT
-    assert got.is_contiguous() and torch.equal(got, want)
+    assert torch.equal(got, want)
     assert not torch.equal(got, want.mT)
     g = torch.randn_like(got)
     params = (x, layer.weight_q, layer.weight_k)
     for a, b in zip(torch.autograd.grad(got, params, g), torch.autograd.grad(want, params, g)):
         assert torch.equal(a, b)
-    # under torch.func the operand is formed out of place (no batching rule for triu_), with the same values
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        mapped = torch.func.vmap(layer._skew_t)(x.detach()[:, None])
+    mapped = torch.func.vmap(lambda y: _uta_t(*layer.factors(y)))(x.detach()[:, None])
     assert torch.equal(mapped[:, 0], want.detach())
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from . import _generated as gen
-from ._functions import _eigh_skew, _newton_schulz
+from ._functions import _eigh_skew, _newton_schulz, merge_samples
 
 #: the largest size of skew matrix whose exponential has the closed form exp_skew_so4 (smaller ones are padded)
 EXP_CLOSED_MAX = 4
@@ -197,9 +197,8 @@ def _exp_skew_auto(S: torch.Tensor) -> torch.Tensor:
     big = big.reshape(-1)
     small_idx, big_idx = (~big).nonzero().squeeze(-1), big.nonzero().squeeze(-1)
     small = flat[small_idx]
-    parts = torch.cat([_ExpSkewTaylor.apply(small, _squarings(small))[0], _ExpSkewEigh.apply(flat[big_idx])[0]])
-    order = torch.argsort(torch.cat([small_idx, big_idx]))
-    return parts[order].reshape(S.shape)
+    return merge_samples(small_idx, _ExpSkewTaylor.apply(small, _squarings(small))[0], big_idx,
+                         _ExpSkewEigh.apply(flat[big_idx])[0]).reshape(S.shape)
 
 
 def run_exp_skew(S: torch.Tensor, path: str) -> torch.Tensor:

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 __all__ = ["MAX_DEGREE", "RHO_MIN", "chebyshev_degree", "chebyshev_coefficients", "norm_bound", "bound_from_norms",
-           "working_rho", "exp_skew_action_chebyshev"]
+           "working_rho", "sample_degrees", "exp_skew_action_chebyshev"]
 
 #: samples that need a higher degree are not served by the Chebyshev form (Note [the Chebyshev action])
 MAX_DEGREE = 160
@@ -76,7 +76,7 @@ def norm_bound(s: torch.Tensor) -> torch.Tensor:
     It replaced the lesser of ``||S||_1`` and ``sqrt(||S^2||_1)``: on the layer's inputs it is 0.65 to 0.76 times
     that bound (medians, unit-normal x, default initialisation, T = 16 and 64, d = 3 to 32), against 0.63 to 0.73
     for ``||S||_2`` itself, so the Chebyshev degrees fall by 14 to 30 %, and it costs one ``T x T`` product and two
-    single-pass norms instead of a product and four reductions (T = 64, B = 1024, one thread: about 8 ms against
+    single-pass norms instead of a product and four reductions (T = 64, B = 1024, one thread: about 10 ms against
     11). It can exceed the old bound, by at most :math:`(T/2)^{1/4}` (``S`` with all its eigenvalue pairs equal);
     the layer's matrices are far from that.
 
@@ -147,6 +147,24 @@ def bound_from_norms(fro: torch.Tensor, sq_fro: torch.Tensor, T: int, dtype: tor
     return ((bound * bound / 2) * (1 + 1e-12)).sqrt().sqrt() * (1 + 1e-12)
 
 
+def sample_degrees(rho: torch.Tensor, T: int, d: int, dtype: torch.dtype, limit: int,
+                   dense_ratio: float = math.inf) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per sample, from its bound ``rho`` (float64, ``(B,)``): the working bound (:func:`working_rho` of ``rho``
+    clamped to :data:`RHO_MIN`; 1 where ``rho`` is not finite), its degree at the unit roundoff of ``dtype``, and
+    whether the action serves the sample: a finite bound, a degree ``m`` at most ``limit`` and ``m d`` at most
+    ``dense_ratio * T`` (Note [the action or the dense exponential] in :mod:`geoattn.kernels._op_exp_action`). Each
+    decision reads the sample's own bound only.
+
+    Returns
+    -------
+    (Tensor float64, Tensor int64, Tensor bool), each ``(B,)``
+    """
+    finite = torch.isfinite(rho)
+    rho = torch.where(finite, working_rho(rho.clamp_min(RHO_MIN), dtype), torch.ones_like(rho))
+    degree = chebyshev_degree(rho, torch.finfo(dtype).eps / 2)
+    return rho, degree, finite & (degree <= limit) & (degree * d <= dense_ratio * T)
+
+
 def _tail_bound(rho: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     """``2 (rho/2)^{m+1} / (m+1)! / (1 - rho / (2 (m + 2)))``, inf where ``rho >= 2 (m + 2)`` (float64)."""
     m1 = m + 1.0
@@ -189,7 +207,8 @@ def chebyshev_degree(rho: torch.Tensor, tol: float) -> torch.Tensor:
     return torch.searchsorted(table, rho.contiguous(), side="left")
 
 
-def chebyshev_coefficients(rho: torch.Tensor, degree: int, start: int | None = None) -> torch.Tensor:
+def chebyshev_coefficients(rho: torch.Tensor, degree: int, start: int | None = None,
+                           recurrence=None) -> torch.Tensor:
     r"""``c_0 = J_0(rho)``, ``c_k = 2 J_k(rho)`` for ``k = 1 .. degree``, per sample, float64.
 
     Miller's backward recurrence ``J_{k-1} = (2k / rho) J_k - J_{k+1}`` from far above ``max(rho, degree)``,
@@ -202,6 +221,9 @@ def chebyshev_coefficients(rho: torch.Tensor, degree: int, start: int | None = N
     rho : Tensor ``(B,)``, float64, finite and non-negative
     degree : int
     start : int, optional
+    recurrence : callable, optional
+        ``recurrence(r, degree, start) -> (B, degree + 1)`` float64 tensor of ``J_k(r) / norm`` in place of the
+        NumPy or torch form (the native kernels' :func:`geoattn.kernels._native_exp_action.miller`, the same bits)
 
     Returns
     -------
@@ -212,7 +234,9 @@ def chebyshev_coefficients(rho: torch.Tensor, degree: int, start: int | None = N
     start += start % 2
     if start < degree:
         raise ValueError(f"Expected the recurrence to start at or above the degree {degree}. Got start={start}.")
-    if rho.device.type == "cpu" and rho.dtype == torch.float64 and not rho.requires_grad:
+    if recurrence is not None:
+        c = recurrence(rho.detach().clamp_min(1e-300), degree, start)
+    elif rho.device.type == "cpu" and rho.dtype == torch.float64 and not rho.requires_grad:
         c = torch.from_numpy(_miller_cpu(rho.clamp_min(1e-300).numpy(), degree, start))
     else:
         c = _miller_torch(rho.clamp_min(1e-300), degree, start)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import torch
 
 from ._exp import TAYLOR_MAX_NORM, _ExpSkewEigh, _exp_frechet_adjoint, _norms
-from ._functions import _newton_schulz, _under_functorch
+from ._functions import _newton_schulz, _under_functorch, merge_samples
 from ._taylor_exp import taylor_exp, taylor_exp_adjoint
 
 __all__ = ["MIN_T", "POLISH_PER_T", "exp_skew_batched"]
@@ -111,7 +111,5 @@ def exp_skew_batched(S: torch.Tensor) -> torch.Tensor:
     if bool(big.all()):
         return _ExpSkewEigh.apply(flat)[0].reshape(shape)
     small_idx, big_idx = (~big).nonzero().squeeze(-1), big.nonzero().squeeze(-1)
-    parts = torch.cat([_ExpSkewBatched.apply(flat[small_idx], polish[small_idx]),
-                       _ExpSkewEigh.apply(flat[big_idx])[0]])
-    order = torch.argsort(torch.cat([small_idx, big_idx]))
-    return parts[order].reshape(shape)
+    return merge_samples(small_idx, _ExpSkewBatched.apply(flat[small_idx], polish[small_idx]), big_idx,
+                         _ExpSkewEigh.apply(flat[big_idx])[0]).reshape(shape)

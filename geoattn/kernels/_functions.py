@@ -138,6 +138,12 @@ class _Cayley(torch.autograd.Function):
 # every stride is zero. The Cayley VJP -1/2 P G P (P = I + Lam^T) with G = c 1 1^T is then the
 # rank-one matrix -c/2 (P 1)(1^T P): two row/column sums and an outer product instead of two
 # batched products (the same expression, associated differently: cayley.vjp).
+def merge_samples(idx_a: torch.Tensor, a: torch.Tensor, idx_b: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The results ``a`` of the samples ``idx_a`` and ``b`` of ``idx_b`` (two index tensors that split the batch)
+    back in the batch's order, along the first dimension (differentiable)."""
+    return torch.cat([a, b])[torch.argsort(torch.cat([idx_a, idx_b]))]
+
+
 def _constant(g: torch.Tensor) -> bool:
     """True when ``g`` is one number expanded (every stride zero), as the gradient of ``out.sum()`` is."""
     return g.dim() >= 2 and g.numel() > 0 and all(st == 0 for st in g.stride()) and not _traced(g)

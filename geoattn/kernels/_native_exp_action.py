@@ -21,7 +21,7 @@ import threading
 import torch
 
 from . import _native
-from ._exp_action import RHO_MIN, _adjoint, _series, bound_from_norms, chebyshev_coefficients, working_rho
+from ._exp_action import _adjoint, _series, bound_from_norms, chebyshev_coefficients, sample_degrees
 
 __all__ = ["MAX_K", "MAX_T", "SOURCE", "build", "exp_action_native_status", "native_forward", "native_backward",
            "exp_skew_action_native", "qk_norms", "native_qk_forward", "native_qk_backward", "exp_uta_action_native"]
@@ -154,36 +154,27 @@ class _NativeAction(torch.autograd.Function):
 def miller(rho: torch.Tensor, degree: int, start: int, library: ctypes.CDLL | None = None) -> torch.Tensor:
     r""":func:`geoattn.kernels._exp_action._miller_cpu` by the kernel library, bit for bit (the same operations in
     the same order, no contraction; tested): ``J_k(rho) / norm`` for ``k = 0 .. degree``, ``(B, degree + 1)``
-    float64, from ``start`` (even, at least ``degree``). At B = 4096, 88 steps (T = 16): about 0.6 ms against
-    5.4 ms in NumPy (one thread)."""
+    float64, from ``start`` (even, at least ``degree``). ``library``: any library of :func:`build` (default: the
+    float64 one of one column). At B = 4096, 88 steps (T = 16): about 1 ms against 5.4 ms in NumPy (one thread)."""
     lib = library if library is not None else _library(1, torch.float64)
     if isinstance(lib, str):
         raise RuntimeError(f"Expected the native Chebyshev action to be available. Got: {lib}.")
     if start % 2 or start < degree:
         raise ValueError(f"Expected an even start at or above the degree {degree}. Got start={start}.")
+    fn = getattr(lib, "geoattn_exp_action_miller_f64", None) or lib.geoattn_exp_action_miller_f32
     r = rho.detach().to(torch.float64).contiguous()
     out = torch.empty(r.shape[0], degree + 1, dtype=torch.float64)
     meta = torch.tensor([degree, start], dtype=torch.int64)
-    _native.run_checked(lib.geoattn_exp_action_miller_f64, r.shape[0], 0, [(r, True), (meta, False), (out, True)])
+    _native.run_checked(fn, r.shape[0], 0, [(r, True), (meta, False), (out, True)])
     return out
 
 
-def _coefficients(rho: torch.Tensor, degree: torch.Tensor, limit: int, dtype: torch.dtype) -> torch.Tensor:
+def _coefficients(rho: torch.Tensor, degree: torch.Tensor, limit: int, dtype: torch.dtype, lib) -> torch.Tensor:
     """The coefficients of each sample to its own degree (zero past it) in ``dtype``, ``(B, max degree + 1)``, from
-    a start that does not depend on the batch (Miller's recurrence by :func:`miller` where the library builds, the
-    bits of :func:`geoattn.kernels._exp_action.chebyshev_coefficients`)."""
+    a start that does not depend on the batch: :func:`~geoattn.kernels._exp_action.chebyshev_coefficients` with
+    Miller's recurrence run by the call's library ``lib`` (:func:`miller`, the same bits)."""
     top = int(degree.max()) if degree.numel() else 0
-    start = limit + 40
-    start += start % 2
-    if rho.device.type == "cpu" and not isinstance(_library(1, torch.float64), str):
-        c = miller(rho.clamp_min(1e-300), top, start)
-        c[:, 1:] *= 2
-        zero = rho == 0
-        if bool(zero.any()):
-            c[zero] = 0.0
-            c[zero, 0] = 1.0
-    else:
-        c = chebyshev_coefficients(rho, top, start=start)
+    c = chebyshev_coefficients(rho, top, start=limit + 40, recurrence=lambda r, m, st: miller(r, m, st, lib))
     k = torch.arange(top + 1, device=c.device)
     return torch.where(k[None, :] <= degree[:, None], c, torch.zeros_like(c)).to(dtype).contiguous()
 
@@ -208,7 +199,7 @@ def exp_skew_action_native(s: torch.Tensor, x: torch.Tensor, rho: torch.Tensor, 
     -------
     Tensor ``(B, T, K)``
     """
-    c = _coefficients(rho, degree, limit, x.dtype)
+    c = _coefficients(rho, degree, limit, x.dtype, _lib(x, library))
     r = rho.to(x.dtype).contiguous()
     return _NativeAction.apply(s.contiguous(), x.contiguous(), r, c, degree.contiguous(), library)
 
@@ -322,17 +313,13 @@ def exp_uta_action_native(q: torch.Tensor, k: torch.Tensor, x: torch.Tensor, deg
     (Tensor ``(B', T, K)``, Tensor ``(B,)`` bool)
         the results of the served samples, in order, and which samples were served.
     """
-    from ._exp_action import chebyshev_degree
-
     norms = qk_norms(q.detach().contiguous(), k.detach().contiguous(), library)
-    rho = bound_from_norms(norms[:, 0].sqrt(), norms[:, 1].sqrt(), x.shape[1], x.dtype)
-    finite = torch.isfinite(rho)
-    rho = torch.where(finite, working_rho(rho.clamp_min(RHO_MIN), x.dtype), torch.ones_like(rho))
-    degree = chebyshev_degree(rho, torch.finfo(x.dtype).eps / 2)
-    served = finite & (degree <= degree_limit) & (degree * x.shape[-1] <= dense_ratio * x.shape[1])
+    T, d = x.shape[1], x.shape[-1]
+    rho, degree, served = sample_degrees(bound_from_norms(norms[:, 0].sqrt(), norms[:, 1].sqrt(), T, x.dtype), T, d,
+                                         x.dtype, degree_limit, dense_ratio)
     if not bool(served.all()):
         q, k, x, rho, degree = q[served], k[served], x[served], rho[served], degree[served]
-    c = _coefficients(rho, degree, degree_limit, x.dtype)
+    c = _coefficients(rho, degree, degree_limit, x.dtype, _lib(x, library))
     y = _NativeQKAction.apply(q.contiguous(), k.contiguous(), x.contiguous(), rho.to(x.dtype).contiguous(), c,
                               degree.contiguous(), library)
     return y, served

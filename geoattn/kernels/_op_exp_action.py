@@ -10,19 +10,20 @@ the limit, or whose norm is not finite, take ``exp_skew`` formed densely), ``den
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..errors import OptionError, ShapeError
 from ._backends import EAGER, NATIVE
 from ._checks import check_float, check_matmul, check_same, check_skew, check_square, half_in_float32
 from ._exp import run_exp_skew
-from ._exp_action import (MAX_DEGREE, RHO_MIN, chebyshev_degree, exp_skew_action_chebyshev, norm_bound,
-                          working_rho)
-from ._functions import _traced
+from ._exp_action import MAX_DEGREE, exp_skew_action_chebyshev, norm_bound, sample_degrees
+from ._functions import _traced, merge_samples
 from ._native_exp_action import MAX_K, MAX_T, exp_action_native_status, exp_skew_action_native
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
-__all__ = ["exp_skew_action", "EXP_SKEW_ACTION", "degree_limit", "DENSE_RATIO"]
+__all__ = ["exp_skew_action", "EXP_SKEW_ACTION", "degree_limit", "native_reason", "DENSE_RATIO"]
 
 _METHODS = ("auto", "chebyshev", "dense")
 
@@ -90,23 +91,18 @@ def _run_chebyshev(c: Call, native: bool = False) -> torch.Tensor:
     T, d = c.S.shape[-1], c.x.shape[-1]
     S = c.S.reshape(-1, T, T)
     x = c.x.reshape(-1, T, d)
-    rho = norm_bound(S)
-    finite = torch.isfinite(rho)
-    rho = torch.where(finite, working_rho(rho.clamp_min(RHO_MIN), S.dtype), torch.ones_like(rho))
-    degree = chebyshev_degree(rho, torch.finfo(S.dtype).eps / 2)
-    limit = degree_limit(T)
-    served = finite & (degree <= limit)
-    if c.method == "auto":  # the cost rule; method="chebyshev" keeps the action wherever it is exact
-        served &= degree * d <= DENSE_RATIO["native" if native else "eager"] * T
+    ratio = DENSE_RATIO["native" if native else "eager"] if c.method == "auto" else math.inf
+    # the cost rule only under "auto"; method="chebyshev" keeps the action wherever it is exact
+    rho, degree, served = sample_degrees(norm_bound(S), T, d, S.dtype, degree_limit(T), ratio)
     action = exp_skew_action_native if native else exp_skew_action_chebyshev
     if bool(served.all()):
-        return action(S, x, rho, degree, limit).reshape(c.x.shape)
+        return action(S, x, rho, degree, degree_limit(T)).reshape(c.x.shape)
     idx, rest = served.nonzero().squeeze(-1), (~served).nonzero().squeeze(-1)
-    parts = [_dense(S[rest], x[rest])]
-    if idx.numel():
-        parts.insert(0, action(S[idx], x[idx], rho[idx], degree[idx], limit))
-    order = torch.argsort(torch.cat([idx, rest]))
-    return torch.cat(parts)[order].reshape(c.x.shape)
+    dense = _dense(S[rest], x[rest])
+    if not idx.numel():
+        return dense.reshape(c.x.shape)
+    return merge_samples(idx, action(S[idx], x[idx], rho[idx], degree[idx], degree_limit(T)), rest,
+                         dense).reshape(c.x.shape)
 
 
 def _chebyshev_when(c: Call) -> str | None:
@@ -121,16 +117,21 @@ def _native_when(c: Call) -> str | None:
     why = _chebyshev_when(c)
     if why is not None:
         return why
-    if c.device.type != "cpu":
-        return f"device {c.device.type}: the native kernel runs on the CPU"
-    if c.S.dtype not in (torch.float32, torch.float64):
-        return f"{c.S.dtype}: the native kernel takes float32 or float64"
-    T, k = c.S.shape[-1], c.x.shape[-1]
+    return native_reason(c.device, c.S.dtype, c.S.shape[-1], c.x.shape[-1])
+
+
+def native_reason(device: torch.device, dtype: torch.dtype, T: int, d: int) -> str | None:
+    """None when the native Chebyshev kernels serve ``T x T`` matrices on ``d`` columns of ``dtype`` on ``device``
+    (and are built), else why not; shared by ``exp_skew_action`` and ``exp_uta_action``."""
+    if device.type != "cpu":
+        return f"device {device.type}: the native kernel runs on the CPU"
+    if dtype not in (torch.float32, torch.float64):
+        return f"{dtype}: the native kernel takes float32 or float64"
     if T > MAX_T:
         return f"T={T}: the native kernel serves T <= {MAX_T}"
-    if k > MAX_K:
-        return f"d={k}: the native kernel serves at most {MAX_K} columns"
-    ok, why = exp_action_native_status(k, c.S.dtype)
+    if d > MAX_K:
+        return f"d={d}: the native kernel serves at most {MAX_K} columns"
+    ok, why = exp_action_native_status(d, dtype)
     return None if ok else why
 
 

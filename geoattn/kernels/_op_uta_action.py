@@ -16,9 +16,9 @@ import torch
 from ..errors import ShapeError
 from ._backends import EAGER, NATIVE
 from ._checks import check_float, check_same, half_in_float32
-from ._functions import _traced
-from ._native_exp_action import MAX_K, MAX_T, _uta_t, exp_action_native_status, exp_uta_action_native
-from ._op_exp_action import DENSE_RATIO, degree_limit, exp_skew_action
+from ._functions import _traced, merge_samples
+from ._native_exp_action import _uta_t, exp_uta_action_native
+from ._op_exp_action import DENSE_RATIO, degree_limit, exp_skew_action, native_reason
 from .dispatch import Call, Operation, Route, dispatch, register_operation
 
 __all__ = ["exp_uta_action", "EXP_UTA_ACTION"]
@@ -49,19 +49,9 @@ def _formed(c: Call) -> torch.Tensor:
 def _native_when(c: Call) -> str | None:
     if c.traced:
         return "traced (torch.func, torch.compile or meta): the degree depends on the data"
-    if c.device.type != "cpu":
-        return f"device {c.device.type}: the native kernel runs on the CPU"
-    if c.x.dtype not in (torch.float32, torch.float64):
-        return f"{c.x.dtype}: the native kernel takes float32 or float64"
-    T, d = c.x.shape[-2], c.x.shape[-1]
-    if c.q.shape[-1] != d:
-        return f"q and k of rank {c.q.shape[-1]}, x of {d} columns: the kernel takes one width"
-    if T > MAX_T:
-        return f"T={T}: the native kernel serves T <= {MAX_T}"
-    if d > MAX_K:
-        return f"d={d}: the native kernel serves at most {MAX_K} columns"
-    ok, why = exp_action_native_status(d, c.x.dtype)
-    return None if ok else why
+    if c.q.shape[-1] != c.x.shape[-1]:
+        return f"q and k of rank {c.q.shape[-1]}, x of {c.x.shape[-1]} columns: the kernel takes one width"
+    return native_reason(c.device, c.x.dtype, c.x.shape[-2], c.x.shape[-1])
 
 
 def _run_native(c: Call) -> torch.Tensor:
@@ -71,9 +61,8 @@ def _run_native(c: Call) -> torch.Tensor:
     if bool(served.all()):
         return y.reshape(c.x.shape)
     idx, rest = served.nonzero().squeeze(-1), (~served).nonzero().squeeze(-1)
-    parts = [y, exp_skew_action(_uta_t(q[rest], k[rest]), x[rest], method="dense", check=False)]
-    order = torch.argsort(torch.cat([idx, rest]))
-    return torch.cat(parts)[order].reshape(c.x.shape)
+    dense = exp_skew_action(_uta_t(q[rest], k[rest]), x[rest], method="dense", check=False)
+    return merge_samples(idx, y, rest, dense).reshape(c.x.shape)
 
 
 EXP_UTA_ACTION = register_operation(Operation(

@@ -10,7 +10,6 @@ from torch import nn
 
 from .._docstrings import fill_doc
 from .. import kernels as K
-from ..kernels._functions import _traced
 from ._common import check_positive_int, check_sequence, factory
 
 __all__ = ["OrthonormalAttention"]
@@ -83,24 +82,12 @@ class OrthonormalAttention(nn.Module):
 
     def correlation(self, x: torch.Tensor) -> torch.Tensor:
         r""":math:`(P^QZ)^T(P^KZ)` in the row layout, ``(x P^{QT})(x P^{KT})^T``, shape ``(..., T, T)``."""
-        check_sequence(self, "x", x, dim=self.dim, dtype=self.weight_q.dtype, device=self.weight_q.device)
-        return (x @ self.weight_q.mT) @ (x @ self.weight_k.mT).mT
+        q, k = self.factors(x)
+        return q @ k.mT
 
     def attention_matrix(self, x: torch.Tensor) -> torch.Tensor:
         r""":math:`\Lambda(Z)`, orthogonal, shape ``(..., T, T)``."""
         return K.exp_skew(K.upper_triangular_asymmetrize(self.correlation(x)), check=False)
-
-    def _skew_t(self, x: torch.Tensor) -> torch.Tensor:
-        r""":math:`\mathrm{uta}(C)^T = -\mathrm{uta}(C)`, so that :math:`\Lambda^T x = \exp(\mathrm{uta}(C)^T)\,x`.
-
-        With :math:`U` the strict upper triangle of ``C``, :math:`\mathrm{uta}(C)^T = U^T - U`: the same
-        differences as ``upper_triangular_asymmetrize(C).mT`` (so the same bits, tested), taken on ``C``'s own
-        storage (``C`` is this call's product; autograd keeps the factors, not ``C``) and written contiguously, so
-        the action reads it without a copy: two ``T x T`` buffers and passes fewer per call."""
-        c = self.correlation(x)
-        # in place only on plain tensors: torch.func has no batching rule for triu_ (it would fall back to a loop)
-        upper = torch.triu(c, 1) if _traced(c) else c.triu_(1)
-        return torch.neg(upper).add_(upper.mT)  # -U_ij + U_ji: the bits of U_ji - U_ij (IEEE), contiguous
 
     def factors(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         r""":math:`q = xP^{QT}` and :math:`k = xP^{KT}`, each ``(..., T, dim)``: the correlation is :math:`qk^T`."""
